@@ -1,0 +1,119 @@
+"""Principals and API keys: the principals file maps hashed keys to who is asking.
+
+Keys are 256-bit random tokens, so a plain SHA-256 is enough to store them (nobody can
+brute-force that space; a slow password hash would only slow every request). Comparison
+is constant-time. A missing, unknown or revoked key is refused: cairn fails closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime
+from pathlib import Path
+
+import yaml
+from pydantic import Field, ValidationError
+
+from cairn.errors import InvalidInput, NotFound, PolicyError, Unauthenticated
+from cairn.model import CairnModel, Principal, new_id, utcnow
+
+KEY_PREFIX = "cairn_"
+
+
+class ApiKey(CairnModel):
+    id: str
+    sha256: str
+    created_at: datetime
+    revoked: bool = False
+    label: str | None = None
+
+
+class PrincipalEntry(Principal):
+    keys: tuple[ApiKey, ...] = ()
+
+    def principal(self) -> Principal:
+        return Principal.model_validate(self.model_dump(exclude={"keys"}))
+
+
+class PrincipalsFile(CairnModel):
+    principals: tuple[PrincipalEntry, ...] = Field(default_factory=tuple)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def generate_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def load_principals(path: Path) -> PrincipalsFile:
+    if not path.exists():
+        raise PolicyError(f"principals file {path} does not exist: run 'cairn init'")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return PrincipalsFile.model_validate(raw)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{path}: not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        where = "; ".join(
+            ".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()
+        )
+        raise PolicyError(f"{path}: {where}") from exc
+
+
+def save_principals(path: Path, principals: PrincipalsFile) -> None:
+    data = principals.model_dump(mode="json")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(
+        "# cairn principals: who may use this store. Keys are stored as SHA-256 hashes only.\n"
+        + yaml.safe_dump(data, sort_keys=False),
+        encoding="utf-8",
+    )
+    tmp.replace(path)  # atomic: a crash never leaves a half-written principals file
+
+
+def authenticate(principals: PrincipalsFile, key: str | None) -> Principal:
+    if not key:
+        raise Unauthenticated(
+            "no API key: pass --key or set CAIRN_API_KEY (cairn init printed one)"
+        )
+    digest = hash_key(key)
+    for entry in principals.principals:
+        for api_key in entry.keys:
+            if hmac.compare_digest(api_key.sha256, digest) and not api_key.revoked:
+                return entry.principal()
+    raise Unauthenticated("unknown or revoked API key")
+
+
+def add_key(
+    principals: PrincipalsFile, principal_id: str, *, label: str | None = None
+) -> tuple[PrincipalsFile, str, ApiKey]:
+    key = generate_key()
+    api_key = ApiKey(id=new_id("key"), sha256=hash_key(key), created_at=utcnow(), label=label)
+    entries = list(principals.principals)
+    for i, entry in enumerate(entries):
+        if entry.id == principal_id:
+            entries[i] = entry.model_copy(update={"keys": (*entry.keys, api_key)})
+            return PrincipalsFile(principals=tuple(entries)), key, api_key
+    raise NotFound(f"no principal {principal_id}", field="principal")
+
+
+def revoke_key(principals: PrincipalsFile, key_id: str) -> PrincipalsFile:
+    entries = list(principals.principals)
+    for i, entry in enumerate(entries):
+        keys = list(entry.keys)
+        for j, api_key in enumerate(keys):
+            if api_key.id == key_id:
+                keys[j] = api_key.model_copy(update={"revoked": True})
+                entries[i] = entry.model_copy(update={"keys": tuple(keys)})
+                return PrincipalsFile(principals=tuple(entries))
+    raise NotFound(f"no key {key_id}", field="key_id")
+
+
+def add_principal(principals: PrincipalsFile, entry: PrincipalEntry) -> PrincipalsFile:
+    if any(p.id == entry.id for p in principals.principals):
+        raise InvalidInput(f"principal {entry.id} already exists", field="id")
+    return PrincipalsFile(principals=(*principals.principals, entry))

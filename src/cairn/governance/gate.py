@@ -1,0 +1,758 @@
+"""The Librarian: the single governed write path.
+
+Every mutation arrives as a ``Proposal`` pinned to the version it was based on. The gate
+checks who is asking (role limits are not policy), validates the change, asks the policy,
+and commits the outcome, the change and exactly one audit entry in one transaction. It is
+the only caller of ``Store.commit`` (tests/test_zero_bypass.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from cairn.errors import (
+    Conflict,
+    DuplicateContent,
+    InvalidInput,
+    NotFound,
+    PermissionDenied,
+    StaleProposal,
+    SupersessionCycle,
+)
+from cairn.governance import access, lifecycle
+from cairn.governance.policy import Policy, ProposalFacts, evaluate
+from cairn.model import (
+    AuditEntry,
+    Baseline,
+    Change,
+    Confidence,
+    Content,
+    CreateChange,
+    Decision,
+    Origin,
+    PathLink,
+    Principal,
+    PrincipalKind,
+    Proposal,
+    ProposalOutcome,
+    ProposalStatus,
+    PublishChange,
+    Record,
+    Status,
+    SupersedeChange,
+    TransitionChange,
+    UpdateChange,
+    Version,
+    new_id,
+    utcnow,
+)
+from cairn.store.base import (
+    ChangeSet,
+    ExpectProposal,
+    ExpectPublished,
+    ExpectRecord,
+    Precondition,
+    PutBaseline,
+    PutEdge,
+    PutPathLink,
+    PutProposal,
+    PutRecord,
+    PutVersion,
+    SetPublished,
+    Store,
+    Write,
+)
+
+PathHasher = Callable[[str], str | None]
+
+
+@dataclass
+class _Plan:
+    """What accepting a proposal would write, before it is committed."""
+
+    writes: list[Write]
+    expects: list[Precondition]
+    record: Record | None = None
+    version: Version | None = None
+    from_status: Status | None = None
+    to_status: Status | None = None
+
+
+def _no_files(path: str) -> str | None:
+    return None
+
+
+class Gate:
+    def __init__(
+        self,
+        store: Store,
+        policy: Policy,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        path_hasher: PathHasher = _no_files,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.clock = clock
+        self.path_hasher = path_hasher
+
+    # ---- public verbs ----------------------------------------------------------------
+
+    def submit(
+        self,
+        change: Change,
+        principal: Principal,
+        *,
+        base_version_id: str | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Propose ``change``; commit it at once if the policy approves, else queue it."""
+        access.require_op(principal, change.op)
+        change = self._stamp(change, principal)
+        target = self._target(change, principal)
+        scope = self._scope_of(change, target)
+        access.require_scope(principal, scope)
+        if target is not None:
+            current = target.current_version_id
+            if base_version_id is None:
+                base_version_id = current
+            elif base_version_id != current:
+                raise StaleProposal(
+                    f"version {base_version_id} of {target.id} is no longer current "
+                    f"(head is v{target.current_version}): read it again and re-propose",
+                    record_id=target.id,
+                )
+        now = self.clock()
+        proposal = Proposal(
+            id=new_id("prp"),
+            change=change,
+            scope=scope,
+            record_id=target.id if target else None,
+            base_version_id=base_version_id,
+            base_baseline_id=(
+                self.store.published_baseline_id(scope)
+                if isinstance(change, PublishChange)
+                else None
+            ),
+            principal_id=principal.id,
+            principal_roles=principal.roles,
+            status=ProposalStatus.PENDING,
+            created_at=now,
+            reason=reason,
+        )
+        self._validate(proposal, principal)
+        duplicate = self._duplicate_of(proposal)
+        if duplicate is not None:
+            return self._reject_duplicate(proposal, principal, duplicate)
+        if principal.kind is PrincipalKind.SYSTEM:
+            # Trigger: drift, retention and other system housekeeping. Why: these moves are
+            # fixed by spec 002 and must not wait on a policy a user may have edited.
+            return self._accept(proposal, principal, rule="system", reason=reason, auto=True)
+        decision, rule, why = evaluate(self.policy, self._facts(proposal, principal))
+        if decision is Decision.APPROVE:
+            return self._accept(proposal, principal, rule=rule, reason=why or reason, auto=True)
+        if decision is Decision.REJECT:
+            return self._reject(proposal, principal, rule=rule, reason=why or "refused by policy")
+        return self._queue(proposal, principal, rule=rule, reason=why)
+
+    def decide(
+        self, proposal_id: str, *, approve: bool, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        """A curator approves or rejects a queued proposal."""
+        access.require_curator(principal, "approve or reject proposals")
+        proposal = self._pending(proposal_id)
+        if not approve:
+            if not reason or not reason.strip():
+                raise InvalidInput("a rejection needs a reason", field="reason")
+            return self._reject(proposal, principal, rule="curator", reason=reason)
+        if self.is_stale(proposal):
+            raise StaleProposal(
+                f"proposal {proposal.id} is stale: the version it was based on is no longer "
+                f"current; run 'cairn rebase {proposal.id}' and review the new proposal",
+                proposal_id=proposal.id,
+            )
+        self._validate(proposal, principal)
+        duplicate = self._duplicate_of(proposal)
+        if duplicate is not None:
+            return self._reject_duplicate(proposal, principal, duplicate)
+        return self._accept(proposal, principal, rule="curator", reason=reason, auto=False)
+
+    def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
+        """Re-pin a stale proposal on the current version as a new, linked proposal."""
+        old = self._pending(proposal_id)
+        if old.principal_id != principal.id and not access.is_curator(principal):
+            raise PermissionDenied("only the proposer or a curator may rebase a proposal")
+        if not self.is_stale(old):
+            raise Conflict(f"proposal {old.id} is not stale; review it as it is")
+        now = self.clock()
+        new = old.model_copy(
+            update={
+                "id": new_id("prp"),
+                "created_at": now,
+                "base_version_id": self._current_version_id(old),
+                "base_baseline_id": (
+                    self.store.published_baseline_id(old.scope)
+                    if isinstance(old.change, PublishChange)
+                    else None
+                ),
+                "rebased_from": old.id,
+                "principal_id": principal.id,
+                "principal_roles": principal.roles,
+            }
+        )
+        retired = old.model_copy(
+            update={"status": ProposalStatus.REBASED, "rebased_to": new.id, "decided_at": now}
+        )
+        audit = self._audit(
+            principal, "rebase", subject=old.record_id, proposal=new, reason="rebased on head",
+            details={"from_proposal": old.id, "base_version_id": new.base_version_id},
+        )  # fmt: skip
+        self.store.commit(
+            [
+                ChangeSet(
+                    audit=audit,
+                    writes=(
+                        PutProposal(retired),
+                        PutProposal(new),
+                        PutEdge(old.id, new.id, "REBASED_TO"),
+                    ),
+                    expects=(ExpectProposal(old.id, ProposalStatus.PENDING),),
+                )
+            ]
+        )
+        return ProposalOutcome(proposal=new, decision=Decision.QUEUE)
+
+    def is_stale(self, proposal: Proposal) -> bool:
+        if isinstance(proposal.change, PublishChange):
+            return self.store.published_baseline_id(proposal.scope) != proposal.base_baseline_id
+        if proposal.record_id is None:
+            return False
+        return self._current_version_id(proposal) != proposal.base_version_id
+
+    # ---- checks ----------------------------------------------------------------------
+
+    def _stamp(self, change: Change, principal: Principal) -> Change:
+        """Origin and confidence are facts about who wrote, not claims: agents write agent
+        memories and cannot vouch for them beyond "supported"."""
+        if principal.kind is not PrincipalKind.AGENT:
+            return change
+
+        def fix(content: Content) -> Content:
+            confidence = content.confidence
+            if confidence is Confidence.VERIFIED:
+                confidence = Confidence.SUPPORTED
+            return content.model_copy(update={"origin": Origin.AGENT, "confidence": confidence})
+
+        if isinstance(change, CreateChange):
+            return change.model_copy(update={"content": fix(change.content)})
+        if isinstance(change, SupersedeChange) and change.content is not None:
+            return change.model_copy(update={"content": fix(change.content)})
+        if isinstance(change, UpdateChange) and change.patch.confidence is Confidence.VERIFIED:
+            patch = change.patch.model_copy(update={"confidence": Confidence.SUPPORTED})
+            return change.model_copy(update={"patch": patch})
+        return change
+
+    def _visible(self, record_id: str, principal: Principal) -> Record:
+        record = self.store.get_record(record_id)
+        if record is None or not access.can_read(principal, record.scope, record.content.acl):
+            raise NotFound(f"no record {record_id}", field="record_id")
+        return record
+
+    def _target(self, change: Change, principal: Principal) -> Record | None:
+        if isinstance(change, CreateChange | PublishChange):
+            return None
+        return self._visible(change.record_id, principal)
+
+    def _scope_of(self, change: Change, target: Record | None) -> str:
+        if isinstance(change, CreateChange):
+            return change.content.scope
+        if isinstance(change, PublishChange):
+            return change.scope
+        assert target is not None
+        return target.scope
+
+    def _check_kind(self, kind: str) -> None:
+        if kind not in self.policy.all_kinds:
+            raise InvalidInput(
+                f"unknown kind {kind!r}; known kinds: {', '.join(self.policy.all_kinds)} "
+                "(declare more under 'kinds' in the policy file)",
+                field="kind",
+            )
+
+    def _validate(self, proposal: Proposal, principal: Principal) -> None:
+        change = proposal.change
+        if isinstance(change, CreateChange):
+            self._check_kind(change.content.kind)
+        elif isinstance(change, UpdateChange):
+            if change.patch.is_empty():
+                raise InvalidInput("an update must change at least one field", field="patch")
+            record = self._record(change.record_id)
+            new = change.patch.apply(record.content)
+            if new == record.content:
+                raise InvalidInput("the update changes nothing", field="patch")
+            if record.status in (Status.ARCHIVED, Status.REJECTED):
+                raise InvalidInput(f"a {record.status.value} record cannot be updated")
+        elif isinstance(change, SupersedeChange):
+            self._check_supersede(change, principal)
+        elif isinstance(change, TransitionChange):
+            record = self._record(change.record_id)
+            lifecycle.check_transition(record.status, change.to, principal)
+        else:
+            self._check_publish(change, principal)
+
+    def _check_supersede(self, change: SupersedeChange, principal: Principal) -> None:
+        old = self._record(change.record_id)
+        if old.superseded_by:
+            raise Conflict(
+                f"{old.id} is already superseded by {old.superseded_by}; supersede that instead",
+                field="record_id",
+            )
+        if change.content is not None:
+            self._check_kind(change.content.kind)
+            if change.content.scope != old.scope:
+                raise InvalidInput("a replacement must live in the same scope", field="scope")
+            return
+        assert change.by is not None
+        if change.by == old.id:
+            raise SupersessionCycle("a record cannot supersede itself", field="by")
+        replacement = self._visible(change.by, principal)
+        seen = {old.id}
+        cursor: Record | None = replacement
+        while cursor is not None:
+            if cursor.id in seen:
+                raise SupersessionCycle(
+                    f"superseding {old.id} by {replacement.id} would make a cycle", field="by"
+                )
+            seen.add(cursor.id)
+            cursor = self.store.get_record(cursor.superseded_by) if cursor.superseded_by else None
+
+    def _check_publish(self, change: PublishChange, principal: Principal) -> None:
+        access.require_curator(principal, "publish")
+        for record_id, version_id in change.pins.items():
+            record = self._visible(record_id, principal)
+            if record.scope != change.scope:
+                raise InvalidInput(f"{record_id} is not in scope {change.scope}", field="pins")
+            if version_id is not None:
+                version = self.store.get_version(version_id)
+                if version is None or version.record_id != record_id:
+                    raise NotFound(f"no version {version_id} of {record_id}", field="pins")
+            elif record.status is not Status.ACTIVE:
+                raise InvalidInput(
+                    f"{record_id} is {record.status.value}; only active records are published",
+                    field="pins",
+                )
+
+    def _duplicate_of(self, proposal: Proposal) -> Record | None:
+        change = proposal.change
+        if isinstance(change, CreateChange):
+            content: Content | None = change.content
+        elif isinstance(change, SupersedeChange):
+            content = change.content
+        elif isinstance(change, UpdateChange):
+            content = change.patch.apply(self._record(change.record_id).content)
+        else:
+            content = None
+        if content is None:
+            return None
+        for record in self.store.find_by_hash(content.scope, content.content_hash()):
+            if record.id != proposal.record_id and record.status not in (
+                Status.REJECTED,
+                Status.ARCHIVED,
+            ):
+                return record
+        return None
+
+    def _facts(self, proposal: Proposal, principal: Principal) -> ProposalFacts:
+        change = proposal.change
+        kind: str | None = None
+        origin: Origin | None = None
+        metadata: dict[str, object] = {}
+        draft = False
+        if isinstance(change, CreateChange):
+            kind, origin = change.content.kind, change.content.origin
+            metadata, draft = change.content.metadata, change.draft
+        elif isinstance(change, SupersedeChange) and change.content is not None:
+            kind, origin, metadata = (
+                change.content.kind,
+                change.content.origin,
+                change.content.metadata,
+            )
+        elif proposal.record_id is not None:
+            record = self._record(proposal.record_id)
+            kind, origin, metadata = record.kind, record.content.origin, record.content.metadata
+            if isinstance(change, UpdateChange) and change.patch.metadata is not None:
+                metadata = change.patch.metadata
+        return ProposalFacts(
+            op=change.op,
+            kind=kind,
+            origin=origin,
+            roles=principal.roles,
+            principal=principal.id,
+            scope=proposal.scope,
+            draft=draft,
+            metadata=metadata,
+        )
+
+    # ---- outcomes --------------------------------------------------------------------
+
+    def _queue(
+        self, proposal: Proposal, principal: Principal, *, rule: str, reason: str | None
+    ) -> ProposalOutcome:
+        audit = self._audit(
+            principal, "propose", subject=proposal.record_id, proposal=proposal, rule=rule,
+            reason=reason, details={"op": proposal.change.op, "queued": True},
+        )  # fmt: skip
+        self.store.commit([ChangeSet(audit=audit, writes=(PutProposal(proposal),))])
+        return ProposalOutcome(proposal=proposal, decision=Decision.QUEUE, feedback=reason)
+
+    def _reject(
+        self, proposal: Proposal, principal: Principal, *, rule: str, reason: str
+    ) -> ProposalOutcome:
+        return self._close_rejected(proposal, principal, rule=rule, reason=reason, feedback=reason)
+
+    def _reject_duplicate(
+        self, proposal: Proposal, principal: Principal, existing: Record
+    ) -> ProposalOutcome:
+        feedback = (
+            f"Rejected: duplicate content. Hash {existing.content.content_hash()[:12]} matches "
+            f"existing record {existing.id} ({existing.content.title!r}, "
+            f"v{existing.current_version}) in scope {existing.scope}. "
+            f"Consider updating {existing.id} instead."
+        )
+        return self._close_rejected(
+            proposal, principal, rule="duplicate_content", reason=feedback, feedback=feedback,
+            existing_record_id=existing.id,
+        )  # fmt: skip
+
+    def _close_rejected(
+        self,
+        proposal: Proposal,
+        principal: Principal,
+        *,
+        rule: str,
+        reason: str,
+        feedback: str,
+        existing_record_id: str | None = None,
+    ) -> ProposalOutcome:
+        now = self.clock()
+        was_pending = self.store.get_proposal(proposal.id) is not None
+        rejected = proposal.model_copy(
+            update={
+                "status": ProposalStatus.REJECTED,
+                "rule": rule,
+                "reason": reason,
+                "decided_by": principal.id,
+                "decided_at": now,
+            }
+        )
+        details: dict[str, object] = {"op": proposal.change.op}
+        if existing_record_id:
+            details["existing_record_id"] = existing_record_id
+        audit = self._audit(
+            principal, "reject", subject=proposal.record_id, proposal=proposal, rule=rule,
+            reason=reason, details=details,
+        )  # fmt: skip
+        expects = (ExpectProposal(proposal.id, ProposalStatus.PENDING),) if was_pending else ()
+        self.store.commit(
+            [ChangeSet(audit=audit, writes=(PutProposal(rejected),), expects=expects)]
+        )
+        outcome = ProposalOutcome(proposal=rejected, decision=Decision.REJECT, feedback=feedback)
+        if existing_record_id:
+            raise DuplicateContent(
+                feedback,
+                proposal_id=proposal.id,
+                existing_record_id=existing_record_id,
+                outcome=outcome.model_dump(mode="json"),
+            )
+        return outcome
+
+    def _accept(
+        self,
+        proposal: Proposal,
+        principal: Principal,
+        *,
+        rule: str,
+        reason: str | None,
+        auto: bool,
+    ) -> ProposalOutcome:
+        now = self.clock()
+        was_pending = self.store.get_proposal(proposal.id) is not None
+        plan = self._plan(proposal, now)
+        accepted = proposal.model_copy(
+            update={
+                "status": ProposalStatus.ACCEPTED,
+                "rule": rule,
+                "reason": reason,
+                "decided_by": principal.id,
+                "decided_at": now,
+                "result_record_id": plan.record.id if plan.record else None,
+                "result_version_id": plan.version.id if plan.version else None,
+            }
+        )
+        writes: list[Write] = [PutProposal(accepted), *plan.writes]
+        if plan.version is not None:
+            writes.append(PutEdge(proposal.id, plan.version.id, "ACCEPTED_AS"))
+        expects = list(plan.expects)
+        if was_pending:
+            expects.append(ExpectProposal(proposal.id, ProposalStatus.PENDING))
+        audit = self._audit(
+            principal, "approve", subject=plan.record.id if plan.record else proposal.record_id,
+            proposal=accepted, rule=rule, reason=reason,
+            from_status=plan.from_status, to_status=plan.to_status,
+            details={"op": proposal.change.op, "auto": auto,
+                     "version_id": plan.version.id if plan.version else None},
+        )  # fmt: skip
+        self.store.commit([ChangeSet(audit=audit, writes=tuple(writes), expects=tuple(expects))])
+        return ProposalOutcome(
+            proposal=accepted,
+            decision=Decision.APPROVE,
+            record=plan.record,
+            version=plan.version,
+            feedback=reason,
+        )
+
+    # ---- planning: what an accepted change writes -------------------------------------
+
+    def _plan(self, proposal: Proposal, now: datetime) -> _Plan:
+        change = proposal.change
+        actor = proposal.principal_id
+        if isinstance(change, CreateChange):
+            status = Status.DRAFT if change.draft else Status.ACTIVE
+            plan = self._plan_create(change.content, status, actor, proposal.id, now)
+            for path in change.paths:
+                plan.writes.append(
+                    PutPathLink(PathLink(record_id=plan.record.id if plan.record else "",
+                                         path=path, content_hash=self.path_hasher(path)))
+                )  # fmt: skip
+            return plan
+        if isinstance(change, UpdateChange):
+            record = self._record(change.record_id)
+            return self._plan_new_version(
+                record, change.patch.apply(record.content), actor, proposal.id, now
+            )
+        if isinstance(change, SupersedeChange):
+            return self._plan_supersede(change, actor, proposal.id, now)
+        if isinstance(change, TransitionChange):
+            record = self._record(change.record_id)
+            moved = record.model_copy(
+                update={"status": change.to, "updated_at": now, "status_changed_at": now}
+            )
+            return _Plan(
+                writes=[PutRecord(moved)],
+                expects=[ExpectRecord(record.id, record.current_version_id, record.status)],
+                record=moved,
+                from_status=record.status,
+                to_status=change.to,
+            )
+        return self._plan_publish(change, proposal, now)
+
+    def _plan_create(
+        self, content: Content, status: Status, actor: str, proposal_id: str, now: datetime
+    ) -> _Plan:
+        record_id = new_id("rec")
+        version = Version(
+            id=new_id("ver"),
+            record_id=record_id,
+            number=1,
+            content=content,
+            content_hash=content.content_hash(),
+            created_at=now,
+            created_by=actor,
+            proposal_id=proposal_id,
+        )
+        record = Record(
+            id=record_id,
+            kind=content.kind,
+            scope=content.scope,
+            status=status,
+            current_version_id=version.id,
+            current_version=1,
+            created_at=now,
+            updated_at=now,
+            status_changed_at=now,
+            created_by=actor,
+            content=content,
+        )
+        return _Plan(
+            writes=[PutRecord(record), PutVersion(version)],
+            expects=[ExpectRecord(record_id, None)],
+            record=record,
+            version=version,
+            to_status=status,
+        )
+
+    def _plan_new_version(
+        self, record: Record, content: Content, actor: str, proposal_id: str, now: datetime
+    ) -> _Plan:
+        if content.kind != record.kind or content.scope != record.scope:
+            raise InvalidInput("an update cannot change a record's kind or scope")
+        version = Version(
+            id=new_id("ver"),
+            record_id=record.id,
+            number=record.current_version + 1,
+            content=content,
+            content_hash=content.content_hash(),
+            created_at=now,
+            created_by=actor,
+            proposal_id=proposal_id,
+        )
+        updated = record.model_copy(
+            update={
+                "current_version_id": version.id,
+                "current_version": version.number,
+                "updated_at": now,
+                "content": content,
+            }
+        )
+        return _Plan(
+            writes=[PutRecord(updated), PutVersion(version)],
+            expects=[ExpectRecord(record.id, record.current_version_id)],
+            record=updated,
+            version=version,
+        )
+
+    def _plan_supersede(
+        self, change: SupersedeChange, actor: str, proposal_id: str, now: datetime
+    ) -> _Plan:
+        old = self._record(change.record_id)
+        if change.content is not None:
+            plan = self._plan_create(change.content, Status.ACTIVE, actor, proposal_id, now)
+            assert plan.record is not None
+            new_id_ = plan.record.id
+        else:
+            assert change.by is not None
+            replacement = self._record(change.by)
+            plan = _Plan(
+                writes=[],
+                expects=[ExpectRecord(replacement.id, replacement.current_version_id)],
+                record=replacement,
+            )
+            new_id_ = replacement.id
+        retired = old.model_copy(update={"superseded_by": new_id_, "updated_at": now})
+        plan.writes += [PutRecord(retired), PutEdge(new_id_, old.id, "SUPERSEDES")]
+        plan.expects.append(ExpectRecord(old.id, old.current_version_id))
+        return plan
+
+    def _plan_publish(self, change: PublishChange, proposal: Proposal, now: datetime) -> _Plan:
+        pins: dict[str, str] = {}
+        previous_id = self.store.published_baseline_id(change.scope)
+        if previous_id and not change.replace:
+            previous = self.store.get_baseline(previous_id)
+            pins.update(previous.pins if previous else {})
+        for record_id, version_id in change.pins.items():
+            pins[record_id] = version_id or self._record(record_id).current_version_id
+        baseline = Baseline(
+            id=new_id("bsl"),
+            scope=change.scope,
+            name=change.name,
+            pins=pins,
+            created_at=now,
+            created_by=proposal.principal_id,
+            proposal_id=proposal.id,
+        )
+        return _Plan(
+            writes=[PutBaseline(baseline), SetPublished(change.scope, baseline.id)],
+            expects=[ExpectPublished(change.scope, previous_id)],
+        )
+
+    # ---- helpers ---------------------------------------------------------------------
+
+    def _record(self, record_id: str) -> Record:
+        record = self.store.get_record(record_id)
+        if record is None:
+            raise NotFound(f"no record {record_id}", field="record_id")
+        return record
+
+    def _current_version_id(self, proposal: Proposal) -> str | None:
+        if proposal.record_id is None:
+            return None
+        record = self.store.get_record(proposal.record_id)
+        return record.current_version_id if record else None
+
+    def _pending(self, proposal_id: str) -> Proposal:
+        proposal = self.store.get_proposal(proposal_id)
+        if proposal is None:
+            raise NotFound(f"no proposal {proposal_id}", field="proposal_id")
+        if proposal.status is not ProposalStatus.PENDING:
+            raise Conflict(f"proposal {proposal_id} is already {proposal.status.value}")
+        return proposal
+
+    def _audit(
+        self,
+        principal: Principal,
+        action: str,
+        *,
+        subject: str | None,
+        proposal: Proposal | None = None,
+        rule: str | None = None,
+        reason: str | None = None,
+        from_status: Status | None = None,
+        to_status: Status | None = None,
+        details: dict[str, object] | None = None,
+    ) -> AuditEntry:
+        return AuditEntry(
+            id=new_id("aud"),
+            at=self.clock(),
+            actor=principal.id,
+            actor_roles=principal.roles,
+            action=action,
+            subject_id=subject,
+            proposal_id=proposal.id if proposal else None,
+            rule=rule,
+            reason=reason,
+            from_status=from_status.value if from_status else None,
+            to_status=to_status.value if to_status else None,
+            details=dict(details or {}),
+        )
+
+    def relink(
+        self,
+        record: Record,
+        links: Sequence[PathLink],
+        to: Status,
+        *,
+        principal: Principal,
+        reason: str,
+    ) -> ProposalOutcome:
+        """Drift detection's write: a system lifecycle move plus the links' drift flags,
+        as one accepted proposal (rule ``drift``) in one transaction."""
+        lifecycle.check_transition(record.status, to, principal)
+        now = self.clock()
+        moved = record.model_copy(
+            update={"status": to, "updated_at": now, "status_changed_at": now}
+        )
+        proposal = Proposal(
+            id=new_id("prp"),
+            change=TransitionChange(record_id=record.id, to=to),
+            scope=record.scope,
+            record_id=record.id,
+            base_version_id=record.current_version_id,
+            principal_id=principal.id,
+            principal_roles=principal.roles,
+            status=ProposalStatus.ACCEPTED,
+            created_at=now,
+            reason=reason,
+            rule="drift",
+            decided_by=principal.id,
+            decided_at=now,
+            result_record_id=record.id,
+        )
+        writes: list[Write] = [PutProposal(proposal), PutRecord(moved)]
+        writes += [PutPathLink(link) for link in links]
+        audit = self._audit(
+            principal, "approve", subject=record.id, proposal=proposal, rule="drift",
+            reason=reason, from_status=record.status, to_status=to,
+            details={"op": "transition", "auto": True, "paths": [link.path for link in links]},
+        )  # fmt: skip
+        self.store.commit(
+            [
+                ChangeSet(
+                    audit=audit,
+                    writes=tuple(writes),
+                    expects=(ExpectRecord(record.id, record.current_version_id, record.status),),
+                )
+            ]
+        )
+        return ProposalOutcome(proposal=proposal, decision=Decision.APPROVE, record=moved)

@@ -1,0 +1,220 @@
+"""The policy file: which proposals the gate approves by itself, which wait for a curator.
+
+Rules are tried in order; the first whose ``match`` fits decides. Unknown keys and
+misspelt values are refused when the file is loaded, naming the path of the offending
+field, so a typo can never silently widen what agents may do.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from cairn.errors import PolicyError
+from cairn.model import BUILTIN_KINDS, CairnModel, Decision, Origin
+
+Op = Literal["create", "update", "supersede", "transition", "publish"]
+
+
+def _as_tuple(value: Any) -> Any:
+    if value is None or isinstance(value, list | tuple):
+        return value
+    return (value,)
+
+
+class RuleMatch(CairnModel):
+    """Every given field must fit; a list means "any of these"."""
+
+    op: tuple[Op, ...] | None = None
+    kind: tuple[str, ...] | None = None
+    origin: tuple[Origin, ...] | None = None
+    role: tuple[str, ...] | None = None
+    principal: tuple[str, ...] | None = None
+    scope: tuple[str, ...] | None = None  # globs
+    draft: bool | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    _listify = field_validator("op", "kind", "origin", "role", "principal", "scope", mode="before")(
+        _as_tuple
+    )
+
+
+class Rule(CairnModel):
+    name: str
+    match: RuleMatch = Field(default_factory=RuleMatch)
+    decision: Literal["approve", "queue", "reject"]
+    reason: str | None = None
+
+
+class Retention(CairnModel):
+    """Days after which vacuum archives records left in these states (spec 002)."""
+
+    draft_days: int = Field(default=30, ge=0)
+    rejected_days: int = Field(default=30, ge=0)
+    stale_days: int = Field(default=90, ge=0)
+
+
+class Policy(CairnModel):
+    version: Literal[1] = 1
+    kinds: tuple[str, ...] = ()
+    default: Literal["queue", "reject"] = "queue"
+    retention: Retention = Field(default_factory=Retention)
+    rules: tuple[Rule, ...] = ()
+
+    @model_validator(mode="after")
+    def _rules_name_known_kinds(self) -> Policy:
+        known = set(self.all_kinds)
+        names: set[str] = set()
+        for i, rule in enumerate(self.rules):
+            if rule.name in names:
+                raise ValueError(f"rules[{i}].name: duplicate rule name {rule.name!r}")
+            names.add(rule.name)
+            for kind in rule.match.kind or ():
+                if kind not in known:
+                    raise ValueError(
+                        f"rules[{i}].match.kind: unknown kind {kind!r} "
+                        f"(known: {', '.join(sorted(known))}; declare new ones under 'kinds')"
+                    )
+        return self
+
+    @property
+    def all_kinds(self) -> tuple[str, ...]:
+        return BUILTIN_KINDS + tuple(k for k in self.kinds if k not in BUILTIN_KINDS)
+
+
+class ProposalFacts(CairnModel):
+    """What a rule can look at; built by the gate from the proposal and its principal."""
+
+    op: str
+    kind: str | None
+    origin: Origin | None
+    roles: tuple[str, ...]
+    principal: str
+    scope: str
+    draft: bool
+    metadata: dict[str, Any]
+
+
+def _metadata_fits(wanted: dict[str, Any], actual: dict[str, Any]) -> bool:
+    for key, expected in wanted.items():
+        value = actual.get(key)
+        options = expected if isinstance(expected, list) else [expected]
+        if value not in options:
+            return False
+    return True
+
+
+def rule_fits(match: RuleMatch, facts: ProposalFacts) -> bool:
+    checks = (
+        match.op is None or facts.op in match.op,
+        match.kind is None or facts.kind in match.kind,
+        match.origin is None or facts.origin in match.origin,
+        match.role is None or bool(set(match.role) & set(facts.roles)),
+        match.principal is None or facts.principal in match.principal,
+        match.scope is None or any(fnmatch.fnmatchcase(facts.scope, g) for g in match.scope),
+        match.draft is None or facts.draft == match.draft,
+        _metadata_fits(match.metadata, facts.metadata),
+    )
+    return all(checks)
+
+
+def evaluate(policy: Policy, facts: ProposalFacts) -> tuple[Decision, str, str | None]:
+    """Return (decision, rule name, reason). The fallback rule is named ``default``."""
+    for rule in policy.rules:
+        if rule_fits(rule.match, facts):
+            return Decision(rule.decision), rule.name, rule.reason
+    return Decision(policy.default), "default", "no rule matched; waiting for a curator"
+
+
+def _format_errors(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(file)"
+        lines.append(f"{where}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def parse_policy(text: str, *, source: str = "policy") -> Policy:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise PolicyError(f"{source}: the top level must be a mapping")
+    try:
+        return Policy.model_validate(raw)
+    except ValidationError as exc:
+        raise PolicyError(f"{source}: {_format_errors(exc)}") from exc
+
+
+def load_policy(path: Path) -> Policy:
+    if not path.exists():
+        raise PolicyError(f"policy file {path} does not exist: run 'cairn init' to write one")
+    return parse_policy(path.read_text(encoding="utf-8"), source=str(path))
+
+
+DEFAULT_POLICY_YAML = """\
+# cairn policy: which proposals the gate approves by itself.
+#
+# Rules are tried top to bottom; the first whose `match` fits decides:
+#   approve  commit at once (audited with the rule's name)
+#   queue    wait in `cairn review list` for a curator
+#   reject   refuse (audited, with the rule's reason)
+# A match field may be one value or a list (any of). Fields: op (create, update, supersede,
+# transition, publish), kind, origin (system, agent, human), role, principal, scope (glob),
+# draft (true/false), metadata (key: value or key: [values]).
+# Whatever matches no rule gets `default` (queue or reject).
+# Role limits are not policy: agents can never approve, reject, archive, publish or promote.
+version: 1
+
+# Record kinds beyond the built-in decision, belief, episode, skill, fact, document.
+kinds: []
+
+default: queue
+
+# vacuum archives drafts, rejected and stale records older than this (days).
+retention:
+  draft_days: 30
+  rejected_days: 30
+  stale_days: 90
+
+rules:
+  - name: curators-decide
+    match: {role: [curator, admin]}
+    decision: approve
+    reason: changes made by a curator are their own review
+
+  - name: drafts-are-notes
+    match: {op: create, draft: true}
+    decision: approve
+    reason: drafts are non-authoritative notes until a curator promotes them
+
+  - name: episodes-are-history
+    match: {op: create, kind: episode}
+    decision: approve
+    reason: episodes record what happened and carry no governance impact
+
+  - name: skills-evolve
+    match: {op: [create, update], kind: skill}
+    decision: approve
+    reason: procedural knowledge is low risk and versioned
+
+  - name: low-impact-decisions
+    match: {op: create, kind: decision, metadata: {impact: low}}
+    decision: approve
+
+  - name: beliefs-need-review
+    match: {kind: belief}
+    decision: queue
+    reason: a new or changed belief may contradict what is known
+
+  - name: high-impact-decisions
+    match: {kind: decision, metadata: {impact: [high, critical]}}
+    decision: queue
+"""

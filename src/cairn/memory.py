@@ -1,0 +1,407 @@
+"""``Memory``: the kernel facade every door calls.
+
+Doors parse, authenticate to a ``Principal``, call one method here and render. Writes go
+through the ``Gate``; reads are trimmed to what the principal may see, and anything it may
+not see is reported as not found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from cairn.errors import InvalidInput, NotFound, PermissionDenied
+from cairn.governance import access
+from cairn.governance.gate import Gate
+from cairn.governance.policy import Policy, load_policy
+from cairn.model import (
+    SYSTEM_PRINCIPAL,
+    AuditEntry,
+    AuditQuery,
+    Baseline,
+    CairnModel,
+    Content,
+    ContentPatch,
+    CreateChange,
+    PathLink,
+    Principal,
+    Proposal,
+    ProposalOutcome,
+    ProposalStatus,
+    PublishChange,
+    Record,
+    RecordQuery,
+    Selector,
+    SelectorKind,
+    Status,
+    SupersedeChange,
+    TransitionChange,
+    UpdateChange,
+    Version,
+    utcnow,
+)
+from cairn.store.base import Store
+from cairn.store.sqlite import SqliteStore
+
+DB_FILE = "cairn.db"
+POLICY_FILE = "policy.yaml"
+PRINCIPALS_FILE = "principals.yaml"
+
+
+class RecordView(CairnModel):
+    """One record as a selector sees it: its state, the chosen version, and how it was chosen."""
+
+    record: Record
+    version: Version
+    selector_used: Selector
+    resolved_id: str
+
+
+class RefreshReport(CairnModel):
+    checked: int
+    marked_stale: list[str]
+    reactivated: list[str]
+
+
+class VacuumReport(CairnModel):
+    archived: list[str]
+
+
+def file_hasher(root: Path) -> Callable[[str], str | None]:
+    def digest(path: str) -> str | None:
+        target = (root / path).resolve()
+        if not target.is_relative_to(root.resolve()) or not target.is_file():
+            return None
+        return hashlib.sha256(target.read_bytes()).hexdigest()
+
+    return digest
+
+
+class Memory:
+    def __init__(
+        self,
+        store: Store,
+        policy: Policy,
+        *,
+        root: Path | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.root = (root or Path.cwd()).resolve()
+        self.clock = clock
+        self._hash_path = file_hasher(self.root)
+        self.gate = Gate(store, policy, clock=clock, path_hasher=self._hash_path)
+
+    @classmethod
+    def open(cls, folder: Path | str, *, clock: Callable[[], datetime] = utcnow) -> Memory:
+        """Open the embedded store in ``folder`` (made by ``cairn init``)."""
+        folder = Path(folder)
+        if not (folder / DB_FILE).exists():
+            raise NotFound(f"no cairn store in {folder}: run 'cairn init' first", field="store")
+        policy = load_policy(folder / POLICY_FILE)
+        return cls(SqliteStore(folder / DB_FILE), policy, root=folder.resolve().parent, clock=clock)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ---- writes (all through the gate) --------------------------------------------------
+
+    def remember(
+        self,
+        content: Content,
+        *,
+        principal: Principal,
+        draft: bool = False,
+        paths: Sequence[str] = (),
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Propose a new record (or record a draft, which any principal may do)."""
+        change = CreateChange(content=content, draft=draft, paths=tuple(paths))
+        return self.gate.submit(change, principal, reason=reason)
+
+    def update(
+        self,
+        record_id: str,
+        patch: ContentPatch,
+        *,
+        principal: Principal,
+        base_version_id: str | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        change = UpdateChange(record_id=record_id, patch=patch)
+        return self.gate.submit(change, principal, base_version_id=base_version_id, reason=reason)
+
+    def supersede(
+        self,
+        record_id: str,
+        *,
+        principal: Principal,
+        by: str | None = None,
+        content: Content | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        change = SupersedeChange(record_id=record_id, by=by, content=content)
+        return self.gate.submit(change, principal, reason=reason)
+
+    def transition(
+        self, record_id: str, to: Status, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        """Move a record along the lifecycle: approve/reject a draft, archive, restore, …"""
+        change = TransitionChange(record_id=record_id, to=to)
+        return self.gate.submit(change, principal, reason=reason)
+
+    def archive(
+        self, record_id: str, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        return self.transition(record_id, Status.ARCHIVED, principal=principal, reason=reason)
+
+    def restore(
+        self, record_id: str, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        return self.transition(record_id, Status.ACTIVE, principal=principal, reason=reason)
+
+    def decide(
+        self, proposal_id: str, *, approve: bool, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        return self.gate.decide(proposal_id, approve=approve, principal=principal, reason=reason)
+
+    def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
+        return self.gate.rebase(proposal_id, principal=principal)
+
+    def publish(
+        self,
+        scope: str,
+        *,
+        principal: Principal,
+        record_ids: Sequence[str] | None = None,
+        pins: dict[str, str | None] | None = None,
+        name: str | None = None,
+        replace: bool = False,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Promote record versions into a new baseline and make it the scope's published one.
+
+        With neither ``record_ids`` nor ``pins``, every active, current record of the scope
+        is published at its head version.
+        """
+        access.require_curator(principal, "publish")
+        chosen: dict[str, str | None] = dict(pins or {})
+        for record_id in record_ids or ():
+            chosen.setdefault(record_id, None)
+        if not chosen:
+            query = RecordQuery(scope=scope, statuses=(Status.ACTIVE,), limit=10_000)
+            for record in self._visible_records(query, principal):
+                if record.scope == scope and record.superseded_by is None:
+                    chosen[record.id] = None
+        if not chosen:
+            raise InvalidInput(f"nothing to publish in scope {scope}", field="scope")
+        change = PublishChange(scope=scope, pins=chosen, name=name, replace=replace)
+        return self.gate.submit(change, principal, reason=reason)
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def _visible(self, record_id: str, principal: Principal) -> Record:
+        record = self.store.get_record(record_id)
+        if record is None or not access.can_read(principal, record.scope, record.content.acl):
+            raise NotFound(f"no record {record_id}", field="record_id")
+        return record
+
+    def get(
+        self,
+        record_id: str,
+        *,
+        principal: Principal,
+        selector: Selector | None = None,
+        version: int | None = None,
+    ) -> RecordView:
+        """One record at the version a selector (or an explicit version number) chooses."""
+        record = self._visible(record_id, principal)
+        selector = selector or Selector.head()
+        chosen: Version | None
+        if version is not None:
+            chosen = self.store.get_version_by_number(record_id, version)
+            if chosen is None:
+                raise NotFound(f"{record_id} has no version {version}", field="version")
+            selector = Selector(kind=SelectorKind.VERSION_REF, version_id=chosen.id)
+        elif selector.kind is SelectorKind.HEAD:
+            chosen = self.store.get_version(record.current_version_id)
+        elif selector.kind is SelectorKind.VERSION_REF:
+            chosen = self.store.get_version(selector.version_id or "")
+            if chosen is None or chosen.record_id != record_id:
+                raise NotFound(f"{record_id} has no version {selector.version_id}")
+        else:
+            baseline = self._baseline_for(record.scope, selector)
+            version_id = baseline.pins.get(record_id)
+            if version_id is None:
+                raise NotFound(f"{record_id} is not in baseline {baseline.id}", field="selector")
+            chosen = self.store.get_version(version_id)
+            selector = Selector(kind=selector.kind, baseline_id=baseline.id)
+        if chosen is None:  # pragma: no cover - the store's foreign keys prevent this
+            raise NotFound(f"version of {record_id} missing")
+        if not access.can_read(principal, chosen.content.scope, chosen.content.acl):
+            raise NotFound(f"no record {record_id}", field="record_id")
+        resolved = self.resolve(record_id, principal=principal).id
+        return RecordView(
+            record=record, version=chosen, selector_used=selector, resolved_id=resolved
+        )
+
+    def _baseline_for(self, scope: str, selector: Selector) -> Baseline:
+        if selector.kind is SelectorKind.PUBLISHED:
+            baseline_id = self.store.published_baseline_id(scope)
+            if baseline_id is None:
+                raise NotFound(f"scope {scope} has nothing published yet", field="selector")
+        else:
+            baseline_id = selector.baseline_id or ""
+        baseline = self.store.get_baseline(baseline_id)
+        if baseline is None:
+            raise NotFound(f"no baseline {baseline_id}", field="baseline_id")
+        return baseline
+
+    def resolve(self, record_id: str, *, principal: Principal) -> Record:
+        """Follow the supersession chain to its end (A→B→C resolves to C)."""
+        record = self._visible(record_id, principal)
+        seen = {record.id}
+        while record.superseded_by:
+            nxt = self.store.get_record(record.superseded_by)
+            if nxt is None or nxt.id in seen:
+                break
+            if not access.can_read(principal, nxt.scope, nxt.content.acl):
+                break  # the reader sees the newest version it may see, never a hidden id
+            seen.add(nxt.id)
+            record = nxt
+        return record
+
+    def history(self, record_id: str, *, principal: Principal) -> list[Version]:
+        self._visible(record_id, principal)
+        return [
+            v
+            for v in self.store.list_versions(record_id)
+            if access.can_read(principal, v.content.scope, v.content.acl)
+        ]
+
+    def _visible_records(self, query: RecordQuery, principal: Principal) -> list[Record]:
+        rows = self.store.query_records(query, scope_globs=principal.scopes)
+        return [r for r in rows if access.can_read(principal, r.scope, r.content.acl)]
+
+    def list_records(self, query: RecordQuery, *, principal: Principal) -> list[Record]:
+        visible = self._visible_records(query, principal)
+        return visible[query.offset : query.offset + query.limit]
+
+    def proposal(self, proposal_id: str, *, principal: Principal) -> Proposal:
+        proposal = self.store.get_proposal(proposal_id)
+        if proposal is None or not (
+            access.is_curator(principal) or proposal.principal_id == principal.id
+        ):
+            raise NotFound(f"no proposal {proposal_id}", field="proposal_id")
+        return proposal
+
+    def proposals(
+        self,
+        *,
+        principal: Principal,
+        status: ProposalStatus | None = ProposalStatus.PENDING,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Proposal]:
+        """The review queue (curators see all; others see only their own proposals)."""
+        found = self.store.list_proposals(status=status, limit=100_000, offset=0)
+        if not access.is_curator(principal):
+            found = [p for p in found if p.principal_id == principal.id]
+        return found[offset : offset + limit]
+
+    def is_stale(self, proposal: Proposal) -> bool:
+        return self.gate.is_stale(proposal)
+
+    def audit(self, query: AuditQuery, *, principal: Principal) -> list[AuditEntry]:
+        access.require_curator(principal, "read the audit log")
+        return self.store.list_audit(query)
+
+    def baselines(self, scope: str | None, *, principal: Principal) -> list[Baseline]:
+        return [b for b in self.store.list_baselines(scope) if access.in_scope(principal, b.scope)]
+
+    def status(self) -> dict[str, int]:
+        return self.store.counts()
+
+    # ---- maintenance ---------------------------------------------------------------------
+
+    def refresh(self, *, principal: Principal) -> RefreshReport:
+        """Re-hash linked files: changed files make active records stale; files that match
+        their linked hash again re-activate records that drift made stale (spec 002)."""
+        access.require_curator(principal, "refresh drift")
+        by_record: dict[str, list[PathLink]] = {}
+        for link in self.store.list_path_links():
+            by_record.setdefault(link.record_id, []).append(link)
+        stale: list[str] = []
+        reactivated: list[str] = []
+        for record_id, links in by_record.items():
+            record = self.store.get_record(record_id)
+            if record is None:
+                continue
+            checked = [
+                link.model_copy(update={"drifted": self._hash_path(link.path) != link.content_hash})
+                for link in links
+            ]
+            drifted = [link.path for link in checked if link.drifted]
+            reason = f"refresh requested by {principal.id}"
+            if record.status is Status.ACTIVE and drifted:
+                self.gate.relink(
+                    record, checked, Status.STALE, principal=SYSTEM_PRINCIPAL,
+                    reason=f"{reason}: changed {', '.join(drifted)}",
+                )  # fmt: skip
+                stale.append(record_id)
+            elif (
+                record.status is Status.STALE
+                and not drifted
+                and any(link.drifted for link in links)
+            ):
+                self.gate.relink(
+                    record, checked, Status.ACTIVE, principal=SYSTEM_PRINCIPAL,
+                    reason=f"{reason}: linked files match again",
+                )  # fmt: skip
+                reactivated.append(record_id)
+        return RefreshReport(checked=len(by_record), marked_stale=stale, reactivated=reactivated)
+
+    def vacuum(self, *, principal: Principal) -> VacuumReport:
+        """Archive drafts, rejected and stale records kept past the policy's retention."""
+        access.require_curator(principal, "vacuum")
+        retention = self.policy.retention
+        limits = {
+            Status.DRAFT: timedelta(days=retention.draft_days),
+            Status.REJECTED: timedelta(days=retention.rejected_days),
+            Status.STALE: timedelta(days=retention.stale_days),
+        }
+        now = self.clock()
+        archived: list[str] = []
+        query = RecordQuery(statuses=tuple(limits), limit=10_000)
+        for record in self.store.query_records(query, scope_globs=()):
+            if now - record.status_changed_at >= limits[record.status]:
+                self.gate.submit(
+                    TransitionChange(record_id=record.id, to=Status.ARCHIVED),
+                    SYSTEM_PRINCIPAL,
+                    reason=f"retention: {record.status.value} since "
+                    f"{record.status_changed_at:%Y-%m-%d} (vacuum by {principal.id})",
+                )
+                archived.append(record.id)
+        return VacuumReport(archived=archived)
+
+
+def require_principal(principal: Principal | None) -> Principal:
+    if principal is None:
+        raise PermissionDenied("no identity: every call needs a principal")
+    return principal

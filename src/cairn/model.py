@@ -1,0 +1,418 @@
+"""Domain types: one vocabulary for the kernel, the doors and the store.
+
+These models are values (frozen); edits go through ``model_copy``. Store rows stay private
+to ``cairn.store``; everything crossing a module boundary is one of these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from ulid import ULID
+
+BUILTIN_KINDS: tuple[str, ...] = ("decision", "belief", "episode", "skill", "fact", "document")
+
+
+class CairnModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id(prefix: str) -> str:
+    """A sortable id: a ULID behind a short type prefix (``rec_01J…``), readable in logs."""
+    return f"{prefix}_{ULID()}"
+
+
+class Status(StrEnum):
+    DRAFT = "draft"
+    ACTIVE = "active"
+    STALE = "stale"
+    REJECTED = "rejected"
+    ARCHIVED = "archived"
+
+
+class Origin(StrEnum):
+    SYSTEM = "system"
+    AGENT = "agent"
+    HUMAN = "human"
+
+
+class Confidence(StrEnum):
+    INFERRED = "inferred"
+    SUPPORTED = "supported"
+    VERIFIED = "verified"
+
+
+class Sensitivity(StrEnum):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return {"low": 0, "medium": 1, "high": 2}[self.value]
+
+
+class PrincipalKind(StrEnum):
+    AGENT = "agent"
+    HUMAN = "human"
+    SYSTEM = "system"
+
+
+class Role(StrEnum):
+    AGENT = "agent"
+    CURATOR = "curator"
+    ADMIN = "admin"
+
+
+class Acl(CairnModel):
+    """Who may read a record. Empty ``roles`` means any role; every label must be held."""
+
+    roles: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ("internal",)
+    sensitivity: Sensitivity = Sensitivity.LOW
+
+
+class Provenance(CairnModel):
+    source: str | None = None
+    source_kind: str | None = None  # e.g. INGESTED_EVIDENCE: evidence, never canonical truth
+    source_repo: str | None = None
+    commit_sha: str | None = None
+    path: str | None = None
+    tool: str | None = None
+
+
+JsonDict = dict[str, Any]
+
+
+class Content(CairnModel):
+    """The versioned part of a record: everything a version snapshots."""
+
+    kind: str
+    scope: str
+    title: str
+    body: str = ""
+    tags: tuple[str, ...] = ()
+    metadata: JsonDict = Field(default_factory=dict)
+    acl: Acl = Field(default_factory=Acl)
+    origin: Origin = Origin.AGENT
+    confidence: Confidence = Confidence.INFERRED
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    @field_validator("scope")
+    @classmethod
+    def _scope_is_a_path(cls, value: str) -> str:
+        parts = value.split("/")
+        if not value or any(not p or p.strip() != p for p in parts):
+            raise ValueError("scope must be a path like 'acme/product' with no empty segments")
+        return value
+
+    @field_validator("title")
+    @classmethod
+    def _title_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("title must not be blank")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_is_json(cls, value: JsonDict) -> JsonDict:
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"metadata must be plain JSON: {exc}") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _validity_ordered(self) -> Content:
+        if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
+            raise ValueError("valid_to must be after valid_from")
+        return self
+
+    def content_hash(self) -> str:
+        return content_hash(self.kind, self.title, self.body)
+
+
+def _normalise(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def content_hash(kind: str, title: str, body: str) -> str:
+    """Hash of what a reader would call "the same memory": kind, title and body, whitespace
+    and case folded, so trivially re-typed duplicates are caught."""
+    digest = hashlib.sha256()
+    for part in (kind, _normalise(title), _normalise(body)):
+        digest.update(part.encode())
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+class ContentPatch(CairnModel):
+    """A partial update: fields left ``None`` keep the current version's value."""
+
+    title: str | None = None
+    body: str | None = None
+    tags: tuple[str, ...] | None = None
+    metadata: JsonDict | None = None
+    acl: Acl | None = None
+    confidence: Confidence | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    provenance: Provenance | None = None
+
+    def apply(self, base: Content) -> Content:
+        changes = self.model_dump(exclude_none=True)
+        merged = base.model_dump() | changes
+        return Content.model_validate(merged)
+
+    def is_empty(self) -> bool:
+        return not self.model_dump(exclude_none=True)
+
+
+class Version(CairnModel):
+    id: str
+    record_id: str
+    number: int
+    content: Content
+    content_hash: str
+    created_at: datetime
+    created_by: str
+    proposal_id: str | None = None
+
+
+class Record(CairnModel):
+    """A record with its current (head) version's content."""
+
+    id: str
+    kind: str
+    scope: str
+    status: Status
+    current_version_id: str
+    current_version: int
+    superseded_by: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    status_changed_at: datetime
+    created_by: str
+    content: Content
+
+
+class PathLink(CairnModel):
+    """A record's tie to a repository file, with the content hash seen when it was linked."""
+
+    record_id: str
+    path: str
+    content_hash: str | None
+    drifted: bool = False
+
+
+class Principal(CairnModel):
+    id: str
+    kind: PrincipalKind = PrincipalKind.AGENT
+    roles: tuple[str, ...] = (Role.AGENT.value,)
+    scopes: tuple[str, ...] = ("*",)
+    labels: tuple[str, ...] = ("public", "internal")
+    sensitivity: Sensitivity = Sensitivity.LOW
+    purpose: str | None = None
+
+    def has_role(self, role: Role) -> bool:
+        return role.value in self.roles
+
+
+SYSTEM_PRINCIPAL = Principal(
+    id="system",
+    kind=PrincipalKind.SYSTEM,
+    roles=(Role.ADMIN.value, Role.CURATOR.value),
+    scopes=("*",),
+    labels=("*",),
+    sensitivity=Sensitivity.HIGH,
+)
+
+
+# ---- proposals ---------------------------------------------------------------------------
+
+
+class CreateChange(CairnModel):
+    op: Literal["create"] = "create"
+    content: Content
+    draft: bool = False
+    paths: tuple[str, ...] = ()
+
+
+class UpdateChange(CairnModel):
+    op: Literal["update"] = "update"
+    record_id: str
+    patch: ContentPatch
+
+
+class SupersedeChange(CairnModel):
+    """Supersede ``record_id`` by an existing record, or by a new one built from ``content``."""
+
+    op: Literal["supersede"] = "supersede"
+    record_id: str
+    by: str | None = None
+    content: Content | None = None
+
+    @model_validator(mode="after")
+    def _one_replacement(self) -> SupersedeChange:
+        if (self.by is None) == (self.content is None):
+            raise ValueError("supersede needs exactly one of 'by' (a record id) or 'content'")
+        return self
+
+
+class TransitionChange(CairnModel):
+    """A lifecycle move: approve a draft, re-approve a stale record, archive, restore, …"""
+
+    op: Literal["transition"] = "transition"
+    record_id: str
+    to: Status
+
+
+class PublishChange(CairnModel):
+    """Promote record versions into a new baseline and point the scope's published at it.
+
+    ``pins`` maps record id → version id; ``None`` for a version id means "its head".
+    Records of the previous published baseline are carried over unless ``replace``.
+    """
+
+    op: Literal["publish"] = "publish"
+    scope: str
+    pins: dict[str, str | None] = Field(default_factory=dict)
+    name: str | None = None
+    replace: bool = False
+
+
+Change = Annotated[
+    CreateChange | UpdateChange | SupersedeChange | TransitionChange | PublishChange,
+    Field(discriminator="op"),
+]
+
+
+class ProposalStatus(StrEnum):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    REBASED = "rebased"
+
+
+class Proposal(CairnModel):
+    id: str
+    change: Change
+    scope: str
+    record_id: str | None
+    base_version_id: str | None
+    base_baseline_id: str | None = None
+    principal_id: str
+    principal_roles: tuple[str, ...]
+    status: ProposalStatus
+    created_at: datetime
+    reason: str | None = None
+    rule: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    rebased_from: str | None = None
+    rebased_to: str | None = None
+    result_record_id: str | None = None
+    result_version_id: str | None = None
+
+
+class AuditEntry(CairnModel):
+    seq: int | None = None
+    id: str
+    at: datetime
+    actor: str
+    actor_roles: tuple[str, ...]
+    action: str
+    subject_id: str | None
+    proposal_id: str | None = None
+    rule: str | None = None
+    reason: str | None = None
+    from_status: str | None = None
+    to_status: str | None = None
+    details: JsonDict = Field(default_factory=dict)
+
+
+class Baseline(CairnModel):
+    id: str
+    scope: str
+    name: str | None
+    pins: dict[str, str]
+    created_at: datetime
+    created_by: str
+    proposal_id: str | None = None
+
+
+class SelectorKind(StrEnum):
+    PUBLISHED = "published"
+    BASELINE_REF = "baseline_ref"
+    HEAD = "head"
+    VERSION_REF = "version_ref"
+
+
+class Selector(CairnModel):
+    kind: SelectorKind = SelectorKind.HEAD
+    baseline_id: str | None = None
+    version_id: str | None = None
+
+    @model_validator(mode="after")
+    def _refs_present(self) -> Selector:
+        if self.kind is SelectorKind.BASELINE_REF and not self.baseline_id:
+            raise ValueError("selector baseline_ref needs baseline_id")
+        if self.kind is SelectorKind.VERSION_REF and not self.version_id:
+            raise ValueError("selector version_ref needs version_id")
+        return self
+
+    @classmethod
+    def head(cls) -> Selector:
+        return cls(kind=SelectorKind.HEAD)
+
+    @classmethod
+    def published(cls) -> Selector:
+        return cls(kind=SelectorKind.PUBLISHED)
+
+
+class Decision(StrEnum):
+    APPROVE = "approve"
+    QUEUE = "queue"
+    REJECT = "reject"
+
+
+class ProposalOutcome(CairnModel):
+    """What the gate did with a proposal, with enough for the caller to act next."""
+
+    proposal: Proposal
+    decision: Decision
+    record: Record | None = None
+    version: Version | None = None
+    feedback: str | None = None
+
+
+class RecordQuery(CairnModel):
+    kinds: tuple[str, ...] = ()
+    statuses: tuple[Status, ...] = ()
+    scope: str | None = None  # glob
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    metadata: JsonDict = Field(default_factory=dict)
+    limit: int = Field(default=100, ge=1, le=10_000)
+    offset: int = Field(default=0, ge=0)
+
+
+class AuditQuery(CairnModel):
+    actor: str | None = None
+    action: str | None = None
+    subject_id: str | None = None
+    proposal_id: str | None = None
+    since: datetime | None = None
+    limit: int = Field(default=100, ge=1, le=100_000)

@@ -1,0 +1,1 @@
+"""Search: embedders, keyword and vector recall, fusion."""

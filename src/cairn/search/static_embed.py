@@ -1,0 +1,266 @@
+"""A fast static embedder distilled offline from the ONNX MiniLM (the model2vec recipe).
+
+No PyPI package ships static (model2vec "potion") weights, so we make our own once:
+
+1. run every WordPiece vocabulary token through MiniLM as ``[CLS] token [SEP]`` and mean-pool
+   the output, giving one 384-d vector per token (~10 s on 2 cores for the 30k vocabulary);
+2. centre and PCA-reduce the table (removes the direction shared by all tokens, which
+   otherwise dominates every mean, and shrinks the table);
+3. weight each token by SIF, ``a / (a + p(token))``, with ``p`` from a Zipf law over the
+   vocabulary's frequency order (BERT's vocabulary lists whole words roughly by frequency),
+   so "the" and "of" barely count in a mean.
+
+A text's vector is then the mean of its tokens' rows, L2-normalised: no neural network at
+query time. The table is cached as ``.npy`` under ``cache_dir`` with a JSON sidecar recording
+the sha256 of the source model and tokenizer, the recipe, and the table's own sha256; a table
+whose sidecar does not match is rebuilt, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cairn.search.embedder import (
+    ModelIntegrityError,
+    ProgressCallback,
+    Vectors,
+    l2_normalise,
+    sha256_file,
+)
+from cairn.search.onnx_minilm import MODEL_SHA256, TOKENIZER_SHA256, OnnxMiniLMEmbedder
+
+RECIPE_VERSION = 1
+#: First id of a whole word in BERT uncased WordPiece ("the"); before it are [PAD], [unusedN],
+#: specials and single characters.
+FIRST_WORD_ID = 1996
+MAX_TOKENS = 4096
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Everything that changes the distilled table; part of its cache key."""
+
+    pca_dims: int = 256
+    sif_coefficient: float = 1e-2
+    batch_size: int = 512
+    #: Distil only the first ``vocab_limit`` ids (tests); ``None`` = whole vocabulary.
+    vocab_limit: int | None = None
+    version: int = RECIPE_VERSION
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cairn"
+
+
+def cache_key(recipe: Recipe, model_sha256: str, tokenizer_sha256: str) -> str:
+    payload = json.dumps(
+        {"recipe": asdict(recipe), "model": model_sha256, "tokenizer": tokenizer_sha256},
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def zipf_sif_weights(vocab_size: int, coefficient: float) -> npt.NDArray[np.float32]:
+    """SIF weight per token id; ids before the first whole word count as very frequent."""
+    rank = np.maximum(np.arange(vocab_size) - FIRST_WORD_ID + 1, 1).astype(np.float64)
+    harmonic = float(np.sum(1.0 / np.arange(1, vocab_size + 1)))
+    proba = 1.0 / (rank * harmonic)
+    return (coefficient / (coefficient + proba)).astype(np.float32)
+
+
+def pca_reduce(table: npt.NDArray[np.float32], dims: int) -> npt.NDArray[np.float32]:
+    """Centre, then project on the top principal axes (all of them if ``dims`` >= width)."""
+    used = np.any(table != 0, axis=1)
+    centred = table - table[used].mean(axis=0)
+    _, _, axes = np.linalg.svd(centred[used], full_matrices=False)
+    keep = min(dims, axes.shape[0])
+    reduced = (centred @ axes[:keep].T).astype(np.float32)
+    reduced[~used] = 0.0
+    return reduced
+
+
+def distil_table(
+    minilm: OnnxMiniLMEmbedder,
+    recipe: Recipe,
+    progress: ProgressCallback | None = None,
+) -> npt.NDArray[np.float32]:
+    """The static token table: one row per vocabulary id, zero for ids never produced."""
+    tokenizer = minilm.tokenizer
+    vocab: dict[str, int] = tokenizer.get_vocab()
+    size = len(vocab)
+    limit = size if recipe.vocab_limit is None else min(recipe.vocab_limit, size)
+    wanted = [idx for tok, idx in vocab.items() if idx < limit and not _is_reserved(tok)]
+    wanted.sort()
+    cls_id, sep_id = vocab["[CLS]"], vocab["[SEP]"]
+    raw = np.zeros((size, minilm.dim), dtype=np.float32)
+    done = 0
+    for start in range(0, len(wanted), recipe.batch_size):
+        chunk = wanted[start : start + recipe.batch_size]
+        ids = np.array([[cls_id, idx, sep_id] for idx in chunk], dtype=np.int64)
+        raw[chunk] = _token_outputs(minilm, ids)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(wanted))
+    table = pca_reduce(raw, recipe.pca_dims)
+    table *= zipf_sif_weights(size, recipe.sif_coefficient)[:, None]
+    return table.astype(np.float32)
+
+
+def _is_reserved(token: str) -> bool:
+    # [PAD], [UNK], [CLS], [SEP], [MASK] and [unusedN] never carry meaning in a text.
+    return token.startswith("[") and token.endswith("]")
+
+
+def _token_outputs(
+    minilm: OnnxMiniLMEmbedder, ids: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float32]:
+    session: Any = minilm.session
+    feeds = {
+        "input_ids": ids,
+        "attention_mask": np.ones_like(ids),
+        "token_type_ids": np.zeros_like(ids),
+    }
+    hidden = session.run(None, feeds)[0]
+    return np.asarray(hidden.mean(axis=1), dtype=np.float32)
+
+
+class StaticEmbedder:
+    """Mean of distilled token vectors; ~100x faster than running MiniLM.
+
+    The table is built on first use (or by :meth:`load`) if the cache has no valid copy.
+    """
+
+    def __init__(
+        self,
+        *,
+        cache_dir: Path | None = None,
+        recipe: Recipe | None = None,
+        threads: int = 2,
+        progress: ProgressCallback | None = None,
+        minilm_factory: Callable[[], OnnxMiniLMEmbedder] | None = None,
+    ) -> None:
+        self.recipe = recipe or Recipe()
+        self.cache_dir = cache_dir or default_cache_dir()
+        self.progress = progress
+        self._minilm_factory = minilm_factory or (lambda: OnnxMiniLMEmbedder(threads=threads))
+        self._table: npt.NDArray[np.float32] | None = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return min(self.recipe.pca_dims, 384)
+
+    @property
+    def name(self) -> str:
+        tag = cache_key(self.recipe, MODEL_SHA256, TOKENIZER_SHA256)[:12]
+        return f"static-minilm-{self.dim}-{tag}"
+
+    @property
+    def table_path(self) -> Path:
+        return self.cache_dir / f"{self.name}.npy"
+
+    def load(self) -> None:
+        with self._lock:
+            if self._table is not None:
+                return
+            minilm = self._minilm_factory()
+            table = self._read_cached(minilm)
+            if table is None:
+                table = distil_table(minilm, self.recipe, self.progress)
+                self._write_cached(table, minilm)
+            self._tokenizer = _static_tokenizer(minilm)
+            self._table = table
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        self.load()
+        assert self._table is not None
+        encodings = self._encode(list(texts))
+        rows = [enc.ids for enc in encodings]
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        flat = np.array(list(itertools.chain.from_iterable(rows)), dtype=np.int64)
+        sums = np.zeros((len(texts), self.dim), dtype=np.float32)
+        nonempty = lengths > 0
+        if flat.size:
+            starts = (np.cumsum(lengths) - lengths)[nonempty]
+            sums[nonempty] = np.add.reduceat(self._table[flat], starts, axis=0)
+        # The mean's scale vanishes under L2 normalisation, so the sum is enough.
+        return l2_normalise(sums)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed([text])[0]
+
+    def _encode(self, texts: list[str]) -> list[Any]:
+        # encode_batch_fast skips character offsets we do not need (tokenizers >= 0.21).
+        encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
+        return list(encode(texts, add_special_tokens=False))
+
+    def _meta(self, minilm: OnnxMiniLMEmbedder) -> dict[str, Any]:
+        return {
+            "recipe": asdict(self.recipe),
+            "model_sha256": sha256_file(minilm.model_path),
+            "tokenizer_sha256": sha256_file(minilm.tokenizer_path),
+        }
+
+    def _read_cached(self, minilm: OnnxMiniLMEmbedder) -> npt.NDArray[np.float32] | None:
+        meta_path = self.table_path.with_suffix(".json")
+        if not (self.table_path.is_file() and meta_path.is_file()):
+            return None
+        try:
+            stored = json.loads(meta_path.read_text())
+        except (OSError, ValueError):
+            return None
+        table_sha = stored.pop("table_sha256", None)
+        # Rebuild rather than trust a table made from other files or edited since.
+        if stored != self._meta(minilm) or table_sha != sha256_file(self.table_path):
+            return None
+        table = np.load(self.table_path, allow_pickle=False)
+        if table.dtype != np.float32 or table.ndim != 2 or table.shape[1] != self.dim:
+            raise ModelIntegrityError(f"static table {self.table_path} has the wrong shape")
+        return np.asarray(table, dtype=np.float32)
+
+    def _write_cached(self, table: npt.NDArray[np.float32], minilm: OnnxMiniLMEmbedder) -> None:
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        # Write then rename, so a crash or a concurrent process never leaves half a table.
+        tmp = self.table_path.with_name(f".{self.table_path.name}.{os.getpid()}.tmp")
+        with tmp.open("wb") as fh:
+            np.save(fh, table, allow_pickle=False)
+        meta = {**self._meta(minilm), "table_sha256": sha256_file(tmp)}
+        tmp_meta = tmp.with_suffix(".json.tmp")
+        tmp_meta.write_text(json.dumps(meta, indent=2, sort_keys=True))
+        os.replace(tmp, self.table_path)
+        os.replace(tmp_meta, self.table_path.with_suffix(".json"))
+
+
+def _static_tokenizer(minilm: OnnxMiniLMEmbedder) -> Any:
+    from tokenizers import Tokenizer
+
+    # A fresh copy: the static path takes longer texts than the 256 tokens MiniLM can see.
+    tokenizer = Tokenizer.from_str(minilm.tokenizer.to_str())
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    tokenizer.no_padding()
+    return tokenizer
+
+
+__all__ = [
+    "Recipe",
+    "StaticEmbedder",
+    "default_cache_dir",
+    "distil_table",
+    "pca_reduce",
+    "zipf_sif_weights",
+]

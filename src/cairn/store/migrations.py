@@ -1,0 +1,139 @@
+"""Versioned schema migrations for the SQLite store. Append new steps; never edit old ones."""
+
+from __future__ import annotations
+
+SQLITE_MIGRATIONS: tuple[str, ...] = (
+    # 1: the kernel
+    """
+    CREATE TABLE records (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        status TEXT NOT NULL,
+        current_version_id TEXT NOT NULL,
+        current_version INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        sensitivity INTEGER NOT NULL,
+        superseded_by TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        status_changed_at TEXT NOT NULL,
+        created_by TEXT NOT NULL
+    );
+    CREATE INDEX records_scope_hash ON records(scope, content_hash);
+    CREATE INDEX records_kind_status ON records(kind, status);
+    CREATE INDEX records_created ON records(created_at);
+
+    CREATE TABLE versions (
+        id TEXT PRIMARY KEY,
+        record_id TEXT NOT NULL REFERENCES records(id),
+        number INTEGER NOT NULL,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        proposal_id TEXT,
+        UNIQUE (record_id, number)
+    );
+
+    CREATE TABLE proposals (
+        id TEXT PRIMARY KEY,
+        op TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        record_id TEXT,
+        base_version_id TEXT,
+        base_baseline_id TEXT,
+        principal_id TEXT NOT NULL,
+        principal_roles TEXT NOT NULL,
+        status TEXT NOT NULL,
+        change TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        reason TEXT,
+        rule TEXT,
+        decided_by TEXT,
+        decided_at TEXT,
+        rebased_from TEXT,
+        rebased_to TEXT,
+        result_record_id TEXT,
+        result_version_id TEXT
+    );
+    CREATE INDEX proposals_status ON proposals(status, id);
+
+    CREATE TABLE audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        actor_roles TEXT NOT NULL,
+        action TEXT NOT NULL,
+        subject_id TEXT,
+        proposal_id TEXT,
+        rule TEXT,
+        reason TEXT,
+        from_status TEXT,
+        to_status TEXT,
+        details TEXT NOT NULL
+    );
+    CREATE INDEX audit_subject ON audit(subject_id);
+
+    CREATE TABLE baselines (
+        id TEXT PRIMARY KEY,
+        scope TEXT NOT NULL,
+        name TEXT,
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        proposal_id TEXT
+    );
+    CREATE TABLE baseline_pins (
+        baseline_id TEXT NOT NULL REFERENCES baselines(id),
+        record_id TEXT NOT NULL,
+        version_id TEXT NOT NULL REFERENCES versions(id),
+        PRIMARY KEY (baseline_id, record_id)
+    );
+    CREATE TABLE published (
+        scope TEXT PRIMARY KEY,
+        baseline_id TEXT NOT NULL REFERENCES baselines(id),
+        updated_at TEXT NOT NULL
+    );
+
+    CREATE TABLE edges (
+        src TEXT NOT NULL,
+        dst TEXT NOT NULL,
+        type TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (src, dst, type)
+    );
+    CREATE INDEX edges_dst ON edges(dst);
+
+    CREATE TABLE path_links (
+        record_id TEXT NOT NULL REFERENCES records(id),
+        path TEXT NOT NULL,
+        content_hash TEXT,
+        drifted INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (record_id, path)
+    );
+
+    -- Append-only by construction: history can be added to, never rewritten.
+    CREATE TRIGGER versions_no_update BEFORE UPDATE ON versions
+        BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END;
+    CREATE TRIGGER versions_no_delete BEFORE DELETE ON versions
+        BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END;
+    CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+    """,
+)
+
+# Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).
+MEMORY_TABLES: tuple[str, ...] = (
+    "records",
+    "versions",
+    "proposals",
+    "audit",
+    "baselines",
+    "baseline_pins",
+    "published",
+    "edges",
+    "path_links",
+)

@@ -1,0 +1,580 @@
+"""The embedded store: one SQLite file in WAL mode.
+
+One connection per ``SqliteStore``, guarded by a lock: writes run inside ``BEGIN IMMEDIATE``
+so two processes serialise on SQLite's own lock (with a long busy timeout and a retry loop,
+so "database is locked" never reaches a user), and a commit is acknowledged only once SQLite
+has made it durable (``synchronous=FULL``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cairn.errors import Conflict, StoreError
+from cairn.model import (
+    AuditEntry,
+    AuditQuery,
+    Baseline,
+    Content,
+    PathLink,
+    Proposal,
+    ProposalStatus,
+    Record,
+    RecordQuery,
+    Status,
+    Version,
+)
+from cairn.store.base import (
+    ChangeSet,
+    ExpectProposal,
+    ExpectRecord,
+    Precondition,
+    PutBaseline,
+    PutEdge,
+    PutPathLink,
+    PutProposal,
+    PutRecord,
+    PutVersion,
+    SetPublished,
+    Write,
+)
+from cairn.store.migrations import SQLITE_MIGRATIONS
+
+T = TypeVar("T")
+
+BUSY_TIMEOUT_MS = 60_000
+LOCK_RETRY_SECONDS = 120.0
+
+_RECORDS_JOIN = "FROM records r JOIN versions v ON v.id = r.current_version_id"
+_RECORD_COLUMNS = (
+    "r.id, r.kind, r.scope, r.status, r.current_version_id, r.current_version, "
+    "r.superseded_by, r.created_at, r.updated_at, r.status_changed_at, r.created_by, v.content"
+)
+
+
+def _ts(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+class SqliteStore:
+    def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {self.path}: {exc}") from exc
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._retrying(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+        self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    # ---- plumbing --------------------------------------------------------------------
+
+    def _retrying(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``, retrying while another process holds the write lock.
+
+        busy_timeout already waits inside SQLite; this loop covers the cases where SQLite
+        returns SQLITE_BUSY at once (e.g. a WAL snapshot upgrade), so callers never see it.
+        """
+        deadline = time.monotonic() + LOCK_RETRY_SECONDS
+        delay = 0.005
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                message = str(exc).lower()
+                if "locked" not in message and "busy" not in message:
+                    raise
+                if time.monotonic() > deadline:
+                    raise StoreError(f"store stayed locked for {LOCK_RETRY_SECONDS:.0f}s") from exc
+                time.sleep(delay)  # back-off between lock attempts, not synchronisation
+                delay = min(delay * 2, 0.2)
+
+    @contextmanager
+    def _write_txn(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._retrying(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._retrying(lambda: self._conn.execute("COMMIT"))
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._retrying(lambda: self._conn.execute(sql, params).fetchall())
+
+    def _migrate(self) -> None:
+        with self._write_txn() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()
+            current = int(row[0])
+            if current > len(SQLITE_MIGRATIONS):
+                raise StoreError(
+                    f"store schema version {current} is newer than this cairn "
+                    f"({len(SQLITE_MIGRATIONS)}): upgrade cairn"
+                )
+            for number, script in enumerate(SQLITE_MIGRATIONS[current:], start=current + 1):
+                for statement in _split_sql(script):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                    (number, datetime.now().astimezone().isoformat()),
+                )
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._read("SELECT MAX(version) FROM schema_migrations")[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def integrity_check(self) -> str:
+        return str(self._read("PRAGMA integrity_check")[0][0])
+
+    # ---- the one write method --------------------------------------------------------
+
+    def commit(self, changesets: Sequence[ChangeSet]) -> list[int]:
+        seqs: list[int] = []
+        try:
+            with self._write_txn() as conn:
+                for changeset in changesets:
+                    for expect in changeset.expects:
+                        _check(conn, expect)
+                    for write in changeset.writes:
+                        _apply(conn, write)
+                    seqs.append(_insert_audit(conn, changeset.audit))
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(f"the change conflicts with stored data: {exc}") from exc
+        return seqs
+
+    # ---- reads -----------------------------------------------------------------------
+
+    def get_record(self, record_id: str) -> Record | None:
+        rows = self._read(
+            f"SELECT {_RECORD_COLUMNS} FROM records r "
+            "JOIN versions v ON v.id = r.current_version_id WHERE r.id = ?",
+            (record_id,),
+        )
+        return _record(rows[0]) if rows else None
+
+    def get_records(self, record_ids: Sequence[str]) -> dict[str, Record]:
+        found: dict[str, Record] = {}
+        ids = list(dict.fromkeys(record_ids))
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = self._read(
+                f"SELECT {_RECORD_COLUMNS} FROM records r "
+                f"JOIN versions v ON v.id = r.current_version_id WHERE r.id IN ({marks})",
+                batch,
+            )
+            for row in rows:
+                found[row["id"]] = _record(row)
+        return found
+
+    def get_version(self, version_id: str) -> Version | None:
+        rows = self._read("SELECT * FROM versions WHERE id = ?", (version_id,))
+        return _version(rows[0]) if rows else None
+
+    def get_version_by_number(self, record_id: str, number: int) -> Version | None:
+        rows = self._read(
+            "SELECT * FROM versions WHERE record_id = ? AND number = ?", (record_id, number)
+        )
+        return _version(rows[0]) if rows else None
+
+    def list_versions(self, record_id: str) -> list[Version]:
+        rows = self._read(
+            "SELECT * FROM versions WHERE record_id = ? ORDER BY number", (record_id,)
+        )
+        return [_version(r) for r in rows]
+
+    def query_records(self, query: RecordQuery, *, scope_globs: Sequence[str]) -> list[Record]:
+        where: list[str] = []
+        params: list[Any] = []
+        if scope_globs:
+            where.append("(" + " OR ".join("r.scope GLOB ?" for _ in scope_globs) + ")")
+            params.extend(scope_globs)
+        if query.scope:
+            where.append("r.scope GLOB ?")
+            params.append(query.scope)
+        if query.kinds:
+            where.append(f"r.kind IN ({','.join('?' * len(query.kinds))})")
+            params.extend(query.kinds)
+        if query.statuses:
+            where.append(f"r.status IN ({','.join('?' * len(query.statuses))})")
+            params.extend(s.value for s in query.statuses)
+        if query.created_after:
+            where.append("r.created_at >= ?")
+            params.append(_ts(query.created_after))
+        if query.created_before:
+            where.append("r.created_at < ?")
+            params.append(_ts(query.created_before))
+        for key, value in query.metadata.items():
+            where.append("(v.content -> ?) = json(?)")
+            params.extend([f'$.metadata."{key}"', json.dumps(value)])
+        sql = (
+            f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN}"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY r.id"
+        )
+        return [_record(r) for r in self._read(sql, params)]
+
+    def find_by_hash(self, scope: str, content_hash: str) -> list[Record]:
+        rows = self._read(
+            f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} "
+            "WHERE r.scope = ? AND r.content_hash = ? ORDER BY r.id",
+            (scope, content_hash),
+        )
+        return [_record(r) for r in rows]
+
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
+        rows = self._read("SELECT * FROM proposals WHERE id = ?", (proposal_id,))
+        return _proposal(rows[0]) if rows else None
+
+    def list_proposals(
+        self, *, status: ProposalStatus | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Proposal]:
+        if status is None:
+            rows = self._read(
+                "SELECT * FROM proposals ORDER BY id LIMIT ? OFFSET ?", (limit, offset)
+            )
+        else:
+            rows = self._read(
+                "SELECT * FROM proposals WHERE status = ? ORDER BY id LIMIT ? OFFSET ?",
+                (status.value, limit, offset),
+            )
+        return [_proposal(r) for r in rows]
+
+    def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("actor", query.actor),
+            ("action", query.action),
+            ("subject_id", query.subject_id),
+            ("proposal_id", query.proposal_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if query.since:
+            where.append("at >= ?")
+            params.append(_ts(query.since))
+        sql = (
+            "SELECT * FROM audit"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY seq LIMIT ?"
+        )
+        return [_audit(r) for r in self._read(sql, [*params, query.limit])]
+
+    def count_audit(self) -> int:
+        return int(self._read("SELECT COUNT(*) FROM audit")[0][0])
+
+    def get_baseline(self, baseline_id: str) -> Baseline | None:
+        rows = self._read("SELECT * FROM baselines WHERE id = ?", (baseline_id,))
+        return self._baseline(rows[0]) if rows else None
+
+    def published_baseline_id(self, scope: str) -> str | None:
+        rows = self._read("SELECT baseline_id FROM published WHERE scope = ?", (scope,))
+        return str(rows[0][0]) if rows else None
+
+    def list_baselines(self, scope: str | None = None) -> list[Baseline]:
+        if scope is None:
+            rows = self._read("SELECT * FROM baselines ORDER BY id")
+        else:
+            rows = self._read("SELECT * FROM baselines WHERE scope = ? ORDER BY id", (scope,))
+        return [self._baseline(r) for r in rows]
+
+    def _baseline(self, row: sqlite3.Row) -> Baseline:
+        pins = self._read(
+            "SELECT record_id, version_id FROM baseline_pins WHERE baseline_id = ?", (row["id"],)
+        )
+        return Baseline(
+            id=row["id"],
+            scope=row["scope"],
+            name=row["name"],
+            pins={p["record_id"]: p["version_id"] for p in pins},
+            created_at=datetime.fromisoformat(row["created_at"]),
+            created_by=row["created_by"],
+            proposal_id=row["proposal_id"],
+        )
+
+    def list_path_links(self, record_id: str | None = None) -> list[PathLink]:
+        if record_id is None:
+            rows = self._read("SELECT * FROM path_links ORDER BY record_id, path")
+        else:
+            rows = self._read(
+                "SELECT * FROM path_links WHERE record_id = ? ORDER BY path", (record_id,)
+            )
+        return [
+            PathLink(
+                record_id=r["record_id"],
+                path=r["path"],
+                content_hash=r["content_hash"],
+                drifted=bool(r["drifted"]),
+            )
+            for r in rows
+        ]
+
+    def list_edges(self, node_id: str) -> list[tuple[str, str, str]]:
+        rows = self._read(
+            "SELECT src, dst, type FROM edges WHERE src = ? OR dst = ? ORDER BY created_at",
+            (node_id, node_id),
+        )
+        return [(r["src"], r["dst"], r["type"]) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for table in ("records", "versions", "proposals", "audit", "baselines"):
+            out[table] = int(self._read(f"SELECT COUNT(*) FROM {table}")[0][0])
+        for row in self._read("SELECT status, COUNT(*) AS n FROM records GROUP BY status"):
+            out[f"records.{row['status']}"] = int(row["n"])
+        for row in self._read("SELECT status, COUNT(*) AS n FROM proposals GROUP BY status"):
+            out[f"proposals.{row['status']}"] = int(row["n"])
+        return out
+
+
+# ---- row mapping (private) -------------------------------------------------------------
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements; trigger bodies hold ';' so split on 'END;' too."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines():
+        if line.strip().startswith("--"):
+            continue
+        buffer += line + "\n"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
+
+
+def _record(row: sqlite3.Row) -> Record:
+    return Record(
+        id=row["id"],
+        kind=row["kind"],
+        scope=row["scope"],
+        status=Status(row["status"]),
+        current_version_id=row["current_version_id"],
+        current_version=row["current_version"],
+        superseded_by=row["superseded_by"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        updated_at=datetime.fromisoformat(row["updated_at"]),
+        status_changed_at=datetime.fromisoformat(row["status_changed_at"]),
+        created_by=row["created_by"],
+        content=Content.model_validate_json(row["content"]),
+    )
+
+
+def _version(row: sqlite3.Row) -> Version:
+    return Version(
+        id=row["id"],
+        record_id=row["record_id"],
+        number=row["number"],
+        content=Content.model_validate_json(row["content"]),
+        content_hash=row["content_hash"],
+        created_at=datetime.fromisoformat(row["created_at"]),
+        created_by=row["created_by"],
+        proposal_id=row["proposal_id"],
+    )
+
+
+def _proposal(row: sqlite3.Row) -> Proposal:
+    return Proposal.model_validate(
+        {
+            "id": row["id"],
+            "change": json.loads(row["change"]),
+            "scope": row["scope"],
+            "record_id": row["record_id"],
+            "base_version_id": row["base_version_id"],
+            "base_baseline_id": row["base_baseline_id"],
+            "principal_id": row["principal_id"],
+            "principal_roles": json.loads(row["principal_roles"]),
+            "status": row["status"],
+            "created_at": row["created_at"],
+            "reason": row["reason"],
+            "rule": row["rule"],
+            "decided_by": row["decided_by"],
+            "decided_at": row["decided_at"],
+            "rebased_from": row["rebased_from"],
+            "rebased_to": row["rebased_to"],
+            "result_record_id": row["result_record_id"],
+            "result_version_id": row["result_version_id"],
+        }
+    )
+
+
+def _audit(row: sqlite3.Row) -> AuditEntry:
+    return AuditEntry(
+        seq=row["seq"],
+        id=row["id"],
+        at=datetime.fromisoformat(row["at"]),
+        actor=row["actor"],
+        actor_roles=tuple(json.loads(row["actor_roles"])),
+        action=row["action"],
+        subject_id=row["subject_id"],
+        proposal_id=row["proposal_id"],
+        rule=row["rule"],
+        reason=row["reason"],
+        from_status=row["from_status"],
+        to_status=row["to_status"],
+        details=json.loads(row["details"]),
+    )
+
+
+def _check(conn: sqlite3.Connection, expect: Precondition) -> None:
+    if isinstance(expect, ExpectRecord):
+        row = conn.execute(
+            "SELECT current_version_id, status FROM records WHERE id = ?", (expect.record_id,)
+        ).fetchone()
+        if expect.version_id is None:
+            if row is not None:
+                raise Conflict(f"record {expect.record_id} already exists")
+            return
+        if row is None or row["current_version_id"] != expect.version_id:
+            raise Conflict(
+                f"record {expect.record_id} changed since version {expect.version_id} was read",
+                record_id=expect.record_id,
+            )
+        if expect.status is not None and row["status"] != expect.status.value:
+            raise Conflict(f"record {expect.record_id} is now {row['status']}")
+    elif isinstance(expect, ExpectProposal):
+        row = conn.execute(
+            "SELECT status FROM proposals WHERE id = ?", (expect.proposal_id,)
+        ).fetchone()
+        if row is None or row["status"] != expect.status.value:
+            raise Conflict(f"proposal {expect.proposal_id} was decided by someone else meanwhile")
+    else:
+        row = conn.execute(
+            "SELECT baseline_id FROM published WHERE scope = ?", (expect.scope,)
+        ).fetchone()
+        current = row["baseline_id"] if row else None
+        if current != expect.baseline_id:
+            raise Conflict(f"the published baseline of {expect.scope} changed meanwhile")
+
+
+def _apply(conn: sqlite3.Connection, write: Write) -> None:
+    if isinstance(write, PutRecord):
+        r = write.record
+        conn.execute(
+            "INSERT INTO records (id, kind, scope, status, current_version_id, current_version, "
+            "content_hash, sensitivity, superseded_by, created_at, updated_at, status_changed_at, "
+            "created_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+            "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
+            "current_version_id = excluded.current_version_id, "
+            "current_version = excluded.current_version, content_hash = excluded.content_hash, "
+            "sensitivity = excluded.sensitivity, superseded_by = excluded.superseded_by, "
+            "updated_at = excluded.updated_at, status_changed_at = excluded.status_changed_at",
+            (
+                r.id, r.kind, r.scope, r.status.value, r.current_version_id, r.current_version,
+                r.content.content_hash(), r.content.acl.sensitivity.rank, r.superseded_by,
+                _ts(r.created_at), _ts(r.updated_at), _ts(r.status_changed_at), r.created_by,
+            ),
+        )  # fmt: skip
+    elif isinstance(write, PutVersion):
+        v = write.version
+        conn.execute(
+            "INSERT INTO versions (id, record_id, number, content, content_hash, created_at, "
+            "created_by, proposal_id) VALUES (?,?,?,?,?,?,?,?)",
+            (
+                v.id, v.record_id, v.number, v.content.model_dump_json(), v.content_hash,
+                _ts(v.created_at), v.created_by, v.proposal_id,
+            ),
+        )  # fmt: skip
+    elif isinstance(write, PutProposal):
+        p = write.proposal
+        conn.execute(
+            "INSERT OR REPLACE INTO proposals (id, op, scope, record_id, base_version_id, "
+            "base_baseline_id, principal_id, principal_roles, status, change, created_at, reason, "
+            "rule, decided_by, decided_at, rebased_from, rebased_to, result_record_id, "
+            "result_version_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                p.id, p.change.op, p.scope, p.record_id, p.base_version_id, p.base_baseline_id,
+                p.principal_id,
+                _json(list(p.principal_roles)), p.status.value, p.change.model_dump_json(),
+                _ts(p.created_at), p.reason, p.rule, p.decided_by, _ts(p.decided_at),
+                p.rebased_from, p.rebased_to, p.result_record_id, p.result_version_id,
+            ),
+        )  # fmt: skip
+    elif isinstance(write, PutBaseline):
+        b = write.baseline
+        conn.execute(
+            "INSERT INTO baselines (id, scope, name, created_at, created_by, proposal_id) "
+            "VALUES (?,?,?,?,?,?)",
+            (b.id, b.scope, b.name, _ts(b.created_at), b.created_by, b.proposal_id),
+        )
+        conn.executemany(
+            "INSERT INTO baseline_pins (baseline_id, record_id, version_id) VALUES (?,?,?)",
+            [(b.id, rid, vid) for rid, vid in sorted(b.pins.items())],
+        )
+    elif isinstance(write, SetPublished):
+        conn.execute(
+            "INSERT INTO published (scope, baseline_id, updated_at) VALUES (?,?,?) "
+            "ON CONFLICT (scope) DO UPDATE SET baseline_id = excluded.baseline_id, "
+            "updated_at = excluded.updated_at",
+            (write.scope, write.baseline_id, datetime.now().astimezone().isoformat()),
+        )
+    elif isinstance(write, PutEdge):
+        conn.execute(
+            "INSERT OR IGNORE INTO edges (src, dst, type, created_at) VALUES (?,?,?,?)",
+            (write.src, write.dst, write.type, datetime.now().astimezone().isoformat()),
+        )
+    elif isinstance(write, PutPathLink):
+        link = write.link
+        conn.execute(
+            "INSERT INTO path_links (record_id, path, content_hash, drifted) VALUES (?,?,?,?) "
+            "ON CONFLICT (record_id, path) DO UPDATE SET content_hash = excluded.content_hash, "
+            "drifted = excluded.drifted",
+            (link.record_id, link.path, link.content_hash, int(link.drifted)),
+        )
+    else:  # pragma: no cover - exhaustive over Write
+        raise StoreError(f"unknown write {write!r}")
+
+
+def _insert_audit(conn: sqlite3.Connection, entry: AuditEntry) -> int:
+    cursor = conn.execute(
+        "INSERT INTO audit (id, at, actor, actor_roles, action, subject_id, proposal_id, rule, "
+        "reason, from_status, to_status, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            entry.id, _ts(entry.at), entry.actor, _json(list(entry.actor_roles)), entry.action,
+            entry.subject_id, entry.proposal_id, entry.rule, entry.reason, entry.from_status,
+            entry.to_status, _json(entry.details),
+        ),
+    )  # fmt: skip
+    return int(cursor.lastrowid or 0)
