@@ -361,9 +361,12 @@ class Memory:
             reason = f"refresh requested by {principal.id}"
             if record.status is Status.ACTIVE and drifted:
                 self.gate.relink(
-                    record, checked, Status.STALE, principal=SYSTEM_PRINCIPAL,
+                    record,
+                    checked,
+                    Status.STALE,
+                    principal=SYSTEM_PRINCIPAL,
                     reason=f"{reason}: changed {', '.join(drifted)}",
-                )  # fmt: skip
+                )
                 stale.append(record_id)
             elif (
                 record.status is Status.STALE
@@ -371,9 +374,12 @@ class Memory:
                 and any(link.drifted for link in links)
             ):
                 self.gate.relink(
-                    record, checked, Status.ACTIVE, principal=SYSTEM_PRINCIPAL,
+                    record,
+                    checked,
+                    Status.ACTIVE,
+                    principal=SYSTEM_PRINCIPAL,
                     reason=f"{reason}: linked files match again",
-                )  # fmt: skip
+                )
                 reactivated.append(record_id)
         return RefreshReport(checked=len(by_record), marked_stale=stale, reactivated=reactivated)
 

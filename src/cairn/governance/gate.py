@@ -78,6 +78,7 @@ class _Plan:
     version: Version | None = None
     from_status: Status | None = None
     to_status: Status | None = None
+    subject: str | None = None
 
 
 def _no_files(path: str) -> str | None:
@@ -206,9 +207,13 @@ class Gate:
             update={"status": ProposalStatus.REBASED, "rebased_to": new.id, "decided_at": now}
         )
         audit = self._audit(
-            principal, "rebase", subject=old.record_id, proposal=new, reason="rebased on head",
+            principal,
+            "rebase",
+            subject=old.record_id,
+            proposal=new,
+            reason="rebased on head",
             details={"from_proposal": old.id, "base_version_id": new.base_version_id},
-        )  # fmt: skip
+        )
         self.store.commit(
             [
                 ChangeSet(
@@ -400,10 +405,16 @@ class Gate:
     def _queue(
         self, proposal: Proposal, principal: Principal, *, rule: str, reason: str | None
     ) -> ProposalOutcome:
+        proposal = proposal.model_copy(update={"rule": rule})
         audit = self._audit(
-            principal, "propose", subject=proposal.record_id, proposal=proposal, rule=rule,
-            reason=reason, details={"op": proposal.change.op, "queued": True},
-        )  # fmt: skip
+            principal,
+            "propose",
+            subject=proposal.record_id,
+            proposal=proposal,
+            rule=rule,
+            reason=reason,
+            details={"op": proposal.change.op, "queued": True},
+        )
         self.store.commit([ChangeSet(audit=audit, writes=(PutProposal(proposal),))])
         return ProposalOutcome(proposal=proposal, decision=Decision.QUEUE, feedback=reason)
 
@@ -422,9 +433,13 @@ class Gate:
             f"Consider updating {existing.id} instead."
         )
         return self._close_rejected(
-            proposal, principal, rule="duplicate_content", reason=feedback, feedback=feedback,
+            proposal,
+            principal,
+            rule="duplicate_content",
+            reason=feedback,
+            feedback=feedback,
             existing_record_id=existing.id,
-        )  # fmt: skip
+        )
 
     def _close_rejected(
         self,
@@ -451,9 +466,14 @@ class Gate:
         if existing_record_id:
             details["existing_record_id"] = existing_record_id
         audit = self._audit(
-            principal, "reject", subject=proposal.record_id, proposal=proposal, rule=rule,
-            reason=reason, details=details,
-        )  # fmt: skip
+            principal,
+            "reject",
+            subject=proposal.record_id,
+            proposal=proposal,
+            rule=rule,
+            reason=reason,
+            details=details,
+        )
         expects = (ExpectProposal(proposal.id, ProposalStatus.PENDING),) if was_pending else ()
         self.store.commit(
             [ChangeSet(audit=audit, writes=(PutProposal(rejected),), expects=expects)]
@@ -498,12 +518,20 @@ class Gate:
         if was_pending:
             expects.append(ExpectProposal(proposal.id, ProposalStatus.PENDING))
         audit = self._audit(
-            principal, "approve", subject=plan.record.id if plan.record else proposal.record_id,
-            proposal=accepted, rule=rule, reason=reason,
-            from_status=plan.from_status, to_status=plan.to_status,
-            details={"op": proposal.change.op, "auto": auto,
-                     "version_id": plan.version.id if plan.version else None},
-        )  # fmt: skip
+            principal,
+            "approve",
+            subject=plan.record.id if plan.record else (plan.subject or proposal.record_id),
+            proposal=accepted,
+            rule=rule,
+            reason=reason,
+            from_status=plan.from_status,
+            to_status=plan.to_status,
+            details={
+                "op": proposal.change.op,
+                "auto": auto,
+                "version_id": plan.version.id if plan.version else None,
+            },
+        )
         self.store.commit([ChangeSet(audit=audit, writes=tuple(writes), expects=tuple(expects))])
         return ProposalOutcome(
             proposal=accepted,
@@ -523,9 +551,14 @@ class Gate:
             plan = self._plan_create(change.content, status, actor, proposal.id, now)
             for path in change.paths:
                 plan.writes.append(
-                    PutPathLink(PathLink(record_id=plan.record.id if plan.record else "",
-                                         path=path, content_hash=self.path_hasher(path)))
-                )  # fmt: skip
+                    PutPathLink(
+                        PathLink(
+                            record_id=plan.record.id if plan.record else "",
+                            path=path,
+                            content_hash=self.path_hasher(path),
+                        )
+                    )
+                )
             return plan
         if isinstance(change, UpdateChange):
             record = self._record(change.record_id)
@@ -655,6 +688,7 @@ class Gate:
         return _Plan(
             writes=[PutBaseline(baseline), SetPublished(change.scope, baseline.id)],
             expects=[ExpectPublished(change.scope, previous_id)],
+            subject=baseline.id,
         )
 
     # ---- helpers ---------------------------------------------------------------------
@@ -742,10 +776,16 @@ class Gate:
         writes: list[Write] = [PutProposal(proposal), PutRecord(moved)]
         writes += [PutPathLink(link) for link in links]
         audit = self._audit(
-            principal, "approve", subject=record.id, proposal=proposal, rule="drift",
-            reason=reason, from_status=record.status, to_status=to,
+            principal,
+            "approve",
+            subject=record.id,
+            proposal=proposal,
+            rule="drift",
+            reason=reason,
+            from_status=record.status,
+            to_status=to,
             details={"op": "transition", "auto": True, "paths": [link.path for link in links]},
-        )  # fmt: skip
+        )
         self.store.commit(
             [
                 ChangeSet(

@@ -502,21 +502,37 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
             "sensitivity = excluded.sensitivity, superseded_by = excluded.superseded_by, "
             "updated_at = excluded.updated_at, status_changed_at = excluded.status_changed_at",
             (
-                r.id, r.kind, r.scope, r.status.value, r.current_version_id, r.current_version,
-                r.content.content_hash(), r.content.acl.sensitivity.rank, r.superseded_by,
-                _ts(r.created_at), _ts(r.updated_at), _ts(r.status_changed_at), r.created_by,
+                r.id,
+                r.kind,
+                r.scope,
+                r.status.value,
+                r.current_version_id,
+                r.current_version,
+                r.content.content_hash(),
+                r.content.acl.sensitivity.rank,
+                r.superseded_by,
+                _ts(r.created_at),
+                _ts(r.updated_at),
+                _ts(r.status_changed_at),
+                r.created_by,
             ),
-        )  # fmt: skip
+        )
     elif isinstance(write, PutVersion):
         v = write.version
         conn.execute(
             "INSERT INTO versions (id, record_id, number, content, content_hash, created_at, "
             "created_by, proposal_id) VALUES (?,?,?,?,?,?,?,?)",
             (
-                v.id, v.record_id, v.number, v.content.model_dump_json(), v.content_hash,
-                _ts(v.created_at), v.created_by, v.proposal_id,
+                v.id,
+                v.record_id,
+                v.number,
+                v.content.model_dump_json(),
+                v.content_hash,
+                _ts(v.created_at),
+                v.created_by,
+                v.proposal_id,
             ),
-        )  # fmt: skip
+        )
     elif isinstance(write, PutProposal):
         p = write.proposal
         conn.execute(
@@ -525,13 +541,27 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
             "rule, decided_by, decided_at, rebased_from, rebased_to, result_record_id, "
             "result_version_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                p.id, p.change.op, p.scope, p.record_id, p.base_version_id, p.base_baseline_id,
+                p.id,
+                p.change.op,
+                p.scope,
+                p.record_id,
+                p.base_version_id,
+                p.base_baseline_id,
                 p.principal_id,
-                _json(list(p.principal_roles)), p.status.value, p.change.model_dump_json(),
-                _ts(p.created_at), p.reason, p.rule, p.decided_by, _ts(p.decided_at),
-                p.rebased_from, p.rebased_to, p.result_record_id, p.result_version_id,
+                _json(list(p.principal_roles)),
+                p.status.value,
+                p.change.model_dump_json(),
+                _ts(p.created_at),
+                p.reason,
+                p.rule,
+                p.decided_by,
+                _ts(p.decided_at),
+                p.rebased_from,
+                p.rebased_to,
+                p.result_record_id,
+                p.result_version_id,
             ),
-        )  # fmt: skip
+        )
     elif isinstance(write, PutBaseline):
         b = write.baseline
         conn.execute(
@@ -572,9 +602,18 @@ def _insert_audit(conn: sqlite3.Connection, entry: AuditEntry) -> int:
         "INSERT INTO audit (id, at, actor, actor_roles, action, subject_id, proposal_id, rule, "
         "reason, from_status, to_status, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         (
-            entry.id, _ts(entry.at), entry.actor, _json(list(entry.actor_roles)), entry.action,
-            entry.subject_id, entry.proposal_id, entry.rule, entry.reason, entry.from_status,
-            entry.to_status, _json(entry.details),
+            entry.id,
+            _ts(entry.at),
+            entry.actor,
+            _json(list(entry.actor_roles)),
+            entry.action,
+            entry.subject_id,
+            entry.proposal_id,
+            entry.rule,
+            entry.reason,
+            entry.from_status,
+            entry.to_status,
+            _json(entry.details),
         ),
-    )  # fmt: skip
+    )
     return int(cursor.lastrowid or 0)

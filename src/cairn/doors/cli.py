@@ -1,0 +1,616 @@
+"""The ``cairn`` command line: parse, authenticate, call one ``Memory`` verb, render.
+
+Every command takes ``--store PATH`` (default ``./.cairn``), ``--json`` and, where an identity
+is needed, ``--key`` (or ``CAIRN_API_KEY``). Errors go to stderr with the exit code of their
+class (see ``cairn.errors``) and name the field or rule at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import click
+import typer
+from pydantic import ValidationError
+
+from cairn.doors import _render as render
+from cairn.errors import CairnError, InvalidInput
+from cairn.memory import Memory
+from cairn.model import (
+    Acl,
+    AuditQuery,
+    Confidence,
+    Content,
+    ContentPatch,
+    Principal,
+    ProposalOutcome,
+    ProposalStatus,
+    Provenance,
+    RecordQuery,
+    Selector,
+    SelectorKind,
+    Sensitivity,
+    Status,
+)
+from cairn.workspace import Workspace
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="cairn",
+    help="Governed, citeable memory for AI agents and the people who work with them.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+review_app = typer.Typer(help="The review queue: list, show, approve, reject (curators).")
+app.add_typer(review_app, name="review")
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option("--store", envvar="CAIRN_STORE", help="The cairn folder [default: ./.cairn]."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+KeyOpt = Annotated[
+    str | None,
+    typer.Option("--key", envvar="CAIRN_API_KEY", help="API key (or set CAIRN_API_KEY)."),
+]
+DEFAULT_STORE = Path(".cairn")
+
+
+# ---- plumbing -------------------------------------------------------------------------
+
+
+def _fail(exc: CairnError) -> None:
+    where = f" [{exc.field}]" if exc.field else ""
+    render.err.print(f"[bold red]error[/] ({exc.code}){where}: {exc.message}", markup=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _validation_error(exc: ValidationError) -> InvalidInput:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or None
+    message = "; ".join(
+        (".".join(str(p) for p in e["loc"]) or "input") + ": " + e["msg"] for e in exc.errors()
+    )
+    return InvalidInput(message, field=where)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except CairnError as exc:
+        _fail(exc)
+    except ValidationError as exc:
+        _fail(_validation_error(exc))
+
+
+@contextmanager
+def _session(store: Path | None, key: str | None) -> Iterator[tuple[Memory, Principal]]:
+    """Open the store and authenticate; fail closed on a missing or unknown key."""
+    with _errors():
+        workspace = Workspace(_store_path(store))
+        principal = workspace.authenticate(key) if workspace.exists() else None
+        with workspace.open_memory() as memory:
+            if principal is None:  # pragma: no cover - open_memory raises first
+                raise InvalidInput(f"no store in {store}")
+            yield memory, principal
+
+
+def _json_arg(raw: str | None, name: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--{name} is not valid JSON: {exc.msg}", field=name) from exc
+    if not isinstance(value, dict):
+        raise InvalidInput(f"--{name} must be a JSON object", field=name)
+    return value
+
+
+def _body(body: str | None, body_file: Path | None) -> str | None:
+    if body_file is not None:
+        if str(body_file) == "-":
+            return sys.stdin.read()
+        try:
+            return body_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInput(
+                f"cannot read {body_file}: {exc.strerror}", field="body-file"
+            ) from exc
+    return body
+
+
+def _show_outcome(outcome: ProposalOutcome, as_json: bool) -> None:
+    if as_json:
+        render.print_json(outcome)
+        return
+    p = outcome.proposal
+    verdict = {"approve": "[green]accepted[/]", "queue": "[yellow]queued for review[/]"}.get(
+        outcome.decision.value, "[red]rejected[/]"
+    )
+    render.out.print(f"proposal {p.id} ({p.change.op}) {verdict} — rule {p.rule or '-'}")
+    if outcome.record is not None:
+        v = f" v{outcome.version.number} ({outcome.version.id})" if outcome.version else ""
+        render.out.print(f"record {outcome.record.id} [{outcome.record.status.value}]{v}")
+    if outcome.feedback:
+        render.out.print(f"  {outcome.feedback}")
+
+
+def _run(as_json: bool, fn: Callable[[], T], show: Callable[[T], None]) -> None:
+    with _errors():
+        result = fn()
+        if as_json:
+            render.print_json(result)
+        else:
+            show(result)
+
+
+# ---- commands ---------------------------------------------------------------------------
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    store: StoreOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    ctx.obj = {"store": store or DEFAULT_STORE, "json": as_json}
+
+
+def _store_path(store: Path | None) -> Path:
+    """A command's own --store wins; else the one given before the command; else ./.cairn."""
+    if store is not None:
+        return store
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx else None
+    if root is not None and isinstance(root.obj, dict):
+        return Path(root.obj.get("store") or DEFAULT_STORE)
+    return DEFAULT_STORE
+
+
+@app.command()
+def init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+    """Create a store with the default policy and principals; print the new keys once."""
+    with _errors():
+        result = Workspace(_store_path(store)).init()
+    if as_json:
+        render.print_json({"store": str(result.folder), "keys": result.keys})
+        return
+    render.out.print(f"created cairn store in {result.folder}")
+    render.out.print(f"  policy:     {result.folder / 'policy.yaml'}")
+    render.out.print(f"  principals: {result.folder / 'principals.yaml'}")
+    for principal_id, key in result.keys.items():
+        render.out.print(f"  key for {principal_id}: {key}")
+    render.out.print("These keys are shown only now. export CAIRN_API_KEY=<key> to use one.")
+
+
+@app.command()
+def remember(
+    kind: Annotated[str, typer.Option(help="decision, belief, episode, skill, fact, document…")],
+    scope: Annotated[str, typer.Option(help="Where it lives, e.g. acme/product.")],
+    title: Annotated[str, typer.Option(help="A one-line title.")],
+    body: Annotated[str | None, typer.Option(help="The text.")] = None,
+    body_file: Annotated[
+        Path | None, typer.Option(help="Read the text from a file ('-': stdin).")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="A tag (repeatable).")] = None,
+    metadata: Annotated[str | None, typer.Option(help="A JSON object.")] = None,
+    role: Annotated[list[str] | None, typer.Option(help="ACL: a role that may read.")] = None,
+    label: Annotated[list[str] | None, typer.Option(help="ACL: a label readers must hold.")] = None,
+    sensitivity: Annotated[Sensitivity, typer.Option(help="ACL sensitivity.")] = Sensitivity.LOW,
+    confidence: Annotated[Confidence, typer.Option()] = Confidence.INFERRED,
+    valid_from: Annotated[datetime | None, typer.Option(help="ISO date/time.")] = None,
+    valid_to: Annotated[datetime | None, typer.Option(help="ISO date/time.")] = None,
+    path: Annotated[
+        list[str] | None, typer.Option(help="A repository path it describes (drift).")
+    ] = None,
+    source: Annotated[str | None, typer.Option(help="Provenance: where it came from.")] = None,
+    draft: Annotated[bool, typer.Option(help="Record a draft candidate instead.")] = False,
+    reason: Annotated[str | None, typer.Option(help="Why (kept in the audit log).")] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Propose a new record; the policy decides whether it waits for a curator."""
+    with _session(store, key) as (memory, principal):
+        acl_fields: dict[str, Any] = {"sensitivity": sensitivity}
+        if role:
+            acl_fields["roles"] = tuple(role)
+        if label:
+            acl_fields["labels"] = tuple(label)
+        new = Content(
+            kind=kind,
+            scope=scope,
+            title=title,
+            body=_body(body, body_file) or "",
+            tags=tuple(tag or ()),
+            metadata=_json_arg(metadata, "metadata"),
+            acl=Acl(**acl_fields),
+            origin=principal.kind.value,
+            confidence=confidence,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            provenance=Provenance(source=source),
+        )
+        outcome = memory.remember(
+            new, principal=principal, draft=draft, paths=tuple(path or ()), reason=reason
+        )
+        _show_outcome(outcome, as_json)
+
+
+@app.command()
+def update(
+    record_id: str,
+    title: Annotated[str | None, typer.Option()] = None,
+    body: Annotated[str | None, typer.Option()] = None,
+    body_file: Annotated[Path | None, typer.Option()] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Replace the tags.")] = None,
+    metadata: Annotated[str | None, typer.Option(help="Replace the metadata (JSON).")] = None,
+    confidence: Annotated[Confidence | None, typer.Option()] = None,
+    base: Annotated[str | None, typer.Option(help="The version id you read (pins it).")] = None,
+    reason: Annotated[str | None, typer.Option()] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Propose a new version of a record, pinned to the version you read."""
+    with _session(store, key) as (memory, principal):
+        patch = ContentPatch(
+            title=title,
+            body=_body(body, body_file),
+            tags=tuple(tag) if tag else None,
+            metadata=_json_arg(metadata, "metadata") if metadata is not None else None,
+            confidence=confidence,
+        )
+        outcome = memory.update(
+            record_id, patch, principal=principal, base_version_id=base, reason=reason
+        )
+        _show_outcome(outcome, as_json)
+
+
+@app.command()
+def supersede(
+    record_id: str,
+    by: Annotated[str | None, typer.Option(help="An existing record that replaces it.")] = None,
+    title: Annotated[str | None, typer.Option(help="Or: the replacement's title.")] = None,
+    body: Annotated[str | None, typer.Option(help="The replacement's text.")] = None,
+    reason: Annotated[str | None, typer.Option()] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Propose that a record is superseded by another (existing or new) one."""
+    with _session(store, key) as (memory, principal):
+        replacement = None
+        if by is None:
+            if title is None:
+                raise InvalidInput("give --by RECORD_ID or --title for a new record", field="by")
+            old = memory.get(record_id, principal=principal).version.content
+            replacement = old.model_copy(
+                update={"title": title, "body": body if body is not None else old.body}
+            )
+        outcome = memory.supersede(
+            record_id, principal=principal, by=by, content=replacement, reason=reason
+        )
+        _show_outcome(outcome, as_json)
+
+
+@app.command()
+def archive(
+    record_id: str,
+    reason: Annotated[str | None, typer.Option()] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Archive a record (soft; a curator can restore it)."""
+    with _session(store, key) as (memory, principal):
+        _show_outcome(memory.archive(record_id, principal=principal, reason=reason), as_json)
+
+
+@app.command()
+def restore(
+    record_id: str,
+    reason: Annotated[str | None, typer.Option()] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Restore an archived record to active (curators)."""
+    with _session(store, key) as (memory, principal):
+        _show_outcome(memory.restore(record_id, principal=principal, reason=reason), as_json)
+
+
+@app.command()
+def transition(
+    record_id: str,
+    to: Annotated[Status, typer.Option(help="The target status.")],
+    reason: Annotated[str | None, typer.Option()] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Move a record along the lifecycle (e.g. promote a draft: --to active)."""
+    with _session(store, key) as (memory, principal):
+        outcome = memory.transition(record_id, to, principal=principal, reason=reason)
+        _show_outcome(outcome, as_json)
+
+
+@app.command()
+def get(
+    record_id: str,
+    version: Annotated[int | None, typer.Option(help="A version number.")] = None,
+    selector: Annotated[SelectorKind, typer.Option(help="Which version to read.")] = (
+        SelectorKind.HEAD
+    ),
+    baseline: Annotated[str | None, typer.Option(help="Baseline id for baseline_ref.")] = None,
+    version_id: Annotated[str | None, typer.Option(help="Version id for version_ref.")] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read one record at a pinned version."""
+    with _session(store, key) as (memory, principal):
+        chosen = Selector(kind=selector, baseline_id=baseline, version_id=version_id)
+        view = memory.get(record_id, principal=principal, selector=chosen, version=version)
+        if as_json:
+            render.print_json(view)
+            return
+        r, v = view.record, view.version
+        render.out.print(f"[bold]{v.content.title}[/]")
+        render.out.print(
+            f"{r.id} · {r.kind} · {r.scope} · {r.status.value} · v{v.number}/{r.current_version}"
+        )
+        render.out.print(f"cite: ({r.id}, {v.id}) via {view.selector_used.kind.value}")
+        if r.superseded_by:
+            render.out.print(f"superseded → current: {view.resolved_id}")
+        render.out.print(
+            f"origin {v.content.origin.value} · confidence {v.content.confidence.value}"
+        )
+        if v.content.tags:
+            render.out.print("tags: " + ", ".join(v.content.tags))
+        if v.content.metadata:
+            render.out.print("metadata: " + json.dumps(v.content.metadata))
+        render.out.print("")
+        render.out.print(v.content.body, markup=False)
+
+
+@app.command("list")
+def list_(
+    kind: Annotated[list[str] | None, typer.Option(help="Filter by kind (repeatable).")] = None,
+    status: Annotated[list[Status] | None, typer.Option(help="Filter by status.")] = None,
+    scope: Annotated[str | None, typer.Option(help="A scope glob, e.g. 'acme/*'.")] = None,
+    created_after: Annotated[datetime | None, typer.Option()] = None,
+    created_before: Annotated[datetime | None, typer.Option()] = None,
+    metadata: Annotated[
+        str | None, typer.Option(help="JSON object the metadata must match.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List records you may see."""
+    with _session(store, key) as (memory, principal):
+        query = RecordQuery(
+            kinds=tuple(kind or ()),
+            statuses=tuple(status or ()),
+            scope=scope,
+            created_after=created_after,
+            created_before=created_before,
+            metadata=_json_arg(metadata, "metadata"),
+            limit=limit,
+            offset=offset,
+        )
+        _run(
+            as_json,
+            lambda: memory.list_records(query, principal=principal),
+            lambda rs: render.out.print(render.records_table(rs)),
+        )
+
+
+@app.command()
+def history(
+    record_id: str, store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Every version of a record, oldest first."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.history(record_id, principal=principal),
+            lambda vs: render.out.print(render.versions_table(vs, f"history of {record_id}")),
+        )
+
+
+@review_app.command("list")
+def review_list(
+    status: Annotated[ProposalStatus, typer.Option()] = ProposalStatus.PENDING,
+    limit: Annotated[int, typer.Option(min=1)] = 100,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Proposals waiting for review (stale ones are marked)."""
+    with _session(store, key) as (memory, principal):
+        found = memory.proposals(principal=principal, status=status, limit=limit)
+        stale = {p.id for p in found if p.status is ProposalStatus.PENDING and memory.is_stale(p)}
+        if as_json:
+            render.print_json([p.model_dump(mode="json") | {"stale": p.id in stale} for p in found])
+        else:
+            render.out.print(render.proposals_table(found, stale, f"{status.value} proposals"))
+
+
+@review_app.command("show")
+def review_show(
+    proposal_id: str, store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False
+) -> None:
+    """One proposal: its target, the pinned version and the proposed change."""
+    with _session(store, key) as (memory, principal):
+        proposal = memory.proposal(proposal_id, principal=principal)
+        stale = proposal.status is ProposalStatus.PENDING and memory.is_stale(proposal)
+        if as_json:
+            render.print_json(proposal.model_dump(mode="json") | {"stale": stale})
+            return
+        render.out.print(f"[bold]{proposal.id}[/] {proposal.change.op} in {proposal.scope}")
+        render.out.print(
+            f"by {proposal.principal_id} · {proposal.status.value}"
+            + (" · [red]STALE: rebase before accepting[/]" if stale else "")
+        )
+        if proposal.record_id:
+            render.out.print(f"target {proposal.record_id} pinned at {proposal.base_version_id}")
+        render.print_json(proposal.change)
+
+
+@review_app.command("approve")
+def review_approve(
+    proposal_id: str,
+    reason: Annotated[str | None, typer.Option()] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Accept a proposal (curators). Stale proposals are refused: rebase first."""
+    with _session(store, key) as (memory, principal):
+        outcome = memory.decide(proposal_id, approve=True, principal=principal, reason=reason)
+        _show_outcome(outcome, as_json)
+
+
+@review_app.command("reject")
+def review_reject(
+    proposal_id: str,
+    reason: Annotated[str, typer.Option(help="Why (required).")],
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject a proposal with a reason (curators)."""
+    with _session(store, key) as (memory, principal):
+        outcome = memory.decide(proposal_id, approve=False, principal=principal, reason=reason)
+        _show_outcome(outcome, as_json)
+
+
+@app.command()
+def rebase(
+    proposal_id: str, store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Re-pin a stale proposal on the current version (a new, linked proposal)."""
+    with _session(store, key) as (memory, principal):
+        _show_outcome(memory.rebase(proposal_id, principal=principal), as_json)
+
+
+@app.command()
+def publish(
+    scope: Annotated[str, typer.Option(help="The scope whose published pointer moves.")],
+    record: Annotated[list[str] | None, typer.Option(help="Publish only these records.")] = None,
+    name: Annotated[str | None, typer.Option(help="A name for the baseline.")] = None,
+    replace: Annotated[bool, typer.Option(help="Drop records not named.")] = False,
+    reason: Annotated[str | None, typer.Option()] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Promote record versions into a new baseline and publish it (curators)."""
+    with _session(store, key) as (memory, principal):
+        outcome = memory.publish(
+            scope,
+            principal=principal,
+            record_ids=record,
+            name=name,
+            replace=replace,
+            reason=reason,
+        )
+        _show_outcome(outcome, as_json)
+        if not as_json:
+            render.out.print(
+                f"published pointer of {scope} → {memory.store.published_baseline_id(scope)}"
+            )
+
+
+@app.command()
+def refresh(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+    """Re-hash linked files: mark drifted records stale, re-activate matching ones."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.refresh(principal=principal),
+            lambda r: render.out.print(
+                f"checked {r.checked} records · stale: {', '.join(r.marked_stale) or 'none'}"
+                f" · re-activated: {', '.join(r.reactivated) or 'none'}"
+            ),
+        )
+
+
+@app.command()
+def audit(
+    actor: Annotated[str | None, typer.Option()] = None,
+    action: Annotated[str | None, typer.Option(help="propose, approve, reject, rebase…")] = None,
+    subject: Annotated[str | None, typer.Option(help="A record id.")] = None,
+    proposal: Annotated[str | None, typer.Option()] = None,
+    since: Annotated[datetime | None, typer.Option()] = None,
+    limit: Annotated[int, typer.Option(min=1)] = 100,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The append-only audit log, filtered (curators)."""
+    with _session(store, key) as (memory, principal):
+        query = AuditQuery(
+            actor=actor,
+            action=action,
+            subject_id=subject,
+            proposal_id=proposal,
+            since=since,
+            limit=limit,
+        )
+        _run(
+            as_json,
+            lambda: memory.audit(query, principal=principal),
+            lambda es: render.out.print(render.audit_table(es)),
+        )
+
+
+@app.command()
+def vacuum(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+    """Archive drafts, rejected and stale records past the policy's retention."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.vacuum(principal=principal),
+            lambda r: render.out.print(f"archived {len(r.archived)} records"),
+        )
+
+
+@app.command()
+def status(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+    """Counts of records, versions, proposals and audit entries."""
+    with _session(store, key) as (memory, _principal):
+        counts = memory.status()
+        if as_json:
+            render.print_json({"store": str(_store_path(store)), "counts": counts})
+            return
+        render.out.print(f"store {_store_path(store)}")
+        for name, value in sorted(counts.items()):
+            render.out.print(f"  {name:<22} {value}")
+
+
+@app.command()
+def tour(as_json: JsonOpt = False) -> None:
+    """A guided end-to-end run on a fresh store in a temporary folder."""
+    from cairn.doors.tour import run_tour
+
+    with _errors():
+        run_tour()
+
+
+def main() -> None:
+    app()

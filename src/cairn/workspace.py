@@ -1,0 +1,99 @@
+"""A cairn folder (default ``./.cairn``): the database, the policy file, the principals file.
+
+``init`` writes a sensible default of each and creates the first keys; ``open_memory`` and
+``authenticate`` are what every door uses to get a ``Memory`` and a ``Principal``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cairn.auth import (
+    PrincipalEntry,
+    PrincipalsFile,
+    add_key,
+    authenticate,
+    load_principals,
+    save_principals,
+)
+from cairn.errors import InvalidInput
+from cairn.governance.policy import DEFAULT_POLICY_YAML, load_policy
+from cairn.memory import DB_FILE, POLICY_FILE, PRINCIPALS_FILE, Memory
+from cairn.model import Principal, PrincipalKind, Sensitivity
+from cairn.store.sqlite import SqliteStore
+
+
+@dataclass(frozen=True)
+class InitResult:
+    folder: Path
+    keys: dict[str, str]  # principal id → the plaintext key, shown once
+
+
+@dataclass(frozen=True)
+class Workspace:
+    folder: Path
+
+    @property
+    def db_path(self) -> Path:
+        return self.folder / DB_FILE
+
+    @property
+    def policy_path(self) -> Path:
+        return self.folder / POLICY_FILE
+
+    @property
+    def principals_path(self) -> Path:
+        return self.folder / PRINCIPALS_FILE
+
+    def exists(self) -> bool:
+        return self.db_path.exists()
+
+    def init(self) -> InitResult:
+        """Create the store and default files; existing files are never overwritten."""
+        if self.exists():
+            raise InvalidInput(f"{self.folder} already holds a cairn store", field="store")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if not self.policy_path.exists():
+            self.policy_path.write_text(DEFAULT_POLICY_YAML, encoding="utf-8")
+        load_policy(self.policy_path)  # refuse to create a store under a broken policy
+        keys: dict[str, str] = {}
+        if not self.principals_path.exists():
+            principals = PrincipalsFile(
+                principals=(
+                    PrincipalEntry(
+                        id="curator",
+                        kind=PrincipalKind.HUMAN,
+                        roles=("curator", "admin"),
+                        scopes=("*",),
+                        labels=("*",),
+                        sensitivity=Sensitivity.HIGH,
+                        purpose="local development: review, publish, administer",
+                    ),
+                    PrincipalEntry(
+                        id="agent",
+                        kind=PrincipalKind.AGENT,
+                        roles=("agent",),
+                        scopes=("*",),
+                        labels=("public", "internal"),
+                        sensitivity=Sensitivity.MEDIUM,
+                        purpose="local development: coding agents",
+                    ),
+                )
+            )
+            for principal_id in ("curator", "agent"):
+                principals, key, _ = add_key(principals, principal_id, label="created by init")
+                keys[principal_id] = key
+            save_principals(self.principals_path, principals)
+            self.principals_path.chmod(0o600)
+        SqliteStore(self.db_path).close()
+        return InitResult(folder=self.folder, keys=keys)
+
+    def open_memory(self) -> Memory:
+        return Memory.open(self.folder)
+
+    def principals(self) -> PrincipalsFile:
+        return load_principals(self.principals_path)
+
+    def authenticate(self, key: str | None) -> Principal:
+        return authenticate(self.principals(), key)

@@ -1,0 +1,60 @@
+"""Shared fixtures. ``store`` and ``memory`` run every contract test on each backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import Content, Principal, PrincipalKind, Sensitivity
+from cairn.store.base import Store
+from cairn.store.sqlite import SqliteStore
+
+# Backends every contract test runs on. The PostgreSQL fixture registers itself here.
+BACKENDS: list[str] = ["sqlite"]
+STORE_MAKERS: dict[str, Callable[[pytest.FixtureRequest, Path], Store]] = {
+    "sqlite": lambda request, tmp: SqliteStore(tmp / "cairn.db"),
+}
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    made = STORE_MAKERS[request.param](request, tmp_path)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def memory(store: Store, tmp_path: Path) -> Memory:
+    return Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
+
+
+@pytest.fixture
+def curator() -> Principal:
+    return Principal(
+        id="carol",
+        kind=PrincipalKind.HUMAN,
+        roles=("curator",),
+        scopes=("*",),
+        labels=("*",),
+        sensitivity=Sensitivity.HIGH,
+    )
+
+
+@pytest.fixture
+def agent() -> Principal:
+    return Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+
+
+def content(title: str = "Tests run with make test", **fields: object) -> Content:
+    base: dict[str, object] = {
+        "kind": "fact",
+        "scope": "acme/app",
+        "title": title,
+        "body": f"{title}. Details follow.",
+    }
+    base.update(fields)
+    return Content.model_validate(base)
