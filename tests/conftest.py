@@ -19,6 +19,12 @@ STORE_MAKERS: dict[str, Callable[[pytest.FixtureRequest, Path], Store]] = {
     "sqlite": lambda request, tmp: SqliteStore(tmp / "cairn.db"),
 }
 
+# PostgreSQL: a real server (embedded, or CAIRN_TEST_PG), one per session, a database per test.
+from tests.pg import make_postgres_store, pg_cluster  # noqa: E402, F401  (pg_cluster: fixture)
+
+BACKENDS.append("postgres")
+STORE_MAKERS["postgres"] = make_postgres_store
+
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:

@@ -8,7 +8,7 @@ not see is reported as not found.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -44,12 +44,19 @@ from cairn.model import (
     Version,
     utcnow,
 )
+from cairn.retrieval.chunking import chunks_for
+from cairn.retrieval.indexer import Indexer
+from cairn.retrieval.pipeline import SearchPlan, run_retrieve, run_search
+from cairn.retrieval.preselect import ReadRequest
+from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.search.embedder import Embedder, make_embedder
 from cairn.store.base import Store
 from cairn.store.sqlite import SqliteStore
 
 DB_FILE = "cairn.db"
 POLICY_FILE = "policy.yaml"
 PRINCIPALS_FILE = "principals.yaml"
+DEFAULT_EMBEDDER = "minilm"
 
 
 class RecordView(CairnModel):
@@ -89,22 +96,164 @@ class Memory:
         *,
         root: Path | None = None,
         clock: Callable[[], datetime] = utcnow,
+        embedder: Embedder | str | None = DEFAULT_EMBEDDER,
     ) -> None:
         self.store = store
+        # Loading a model takes a moment: only reads that need vectors pay for it.
+        self._embedder_spec = embedder
+        self._indexer: Indexer | None = None
         self.policy = policy
         self.root = (root or Path.cwd()).resolve()
         self.clock = clock
         self._hash_path = file_hasher(self.root)
-        self.gate = Gate(store, policy, clock=clock, path_hasher=self._hash_path)
+        self.gate = Gate(
+            store, policy, clock=clock, path_hasher=self._hash_path, chunker=chunks_for
+        )
 
     @classmethod
-    def open(cls, folder: Path | str, *, clock: Callable[[], datetime] = utcnow) -> Memory:
+    def open(
+        cls,
+        folder: Path | str,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        embedder: Embedder | str | None = DEFAULT_EMBEDDER,
+    ) -> Memory:
         """Open the embedded store in ``folder`` (made by ``cairn init``)."""
         folder = Path(folder)
         if not (folder / DB_FILE).exists():
             raise NotFound(f"no cairn store in {folder}: run 'cairn init' first", field="store")
         policy = load_policy(folder / POLICY_FILE)
-        return cls(SqliteStore(folder / DB_FILE), policy, root=folder.resolve().parent, clock=clock)
+        store = SqliteStore(folder / DB_FILE)
+        return cls(store, policy, root=folder.resolve().parent, clock=clock, embedder=embedder)
+
+    # ---- indexes -------------------------------------------------------------------------
+
+    @property
+    def indexer(self) -> Indexer | None:
+        """The dense indexer, or None when this memory runs keyword-only."""
+        if self._indexer is None and self._embedder_spec is not None:
+            spec = self._embedder_spec
+            embedder = make_embedder(spec) if isinstance(spec, str) else spec
+            self._indexer = Indexer(self.store, embedder)
+        return self._indexer
+
+    def _need_indexer(self) -> Indexer:
+        indexer = self.indexer
+        if indexer is None:
+            raise InvalidInput("vector search needs an embedder; this store runs keyword-only")
+        return indexer
+
+    def index_pending(
+        self, *, limit: int | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Embed chunks written since the last run (the dense-index outbox)."""
+        indexer = self._need_indexer()
+        indexer.sync()
+        return indexer.catch_up(limit=limit, progress=progress)
+
+    def vector_lag(self) -> int:
+        indexer = self.indexer
+        return indexer.lag() if indexer is not None else 0
+
+    # ---- retrieval -------------------------------------------------------------------------
+
+    def _plan(
+        self,
+        query: str,
+        *,
+        mode: Mode,
+        k: int,
+        candidates: int | None,
+        weights: Mapping[str, float] | None,
+        scope: str | None,
+        selector: Selector | None,
+        kinds: Sequence[str],
+        include_drafts: bool,
+        created_after: datetime | None,
+        created_before: datetime | None,
+        record_ids: Sequence[str] | None,
+    ) -> SearchPlan:
+        if k < 1 or k > 1000:
+            raise InvalidInput("k must be between 1 and 1000", field="k")
+        if mode not in ("hybrid", "keyword", "vector"):
+            raise InvalidInput(f"unknown mode {mode!r}: hybrid, keyword or vector", field="mode")
+        if mode != "keyword":
+            self._need_indexer()
+        request = ReadRequest(
+            scope=scope,
+            selector=selector or Selector.head(),
+            kinds=tuple(kinds),
+            include_drafts=include_drafts,
+            valid_at=self.clock(),
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=frozenset(record_ids) if record_ids is not None else None,
+        )
+        return SearchPlan(
+            query=query,
+            mode=mode,
+            k=k,
+            candidates=candidates or max(50, 5 * k),
+            weights=weights,
+            request=request,
+        )
+
+    def search(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        candidates: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        scope: str | None = None,
+        selector: Selector | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+    ) -> SearchResult:
+        """Raw ranked search (no validation, no budget): permission-trimmed, fused."""
+        plan = self._plan(
+            query, mode=mode, k=k, candidates=candidates, weights=weights, scope=scope,
+            selector=selector, kinds=kinds, include_drafts=include_drafts,
+            created_after=created_after, created_before=created_before, record_ids=record_ids,
+        )  # fmt: skip
+        indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
+        return run_search(self.store, indexer, principal, plan)[0]
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        max_tokens: int = 8000,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        candidates: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        scope: str | None = None,
+        selector: Selector | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+    ) -> RetrievalResult:
+        """Validated retrieval clipped to a token budget, every item cited to its version."""
+        if max_tokens < 1:
+            raise InvalidInput("max_tokens must be positive", field="max_tokens")
+        plan = self._plan(
+            query, mode=mode, k=k, candidates=candidates, weights=weights, scope=scope,
+            selector=selector, kinds=kinds, include_drafts=include_drafts,
+            created_after=created_after, created_before=created_before, record_ids=record_ids,
+        )  # fmt: skip
+        indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
+        return run_retrieve(
+            self.store, indexer, principal, plan, max_tokens=max_tokens, now=self.clock()
+        )
 
     def close(self) -> None:
         self.store.close()

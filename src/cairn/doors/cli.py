@@ -614,3 +614,13 @@ def tour(as_json: JsonOpt = False) -> None:
 
 def main() -> None:
     app()
+
+
+def _register_server_commands() -> None:
+    # serve, mcp and keys live with the server doors; they register onto this app.
+    from cairn.doors import cli_server
+
+    cli_server.register(app)
+
+
+_register_server_commands()

@@ -50,6 +50,7 @@ from cairn.model import (
 )
 from cairn.store.base import (
     ChangeSet,
+    ChunkDraft,
     ExpectProposal,
     ExpectPublished,
     ExpectRecord,
@@ -66,6 +67,7 @@ from cairn.store.base import (
 )
 
 PathHasher = Callable[[str], str | None]
+Chunker = Callable[[Content], tuple[ChunkDraft, ...]]
 
 
 @dataclass
@@ -85,6 +87,10 @@ def _no_files(path: str) -> str | None:
     return None
 
 
+def _no_chunks(content: Content) -> tuple[ChunkDraft, ...]:
+    return ()
+
+
 class Gate:
     def __init__(
         self,
@@ -93,11 +99,14 @@ class Gate:
         *,
         clock: Callable[[], datetime] = utcnow,
         path_hasher: PathHasher = _no_files,
+        chunker: Chunker = _no_chunks,
     ) -> None:
         self.store = store
         self.policy = policy
         self.clock = clock
         self.path_hasher = path_hasher
+        # Index updates commit in the same transaction as the change they index.
+        self.chunker = chunker
 
     # ---- public verbs ----------------------------------------------------------------
 
@@ -609,7 +618,7 @@ class Gate:
             content=content,
         )
         return _Plan(
-            writes=[PutRecord(record), PutVersion(version)],
+            writes=[PutRecord(record), PutVersion(version, self.chunker(content))],
             expects=[ExpectRecord(record_id, None)],
             record=record,
             version=version,
@@ -640,7 +649,7 @@ class Gate:
             }
         )
         return _Plan(
-            writes=[PutRecord(updated), PutVersion(version)],
+            writes=[PutRecord(updated), PutVersion(version, self.chunker(content))],
             expects=[ExpectRecord(record.id, record.current_version_id)],
             record=updated,
             version=version,

@@ -93,6 +93,8 @@ def _fallback_fold(ch: str) -> str:
     code = ord(ch)
     if code in _FALLBACK_DIACRITICS:
         return ""
+    if code == 0x130:  # "İ": full case folding would give two characters
+        return "i"
     if code >= 0x10000:
         # SQLite case-folds only the Deseret block outside the BMP.
         return chr(code + 40) if 0x10400 <= code <= 0x10427 else ch
@@ -116,7 +118,12 @@ def _fallback_is_token_char(ch: str) -> bool:
 
 
 def _fallback_tokens(text: str) -> list[str]:
-    """Pure-Python approximation of unicode61, exact for common Latin/Greek/CJK text."""
+    """Pure-Python approximation of unicode61 for SQLite builds without FTS3.
+
+    Exact for the common scripts of Unicode 6.1 (Latin, Greek, Cyrillic, CJK,
+    Hangul); it differs for characters added after Unicode 6.1, which SQLite
+    treats as token characters, and for a few multi-accent Latin letters.
+    """
     tokens: list[str] = []
     current: list[str] = []
     for ch in text:

@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from cairn.search.embedder import ModelIntegrityError, Vectors, l2_normalise, verify_sha256
+from cairn.search.embedder import (
+    ModelIntegrityError,
+    Vectors,
+    first_row,
+    l2_normalise,
+    verify_sha256,
+)
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8"
 DIM = 384
@@ -104,6 +110,15 @@ class OnnxMiniLMEmbedder:
         self._lock = threading.Lock()
 
     @property
+    def model_sha256(self) -> str:
+        """The hash ``model.onnx`` must have; checked before the file is run."""
+        return self._model_sha256
+
+    @property
+    def tokenizer_sha256(self) -> str:
+        return self._tokenizer_sha256
+
+    @property
     def model_path(self) -> Path:
         return self._model_path or default_model_path()
 
@@ -160,6 +175,9 @@ class OnnxMiniLMEmbedder:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # Warnings only as errors: onnxruntime logs to stderr, never stdout, but keep it quiet.
         options.log_severity_level = 3
+        # Idle pool threads otherwise busy-wait after each run, stealing the cores from the
+        # rest of the process (and from a second session) on a small machine.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(
             str(path), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -179,7 +197,7 @@ class OnnxMiniLMEmbedder:
         return out
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed([text])[0]
+        return first_row(self.embed([text]))
 
     def _run_batch(self, rows: list[np.ndarray[Any, np.dtype[np.int64]]]) -> Vectors:
         width = max(len(row) for row in rows)

@@ -35,6 +35,7 @@ from cairn.search.embedder import (
     ModelIntegrityError,
     ProgressCallback,
     Vectors,
+    first_row,
     l2_normalise,
     sha256_file,
 )
@@ -86,7 +87,7 @@ def pca_reduce(table: npt.NDArray[np.float32], dims: int) -> npt.NDArray[np.floa
     centred = table - table[used].mean(axis=0)
     _, _, axes = np.linalg.svd(centred[used], full_matrices=False)
     keep = min(dims, axes.shape[0])
-    reduced = (centred @ axes[:keep].T).astype(np.float32)
+    reduced: npt.NDArray[np.float32] = (centred @ axes[:keep].T).astype(np.float32)
     reduced[~used] = 0.0
     return reduced
 
@@ -165,6 +166,7 @@ class StaticEmbedder:
 
     @property
     def name(self) -> str:
+        # Tables distilled from the pinned model; a different recipe is a different space.
         tag = cache_key(self.recipe, MODEL_SHA256, TOKENIZER_SHA256)[:12]
         return f"static-minilm-{self.dim}-{tag}"
 
@@ -202,7 +204,7 @@ class StaticEmbedder:
         return l2_normalise(sums)
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed([text])[0]
+        return first_row(self.embed([text]))
 
     def _encode(self, texts: list[str]) -> list[Any]:
         # encode_batch_fast skips character offsets we do not need (tokenizers >= 0.21).
@@ -210,10 +212,12 @@ class StaticEmbedder:
         return list(encode(texts, add_special_tokens=False))
 
     def _meta(self, minilm: OnnxMiniLMEmbedder) -> dict[str, Any]:
+        # The pinned hashes, not the files': distillation only ever runs a model whose file
+        # matched them, and a table from any other source model must not be reused.
         return {
             "recipe": asdict(self.recipe),
-            "model_sha256": sha256_file(minilm.model_path),
-            "tokenizer_sha256": sha256_file(minilm.tokenizer_path),
+            "model_sha256": minilm.model_sha256,
+            "tokenizer_sha256": minilm.tokenizer_sha256,
         }
 
     def _read_cached(self, minilm: OnnxMiniLMEmbedder) -> npt.NDArray[np.float32] | None:

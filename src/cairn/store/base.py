@@ -9,8 +9,10 @@ works on every backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
 from cairn.model import (
@@ -37,10 +39,22 @@ class PutRecord:
 
 
 @dataclass(frozen=True)
+class ChunkDraft:
+    """A retrieval unit cut from a version (see ``cairn.retrieval.chunking``)."""
+
+    chunk_key: str
+    heading: str
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
 class PutVersion:
-    """Append a version. Versions are never changed or removed."""
+    """Append a version (and index its chunks). Versions are never changed or removed."""
 
     version: Version
+    chunks: tuple[ChunkDraft, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,104 @@ class ChangeSet:
     expects: tuple[Precondition, ...] = field(default_factory=tuple)
 
 
+# ---- whole-store dump rows (cairn.store.transfer) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishedRow:
+    """A scope's published pointer, as stored."""
+
+    scope: str
+    baseline_id: str
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class EdgeRow:
+    src: str
+    dst: str
+    type: str
+    created_at: datetime
+
+
+# One stored row of any memory table, in the order ``import_rows`` needs them: records,
+# versions, proposals, audit (with seq), baselines (with pins), published, edges, path links.
+Dumped = Record | Version | Proposal | AuditEntry | Baseline | PublishedRow | EdgeRow | PathLink
+
+
+# ---- the retrieval index ----------------------------------------------------------------
+
+
+def embed_input(title: str, heading: str, text: str) -> str:
+    """The text a chunk's vector is computed from; its hash keys the vector cache, so the
+    same passage under the same title is embedded once across versions and records."""
+    return "\n".join(part for part in (title, heading, text) if part)
+
+
+def text_hash(title: str, heading: str, text: str) -> str:
+    return hashlib.sha256(embed_input(title, heading, text).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChunkFilter:
+    """Which chunks a read may see, decided before ranking (``retrieval.preselect``).
+
+    ``None`` means "no restriction on this axis"; empty sets match nothing.
+    """
+
+    acl_ids: frozenset[int]
+    statuses: frozenset[str]
+    scope_ids: frozenset[int] | None = None
+    kinds: frozenset[str] | None = None
+    head_only: bool = True
+    version_ids: frozenset[str] | None = None
+    record_ids: frozenset[str] | None = None
+    include_superseded: bool = False
+    valid_at: datetime | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ChunkMeta:
+    """A chunk's filter columns: what the in-memory vector catalog mirrors."""
+
+    id: int
+    record_id: str
+    version_id: str
+    text_hash: str
+    kind: str
+    scope_id: int
+    acl_id: int
+    status: str
+    is_head: bool
+    superseded: bool
+    valid_from: datetime | None
+    valid_to: datetime | None
+    created_at: datetime
+    seq: int
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    meta: ChunkMeta
+    version_no: int
+    chunk_key: str
+    heading: str
+    start: int
+    end: int
+    text: str
+    title: str
+
+
+@dataclass(frozen=True)
+class AclRow:
+    id: int
+    roles: tuple[str, ...]
+    labels: tuple[str, ...]
+    sensitivity: int
+
+
 # ---- the protocol ------------------------------------------------------------------------
 
 
@@ -159,8 +271,54 @@ class Store(Protocol):
 
     def list_edges(self, node_id: str) -> list[tuple[str, str, str]]: ...
 
+    # ---- retrieval index reads (and the derived vector cache) ----
+
+    def acls(self) -> list[AclRow]: ...
+
+    def scopes(self) -> dict[int, str]: ...
+
+    def keyword_search(self, match: str, where: ChunkFilter, limit: int) -> list[tuple[int, float]]:
+        """Chunk ids and BM25 scores (higher is better) of the best ``limit`` matches of an
+        FTS5 ``match`` expression among chunks that ``where`` admits."""
+        ...
+
+    def doc_freq(self, term: str) -> int: ...
+
+    def chunk_count(self) -> int: ...
+
+    def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]: ...
+
+    def chunk_changes(self, since_seq: int, limit: int = 50_000) -> list[ChunkMeta]:
+        """Chunks inserted or whose filter columns changed after ``since_seq``, by seq."""
+        ...
+
+    def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
+        """(text_hash, text to embed) of chunks with no vector for ``model`` yet."""
+        ...
+
+    def vector_lag(self, model: str) -> int: ...
+
+    def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
+        """Cache embeddings by content hash. Derived data, not memory: no audit entry."""
+        ...
+
+    def get_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]: ...
+
     def counts(self) -> dict[str, int]:
         """Row counts by table and by record status, for ``cairn status``."""
+        ...
+
+    def iter_all(self) -> Iterator[Dumped]:
+        """Every stored row, in ``import_rows`` order, from one consistent snapshot."""
+        ...
+
+    def import_rows(self, rows: Iterable[Dumped]) -> int:
+        """Load a dump (``iter_all`` of another store) into this one; return the row count.
+
+        Only ``cairn.store.transfer`` calls it. It is not a way around the gate: it replays
+        a history the gate already wrote and audited, keeping ids, versions and audit seqs,
+        and it refuses (``Conflict``) unless this store is empty, all in one transaction.
+        """
         ...
 
     def close(self) -> None: ...

@@ -123,6 +123,64 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
     """,
+    # 2: retrieval indexes. Chunks are derived from versions (never edited, never deleted);
+    # their filter columns (status, head, superseded) follow the record's state so that
+    # permission and lifecycle trimming happen inside the index, before ranking.
+    """
+    CREATE TABLE acls (
+        id INTEGER PRIMARY KEY,
+        roles TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        sensitivity INTEGER NOT NULL,
+        UNIQUE (roles, labels, sensitivity)
+    );
+    CREATE TABLE scopes (
+        id INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE index_meta (
+        key TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    );
+    INSERT INTO index_meta (key, value) VALUES ('seq', 0);
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        record_id TEXT NOT NULL,
+        version_id TEXT NOT NULL,
+        version_no INTEGER NOT NULL,
+        chunk_key TEXT NOT NULL,
+        heading TEXT NOT NULL,
+        span_start INTEGER NOT NULL,
+        span_end INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        scope_id INTEGER NOT NULL REFERENCES scopes(id),
+        acl_id INTEGER NOT NULL REFERENCES acls(id),
+        status TEXT NOT NULL,
+        is_head INTEGER NOT NULL,
+        superseded INTEGER NOT NULL,
+        valid_from TEXT,
+        valid_to TEXT,
+        created_at TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        UNIQUE (version_id, chunk_key)
+    );
+    CREATE INDEX chunks_record ON chunks(record_id);
+    CREATE INDEX chunks_seq ON chunks(seq);
+    CREATE INDEX chunks_text_hash ON chunks(text_hash);
+    CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        title, heading, text, content='', tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
+    CREATE TABLE vectors (
+        text_hash TEXT NOT NULL,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (text_hash, model)
+    );
+    """,
 )
 
 # Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).

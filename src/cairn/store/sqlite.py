@@ -12,13 +12,13 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cairn.errors import Conflict, StoreError
+from cairn.errors import Conflict, InvalidInput, StoreError
 from cairn.model import (
     AuditEntry,
     AuditQuery,
@@ -33,10 +33,17 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import (
+    AclRow,
     ChangeSet,
+    ChunkFilter,
+    ChunkMeta,
+    ChunkRow,
+    Dumped,
+    EdgeRow,
     ExpectProposal,
     ExpectRecord,
     Precondition,
+    PublishedRow,
     PutBaseline,
     PutEdge,
     PutPathLink,
@@ -45,8 +52,10 @@ from cairn.store.base import (
     PutVersion,
     SetPublished,
     Write,
+    embed_input,
+    text_hash,
 )
-from cairn.store.migrations import SQLITE_MIGRATIONS
+from cairn.store.migrations import MEMORY_TABLES, SQLITE_MIGRATIONS
 
 T = TypeVar("T")
 
@@ -72,7 +81,261 @@ def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
 
 
-class SqliteStore:
+# ---- retrieval index (private) -----------------------------------------------------------
+
+
+def _utc(value: datetime | None) -> str | None:
+    """Index timestamps are UTC ISO strings so that SQL compares them correctly as text."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat()
+
+
+def _next_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute(
+        "UPDATE index_meta SET value = value + 1 WHERE key = 'seq' RETURNING value"
+    ).fetchone()
+    return int(row[0])
+
+
+def _intern(
+    conn: sqlite3.Connection, table: str, columns: tuple[str, ...], values: tuple[Any, ...]
+) -> int:
+    where = " AND ".join(f"{c} = ?" for c in columns)
+    row = conn.execute(f"SELECT id FROM {table} WHERE {where}", values).fetchone()
+    if row is not None:
+        return int(row[0])
+    marks = ",".join("?" * len(columns))
+    cursor = conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)
+    return int(cursor.lastrowid or 0)
+
+
+def _acl_id(conn: sqlite3.Connection, content: Content) -> int:
+    acl = content.acl
+    values = (_json(sorted(acl.roles)), _json(sorted(acl.labels)), acl.sensitivity.rank)
+    return _intern(conn, "acls", ("roles", "labels", "sensitivity"), values)
+
+
+def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
+    version = write.version
+    content = version.content
+    state = conn.execute(
+        "SELECT status, current_version_id, superseded_by FROM records WHERE id = ?",
+        (version.record_id,),
+    ).fetchone()
+    seq = _next_seq(conn)
+    scope_id = _intern(conn, "scopes", ("scope",), (content.scope,))
+    acl_id = _acl_id(conn, content)
+    for chunk in write.chunks:
+        cursor = conn.execute(
+            "INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, "
+            "span_start, span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, "
+            "superseded, valid_from, valid_to, created_at, seq) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                version.record_id, version.id, version.number, chunk.chunk_key, chunk.heading,
+                chunk.start, chunk.end, chunk.text,
+                text_hash(content.title, chunk.heading, chunk.text), content.kind, scope_id,
+                acl_id, state["status"], int(state["current_version_id"] == version.id),
+                int(state["superseded_by"] is not None), _utc(content.valid_from),
+                _utc(content.valid_to), _utc(version.created_at), seq,
+            ),
+        )  # fmt: skip
+        conn.execute(
+            "INSERT INTO chunks_fts (rowid, title, heading, text) VALUES (?,?,?,?)",
+            (cursor.lastrowid, content.title, chunk.heading, chunk.text),
+        )
+
+
+def _reflect_record_state(conn: sqlite3.Connection, record: Record) -> None:
+    conn.execute(
+        "UPDATE chunks SET status = ?, is_head = (version_id = ?), superseded = ?, seq = ? "
+        "WHERE record_id = ? AND (status != ? OR is_head != (version_id = ?) OR superseded != ?)",
+        (
+            record.status.value, record.current_version_id, int(record.superseded_by is not None),
+            _next_seq(conn), record.id, record.status.value, record.current_version_id,
+            int(record.superseded_by is not None),
+        ),
+    )  # fmt: skip
+
+
+def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def within(column: str, values: frozenset[Any]) -> None:
+        if not values:
+            clauses.append("0")
+            return
+        clauses.append(f"{column} IN ({','.join('?' * len(values))})")
+        params.extend(sorted(values))
+
+    within("c.acl_id", where.acl_ids)
+    within("c.status", where.statuses)
+    if where.scope_ids is not None:
+        within("c.scope_id", where.scope_ids)
+    if where.kinds is not None:
+        within("c.kind", where.kinds)
+    if where.version_ids is not None:
+        within("c.version_id", where.version_ids)
+    elif where.head_only:
+        clauses.append("c.is_head = 1")
+    if where.record_ids is not None:
+        within("c.record_id", where.record_ids)
+    if not where.include_superseded:
+        clauses.append("c.superseded = 0")
+    if where.valid_at is not None:
+        at = _utc(where.valid_at)
+        clauses.append("(c.valid_from IS NULL OR c.valid_from <= ?)")
+        clauses.append("(c.valid_to IS NULL OR c.valid_to > ?)")
+        params.extend([at, at])
+    if where.created_after is not None:
+        clauses.append("c.created_at >= ?")
+        params.append(_utc(where.created_after))
+    if where.created_before is not None:
+        clauses.append("c.created_at < ?")
+        params.append(_utc(where.created_before))
+    return " AND ".join(clauses) or "1", params
+
+
+_META_COLUMNS = (
+    "c.id, c.record_id, c.version_id, c.text_hash, c.kind, c.scope_id, c.acl_id, c.status, "
+    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq"
+)
+
+
+def _meta(row: sqlite3.Row) -> ChunkMeta:
+    return ChunkMeta(
+        id=row["id"],
+        record_id=row["record_id"],
+        version_id=row["version_id"],
+        text_hash=row["text_hash"],
+        kind=row["kind"],
+        scope_id=row["scope_id"],
+        acl_id=row["acl_id"],
+        status=row["status"],
+        is_head=bool(row["is_head"]),
+        superseded=bool(row["superseded"]),
+        valid_from=_dt(row["valid_from"]),
+        valid_to=_dt(row["valid_to"]),
+        created_at=datetime.fromisoformat(row["created_at"]),
+        seq=row["seq"],
+    )
+
+
+class _IndexReads:
+    """Retrieval-index reads of ``SqliteStore`` (mixed in; kept apart for readability)."""
+
+    _read: Callable[..., list[sqlite3.Row]]
+    _write_txn: Callable[[], Any]
+
+    def acls(self) -> list[AclRow]:
+        return [
+            AclRow(
+                id=r["id"],
+                roles=tuple(json.loads(r["roles"])),
+                labels=tuple(json.loads(r["labels"])),
+                sensitivity=r["sensitivity"],
+            )
+            for r in self._read("SELECT * FROM acls ORDER BY id")
+        ]
+
+    def scopes(self) -> dict[int, str]:
+        return {r["id"]: r["scope"] for r in self._read("SELECT id, scope FROM scopes")}
+
+    def keyword_search(self, match: str, where: ChunkFilter, limit: int) -> list[tuple[int, float]]:
+        clause, params = _filter_sql(where)
+        # bm25() is "lower is better"; negate so every recall signal reads "higher is better".
+        # Column weights: a title hit counts three times a body hit.
+        rows = self._read(
+            "SELECT c.id, -bm25(chunks_fts, 3.0, 1.5, 1.0) AS score "
+            "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH ? AND {clause} ORDER BY score DESC, c.id LIMIT ?",
+            [match, *params, limit],
+        )
+        return [(int(r["id"]), float(r["score"])) for r in rows]
+
+    def doc_freq(self, term: str) -> int:
+        rows = self._read("SELECT doc FROM chunks_vocab WHERE term = ?", (term,))
+        return int(rows[0][0]) if rows else 0
+
+    def chunk_count(self) -> int:
+        return int(self._read("SELECT COUNT(*) FROM chunks")[0][0])
+
+    def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+        found: dict[int, ChunkRow] = {}
+        ids = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            rows = self._read(
+                f"SELECT {_META_COLUMNS}, c.version_no, c.chunk_key, c.heading, c.span_start, "
+                "c.span_end, c.text, json_extract(v.content, '$.title') AS title "
+                "FROM chunks c JOIN versions v ON v.id = c.version_id "
+                f"WHERE c.id IN ({','.join('?' * len(batch))})",
+                batch,
+            )
+            for r in rows:
+                found[int(r["id"])] = ChunkRow(
+                    meta=_meta(r),
+                    version_no=r["version_no"],
+                    chunk_key=r["chunk_key"],
+                    heading=r["heading"],
+                    start=r["span_start"],
+                    end=r["span_end"],
+                    text=r["text"],
+                    title=r["title"],
+                )
+        return found
+
+    def chunk_changes(self, since_seq: int, limit: int = 50_000) -> list[ChunkMeta]:
+        rows = self._read(
+            f"SELECT {_META_COLUMNS} FROM chunks c WHERE c.seq > ? ORDER BY c.seq, c.id LIMIT ?",
+            (since_seq, limit),
+        )
+        return [_meta(r) for r in rows]
+
+    def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
+        rows = self._read(
+            "SELECT c.text_hash, c.heading, c.text, json_extract(v.content, '$.title') AS title "
+            "FROM chunks c JOIN versions v ON v.id = c.version_id "
+            "WHERE NOT EXISTS (SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash "
+            "AND x.model = ?) GROUP BY c.text_hash ORDER BY MIN(c.id) LIMIT ?",
+            (model, limit),
+        )
+        return [(r["text_hash"], embed_input(r["title"], r["heading"], r["text"])) for r in rows]
+
+    def vector_lag(self, model: str) -> int:
+        rows = self._read(
+            "SELECT COUNT(DISTINCT c.text_hash) FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = ?)",
+            (model,),
+        )
+        return int(rows[0][0])
+
+    def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
+        with self._write_txn() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO vectors (text_hash, model, dim, vector) VALUES (?,?,?,?)",
+                [(h, model, dim, blob) for h, blob in items],
+            )
+
+    def get_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        hashes = list(dict.fromkeys(text_hashes))
+        for start in range(0, len(hashes), 500):
+            batch = hashes[start : start + 500]
+            rows = self._read(
+                "SELECT text_hash, vector FROM vectors WHERE model = ? "
+                f"AND text_hash IN ({','.join('?' * len(batch))})",
+                [model, *batch],
+            )
+            found.update({r["text_hash"]: bytes(r["vector"]) for r in rows})
+        return found
+
+
+class SqliteStore(_IndexReads):
     def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
         self._lock = threading.RLock()
@@ -364,6 +627,57 @@ class SqliteStore:
             out[f"proposals.{row['status']}"] = int(row["n"])
         return out
 
+    # ---- whole-store dump and load (cairn.store.transfer only) --------------------------
+
+    def iter_all(self) -> Iterator[Dumped]:
+        """Every stored row, in load order, from one read transaction (one snapshot)."""
+        with self._lock:
+            self._retrying(lambda: self._conn.execute("BEGIN"))
+            try:
+                for row in self._read(f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} ORDER BY r.id"):
+                    yield _record(row)
+                for row in self._read("SELECT * FROM versions ORDER BY record_id, number"):
+                    yield _version(row)
+                for row in self._read("SELECT * FROM proposals ORDER BY id"):
+                    yield _proposal(row)
+                for row in self._read("SELECT * FROM audit ORDER BY seq"):
+                    yield _audit(row)
+                for row in self._read("SELECT * FROM baselines ORDER BY id"):
+                    yield self._baseline(row)
+                for row in self._read("SELECT * FROM published ORDER BY scope"):
+                    yield PublishedRow(
+                        scope=row["scope"],
+                        baseline_id=row["baseline_id"],
+                        updated_at=datetime.fromisoformat(row["updated_at"]),
+                    )
+                for row in self._read("SELECT * FROM edges ORDER BY src, dst, type"):
+                    yield EdgeRow(
+                        src=row["src"],
+                        dst=row["dst"],
+                        type=row["type"],
+                        created_at=datetime.fromisoformat(row["created_at"]),
+                    )
+                yield from self.list_path_links()
+            finally:
+                self._conn.execute("COMMIT")
+
+    def import_rows(self, rows: Iterable[Dumped]) -> int:
+        """Load a dump into this store, which must be empty (see ``Store.import_rows``)."""
+        loaded = 0
+        try:
+            with self._write_txn() as conn:
+                for table in MEMORY_TABLES:
+                    if conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
+                        raise Conflict(
+                            f"cannot import into a store that is not empty ({table} has rows)"
+                        )
+                for row in rows:
+                    _import_row(conn, row)
+                    loaded += 1
+        except sqlite3.IntegrityError as exc:
+            raise InvalidInput(f"the dump is inconsistent: {exc}") from exc
+        return loaded
+
 
 # ---- row mapping (private) -------------------------------------------------------------
 
@@ -489,6 +803,24 @@ def _check(conn: sqlite3.Connection, expect: Precondition) -> None:
             raise Conflict(f"the published baseline of {expect.scope} changed meanwhile")
 
 
+def _insert_version(conn: sqlite3.Connection, write: PutVersion) -> None:
+    v = write.version
+    conn.execute(
+        "INSERT INTO versions (id, record_id, number, content, content_hash, created_at, "
+        "created_by, proposal_id) VALUES (?,?,?,?,?,?,?,?)",
+        (
+            v.id,
+            v.record_id,
+            v.number,
+            v.content.model_dump_json(),
+            v.content_hash,
+            _ts(v.created_at),
+            v.created_by,
+            v.proposal_id,
+        ),
+    )
+
+
 def _apply(conn: sqlite3.Connection, write: Write) -> None:
     if isinstance(write, PutRecord):
         r = write.record
@@ -517,22 +849,10 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
                 r.created_by,
             ),
         )
+        _reflect_record_state(conn, r)
     elif isinstance(write, PutVersion):
-        v = write.version
-        conn.execute(
-            "INSERT INTO versions (id, record_id, number, content, content_hash, created_at, "
-            "created_by, proposal_id) VALUES (?,?,?,?,?,?,?,?)",
-            (
-                v.id,
-                v.record_id,
-                v.number,
-                v.content.model_dump_json(),
-                v.content_hash,
-                _ts(v.created_at),
-                v.created_by,
-                v.proposal_id,
-            ),
-        )
+        _insert_version(conn, write)
+        _index_version(conn, write)
     elif isinstance(write, PutProposal):
         p = write.proposal
         conn.execute(
@@ -597,7 +917,36 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
         raise StoreError(f"unknown write {write!r}")
 
 
-def _insert_audit(conn: sqlite3.Connection, entry: AuditEntry) -> int:
+def _import_row(conn: sqlite3.Connection, row: Dumped) -> None:
+    """One dumped row, keeping its ids, seq and timestamps (import into an empty store)."""
+    if isinstance(row, Record):
+        _apply(conn, PutRecord(row))
+    elif isinstance(row, Version):
+        _apply(conn, PutVersion(row))
+    elif isinstance(row, Proposal):
+        _apply(conn, PutProposal(row))
+    elif isinstance(row, AuditEntry):
+        if row.seq is None:
+            raise InvalidInput(f"audit entry {row.id} has no seq")
+        seq = _insert_audit(conn, row, seq=row.seq)
+        assert seq == row.seq
+    elif isinstance(row, Baseline):
+        _apply(conn, PutBaseline(row))
+    elif isinstance(row, PublishedRow):
+        conn.execute(
+            "INSERT INTO published (scope, baseline_id, updated_at) VALUES (?,?,?)",
+            (row.scope, row.baseline_id, _ts(row.updated_at)),
+        )
+    elif isinstance(row, EdgeRow):
+        conn.execute(
+            "INSERT INTO edges (src, dst, type, created_at) VALUES (?,?,?,?)",
+            (row.src, row.dst, row.type, _ts(row.created_at)),
+        )
+    else:
+        _apply(conn, PutPathLink(row))
+
+
+def _insert_audit(conn: sqlite3.Connection, entry: AuditEntry, *, seq: int | None = None) -> int:
     cursor = conn.execute(
         "INSERT INTO audit (id, at, actor, actor_roles, action, subject_id, proposal_id, rule, "
         "reason, from_status, to_status, details) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",

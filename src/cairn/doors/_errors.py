@@ -1,0 +1,99 @@
+"""One table per door from a kernel error ``code`` to that door's own status.
+
+The kernel decides *what* went wrong (``CairnError.code``); a door only decides how to say
+it. Keeping the three tables side by side makes a new error code a one-line change per door.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from cairn.errors import CairnError
+
+__all__ = [
+    "HTTP_STATUS",
+    "JSONRPC_CODE",
+    "ErrorBody",
+    "NotAvailableYet",
+    "error_body",
+    "http_status",
+    "jsonrpc_code",
+]
+
+
+class NotAvailableYet(CairnError):
+    """A door verb whose kernel method does not exist yet (retrieval is being built)."""
+
+    code = "not_available"
+    exit_code = 7
+
+
+# code → HTTP status. Unknown codes fall back on their base class's entry (see http_status).
+HTTP_STATUS: dict[str, int] = {
+    "cairn_error": 500,
+    "invalid_input": 422,
+    "malformed_json": 400,
+    # a broken policy or principals file is the operator's fault, not the caller's
+    "policy_error": 500,
+    "not_found": 404,
+    "permission_denied": 403,
+    "unauthenticated": 401,
+    "conflict": 409,
+    "stale_proposal": 409,
+    "invalid_transition": 409,
+    "duplicate_content": 409,
+    "supersession_cycle": 409,
+    "store_error": 503,
+    "not_available": 501,
+    "internal_error": 500,
+}
+
+# code → JSON-RPC error code for the A2A door (-32001/-32002 are A2A's task errors and are
+# raised by the task machinery itself, never by the kernel).
+JSONRPC_CODE: dict[str, int] = {
+    "invalid_input": -32602,
+    "malformed_json": -32700,
+    "not_found": -32602,
+    "permission_denied": -32603,
+    "unauthenticated": -32603,
+    "conflict": -32603,
+    "store_error": -32603,
+    "not_available": -32004,  # A2A "unsupported operation"
+}
+
+
+def _lookup(table: dict[str, int], error: CairnError, default: int) -> int:
+    # Walk the class tree so a new subclass inherits its parent's mapping without an edit here.
+    for cls in type(error).__mro__:
+        code = getattr(cls, "code", None)
+        if isinstance(code, str) and code in table:
+            return table[code]
+    return default
+
+
+def http_status(error: CairnError) -> int:
+    return _lookup(HTTP_STATUS, error, 500)
+
+
+def jsonrpc_code(error: CairnError) -> int:
+    return _lookup(JSONRPC_CODE, error, -32603)
+
+
+class ErrorBody(BaseModel):
+    """Every error a door returns: a stable machine ``code`` and a human ``message``."""
+
+    code: str = Field(examples=["not_found"])
+    message: str = Field(examples=["no record rec_01JABCDEF"])
+    field: str | None = Field(default=None, examples=["record_id"])
+    details: dict[str, Any] | None = None
+
+
+def error_body(error: CairnError) -> ErrorBody:
+    return ErrorBody(
+        code=error.code,
+        message=error.message,
+        field=error.field,
+        details=error.details or None,
+    )

@@ -1,0 +1,474 @@
+"""The A2A door: an agent with the skills ``research``, ``remember`` and ``recall``.
+
+Built on the ``a2a-sdk`` request handler and JSON-RPC dispatcher, which speak A2A 1.0
+(``SendMessage``, ``GetTask``, …) and 0.3 (``message/send``, ``tasks/get``, …) on one endpoint.
+Three things are cairn's own:
+
+- ``SqliteTaskStore``: tasks live in their own SQLite file (``.cairn/a2a_tasks.db``), never in
+  the memory tables, so a task survives a restart and memory stays governed by the gate alone.
+- ``CairnExecutor``: one skill call per message, one ``Memory`` (or retrieval-bridge) call per
+  skill. A message whose skill is unclear moves the task to ``input-required`` and the task can
+  be continued by id.
+- ``A2AEndpoint``: the edge. It refuses a missing or wrong key with HTTP 401 before anything
+  runs, and answers invalid 0.3 params with -32602 (the SDK's 0.3 layer says -32600).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from a2a.compat.v0_3 import types as v03
+from a2a.helpers.proto_helpers import new_data_part, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes.agent_card_routes import create_agent_card_routes
+from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.server.tasks.task_store import TaskStore
+from a2a.server.tasks.task_updater import TaskUpdater
+from a2a.types.a2a_pb2 import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+    Task,
+    TaskState,
+    TaskStatus,
+)
+from google.protobuf.json_format import MessageToDict
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from cairn.doors import _retrieval_bridge as bridge
+from cairn.doors._errors import error_body
+from cairn.errors import CairnError, InvalidInput, PermissionDenied
+from cairn.memory import Memory
+from cairn.model import Content, Decision, Principal
+from cairn.workspace import Workspace
+
+__all__ = [
+    "A2A_RPC_PATH",
+    "TASKS_FILE",
+    "CairnExecutor",
+    "SqliteTaskStore",
+    "build_a2a_routes",
+    "build_agent_card",
+]
+
+TASKS_FILE = "a2a_tasks.db"
+A2A_RPC_PATH = "/"  # the TCK and most clients POST JSON-RPC to the card's url
+PRINCIPAL_STATE = "cairn_principal"
+SKILLS = ("research", "remember", "recall")
+_PREFIX = re.compile(r"^\s*(research|remember|recall)\s*[:\-]\s*(.*)$", re.IGNORECASE | re.DOTALL)
+_HELP = (
+    "Which skill? Start the text with 'research:', 'recall:' or 'remember:', or send a data "
+    'part such as {"skill": "recall", "query": "database choice"}.'
+)
+
+
+# ---- the durable task store ---------------------------------------------------------------
+
+
+class SqliteTaskStore(TaskStore):
+    """Tasks as serialised protobufs in their own SQLite file, scoped to their owner."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = FULL")  # an acknowledged task state is durable
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context_id TEXT NOT NULL,"
+            " owner TEXT, state INTEGER NOT NULL, updated_at REAL NOT NULL, body BLOB NOT NULL)"
+        )
+
+    @staticmethod
+    def _owner(context: ServerCallContext | None) -> str | None:
+        principal = context.state.get(PRINCIPAL_STATE) if context is not None else None
+        return principal.id if isinstance(principal, Principal) else None
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        owner = self._owner(context)
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO tasks (id, context_id, owner, state, updated_at, body)"
+                " VALUES (?, ?, ?, ?, julianday('now'), ?) ON CONFLICT(id) DO UPDATE SET"
+                " context_id = excluded.context_id, state = excluded.state,"
+                " updated_at = excluded.updated_at, body = excluded.body,"
+                " owner = COALESCE(tasks.owner, excluded.owner)",
+                (task.id, task.context_id, owner, int(task.status.state), task.SerializeToString()),
+            )
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT owner, body FROM tasks WHERE id = ?", (task_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        owner = self._owner(context)
+        # Someone else's task is "not found", like any record a principal may not see.
+        if row[0] is not None and owner is not None and row[0] != owner:
+            return None
+        task: Task = Task.FromString(row[1])
+        return task
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        owner = self._owner(context)
+        sql = "SELECT body FROM tasks WHERE (owner IS NULL OR owner = ?)"
+        args: list[Any] = [owner]
+        if params.context_id:
+            sql += " AND context_id = ?"
+            args.append(params.context_id)
+        if params.status:
+            sql += " AND state = ?"
+            args.append(int(params.status))
+        size = params.page_size or 50
+        start = int(params.page_token) if params.page_token.isdigit() else 0
+        sql += " ORDER BY updated_at DESC LIMIT ? OFFSET ?"
+        args += [size + 1, start]
+        with self._lock:
+            rows = self._conn.execute(sql, args).fetchall()
+        tasks = [Task.FromString(r[0]) for r in rows[:size]]
+        more = len(rows) > size
+        return ListTasksResponse(
+            tasks=tasks,
+            next_page_token=str(start + size) if more else "",
+            page_size=size,
+            total_size=start + len(tasks) + (1 if more else 0),
+        )
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        with self._lock:
+            self._conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+# ---- the executor ---------------------------------------------------------------------------
+
+
+def _intent(message: Message | None) -> tuple[str | None, dict[str, Any]]:
+    """The skill and its arguments: a data part's ``skill`` wins, then a text prefix."""
+    if message is None:
+        return None, {}
+    params: dict[str, Any] = {}
+    texts: list[str] = []
+    for part in message.parts:
+        if part.HasField("data"):
+            data = MessageToDict(part.data)
+            if isinstance(data, dict):
+                params.update(data)
+        elif part.HasField("text"):
+            texts.append(part.text)
+    meta = MessageToDict(message.metadata) if message.HasField("metadata") else {}
+    skill = params.pop("skill", None) or (meta.get("skill") if isinstance(meta, dict) else None)
+    text = "\n".join(texts).strip()
+    found = _PREFIX.match(text)
+    if found:
+        skill = skill or found.group(1).lower()
+        text = found.group(2).strip()
+    if isinstance(skill, str) and skill.lower() in SKILLS:
+        key = "content" if skill.lower() == "remember" else "query"
+        if text and key not in params:
+            params[key] = text
+        return skill.lower(), params
+    return None, params
+
+
+class CairnExecutor(AgentExecutor):
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    def _run_skill(self, skill: str, args: dict[str, Any], principal: Principal) -> Any:
+        def text(name: str) -> str:
+            value = args.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInput(f"{skill} needs '{name}'", field=name)
+            return value
+
+        if skill == "research":
+            return bridge.retrieve(
+                self.memory,
+                principal,
+                query=text("query"),
+                top_k=int(args.get("top_k", 10)),
+                max_tokens=int(args.get("max_tokens", 8000)),
+                scope=args.get("scope"),
+            ).model_dump(mode="json")
+        if skill == "recall":
+            return bridge.search(
+                self.memory,
+                principal,
+                query=text("query"),
+                mode=args.get("mode", "hybrid"),
+                top_k=int(args.get("top_k", 10)),
+                scope=args.get("scope"),
+            ).model_dump(mode="json")
+        body = text("content")
+        title = args.get("title") or body.strip().splitlines()[0][:120]
+        content = Content(
+            kind=str(args.get("type") or args.get("kind") or "episode"),
+            scope=str(args.get("scope") or "default"),
+            title=title,
+            body=body,
+            metadata=args.get("metadata") or {},
+        )
+        outcome = self.memory.remember(content, principal=principal)
+        words = {
+            Decision.APPROVE: "approved",
+            Decision.QUEUE: "pending",
+            Decision.REJECT: "rejected",
+        }
+        return {
+            "id": outcome.record.id if outcome.record else None,
+            "status": words[outcome.decision],
+            "proposal_id": outcome.proposal.id,
+            "reason": outcome.feedback or outcome.proposal.reason,
+        }
+
+    @staticmethod
+    def _summary(skill: str, data: dict[str, Any]) -> str:
+        if skill == "remember":
+            return f"Memory {data['status']}: {data.get('id') or data['proposal_id']}"
+        results = data.get("results", [])
+        lines = [f"Found {len(results)} record(s)."]
+        lines += [f"- {r['title']} [{r['id']} v{r['citation']['version']}]" for r in results[:10]]
+        return "\n".join(lines)
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task_id = context.task_id or ""
+        context_id = context.context_id or ""
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        if context.current_task is None:
+            history = [context.message] if context.message is not None else []
+            task = Task(
+                id=task_id,
+                context_id=context_id,
+                history=history,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+            )
+            await event_queue.enqueue_event(task)
+        principal = context.call_context.state.get(PRINCIPAL_STATE)
+        skill, args = _intent(context.message)
+        if skill is None:
+            await updater.requires_input(updater.new_agent_message([new_text_part(_HELP)]))
+            return
+        await updater.start_work(updater.new_agent_message([new_text_part(f"Running {skill}…")]))
+        try:
+            if not isinstance(principal, Principal):
+                raise PermissionDenied("no identity on this request")
+            data = await asyncio.to_thread(self._run_skill, skill, args, principal)
+        except CairnError as exc:
+            body = error_body(exc).model_dump(exclude_none=True)
+            await updater.failed(
+                updater.new_agent_message(
+                    [new_text_part(f"[{exc.code}] {exc.message}"), new_data_part(body)]
+                )
+            )
+            return
+        except ValueError as exc:  # a model validator refused the skill's arguments
+            await updater.failed(
+                updater.new_agent_message([new_text_part(f"[invalid_input] {exc}")])
+            )
+            return
+        await updater.add_artifact(
+            [new_data_part(data)],
+            name=f"{skill}-results.json",
+            metadata={"mimeType": "application/json"},
+        )
+        await updater.complete(
+            updater.new_agent_message(
+                [new_text_part(self._summary(skill, data)), new_data_part(data)]
+            )
+        )
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+        await updater.cancel(updater.new_agent_message([new_text_part("Canceled.")]))
+
+
+# ---- the card and the edge ----------------------------------------------------------------
+
+
+def build_agent_card(base_url: str) -> AgentCard:
+    url = base_url.rstrip("/") + "/"
+    bearer = SecurityScheme(
+        http_auth_security_scheme=HTTPAuthSecurityScheme(
+            scheme="bearer",
+            bearer_format="cairn API key",
+            description="Authorization: Bearer <key> (cairn keys create)",
+        )
+    )
+    skills = [
+        AgentSkill(
+            id="research",
+            name="research",
+            tags=["memory", "retrieval"],
+            description="Hybrid retrieval with provenance, temporal validity and contradiction "
+            "checks; cited results. Text 'research: <query>' or data {skill, query, top_k, "
+            "max_tokens}.",
+            examples=["research: what did we decide about the database?"],
+        ),
+        AgentSkill(
+            id="remember",
+            name="remember",
+            tags=["memory", "write"],
+            description="Propose a new memory (decision, belief, episode, skill); the gate "
+            "approves, queues or rejects it. Text 'remember: <content>' or data {skill, type, "
+            "content, scope, metadata}.",
+            examples=["remember: we release on Tuesdays"],
+        ),
+        AgentSkill(
+            id="recall",
+            name="recall",
+            tags=["memory", "search"],
+            description="Simple search (vector, keyword or hybrid) without validation. Text "
+            "'recall: <query>' or data {skill, query, mode, top_k}.",
+            examples=["recall: release schedule"],
+        ),
+    ]
+    return AgentCard(
+        name="cairn",
+        description="Governed, citeable memory: research, recall and remember with "
+        "version-pinned citations; agents propose, a policy or a curator decides.",
+        version="0.1.0",
+        provider=AgentProvider(organization="cairn", url="https://github.com/cairn"),
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        security_schemes={"bearer": bearer},
+        security_requirements=[SecurityRequirement(schemes={"bearer": StringList(list=[])})],
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=skills,
+    )
+
+
+class _ContextBuilder(DefaultServerCallContextBuilder):
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[PRINCIPAL_STATE] = request.scope.get("state", {}).get(PRINCIPAL_STATE)
+        return context
+
+
+def _rpc_error(request_id: Any, code: int, message: str, status: int = 200) -> JSONResponse:
+    return JSONResponse(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
+        status_code=status,
+    )
+
+
+# The 0.3 request models, as the SDK's 0.3 adapter validates them (importing the adapter
+# itself first would trip a circular import inside the SDK).
+_V03_REQUESTS: dict[str, type[BaseModel]] = {
+    "message/send": v03.SendMessageRequest,
+    "message/stream": v03.SendStreamingMessageRequest,
+    "tasks/get": v03.GetTaskRequest,
+    "tasks/cancel": v03.CancelTaskRequest,
+    "tasks/resubscribe": v03.TaskResubscriptionRequest,
+    "tasks/pushNotificationConfig/set": v03.SetTaskPushNotificationConfigRequest,
+    "tasks/pushNotificationConfig/get": v03.GetTaskPushNotificationConfigRequest,
+    "tasks/pushNotificationConfig/list": v03.ListTaskPushNotificationConfigRequest,
+    "tasks/pushNotificationConfig/delete": v03.DeleteTaskPushNotificationConfigRequest,
+}
+
+
+def _bad_v03_params(body: Any) -> str | None:
+    """Why a well-formed 0.3 request has invalid params, or None (the SDK says -32600)."""
+    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
+        return None
+    method = body.get("method")
+    request_id = body.get("id")
+    if not isinstance(method, str) or isinstance(request_id, bool):
+        return None
+    if request_id is not None and not isinstance(request_id, str | int):
+        return None
+    model = _V03_REQUESTS.get(method)
+    if model is None:
+        return None
+    try:
+        model.model_validate(body)
+    except ValidationError as exc:
+        return "; ".join(
+            ".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()[:5]
+        )
+    return None
+
+
+class A2AEndpoint:
+    """The JSON-RPC endpoint: authenticate, repair 0.3 param errors, hand to the SDK."""
+
+    def __init__(self, workspace: Workspace, dispatcher: JsonRpcDispatcher) -> None:
+        self.workspace = workspace
+        self.dispatcher = dispatcher
+
+    async def handle(self, request: Request) -> Response:
+        key = _bearer(request.headers.get("authorization"))
+        try:
+            principal = self.workspace.authenticate(key)
+        except CairnError as exc:
+            body = error_body(exc).model_dump(exclude_none=True)
+            return JSONResponse(
+                body, status_code=401, headers={"WWW-Authenticate": 'Bearer realm="cairn"'}
+            )
+        request.scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+        raw = await request.body()  # cached by Starlette: the SDK reads it again
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return _rpc_error(None, -32700, "Parse error: the body is not valid JSON")
+        why = _bad_v03_params(body)
+        if why is not None:
+            return _rpc_error(body.get("id"), -32602, f"Invalid params: {why}")
+        return await self.dispatcher.handle_requests(request)
+
+
+def _bearer(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, key = header.partition(" ")
+    return key.strip() or None if scheme.lower() == "bearer" else None
+
+
+def build_a2a_routes(
+    workspace: Workspace, memory: Memory, base_url: str
+) -> tuple[list[Route], SqliteTaskStore]:
+    """Routes for the card and the JSON-RPC endpoint, and the task store (close it on exit)."""
+    store = SqliteTaskStore(workspace.folder / TASKS_FILE)
+    card = build_agent_card(base_url)
+    handler = DefaultRequestHandler(
+        agent_executor=CairnExecutor(memory), task_store=store, agent_card=card
+    )
+    dispatcher = JsonRpcDispatcher(
+        request_handler=handler, context_builder=_ContextBuilder(), enable_v0_3_compat=True
+    )
+    endpoint = A2AEndpoint(workspace, dispatcher)
+    routes = [
+        *create_agent_card_routes(card),
+        Route(A2A_RPC_PATH, endpoint=endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
+    ]
+    return routes, store

@@ -1,0 +1,155 @@
+"""CLI commands for the doors: ``cairn serve``, ``cairn mcp`` and ``cairn keys``.
+
+``register(app)`` adds them to the main typer app, which passes the store folder as
+``ctx.obj["store"]`` (and ``ctx.obj["json"]`` for machine output).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cairn.auth import add_key, revoke_key, save_principals
+from cairn.errors import CairnError
+from cairn.workspace import Workspace
+
+__all__ = ["register"]
+
+keys_app = typer.Typer(help="Manage API keys (shown once at creation; stored hashed).")
+
+
+def _workspace(ctx: typer.Context) -> Workspace:
+    obj: dict[str, Any] = ctx.obj or {}
+    return Workspace(Path(obj.get("store") or ".cairn"))
+
+
+def _as_json(ctx: typer.Context) -> bool:
+    obj: dict[str, Any] = ctx.obj or {}
+    return bool(obj.get("json")) or not sys.stdout.isatty()
+
+
+def _fail(exc: CairnError) -> typer.Exit:
+    typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
+    return typer.Exit(exc.exit_code)
+
+
+def serve_command(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="interface to bind (loopback by default)")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="TCP port")] = 8765,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning, error")] = "info",
+) -> None:
+    """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process."""
+    from cairn.doors.server import serve
+
+    workspace = _workspace(ctx)
+    if not workspace.exists():
+        typer.echo(f"error: no cairn store in {workspace.folder}: run 'cairn init'", err=True)
+        raise typer.Exit(3)
+    serve(workspace, host=host, port=port, log_level=log_level)
+
+
+def mcp_command(
+    ctx: typer.Context,
+    key: Annotated[
+        str | None, typer.Option(help="API key (default: $CAIRN_API_KEY)", show_default=False)
+    ] = None,
+) -> None:
+    """Run the MCP server on stdio (for Claude Code and other MCP clients)."""
+    import logging
+
+    from cairn.doors.mcp_server import build_mcp_server
+    from cairn.doors.server import configure_logging
+
+    # stdout carries the protocol and nothing else: every log line goes to stderr.
+    configure_logging("warning")
+    logging.getLogger("cairn").setLevel(logging.INFO)
+    workspace = _workspace(ctx)
+    secret = key or os.environ.get("CAIRN_API_KEY")
+    try:
+        workspace.authenticate(secret)  # fail fast with a clear message, before any protocol
+        memory = workspace.open_memory()
+    except CairnError as exc:
+        raise _fail(exc) from exc
+
+    def principal_for(_ctx: object) -> Any:
+        # Re-checked per call so a key revoked while the session runs stops working.
+        return workspace.authenticate(secret)
+
+    try:
+        build_mcp_server(memory, principal_for).run("stdio")
+    finally:
+        memory.close()
+
+
+@keys_app.command("create")
+def keys_create(
+    ctx: typer.Context,
+    principal: Annotated[str, typer.Argument(help="principal id, e.g. agent or curator")],
+    label: Annotated[str | None, typer.Option(help="a note to recognise the key by")] = None,
+) -> None:
+    """Create a key for a principal and print it (once)."""
+    workspace = _workspace(ctx)
+    try:
+        updated, secret, api_key = add_key(workspace.principals(), principal, label=label)
+        save_principals(workspace.principals_path, updated)
+    except CairnError as exc:
+        raise _fail(exc) from exc
+    if _as_json(ctx):
+        typer.echo(json.dumps({"id": api_key.id, "principal": principal, "key": secret}))
+    else:
+        typer.echo(f"key {api_key.id} for {principal} (shown once, keep it safe):\n{secret}")
+
+
+@keys_app.command("list")
+def keys_list(ctx: typer.Context) -> None:
+    """List keys (ids, principals, state; never the keys themselves)."""
+    workspace = _workspace(ctx)
+    try:
+        principals = workspace.principals()
+    except CairnError as exc:
+        raise _fail(exc) from exc
+    rows = [
+        {
+            "id": k.id,
+            "principal": p.id,
+            "roles": list(p.roles),
+            "label": k.label,
+            "created_at": k.created_at.isoformat(),
+            "revoked": k.revoked,
+        }
+        for p in principals.principals
+        for k in p.keys
+    ]
+    if _as_json(ctx):
+        typer.echo(json.dumps(rows))
+        return
+    for row in rows:
+        state = "revoked" if row["revoked"] else "active"
+        typer.echo(f"{row['id']}  {row['principal']:<12} {state:<8} {row['label'] or ''}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    ctx: typer.Context, key_id: Annotated[str, typer.Argument(help="the key id (key_…)")]
+) -> None:
+    """Revoke a key; requests with it are refused from the next request on."""
+    workspace = _workspace(ctx)
+    try:
+        save_principals(workspace.principals_path, revoke_key(workspace.principals(), key_id))
+    except CairnError as exc:
+        raise _fail(exc) from exc
+    typer.echo(json.dumps({"revoked": key_id}) if _as_json(ctx) else f"revoked {key_id}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_command)
+    app.command("mcp")(mcp_command)
+    app.add_typer(keys_app, name="keys")

@@ -1,0 +1,204 @@
+"""``cairn serve``: the HTTP API, MCP (streamable HTTP) and the A2A agent in one process.
+
+One ``Memory`` is opened for all doors. Routes:
+
+- ``/v1/...``   the HTTP API (``http.create_app``)
+- ``/mcp``      MCP over streamable HTTP (bearer key checked here before the SDK sees it)
+- ``/``         A2A JSON-RPC (POST), card at ``/.well-known/agent-card.json``
+- ``/health``   readiness and the effective configuration, without secrets
+
+Shutdown: uvicorn turns SIGTERM / Ctrl-C into a lifespan shutdown, which stops the MCP
+session manager, closes the A2A task store and then the memory store. Every write was already
+durable when it was acknowledged (SQLite ``synchronous=FULL``), so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from mcp.server.mcpserver import Context
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cairn.doors._errors import error_body
+from cairn.doors.a2a_agent import build_a2a_routes
+from cairn.doors.http import create_app
+from cairn.doors.mcp_server import bearer_key, build_mcp_server
+from cairn.errors import CairnError
+from cairn.model import Principal
+from cairn.workspace import Workspace
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_server_app", "configure_logging", "serve"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+MCP_PATH = "/mcp"
+
+log = logging.getLogger("cairn.server")
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per line: easy to grep, easy to ship."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        extra = getattr(record, "fields", None)
+        if isinstance(extra, dict):
+            line.update(extra)
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+def configure_logging(level: str = "info") -> None:
+    """Structured lines on stderr (stdout stays free, which matters for ``cairn mcp``)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "a2a"):
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = True
+
+
+class AccessLog:
+    """One structured line per request: method, path, status, duration."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = {"code": 0}
+
+        async def capture(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            log.info(
+                "request",
+                extra={
+                    "fields": {
+                        "method": scope.get("method"),
+                        "path": scope.get("path"),
+                        "status": status["code"],
+                        "ms": round((time.perf_counter() - start) * 1000, 1),
+                    }
+                },
+            )
+
+
+class BearerGate:
+    """Refuse a missing or wrong key with 401 before the wrapped ASGI app sees the request."""
+
+    def __init__(self, app: ASGIApp, workspace: Workspace) -> None:
+        self.app = app
+        self.workspace = workspace
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            self.workspace.authenticate(bearer_key(headers))
+        except CairnError as exc:
+            body = json.dumps(error_body(exc).model_dump(exclude_none=True)).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer realm="cairn"'),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def build_server_app(
+    workspace: Workspace, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+) -> FastAPI:
+    memory = workspace.open_memory()
+    base_url = f"http://{host}:{port}"
+    config = {
+        "store": str(workspace.folder),
+        "host": host,
+        "port": port,
+        "api": f"{base_url}/v1",
+        "mcp": f"{base_url}{MCP_PATH}",
+        "a2a": f"{base_url}/",
+        "agent_card": f"{base_url}/.well-known/agent-card.json",
+        "principals": len(workspace.principals().principals),
+    }
+
+    def principal_for(ctx: Context) -> Principal:
+        # Each MCP message carries its HTTP request's headers; the key is checked every time
+        # so a key revoked mid-session stops working at once.
+        return workspace.authenticate(bearer_key(ctx.headers))
+
+    mcp = build_mcp_server(memory, principal_for)
+    mcp_app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    a2a_routes, task_store = build_a2a_routes(workspace, memory, base_url)
+
+    @asynccontextmanager
+    async def lifespan() -> AsyncIterator[None]:
+        log.info("starting", extra={"fields": config})
+        try:
+            async with mcp.session_manager.run():
+                yield
+        finally:
+            task_store.close()
+            memory.close()  # the memory outlives every door; close it last
+            log.info("stopped", extra={"fields": {"store": str(workspace.folder)}})
+
+    app = create_app(workspace, memory=memory, config=config, lifespan=lifespan)
+    for route in mcp_app.routes:
+        if isinstance(route, Route) and route.path == MCP_PATH:
+            app.router.routes.append(Route(MCP_PATH, endpoint=BearerGate(route.app, workspace)))
+    app.router.routes.extend(a2a_routes)
+    app.add_middleware(AccessLog)
+
+    return app
+
+
+def serve(
+    workspace: Workspace,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    log_level: str = "info",
+) -> None:
+    configure_logging(log_level)
+    app = build_server_app(workspace, host=host, port=port)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=10,
+        lifespan="on",
+    )
+    uvicorn.Server(config).run()

@@ -1,0 +1,1 @@
+"""Ingest: markdown chunking and sources."""

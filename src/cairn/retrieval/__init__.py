@@ -1,0 +1,1 @@
+"""Retrieval: pipeline stages over candidate sets."""

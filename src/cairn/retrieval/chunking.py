@@ -1,0 +1,33 @@
+"""Cut a version's content into retrieval chunks with stable keys.
+
+Documents (and any long body) are chunked by markdown structure, so a citation can point at
+a section; short records are one chunk. A record whose body is empty is still findable by
+its title.
+"""
+
+from __future__ import annotations
+
+from cairn.ingest.markdown import chunk_markdown
+from cairn.model import Content
+from cairn.store.base import ChunkDraft
+
+SINGLE_CHUNK_CHARS = 1500
+
+
+def chunks_for(content: Content) -> tuple[ChunkDraft, ...]:
+    body = content.body
+    if not body.strip():
+        return (ChunkDraft(chunk_key="title", heading="", start=0, end=0, text=content.title),)
+    if content.kind != "document" and len(body) <= SINGLE_CHUNK_CHARS:
+        return (ChunkDraft(chunk_key="body", heading="", start=0, end=len(body), text=body),)
+    drafts = tuple(
+        ChunkDraft(
+            chunk_key=chunk.chunk_key,
+            heading=" > ".join(chunk.heading_path),
+            start=chunk.start,
+            end=chunk.end,
+            text=chunk.text,
+        )
+        for chunk in chunk_markdown(body, max_chars=SINGLE_CHUNK_CHARS)
+    )
+    return drafts or (ChunkDraft(chunk_key="body", heading="", start=0, end=len(body), text=body),)

@@ -1,0 +1,172 @@
+"""The read path, one stage at a time, each timed into the trace.
+
+preselect → recall (keyword, vector) → fuse → validate → budget → compose.
+Stages are pure functions in their own modules; this runner only feeds them and times them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cairn.model import Principal
+from cairn.retrieval.budget import apply_budget, estimate_item_tokens
+from cairn.retrieval.fuse import collapse, fuse, max_fused_score
+from cairn.retrieval.indexer import Indexer
+from cairn.retrieval.preselect import Preselection, ReadRequest, preselect
+from cairn.retrieval.recall import keyword_recall, vector_recall
+from cairn.retrieval.types import (
+    Excluded,
+    Hit,
+    Mode,
+    RetrievalResult,
+    SearchResult,
+    Trace,
+)
+from cairn.retrieval.validate import validate
+from cairn.store.base import Store
+
+VECTOR_CATCH_UP = 512  # pending chunks embedded inline before a vector read
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    query: str
+    mode: Mode = "hybrid"
+    k: int = 10
+    candidates: int = 50
+    weights: Mapping[str, float] | None = None
+    request: ReadRequest = field(default_factory=ReadRequest)
+
+
+@contextmanager
+def _timed(trace: Trace, stage: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        trace.timings_ms[stage] = round((time.perf_counter() - start) * 1000, 3)
+
+
+def _preselect(store: Store, principal: Principal, request: ReadRequest) -> Preselection:
+    def pins(baseline_id: str) -> Mapping[str, str] | None:
+        baseline = store.get_baseline(baseline_id)
+        return baseline.pins if baseline else None
+
+    return preselect(
+        principal,
+        request,
+        acls=store.acls(),
+        scopes=store.scopes(),
+        baseline_pins=pins,
+        published_baseline=store.published_baseline_id,
+    )
+
+
+def run_search(
+    store: Store,
+    indexer: Callable[[], Indexer] | None,
+    principal: Principal,
+    plan: SearchPlan,
+) -> tuple[SearchResult, Preselection]:
+    trace = Trace()
+    with _timed(trace, "preselect"):
+        chosen = _preselect(store, principal, plan.request)
+    keyword: list[tuple[int, float]] = []
+    vector: list[tuple[int, float]] = []
+    depth = max(plan.candidates, plan.k)
+    if plan.query.strip():
+        if plan.mode in ("hybrid", "keyword"):
+            with _timed(trace, "recall.keyword"):
+                keyword = keyword_recall(store, plan.query, chosen.where, depth)
+        if plan.mode in ("hybrid", "vector") and indexer is not None:
+            live = indexer()
+            with _timed(trace, "recall.vector"):
+                live.sync()
+                if live.catalog.pending:
+                    live.catch_up(limit=VECTOR_CATCH_UP)
+                query_vector = live.embedder.embed_query(plan.query)
+                vector = vector_recall(live.catalog, query_vector, chosen.where, depth)
+            trace.vector_lag = sum(len(v) for v in live.catalog.pending.values())
+    trace.candidates = {"keyword": len(keyword), "vector": len(vector)}
+    with _timed(trace, "fuse"):
+        fused = fuse(keyword, vector, mode=plan.mode, weights=plan.weights)
+        rows = store.chunk_rows([int(h.key) for h in fused])
+        hits = collapse(fused, rows, store.scopes(), plan.k)
+    result = SearchResult(
+        query=plan.query,
+        mode=plan.mode,
+        scope=plan.request.scope,
+        selector_used=chosen.selector_used,
+        hits=tuple(hits),
+        trace=trace,
+    )
+    return result, chosen
+
+
+def run_retrieve(
+    store: Store,
+    indexer: Callable[[], Indexer] | None,
+    principal: Principal,
+    plan: SearchPlan,
+    *,
+    max_tokens: int,
+    now: datetime,
+) -> RetrievalResult:
+    searched, _ = run_search(store, indexer, principal, plan)
+    trace = searched.trace
+    hits: list[Hit] = list(searched.hits)
+    with _timed(trace, "validate"):
+        records = store.get_records([h.record_id for h in hits])
+        versions = {h.version_id: store.get_version(h.version_id) for h in hits}
+        live = indexer() if indexer is not None and plan.mode != "keyword" else None
+        checked = validate(
+            hits,
+            records=records,
+            versions={k: v for k, v in versions.items() if v is not None},
+            now=now,
+            best_possible=max_fused_score(plan.weights, plan.mode),
+            vector_of=live.catalog.vector_of if live else (lambda _chunk: None),
+        )
+    trace.dropped_by_validation = checked.dropped
+    with _timed(trace, "budget"):
+        budget = apply_budget(
+            checked.items, lambda item: estimate_item_tokens(item.content), max_tokens
+        )
+    with _timed(trace, "compose"):
+        items = tuple(
+            item.model_copy(update={"tokens": estimate_item_tokens(item.content)})
+            for item in budget.included
+        )
+        excluded = tuple(
+            Excluded(
+                record_id=e.item.record_id,
+                version_id=e.item.version_id,
+                reason="token_budget",
+                tokens=e.tokens,
+            )
+            for e in budget.excluded
+        )
+    warnings: list[str] = []
+    if trace.vector_lag:
+        warnings.append(
+            f"{trace.vector_lag} chunks are not embedded yet (keyword search sees them)"
+        )
+    return RetrievalResult(
+        query=plan.query,
+        mode=plan.mode,
+        scope=plan.request.scope,
+        selector_used=searched.selector_used,
+        items=items,
+        contradictions=tuple(checked.contradictions),
+        token_budget=max_tokens,
+        used_tokens=budget.used_tokens,
+        token_budget_exceeded=budget.token_budget_exceeded,
+        excluded_count=budget.excluded_count,
+        excluded=excluded,
+        warnings=tuple(warnings),
+        trace=trace,
+    )

@@ -1,0 +1,132 @@
+"""What a read returns: items with version-pinned citations, scores and a trace."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cairn.model import CairnModel, Provenance, Selector
+
+Mode = Literal["hybrid", "keyword", "vector"]
+Why = Literal["keyword_match", "vector_match", "relationship_path", "direct_fetch"]
+
+
+class Excerpt(CairnModel):
+    """Where in the version's body the cited passage lies (for highlighting)."""
+
+    chunk_key: str
+    start: int
+    end: int
+
+
+class Citation(CairnModel):
+    """Machine-checkable: exactly one ``(record_id, version_id)`` pair."""
+
+    record_id: str
+    version_id: str
+    scope: str
+    chunk_key: str | None = None
+    excerpt: Excerpt | None = None
+
+
+class Scores(CairnModel):
+    fused: float = 0.0
+    keyword: float | None = None
+    keyword_rank: int | None = None
+    vector: float | None = None
+    vector_rank: int | None = None
+    confidence: float | None = None
+
+
+class Hit(CairnModel):
+    """One ranked record version, with the chunks that matched."""
+
+    record_id: str
+    version_id: str
+    version: int
+    kind: str
+    scope: str
+    status: str
+    title: str
+    text: str
+    chunk_ids: tuple[int, ...]
+    citations: tuple[Citation, ...]
+    why_included: tuple[Why, ...]
+    scores: Scores
+    metadata: dict[str, object] = Field(default_factory=dict)
+
+
+class Item(CairnModel):
+    record_id: str
+    version_id: str
+    version: int
+    kind: str
+    scope: str
+    status: str
+    title: str
+    content: str
+    origin: str
+    confidence_label: str
+    provenance: Provenance
+    valid_from: str | None = None
+    valid_to: str | None = None
+    metadata: dict[str, object] = Field(default_factory=dict)
+    citations: tuple[Citation, ...]
+    why_included: tuple[Why, ...]
+    scores: Scores
+    flags: tuple[str, ...] = ()
+    tokens: int = 0
+
+
+class Contradiction(CairnModel):
+    record_ids: tuple[str, str]
+    version_ids: tuple[str, str]
+    reason: str
+
+
+class Excluded(CairnModel):
+    record_id: str
+    version_id: str
+    reason: Literal["token_budget"]
+    tokens: int
+
+
+class Trace(BaseModel):
+    """What happened on the way: counts withheld by policy (never ids), timings per stage.
+
+    Mutable on purpose: the pipeline runner fills it in stage by stage.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: dict[str, int] = Field(default_factory=dict)
+    withheld: dict[str, int] = Field(default_factory=dict)
+    dropped_by_validation: dict[str, int] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    vector_lag: int = 0
+
+
+class SearchResult(CairnModel):
+    query: str
+    mode: Mode
+    scope: str | None
+    selector_used: Selector
+    hits: tuple[Hit, ...]
+    trace: Trace
+
+
+class RetrievalResult(CairnModel):
+    query: str
+    mode: Mode
+    scope: str | None
+    selector_used: Selector
+    items: tuple[Item, ...]
+    contradictions: tuple[Contradiction, ...] = ()
+    token_budget: int
+    used_tokens: int
+    token_budget_exceeded: bool
+    excluded_count: int
+    excluded: tuple[Excluded, ...] = ()
+    warnings: tuple[str, ...] = ()
+    trace: Trace

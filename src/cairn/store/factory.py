@@ -1,0 +1,100 @@
+"""Choose a store backend from a ``--db`` / ``CAIRN_DB`` value.
+
+``None`` (the default) is the embedded SQLite file in the cairn folder; ``sqlite:///path``
+names another SQLite file; ``postgresql://…`` (or ``postgres://…``) is the server backend.
+psycopg is imported only for PostgreSQL, so SQLite-only installs never need it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cairn.errors import InvalidInput
+from cairn.store.base import Store
+
+DB_FILE = "cairn.db"
+_PG_SCHEMES = ("postgresql://", "postgres://")
+
+
+def backend_of(db: str | None) -> str:
+    """``"sqlite"`` or ``"postgres"`` for a ``--db`` value; ``InvalidInput`` otherwise."""
+    if db is None or db.startswith("sqlite:"):
+        return "sqlite"
+    if db.startswith(_PG_SCHEMES):
+        return "postgres"
+    raise InvalidInput(
+        f"unknown --db {redact(db)!r}: use sqlite:///path/to/cairn.db or postgresql://…",
+        field="db",
+    )
+
+
+def sqlite_path(db: str | None, folder: Path) -> Path:
+    """The file a SQLite ``--db`` value names (``sqlite:///rel`` or ``sqlite:////abs``)."""
+    if db is None:
+        return folder / DB_FILE
+    rest = db.removeprefix("sqlite:")
+    if not rest.startswith("///") or len(rest) == 3:
+        raise InvalidInput(
+            f"a SQLite --db is sqlite:///relative/path or sqlite:////absolute/path, not {db!r}",
+            field="db",
+        )
+    return Path(rest[3:])
+
+
+def open_store(db: str | None, folder: Path, *, auto_migrate: bool = True) -> Store:
+    """Open the store ``db`` names; both backends bring their schema up to date on open
+    (PostgreSQL only when the login may; see ``PostgresStore``)."""
+    if backend_of(db) == "postgres":
+        assert db is not None
+        from cairn.store.postgres import PostgresStore
+
+        return PostgresStore(db, auto_migrate=auto_migrate)
+    from cairn.store.sqlite import SqliteStore
+
+    return SqliteStore(sqlite_path(db, folder))
+
+
+def migrate_store(db: str | None, folder: Path) -> tuple[int, int]:
+    """``cairn migrate``: bring the schema to this cairn's version; (before, after)."""
+    if backend_of(db) == "postgres":
+        assert db is not None
+        from cairn.store.pg_migrations import migrate
+
+        result = migrate(db)
+        return result.before, result.after
+    from cairn.store.migrations import SQLITE_MIGRATIONS
+    from cairn.store.sqlite import SqliteStore
+
+    path = sqlite_path(db, folder)
+    before = _sqlite_version(path)
+    SqliteStore(path).close()  # opening a SqliteStore migrates it
+    return before, len(SQLITE_MIGRATIONS)
+
+
+def _sqlite_version(path: Path) -> int:
+    import sqlite3
+
+    if not path.exists():
+        return 0
+    conn = sqlite3.connect(path)
+    try:
+        row = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ).fetchone()
+        if row is None:
+            return 0
+        return int(
+            conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+        )
+    finally:
+        conn.close()
+
+
+def redact(db: str) -> str:
+    """``db`` with any password replaced, for messages and logs."""
+    scheme, sep, rest = db.partition("://")
+    if not sep or "@" not in rest:
+        return db
+    creds, at, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}:***{at}{host}" if ":" in creds else db

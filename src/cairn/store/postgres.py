@@ -1,0 +1,853 @@
+"""The server store: PostgreSQL (psycopg 3), for many stateless cairn processes on one database.
+
+Same protocol and semantics as ``SqliteStore``; what differs is who enforces them:
+
+- **Zero bypass, enforced by the database.** The store acts as ``cairn_serving``
+  (``SET ROLE`` right after connecting, whatever login the URL names), which may only
+  ``SELECT`` memory tables and call ``cairn_commit(jsonb)``, a ``SECURITY DEFINER`` function
+  that applies change sets with their audit entries (see ``pg_migrations``).
+- **Concurrency.** ``commit`` is one call of ``cairn_commit`` in one transaction. Preconditions
+  are checked there under ``SELECT … FOR UPDATE`` (per-scope advisory lock for a published
+  pointer that may not exist yet), so of two curators accepting conflicting proposals exactly
+  one passes and the other gets ``Conflict``. Deadlocks and serialization failures roll the
+  whole transaction back and are retried here: safe, since the retry re-checks every
+  precondition.
+- **Durability.** A commit is acknowledged once PostgreSQL has flushed its WAL
+  (``synchronous_commit`` is forced ``on`` for the session). If the connection drops while a
+  commit is in flight, the store reconnects and looks its audit ids up: present means it
+  committed (return their seqs), absent means it did not (retry), so a commit is never
+  applied twice and never reported lost when it was kept.
+
+One connection per store, guarded by a lock, in autocommit mode: each read is one statement
+(one snapshot), like the SQLite store's reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import DictRow, dict_row
+
+from cairn.errors import Conflict, InvalidInput, StoreError
+from cairn.model import (
+    AuditEntry,
+    AuditQuery,
+    Baseline,
+    Content,
+    PathLink,
+    Proposal,
+    ProposalStatus,
+    Record,
+    RecordQuery,
+    Status,
+    Version,
+)
+from cairn.store.base import (
+    ChangeSet,
+    Dumped,
+    EdgeRow,
+    ExpectProposal,
+    ExpectRecord,
+    Precondition,
+    PublishedRow,
+    PutBaseline,
+    PutEdge,
+    PutPathLink,
+    PutProposal,
+    PutRecord,
+    PutVersion,
+    SetPublished,
+    Write,
+)
+from cairn.store.pg_migrations import (
+    CONFLICT_SQLSTATE,
+    OWNER_ROLE,
+    PG_MEMORY_TABLES,
+    SCHEMA,
+    SERVING_ROLE,
+    current_version,
+    latest_version,
+    migrate,
+)
+
+T = TypeVar("T")
+Conn = psycopg.Connection[DictRow]
+
+RECONNECT_SECONDS = 30.0
+RETRY_ATTEMPTS = 20  # deadlock / serialization-failure retries per commit
+CONNECT_TIMEOUT_S = 10
+IMPORT_BATCH = 500
+
+_RECORDS_JOIN = "FROM records r JOIN versions v ON v.id = r.current_version_id"
+_RECORD_COLUMNS = (
+    "r.id, r.kind, r.scope, r.status, r.current_version_id, r.current_version, "
+    "r.superseded_by, r.created_at, r.updated_at, r.status_changed_at, r.created_by, "
+    "v.content::text AS content"
+)
+_VERSION_COLUMNS = (
+    "id, record_id, number, content::text AS content, content_hash, created_at, created_by, "
+    "proposal_id"
+)
+_RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _opt_utc(value: datetime | None) -> datetime | None:
+    return value.astimezone(UTC) if value else None
+
+
+def _ts(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def glob_to_like(pattern: str) -> tuple[str, str]:
+    """Translate a SQLite ``GLOB`` pattern into (operator, PostgreSQL pattern).
+
+    ``*``/``?`` become ``LIKE``'s ``%``/``_`` (so an index on a ``COLLATE "C"`` column can
+    serve a prefix glob); a pattern with a ``[...]`` class needs a regular expression.
+    """
+    if "[" not in pattern:
+        escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return "LIKE", escaped.replace("*", "%").replace("?", "_")
+    out = ["^"]
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("]", "^") else i + 1)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                out.append(f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    out.append("$")
+    return "~", "".join(out)
+
+
+class PostgresStore:
+    def __init__(self, url: str, *, auto_migrate: bool = True) -> None:
+        """Connect to ``url`` and make sure its schema is current.
+
+        With ``auto_migrate`` (the default) a database behind this cairn's schema is migrated
+        first, which needs an owner login; a serving-only login gets a ``StoreError`` that
+        says to run ``cairn migrate`` with one.
+        """
+        self.url = url
+        self._lock = threading.RLock()
+        self._conn = self._connect()
+        version = current_version(self._conn)
+        if version < latest_version():
+            if not auto_migrate:
+                self.close()
+                raise StoreError(
+                    f"database schema is at version {version}, this cairn needs "
+                    f"{latest_version()}: run 'cairn migrate'"
+                )
+            migrate(url)
+        elif version > latest_version():
+            self.close()
+            raise StoreError(
+                f"database schema version {version} is newer than this cairn "
+                f"({latest_version()}): upgrade cairn"
+            )
+        self._become_serving(self._conn)
+
+    # ---- plumbing --------------------------------------------------------------------
+
+    def _connect(self) -> Conn:
+        try:
+            conn = psycopg.connect(
+                self.url, autocommit=True, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S
+            )
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+        conn.execute(f"SET search_path = {SCHEMA}, public")
+        conn.execute("SET TimeZone = 'UTC'")
+        # A commit is acknowledged only once its WAL is flushed, whatever the server default.
+        conn.execute("SET synchronous_commit = on")
+        return conn
+
+    def _become_serving(self, conn: Conn) -> None:
+        """Drop to the serving role when the login may (superusers and members of it), so
+        even a cairn started with an owner or superuser URL cannot write memory tables
+        except through ``cairn_commit``."""
+        row = conn.execute(
+            "SELECT pg_has_role(session_user, %s, 'MEMBER') AS ok", (SERVING_ROLE,)
+        ).fetchone()
+        if row and row["ok"]:
+            conn.execute(f"SET ROLE {SERVING_ROLE}")
+
+    def _reconnect(self) -> None:
+        """Replace a broken connection, retrying for a while (e.g. across a server restart)."""
+        try:
+            self._conn.close()
+        except psycopg.Error:
+            pass
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                conn = self._connect()
+                self._become_serving(conn)
+                self._conn = conn
+                return
+            except (StoreError, psycopg.OperationalError) as exc:
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"lost the PostgreSQL connection and could not reconnect within "
+                        f"{RECONNECT_SECONDS:.0f}s: {exc}"
+                    ) from exc
+                time.sleep(delay)  # back-off between connection attempts
+                delay = min(delay * 2, 1.0)
+
+    def _broken(self) -> bool:
+        return self._conn.closed or self._conn.broken
+
+    def _run(self, fn: Callable[[Conn], T]) -> T:
+        """Run a read; a dropped connection is re-opened and the read repeated (reads are
+        safe to repeat)."""
+        with self._lock:
+            for attempt in range(2):
+                try:
+                    return fn(self._conn)
+                except psycopg.OperationalError as exc:
+                    if not self._broken() or attempt == 1:
+                        raise StoreError(f"PostgreSQL read failed: {exc}") from exc
+                    self._reconnect()
+                except psycopg.Error as exc:
+                    raise StoreError(f"PostgreSQL read failed: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _read(self, query: str, params: Sequence[Any] = ()) -> list[DictRow]:
+        return self._run(lambda conn: conn.execute(query.encode(), params).fetchall())
+
+    @property
+    def schema_version(self) -> int:
+        return self._run(current_version)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # ---- the one write method --------------------------------------------------------
+
+    def commit(self, changesets: Sequence[ChangeSet]) -> list[int]:
+        if not changesets:
+            return []
+        payload = _json([_changeset_json(cs) for cs in changesets])
+        audit_ids = [cs.audit.id for cs in changesets]
+        with self._lock:
+            attempt = 0
+            while True:
+                attempt += 1
+                try:
+                    row = self._conn.execute(
+                        "SELECT cairn_commit(%s::jsonb) AS seqs", (payload,)
+                    ).fetchone()
+                    assert row is not None
+                    return [int(s) for s in row["seqs"]]
+                except pg_errors.Error as exc:
+                    if exc.sqlstate == CONFLICT_SQLSTATE:
+                        detail = json.loads(exc.diag.message_detail or "{}")
+                        raise Conflict(exc.diag.message_primary or str(exc), **detail) from exc
+                    if isinstance(exc, pg_errors.IntegrityError):
+                        raise Conflict(f"the change conflicts with stored data: {exc}") from exc
+                    if isinstance(exc, pg_errors.UntranslatableCharacter | pg_errors.DataError):
+                        raise InvalidInput(f"PostgreSQL cannot store this value: {exc}") from exc
+                    if isinstance(exc, _RETRYABLE) and attempt < RETRY_ATTEMPTS:
+                        time.sleep(min(0.002 * 2**attempt, 0.2))  # back-off before the retry
+                        continue
+                    if isinstance(exc, psycopg.OperationalError) and self._broken():
+                        self._reconnect()
+                        seqs = self._committed_seqs(audit_ids)
+                        if seqs is not None:
+                            return seqs
+                        if attempt < RETRY_ATTEMPTS:
+                            continue
+                    raise StoreError(f"PostgreSQL commit failed: {exc}") from exc
+
+    def _committed_seqs(self, audit_ids: list[str]) -> list[int] | None:
+        """After a dropped connection: the seqs if the commit landed, ``None`` if it did not.
+
+        A commit is atomic and every change set carries a unique audit id, so its audit ids
+        are either all stored or none are.
+        """
+        rows = self._conn.execute(
+            "SELECT id, seq FROM audit WHERE id = ANY(%s)", (audit_ids,)
+        ).fetchall()
+        if not rows:
+            return None
+        found = {r["id"]: int(r["seq"]) for r in rows}
+        if len(found) != len(audit_ids):  # pragma: no cover - atomic commits prevent this
+            raise StoreError("a commit was partly applied; the database is inconsistent")
+        return [found[i] for i in audit_ids]
+
+    # ---- reads -----------------------------------------------------------------------
+
+    def get_record(self, record_id: str) -> Record | None:
+        rows = self._read(f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} WHERE r.id = %s", (record_id,))
+        return _record(rows[0]) if rows else None
+
+    def get_records(self, record_ids: Sequence[str]) -> dict[str, Record]:
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        rows = self._read(f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} WHERE r.id = ANY(%s)", (ids,))
+        return {row["id"]: _record(row) for row in rows}
+
+    def get_version(self, version_id: str) -> Version | None:
+        rows = self._read(f"SELECT {_VERSION_COLUMNS} FROM versions WHERE id = %s", (version_id,))
+        return _version(rows[0]) if rows else None
+
+    def get_version_by_number(self, record_id: str, number: int) -> Version | None:
+        rows = self._read(
+            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE record_id = %s AND number = %s",
+            (record_id, number),
+        )
+        return _version(rows[0]) if rows else None
+
+    def list_versions(self, record_id: str) -> list[Version]:
+        rows = self._read(
+            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE record_id = %s ORDER BY number",
+            (record_id,),
+        )
+        return [_version(r) for r in rows]
+
+    def query_records(self, query: RecordQuery, *, scope_globs: Sequence[str]) -> list[Record]:
+        where: list[str] = []
+        params: list[Any] = []
+        if scope_globs:
+            parts = []
+            for glob in scope_globs:
+                op, pattern = glob_to_like(glob)
+                parts.append(f"r.scope {op} %s")
+                params.append(pattern)
+            where.append("(" + " OR ".join(parts) + ")")
+        if query.scope:
+            op, pattern = glob_to_like(query.scope)
+            where.append(f"r.scope {op} %s")
+            params.append(pattern)
+        if query.kinds:
+            where.append("r.kind = ANY(%s)")
+            params.append(list(query.kinds))
+        if query.statuses:
+            where.append("r.status = ANY(%s)")
+            params.append([s.value for s in query.statuses])
+        if query.created_after:
+            where.append("r.created_at >= %s")
+            params.append(query.created_after)
+        if query.created_before:
+            where.append("r.created_at < %s")
+            params.append(query.created_before)
+        for key, value in query.metadata.items():
+            where.append("(v.content -> 'metadata' -> %s) = %s::jsonb")
+            params.extend([key, json.dumps(value)])
+        sql = (
+            f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN}"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY r.id"
+        )
+        return [_record(r) for r in self._read(sql, params)]
+
+    def find_by_hash(self, scope: str, content_hash: str) -> list[Record]:
+        rows = self._read(
+            f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} "
+            "WHERE r.scope = %s AND r.content_hash = %s ORDER BY r.id",
+            (scope, content_hash),
+        )
+        return [_record(r) for r in rows]
+
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
+        rows = self._read(
+            f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE id = %s", (proposal_id,)
+        )
+        return _proposal(rows[0]) if rows else None
+
+    def list_proposals(
+        self, *, status: ProposalStatus | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Proposal]:
+        if status is None:
+            rows = self._read(
+                f"SELECT {_PROPOSAL_COLUMNS} FROM proposals ORDER BY id LIMIT %s OFFSET %s",
+                (limit, offset),
+            )
+        else:
+            rows = self._read(
+                f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE status = %s "
+                "ORDER BY id LIMIT %s OFFSET %s",
+                (status.value, limit, offset),
+            )
+        return [_proposal(r) for r in rows]
+
+    def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("actor", query.actor),
+            ("action", query.action),
+            ("subject_id", query.subject_id),
+            ("proposal_id", query.proposal_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = %s")
+                params.append(value)
+        if query.since:
+            where.append("at >= %s")
+            params.append(query.since)
+        sql = (
+            "SELECT * FROM audit"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY seq LIMIT %s"
+        )
+        return [_audit(r) for r in self._read(sql, [*params, query.limit])]
+
+    def count_audit(self) -> int:
+        return int(self._read("SELECT count(*) AS n FROM audit")[0]["n"])
+
+    def get_baseline(self, baseline_id: str) -> Baseline | None:
+        rows = self._read(f"{_BASELINE_SELECT} WHERE b.id = %s", (baseline_id,))
+        return _baseline(rows[0]) if rows else None
+
+    def published_baseline_id(self, scope: str) -> str | None:
+        rows = self._read("SELECT baseline_id FROM published WHERE scope = %s", (scope,))
+        return str(rows[0]["baseline_id"]) if rows else None
+
+    def list_baselines(self, scope: str | None = None) -> list[Baseline]:
+        if scope is None:
+            rows = self._read(f"{_BASELINE_SELECT} ORDER BY b.id")
+        else:
+            rows = self._read(f"{_BASELINE_SELECT} WHERE b.scope = %s ORDER BY b.id", (scope,))
+        return [_baseline(r) for r in rows]
+
+    def list_path_links(self, record_id: str | None = None) -> list[PathLink]:
+        if record_id is None:
+            rows = self._read("SELECT * FROM path_links ORDER BY record_id, path")
+        else:
+            rows = self._read(
+                "SELECT * FROM path_links WHERE record_id = %s ORDER BY path", (record_id,)
+            )
+        return [_path_link(r) for r in rows]
+
+    def list_edges(self, node_id: str) -> list[tuple[str, str, str]]:
+        rows = self._read(
+            "SELECT src, dst, type FROM edges WHERE src = %s OR dst = %s ORDER BY created_at, ord",
+            (node_id, node_id),
+        )
+        return [(r["src"], r["dst"], r["type"]) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for table in ("records", "versions", "proposals", "audit", "baselines"):
+            out[table] = int(self._read(f"SELECT count(*) AS n FROM {table}")[0]["n"])
+        for row in self._read("SELECT status, count(*) AS n FROM records GROUP BY status"):
+            out[f"records.{row['status']}"] = int(row["n"])
+        for row in self._read("SELECT status, count(*) AS n FROM proposals GROUP BY status"):
+            out[f"proposals.{row['status']}"] = int(row["n"])
+        return out
+
+    # ---- whole-store dump and load (cairn.store.transfer only) --------------------------
+
+    def iter_all(self) -> Iterator[Dumped]:
+        """Every stored row, in load order, from one consistent snapshot."""
+        with self._lock, self._conn.transaction():
+            conn = self._conn
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            for query, convert in _DUMP_QUERIES:
+                # A named (server-side) cursor streams big tables instead of loading them.
+                with conn.cursor(name="cairn_dump", row_factory=dict_row) as cur:
+                    cur.itersize = 1000
+                    cur.execute(query.encode())
+                    for row in cur:
+                        yield convert(row)
+
+    def import_rows(self, rows: Iterable[Dumped]) -> int:
+        """Load a dump into this store, which must be empty; return the rows loaded.
+
+        Not a gate bypass: it replays a history the gate already audited (audit entries with
+        their original seqs) and refuses a store holding anything. It acts as
+        ``cairn_owner`` (``SET LOCAL ROLE``), so only an owner/superuser login may import;
+        the serving role gets ``StoreError``.
+        """
+        loaded = 0
+        with self._lock:
+            try:
+                with self._conn.transaction():
+                    conn = self._conn
+                    conn.execute(f"SET LOCAL ROLE {OWNER_ROLE}")
+                    tables = ", ".join(PG_MEMORY_TABLES)
+                    # No commit may slip in between the emptiness check and the load.
+                    conn.execute(f"LOCK TABLE {tables} IN EXCLUSIVE MODE".encode())
+                    for table in PG_MEMORY_TABLES:
+                        if conn.execute(f"SELECT 1 FROM {table} LIMIT 1".encode()).fetchone():
+                            raise Conflict(
+                                f"cannot import into a store that is not empty ({table} has rows)"
+                            )
+                    batch: list[Dumped] = []
+                    for row in rows:
+                        if batch and type(row) is not type(batch[0]):
+                            loaded += _load_batch(conn, batch)
+                            batch = []
+                        batch.append(row)
+                        if len(batch) >= IMPORT_BATCH:
+                            loaded += _load_batch(conn, batch)
+                            batch = []
+                    if batch:
+                        loaded += _load_batch(conn, batch)
+            except pg_errors.InsufficientPrivilege as exc:
+                raise StoreError(
+                    f"import needs a login that may act as {OWNER_ROLE}: {exc.diag.message_primary}"
+                ) from exc
+            except pg_errors.IntegrityError as exc:
+                raise InvalidInput(f"the dump is inconsistent: {exc}") from exc
+        # SET LOCAL ROLE ended with the transaction: the connection is serving again.
+        return loaded
+
+
+# ---- change sets to the JSON cairn_commit takes (private) --------------------------------
+
+
+def _expect_json(expect: Precondition) -> dict[str, Any]:
+    if isinstance(expect, ExpectRecord):
+        return {
+            "t": "record",
+            "record_id": expect.record_id,
+            "version_id": expect.version_id,
+            "status": expect.status.value if expect.status else None,
+        }
+    if isinstance(expect, ExpectProposal):
+        return {"t": "proposal", "proposal_id": expect.proposal_id, "status": expect.status.value}
+    return {"t": "published", "scope": expect.scope, "baseline_id": expect.baseline_id}
+
+
+def _record_row(r: Record) -> dict[str, Any]:
+    return {
+        "id": r.id, "kind": r.kind, "scope": r.scope, "status": r.status.value,
+        "current_version_id": r.current_version_id, "current_version": r.current_version,
+        "content_hash": r.content.content_hash(), "sensitivity": r.content.acl.sensitivity.rank,
+        "superseded_by": r.superseded_by, "created_at": _ts(r.created_at),
+        "updated_at": _ts(r.updated_at), "status_changed_at": _ts(r.status_changed_at),
+        "created_by": r.created_by,
+    }  # fmt: skip
+
+
+def _version_row(v: Version) -> dict[str, Any]:
+    return {
+        "id": v.id, "record_id": v.record_id, "number": v.number,
+        "content": v.content.model_dump(mode="json"), "content_hash": v.content_hash,
+        "created_at": _ts(v.created_at), "created_by": v.created_by,
+        "proposal_id": v.proposal_id,
+    }  # fmt: skip
+
+
+def _proposal_row(p: Proposal) -> dict[str, Any]:
+    return {
+        "id": p.id, "op": p.change.op, "scope": p.scope, "record_id": p.record_id,
+        "base_version_id": p.base_version_id, "base_baseline_id": p.base_baseline_id,
+        "principal_id": p.principal_id, "principal_roles": list(p.principal_roles),
+        "status": p.status.value, "change": p.change.model_dump(mode="json"),
+        "created_at": _ts(p.created_at), "reason": p.reason, "rule": p.rule,
+        "decided_by": p.decided_by, "decided_at": _ts(p.decided_at),
+        "rebased_from": p.rebased_from, "rebased_to": p.rebased_to,
+        "result_record_id": p.result_record_id, "result_version_id": p.result_version_id,
+    }  # fmt: skip
+
+
+def _audit_row(a: AuditEntry) -> dict[str, Any]:
+    return {
+        "id": a.id, "at": _ts(a.at), "actor": a.actor, "actor_roles": list(a.actor_roles),
+        "action": a.action, "subject_id": a.subject_id, "proposal_id": a.proposal_id,
+        "rule": a.rule, "reason": a.reason, "from_status": a.from_status,
+        "to_status": a.to_status, "details": json.loads(_json(a.details)),
+    }  # fmt: skip
+
+
+def _write_json(write: Write) -> dict[str, Any]:
+    if isinstance(write, PutRecord):
+        return {"t": "record", "row": _record_row(write.record)}
+    if isinstance(write, PutVersion):
+        return {"t": "version", "row": _version_row(write.version)}
+    if isinstance(write, PutProposal):
+        return {"t": "proposal", "row": _proposal_row(write.proposal)}
+    if isinstance(write, PutBaseline):
+        b = write.baseline
+        row = {
+            "id": b.id, "scope": b.scope, "name": b.name, "created_at": _ts(b.created_at),
+            "created_by": b.created_by, "proposal_id": b.proposal_id,
+        }  # fmt: skip
+        return {"t": "baseline", "row": row, "pins": dict(sorted(b.pins.items()))}
+    if isinstance(write, SetPublished):
+        now = datetime.now(UTC).isoformat()
+        return {
+            "t": "published",
+            "row": {"scope": write.scope, "baseline_id": write.baseline_id, "updated_at": now},
+        }
+    if isinstance(write, PutEdge):
+        now = datetime.now(UTC).isoformat()
+        return {
+            "t": "edge",
+            "row": {"src": write.src, "dst": write.dst, "type": write.type, "created_at": now},
+        }
+    if isinstance(write, PutPathLink):
+        link = write.link
+        return {
+            "t": "path_link",
+            "row": {
+                "record_id": link.record_id,
+                "path": link.path,
+                "content_hash": link.content_hash,
+                "drifted": link.drifted,
+            },
+        }
+    raise StoreError(f"unknown write {write!r}")  # pragma: no cover - exhaustive over Write
+
+
+def _changeset_json(cs: ChangeSet) -> dict[str, Any]:
+    return {
+        "audit": _audit_row(cs.audit),
+        "expects": [_expect_json(e) for e in cs.expects],
+        "writes": [_write_json(w) for w in cs.writes],
+    }
+
+
+# ---- rows to domain values (private) -----------------------------------------------------
+
+_PROPOSAL_COLUMNS = (
+    "id, scope, record_id, base_version_id, base_baseline_id, principal_id, principal_roles, "
+    "status, change::text AS change, created_at, reason, rule, decided_by, decided_at, "
+    "rebased_from, rebased_to, result_record_id, result_version_id"
+)
+_BASELINE_SELECT = (
+    "SELECT b.*, coalesce((SELECT jsonb_object_agg(p.record_id, p.version_id) "
+    "FROM baseline_pins p WHERE p.baseline_id = b.id), '{}'::jsonb) AS pins FROM baselines b"
+)
+
+
+def _record(row: DictRow) -> Record:
+    return Record(
+        id=row["id"],
+        kind=row["kind"],
+        scope=row["scope"],
+        status=Status(row["status"]),
+        current_version_id=row["current_version_id"],
+        current_version=row["current_version"],
+        superseded_by=row["superseded_by"],
+        created_at=_utc(row["created_at"]),
+        updated_at=_utc(row["updated_at"]),
+        status_changed_at=_utc(row["status_changed_at"]),
+        created_by=row["created_by"],
+        content=Content.model_validate_json(row["content"]),
+    )
+
+
+def _version(row: DictRow) -> Version:
+    return Version(
+        id=row["id"],
+        record_id=row["record_id"],
+        number=row["number"],
+        content=Content.model_validate_json(row["content"]),
+        content_hash=row["content_hash"],
+        created_at=_utc(row["created_at"]),
+        created_by=row["created_by"],
+        proposal_id=row["proposal_id"],
+    )
+
+
+def _proposal(row: DictRow) -> Proposal:
+    return Proposal.model_validate(
+        {
+            "id": row["id"],
+            "change": json.loads(row["change"]),
+            "scope": row["scope"],
+            "record_id": row["record_id"],
+            "base_version_id": row["base_version_id"],
+            "base_baseline_id": row["base_baseline_id"],
+            "principal_id": row["principal_id"],
+            "principal_roles": row["principal_roles"],
+            "status": row["status"],
+            "created_at": _utc(row["created_at"]),
+            "reason": row["reason"],
+            "rule": row["rule"],
+            "decided_by": row["decided_by"],
+            "decided_at": _opt_utc(row["decided_at"]),
+            "rebased_from": row["rebased_from"],
+            "rebased_to": row["rebased_to"],
+            "result_record_id": row["result_record_id"],
+            "result_version_id": row["result_version_id"],
+        }
+    )
+
+
+def _audit(row: DictRow) -> AuditEntry:
+    return AuditEntry(
+        seq=row["seq"],
+        id=row["id"],
+        at=_utc(row["at"]),
+        actor=row["actor"],
+        actor_roles=tuple(row["actor_roles"]),
+        action=row["action"],
+        subject_id=row["subject_id"],
+        proposal_id=row["proposal_id"],
+        rule=row["rule"],
+        reason=row["reason"],
+        from_status=row["from_status"],
+        to_status=row["to_status"],
+        details=row["details"],
+    )
+
+
+def _baseline(row: DictRow) -> Baseline:
+    return Baseline(
+        id=row["id"],
+        scope=row["scope"],
+        name=row["name"],
+        pins=dict(row["pins"]),
+        created_at=_utc(row["created_at"]),
+        created_by=row["created_by"],
+        proposal_id=row["proposal_id"],
+    )
+
+
+def _path_link(row: DictRow) -> PathLink:
+    return PathLink(
+        record_id=row["record_id"],
+        path=row["path"],
+        content_hash=row["content_hash"],
+        drifted=bool(row["drifted"]),
+    )
+
+
+def _published(row: DictRow) -> PublishedRow:
+    return PublishedRow(
+        scope=row["scope"], baseline_id=row["baseline_id"], updated_at=_utc(row["updated_at"])
+    )
+
+
+def _edge(row: DictRow) -> EdgeRow:
+    return EdgeRow(
+        src=row["src"], dst=row["dst"], type=row["type"], created_at=_utc(row["created_at"])
+    )
+
+
+_DUMP_QUERIES: tuple[tuple[str, Callable[[DictRow], Dumped]], ...] = (
+    (f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} ORDER BY r.id", _record),
+    (f"SELECT {_VERSION_COLUMNS} FROM versions ORDER BY record_id, number", _version),
+    (f"SELECT {_PROPOSAL_COLUMNS} FROM proposals ORDER BY id", _proposal),
+    ("SELECT * FROM audit ORDER BY seq", _audit),
+    (f"{_BASELINE_SELECT} ORDER BY b.id", _baseline),
+    ("SELECT * FROM published ORDER BY scope", _published),
+    ("SELECT * FROM edges ORDER BY src, dst, type", _edge),
+    ("SELECT * FROM path_links ORDER BY record_id, path", _path_link),
+)
+
+
+# ---- import (private) --------------------------------------------------------------------
+
+
+def _insert_json(cur: psycopg.Cursor[DictRow], table: str, rows: list[dict[str, Any]]) -> None:
+    """Insert JSON rows through ``jsonb_populate_record``, naming the columns so tables may
+    grow columns (e.g. generated search columns) in later migrations."""
+    if not rows:
+        return
+    cols = ", ".join(rows[0])
+    cur.executemany(
+        f"INSERT INTO {table} ({cols}) SELECT {cols} "
+        f"FROM jsonb_populate_record(NULL::{table}, %s::jsonb)".encode(),
+        [(_json(row),) for row in rows],
+    )
+
+
+def _load_batch(conn: Conn, batch: list[Dumped]) -> int:
+    """Insert rows of one type as the owner; they keep their ids, seqs and timestamps."""
+    with conn.cursor() as cur:
+        for item in batch:
+            if isinstance(item, AuditEntry) and item.seq is None:
+                raise InvalidInput(f"audit entry {item.id} has no seq")
+        _insert_json(cur, "records", [_record_row(r) for r in batch if isinstance(r, Record)])
+        _insert_json(cur, "versions", [_version_row(v) for v in batch if isinstance(v, Version)])
+        _insert_json(cur, "proposals", [_proposal_row(p) for p in batch if isinstance(p, Proposal)])
+        _insert_json(
+            cur,
+            "audit",
+            [{"seq": a.seq, **_audit_row(a)} for a in batch if isinstance(a, AuditEntry)],
+        )
+        baselines = [b for b in batch if isinstance(b, Baseline)]
+        _insert_json(
+            cur,
+            "baselines",
+            [
+                {
+                    "id": b.id,
+                    "scope": b.scope,
+                    "name": b.name,
+                    "created_at": _ts(b.created_at),
+                    "created_by": b.created_by,
+                    "proposal_id": b.proposal_id,
+                }  # fmt: skip
+                for b in baselines
+            ],
+        )
+        _insert_json(
+            cur,
+            "baseline_pins",
+            [
+                {"baseline_id": b.id, "record_id": rid, "version_id": vid}
+                for b in baselines
+                for rid, vid in sorted(b.pins.items())
+            ],
+        )
+        _insert_json(
+            cur,
+            "published",
+            [
+                {"scope": p.scope, "baseline_id": p.baseline_id, "updated_at": _ts(p.updated_at)}
+                for p in batch
+                if isinstance(p, PublishedRow)
+            ],
+        )
+        _insert_json(
+            cur,
+            "edges",
+            [
+                {"src": e.src, "dst": e.dst, "type": e.type, "created_at": _ts(e.created_at)}
+                for e in batch
+                if isinstance(e, EdgeRow)
+            ],
+        )
+        _insert_json(
+            cur,
+            "path_links",
+            [
+                {
+                    "record_id": link.record_id,
+                    "path": link.path,
+                    "content_hash": link.content_hash,
+                    "drifted": link.drifted,
+                }  # fmt: skip
+                for link in batch
+                if isinstance(link, PathLink)
+            ],
+        )
+    return len(batch)

@@ -1,0 +1,159 @@
+"""``cairn export`` / ``cairn import``: the whole store as JSON Lines, between any backends.
+
+The file is a header line, one line per stored row, and a trailer with counts::
+
+    {"format": "cairn-export", "version": 1}
+    {"type": "record", "data": {...}}          records, each with its head content
+    {"type": "version", "data": {...}}         every version of every record
+    {"type": "proposal", "data": {...}}        every proposal, whatever its status
+    {"type": "audit", "data": {..., "seq": 7}} the audit log with its sequence numbers
+    {"type": "baseline", "data": {...}}        baselines with their pins
+    {"type": "published", "data": {...}}       each scope's published pointer (the timeline
+    {"type": "edge", "data": {...}}            of who superseded / accepted / rebased what)
+    {"type": "path_link", "data": {...}}       records' ties to repository files
+    {"type": "end", "counts": {...}}
+
+Rows come in that order, each kind sorted by its key, keys sorted, timestamps in UTC, so two
+stores holding the same history export byte-identical files whatever their backend. Import
+loads into an *empty* store only, in one transaction, keeping ids, version numbers and audit
+sequence numbers; a file without its trailer (cut short) or with wrong counts loads nothing.
+It goes through ``Store.import_rows``, not the gate: it replays history the gate already
+decided and audited, and it cannot touch a store that holds anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ValidationError
+
+from cairn.errors import InvalidInput
+from cairn.model import AuditEntry, Baseline, PathLink, Proposal, Record, Version
+from cairn.store.base import Dumped, EdgeRow, PublishedRow, Store
+
+FORMAT = "cairn-export"
+FORMAT_VERSION = 1
+
+# Kind name per row type, in the order rows must appear (foreign keys point backwards).
+KINDS: tuple[tuple[str, type[Any]], ...] = (
+    ("record", Record),
+    ("version", Version),
+    ("proposal", Proposal),
+    ("audit", AuditEntry),
+    ("baseline", Baseline),
+    ("published", PublishedRow),
+    ("edge", EdgeRow),
+    ("path_link", PathLink),
+)
+_KIND_OF: dict[type[Any], str] = {cls: name for name, cls in KINDS}
+_ORDER: dict[str, int] = {name: i for i, (name, _) in enumerate(KINDS)}
+_CLASS_OF: dict[str, type[Any]] = dict(KINDS)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready value with UTC timestamps, so equal histories serialise identically."""
+    if isinstance(value, datetime):
+        return (value.astimezone(UTC) if value.tzinfo else value).isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def row_data(row: Dumped) -> dict[str, Any]:
+    if isinstance(row, BaseModel):
+        data: dict[str, Any] = _plain(row.model_dump(mode="python"))
+        return data
+    return dict(_plain(dataclasses.asdict(row)))
+
+
+def _line(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def export_store(store: Store, out: TextIO) -> dict[str, int]:
+    """Write every row of ``store`` to ``out``; return the row count per kind."""
+    counts = {name: 0 for name, _ in KINDS}
+    out.write(_line({"format": FORMAT, "version": FORMAT_VERSION}))
+    for row in store.iter_all():
+        kind = _KIND_OF[type(row)]
+        counts[kind] += 1
+        out.write(_line({"type": kind, "data": row_data(row)}))
+    out.write(_line({"type": "end", "counts": counts}))
+    return counts
+
+
+def _parse(kind: str, data: Any, lineno: int) -> Dumped:
+    cls = _CLASS_OF[kind]
+    try:
+        if issubclass(cls, BaseModel):
+            parsed: Dumped = cls.model_validate(data)
+            return parsed
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(data, dict) or set(data) != fields:
+            raise InvalidInput(f"line {lineno}: a {kind} row has exactly {sorted(fields)}")
+        values = dict(data)
+        for name in ("updated_at", "created_at"):
+            if name in values:
+                values[name] = datetime.fromisoformat(values[name])
+        built: Dumped = cls(**values)
+        return built
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise InvalidInput(f"line {lineno}: not a valid {kind} row: {exc}") from exc
+
+
+def read_rows(lines: Iterable[str], counts: dict[str, int]) -> Iterator[Dumped]:
+    """Parse and check an export; fills ``counts`` as it goes. Raises ``InvalidInput`` (so an
+    import in progress rolls back) on a bad header, line, order, or missing/wrong trailer."""
+    it = enumerate(lines, start=1)
+    try:
+        _, first = next(it)
+        header = json.loads(first)
+    except (StopIteration, json.JSONDecodeError) as exc:
+        raise InvalidInput("not a cairn export: the first line is not its header") from exc
+    if header != {"format": FORMAT, "version": FORMAT_VERSION}:
+        raise InvalidInput(f"not a cairn export this cairn can read: header {header!r}")
+    for name, _ in KINDS:
+        counts[name] = 0
+    position = 0
+    for lineno, text in it:
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"line {lineno}: not JSON: {exc}") from exc
+        kind = obj.get("type") if isinstance(obj, dict) else None
+        if kind == "end":
+            if obj.get("counts") != counts:
+                raise InvalidInput(
+                    f"line {lineno}: the trailer counts {obj.get('counts')} do not match "
+                    f"the rows read {counts}"
+                )
+            for extra, more in it:
+                if more.strip():
+                    raise InvalidInput(f"line {extra}: data after the trailer")
+            return
+        if kind not in _ORDER:
+            raise InvalidInput(f"line {lineno}: unknown row type {kind!r}")
+        if _ORDER[kind] < position:
+            raise InvalidInput(f"line {lineno}: {kind} rows must come before {KINDS[position][0]}")
+        position = _ORDER[kind]
+        counts[kind] += 1
+        yield _parse(kind, obj.get("data"), lineno)
+    raise InvalidInput("the export is cut short: its trailer line is missing")
+
+
+def import_store(store: Store, lines: Iterable[str]) -> dict[str, int]:
+    """Load an export into ``store``, which must be empty; return the row count per kind."""
+    counts: dict[str, int] = {}
+    store.import_rows(read_rows(lines, counts))
+    return counts

@@ -1,0 +1,107 @@
+"""The HTTP door driven with httpx against a live ``cairn serve``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.doors.conftest import Live
+
+FACT = {"kind": "fact", "scope": "acme/app", "title": "Tests run with make test"}
+
+
+def _client(live: Live, key: str | None) -> httpx.Client:
+    return httpx.Client(base_url=live.url, headers=live.headers(key), timeout=10)
+
+
+def _operations(live: Live) -> list[tuple[str, str]]:
+    spec: dict[str, Any] = httpx.get(f"{live.url}/openapi.json").json()
+    return [
+        (method.upper(), path)
+        for path, item in spec["paths"].items()
+        if path.startswith("/v1")
+        for method in item
+    ]
+
+
+def test_health_is_ready_and_shows_config_without_secrets(live: Live) -> None:
+    body = httpx.get(f"{live.url}/health").json()
+    assert body["ready"] is True
+    assert body["config"]["mcp"].endswith("/mcp")
+    assert live.agent not in str(body) and live.curator not in str(body)
+
+
+@pytest.mark.parametrize("key", [None, "cairn_wrong"])
+def test_every_route_refuses_a_missing_or_wrong_key(live: Live, key: str | None) -> None:
+    ops = _operations(live)
+    assert len(ops) >= 25
+    with _client(live, key) as client:
+        for method, path in ops:
+            concrete = path.replace("{record_id}", "rec_x").replace("{proposal_id}", "prp_x")
+            concrete = concrete.replace("{number}", "1")
+            response = client.request(method, concrete, json={})
+            assert response.status_code == 401, (method, path, response.text)
+            assert response.json()["code"] == "unauthenticated"
+            assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_agent_proposes_and_cannot_curate(live: Live) -> None:
+    with _client(live, live.agent) as agent, _client(live, live.curator) as curator:
+        queued = agent.post(
+            "/v1/records", json={"content": {**FACT, "kind": "belief", "title": "Beliefs queue"}}
+        )
+        assert queued.status_code == 200, queued.text
+        outcome = queued.json()
+        assert outcome["decision"] == "queue"
+        proposal_id = outcome["proposal"]["id"]
+
+        refused = agent.post(f"/v1/proposals/{proposal_id}/decision", json={"approve": True})
+        assert refused.status_code == 403
+        assert refused.json()["code"] == "permission_denied"
+        assert agent.post("/v1/publish", json={"scope": "acme/app"}).status_code == 403
+        assert agent.get("/v1/audit").status_code == 403
+        assert agent.post("/v1/vacuum").status_code == 403
+
+        accepted = curator.post(f"/v1/proposals/{proposal_id}/decision", json={"approve": True})
+        assert accepted.status_code == 200, accepted.text
+        record_id = accepted.json()["record"]["id"]
+        assert agent.post(f"/v1/records/{record_id}/archive", json={}).status_code == 403
+        view = agent.get(f"/v1/records/{record_id}").json()
+        assert view["record"]["status"] == "active"
+        assert agent.get(f"/v1/records/{record_id}/versions").json()[0]["number"] == 1
+
+
+def test_errors_are_json_with_stable_codes(live: Live) -> None:
+    with _client(live, live.agent) as client:
+        missing = client.get("/v1/records/rec_nope")
+        assert (missing.status_code, missing.json()["code"]) == (404, "not_found")
+        bad = client.post(
+            "/v1/records", content=b"{not json", headers={"content-type": "application/json"}
+        )
+        assert (bad.status_code, bad.json()["code"]) == (400, "malformed_json")
+        invalid = client.post("/v1/records", json={"content": {**FACT, "title": " "}})
+        assert (invalid.status_code, invalid.json()["code"]) == (422, "invalid_input")
+        later = client.post("/v1/ingest", json={"source": "docs/"})
+        assert (later.status_code, later.json()["code"]) == (501, "not_available")
+
+
+def test_retrieval_routes_answer_through_the_bridge(live: Live) -> None:
+    with _client(live, live.agent) as client:
+        client.post(
+            "/v1/records",
+            json={"content": {**FACT, "kind": "episode", "title": "Deployed the zebra build"}},
+        )
+        found = client.post("/v1/search", json={"query": "zebra"}).json()
+        assert [r["title"] for r in found["results"]] == ["Deployed the zebra build"]
+        assert client.post("/v1/retrieve", json={"query": "zebra"}).status_code == 200
+        report = client.post("/v1/validate", json={"ids": ["rec_nope"]}).json()
+        assert report["valid"] is False
+
+
+def test_openapi_declares_auth_and_error_statuses(live: Live) -> None:
+    spec = httpx.get(f"{live.url}/openapi.json").json()
+    op = spec["paths"]["/v1/records"]["post"]
+    assert {"400", "401", "403", "404", "409", "422"} <= set(op["responses"])
+    assert "HTTPBearer" in spec["components"]["securitySchemes"]

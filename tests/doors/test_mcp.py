@@ -1,0 +1,126 @@
+"""The MCP door driven by the official ``mcp`` client, over streamable HTTP and stdio."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from cairn.doors.mcp_server import MCP_TOOLS
+from tests.doors.conftest import Live
+
+pytestmark = pytest.mark.anyio
+
+CURATOR_WORDS = ("approve", "reject", "archive", "publish", "promote", "decide", "transition")
+
+ARGS: dict[str, dict[str, Any]] = {
+    "memory_store": {"type": "episode", "content": "MCP stored this\nbody", "scope": "acme/mcp"},
+    "memory_retrieve": {"query": "stored"},
+    "memory_search": {"query": "stored", "mode": "keyword"},
+    "memory_list": {"limit": 10},
+    "memory_validate": {"ids": ["rec_nope"]},
+    "memory_get_context": {"scope": "acme/mcp", "query": "stored", "selector": "head"},
+    "memory_propose": {
+        "op": "create",
+        "content": {"kind": "belief", "scope": "acme/mcp", "title": "Beliefs wait for review"},
+    },
+    "memory_record_candidate": {
+        "title": "A hand-off note",
+        "body": "look at db.py",
+        "scope": "acme/mcp",
+        "paths": ["db.py"],
+    },
+    "memory_get_relevant": {"query": "hand-off"},
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def _http(live: Live, key: str | None) -> Client:
+    client = httpx2.AsyncClient(headers=live.headers(key), timeout=30)
+    return Client(streamable_http_client(f"{live.url}/mcp", http_client=client))
+
+
+async def _exercise(client: Client, tag: str) -> None:
+    # Both transports share one store: unique content keeps the gate's duplicate check quiet.
+    args = {name: dict(value) for name, value in ARGS.items()}
+    args["memory_store"]["content"] = f"MCP stored this over {tag}\nbody"
+    args["memory_propose"] = {
+        "op": "create",
+        "content": {
+            "kind": "belief",
+            "scope": "acme/mcp",
+            "title": f"Beliefs wait for review ({tag})",
+        },
+    }
+    args["memory_record_candidate"]["title"] = f"A hand-off note ({tag})"
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == set(MCP_TOOLS)
+    for name, tool in tools.items():
+        assert tool.description and tool.input_schema and tool.output_schema, name
+        assert not any(word in name for word in CURATOR_WORDS)
+    stored = await client.call_tool("memory_store", args.pop("memory_store"))
+    assert not stored.is_error, stored.content
+    record_id = stored.structured_content["id"]  # type: ignore[index]
+    for name, arguments in args.items():
+        result = await client.call_tool(name, arguments)
+        assert not result.is_error, (name, result.content)
+        assert result.structured_content is not None
+    got = await client.call_tool("memory_get", {"id": record_id})
+    assert got.structured_content["record"]["id"] == record_id  # type: ignore[index]
+    missing = await client.call_tool("memory_get", {"id": "rec_nope"})
+    assert missing.is_error and "[not_found]" in str(missing.content)
+    later = await client.call_tool("memory_for_path", {"path": "db.py"})
+    assert later.is_error and "[not_available]" in str(later.content)
+    for uri in (f"cairn://record/{record_id}", f"cairn://record/{record_id}@1"):
+        read = await client.read_resource(uri)
+        assert record_id in read.contents[0].text  # type: ignore[union-attr]
+    # An agent's approve attempt: no such tool, and no write tool takes a curator op.
+    approve = await client.call_tool("memory_approve", {"id": record_id})
+    assert approve.is_error
+    sneaky = await client.call_tool("memory_propose", {"op": "transition", "record_id": record_id})
+    assert sneaky.is_error
+
+
+async def test_streamable_http_with_agent_key(live: Live) -> None:
+    async with _http(live, live.agent) as client:
+        await _exercise(client, "http")
+
+
+@pytest.mark.parametrize("key", [None, "cairn_wrong"])
+def test_streamable_http_refuses_missing_or_wrong_key(live: Live, key: str | None) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {**live.headers(key), "accept": "application/json, text/event-stream"}
+    response = httpx.post(f"{live.url}/mcp", json=body, headers=headers)
+    assert response.status_code == 401
+    assert response.json()["code"] == "unauthenticated"
+
+
+STDIO = (
+    "import sys, typer; from pathlib import Path; from cairn.doors.cli_server import register\n"
+    "app = typer.Typer()\n"
+    "@app.callback()\n"
+    "def main(ctx: typer.Context) -> None:\n"
+    "    ctx.obj = {'store': Path(sys.argv[1]), 'json': True}\n"
+    "register(app)\n"
+    "app(sys.argv[2:])\n"
+)
+
+
+async def test_stdio_server(live: Live) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", STDIO, str(live.store), "mcp"],
+        env={**os.environ, "CAIRN_API_KEY": live.agent},
+    )
+    async with Client(params) as client:
+        await _exercise(client, "stdio")
