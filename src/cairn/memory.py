@@ -8,16 +8,18 @@ not see is reported as not found.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from cairn.errors import InvalidInput, NotFound, PermissionDenied
 from cairn.governance import access
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
+from cairn.ingest.files import INGESTED_EVIDENCE, IngestReport, document_for, expand, git_info
 from cairn.model import (
     SYSTEM_PRINCIPAL,
     AuditEntry,
@@ -27,6 +29,7 @@ from cairn.model import (
     Content,
     ContentPatch,
     CreateChange,
+    Decision,
     PathLink,
     Principal,
     Proposal,
@@ -44,11 +47,33 @@ from cairn.model import (
     Version,
     utcnow,
 )
+from cairn.retrieval.budget import apply_budget, estimate_item_tokens
 from cairn.retrieval.chunking import chunks_for
+from cairn.retrieval.claims import claim_relation
+from cairn.retrieval.context import (
+    ClaimCheck,
+    ClaimsReport,
+    ReadContextRequest,
+    ReadContextResponse,
+    RecordCheck,
+    ResearchAnswer,
+    ValidationReport,
+)
 from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.pipeline import SearchPlan, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest
-from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.retrieval.researcher import research
+from cairn.retrieval.types import (
+    Excluded,
+    Hit,
+    Item,
+    Mode,
+    RetrievalResult,
+    Scores,
+    SearchResult,
+    Trace,
+)
+from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
 from cairn.store.base import Store
 from cairn.store.sqlite import SqliteStore
@@ -217,10 +242,19 @@ class Memory:
     ) -> SearchResult:
         """Raw ranked search (no validation, no budget): permission-trimmed, fused."""
         plan = self._plan(
-            query, mode=mode, k=k, candidates=candidates, weights=weights, scope=scope,
-            selector=selector, kinds=kinds, include_drafts=include_drafts,
-            created_after=created_after, created_before=created_before, record_ids=record_ids,
-        )  # fmt: skip
+            query,
+            mode=mode,
+            k=k,
+            candidates=candidates,
+            weights=weights,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+        )
         indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
         return run_search(self.store, indexer, principal, plan)[0]
 
@@ -246,10 +280,19 @@ class Memory:
         if max_tokens < 1:
             raise InvalidInput("max_tokens must be positive", field="max_tokens")
         plan = self._plan(
-            query, mode=mode, k=k, candidates=candidates, weights=weights, scope=scope,
-            selector=selector, kinds=kinds, include_drafts=include_drafts,
-            created_after=created_after, created_before=created_before, record_ids=record_ids,
-        )  # fmt: skip
+            query,
+            mode=mode,
+            k=k,
+            candidates=candidates,
+            weights=weights,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+        )
         indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
         return run_retrieve(
             self.store, indexer, principal, plan, max_tokens=max_tokens, now=self.clock()
@@ -362,6 +405,14 @@ class Memory:
             raise InvalidInput(f"nothing to publish in scope {scope}", field="scope")
         change = PublishChange(scope=scope, pins=chosen, name=name, replace=replace)
         return self.gate.submit(change, principal, reason=reason)
+
+    def remember_many(
+        self, contents: Sequence[Content], *, principal: Principal, draft: bool = False
+    ) -> list[ProposalOutcome]:
+        """Propose many records in one transaction (bulk ingest); each is decided and
+        audited on its own, duplicates are rejected item by item."""
+        changes = [CreateChange(content=c, draft=draft) for c in contents]
+        return self.gate.submit_many(changes, principal)
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -485,7 +536,232 @@ class Memory:
         return [b for b in self.store.list_baselines(scope) if access.in_scope(principal, b.scope)]
 
     def status(self) -> dict[str, int]:
-        return self.store.counts()
+        """Row counts, the chunk count and the dense index's lag (chunks not embedded yet)."""
+        counts = self.store.counts()
+        counts["chunks"] = self.store.chunk_count()
+        if self.indexer is not None:
+            counts["vector_lag"] = self.vector_lag()
+        return counts
+
+    def ingest(
+        self,
+        paths: Sequence[str],
+        *,
+        principal: Principal,
+        scope: str,
+        kind: str = "document",
+        progress: Callable[[int, int, str], None] | None = None,
+    ) -> IngestReport:
+        """Ingest files as evidence records (see ``cairn.ingest.files``)."""
+        report = IngestReport()
+        files = expand(paths, self.root)
+        git = git_info(files[0].parent if files else self.root, self.root)
+        known = self._ingested_by_path(scope)
+        creates: list[CreateChange] = []
+        for n, path in enumerate(files, start=1):
+            if progress:
+                progress(n, len(files), path.name)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                report.skipped.append(str(path))
+                continue
+            content = document_for(path, text, scope=scope, git=git, kind=kind)
+            relative = content.provenance.path or path.name
+            existing = known.get(relative)
+            if existing is None:
+                creates.append(CreateChange(content=content, paths=(relative,)))
+                continue
+            if existing.content.content_hash() == content.content_hash():
+                report.unchanged.append(existing.id)
+                continue
+            patch = ContentPatch(
+                title=content.title, body=content.body, provenance=content.provenance
+            )
+            outcome = self.update(existing.id, patch, principal=principal, reason="re-ingest")
+            _file_outcome(report, outcome, updated=True)
+        for outcome in self.gate.submit_many(creates, principal) if creates else []:
+            _file_outcome(report, outcome, updated=False)
+        return report
+
+    def _ingested_by_path(self, scope: str) -> dict[str, Record]:
+        linked = [link.record_id for link in self.store.list_path_links()]
+        found: dict[str, Record] = {}
+        for record in self.store.get_records(linked).values():
+            path = record.content.provenance.path
+            if (
+                record.scope == scope
+                and path
+                and record.content.provenance.source_kind == INGESTED_EVIDENCE
+                and record.status not in (Status.ARCHIVED, Status.REJECTED)
+            ):
+                found[path] = record
+        return found
+
+    # ---- reads built on retrieval ---------------------------------------------------------
+
+    def read_context(
+        self, request: ReadContextRequest, *, principal: Principal
+    ) -> ReadContextResponse:
+        """Spec 000 §1.1: version-pinned, permission-trimmed context for a scope."""
+        if request.record_id is not None:
+            view = self.get(request.record_id, principal=principal, selector=request.selector)
+            if view.record.scope != request.scope:
+                raise NotFound(f"no record {request.record_id} in {request.scope}")
+            item = direct_item(view.record, view.version, "direct_fetch", scope=view.record.scope)
+            return ReadContextResponse(
+                scope=request.scope, selector_used=view.selector_used, items=(item,)
+            )
+        result = self.retrieve(
+            request.query or "",
+            principal=principal,
+            max_tokens=request.max_tokens,
+            mode=request.mode,
+            k=request.k,
+            scope=request.scope,
+            selector=request.selector,
+            include_drafts=request.include_drafts,
+        )
+        warnings = list(result.warnings)
+        if (
+            request.selector.kind is SelectorKind.PUBLISHED
+            and self.store.published_baseline_id(request.scope) is None
+        ):
+            warnings.append(f"nothing is published in {request.scope} yet")
+        return ReadContextResponse(
+            scope=request.scope,
+            selector_used=result.selector_used,
+            items=result.items,
+            contradictions=result.contradictions,
+            token_budget_exceeded=result.token_budget_exceeded,
+            excluded_count=result.excluded_count,
+            warnings=tuple(warnings),
+            trace=result.trace,
+        )
+
+    def validate(self, record_ids: Sequence[str], *, principal: Principal) -> ValidationReport:
+        """May these cited records still be relied on? (exists, current, valid, active)"""
+        now = self.clock()
+        checks: list[RecordCheck] = []
+        items: list[Item] = []
+        for record_id in record_ids:
+            record = self.store.get_record(record_id)
+            if record is None or not access.can_read(principal, record.scope, record.content.acl):
+                checks.append(
+                    RecordCheck(record_id=record_id, valid=False, problems=("not_found",))
+                )
+                continue
+            problems: list[str] = []
+            if record.superseded_by:
+                problems.append("superseded")
+            if record.status is not Status.ACTIVE:
+                problems.append(record.status.value)
+            content = record.content
+            if content.valid_to is not None and content.valid_to <= now:
+                problems.append("expired")
+            if content.valid_from is not None and content.valid_from > now:
+                problems.append("not_yet_valid")
+            checks.append(
+                RecordCheck(
+                    record_id=record_id,
+                    valid=not problems,
+                    status=record.status.value,
+                    version_id=record.current_version_id,
+                    resolved_id=self.resolve(record_id, principal=principal).id,
+                    confidence_label=content.confidence.value,
+                    problems=tuple(problems),
+                )
+            )
+            version = self.store.get_version(record.current_version_id)
+            if version is not None:
+                items.append(direct_item(record, version, "direct_fetch", scope=record.scope))
+        hits = [_hit_of(item) for item in items]
+        contradictions = find_contradictions(items, hits, lambda _chunk: None)
+        return ValidationReport(
+            checked_at=now, records=tuple(checks), contradictions=tuple(contradictions)
+        )
+
+    def for_path(
+        self, path: str, *, principal: Principal, k: int = 10, max_tokens: int = 8000
+    ) -> RetrievalResult:
+        """Records tied to a repository path (or anything under a directory), drafts
+        included so that handoff notes are seen (spec 002)."""
+        wanted = path.strip("/")
+        record_ids = {
+            link.record_id
+            for link in self.store.list_path_links()
+            if link.path == wanted or link.path.startswith(wanted + "/")
+        }
+        items: list[Item] = []
+        for record in self.store.get_records(sorted(record_ids)).values():
+            if not access.can_read(principal, record.scope, record.content.acl):
+                continue
+            if record.status not in (Status.ACTIVE, Status.DRAFT) or record.superseded_by:
+                continue
+            version = self.store.get_version(record.current_version_id)
+            if version is not None:
+                items.append(direct_item(record, version, "relationship_path", scope=record.scope))
+        items.sort(key=lambda i: (i.status != "active", i.title))
+        return _budgeted(path, items[:k], max_tokens, self.clock())
+
+    def for_symbol(
+        self, symbol: str, *, principal: Principal, k: int = 10, max_tokens: int = 8000
+    ) -> RetrievalResult:
+        """Records that mention a code symbol, drafts included (spec 002)."""
+        return self.retrieve(
+            symbol,
+            principal=principal,
+            mode="keyword",
+            k=k,
+            max_tokens=max_tokens,
+            include_drafts=True,
+        )
+
+    def validate_claims(
+        self, text: str, *, principal: Principal, scope: str | None = None
+    ) -> ClaimsReport:
+        """Check each sentence of an agent's claims against memory: supported,
+        contradicted (never resolved) or unknown, with the evidence cited."""
+        claims = [c.strip() for c in re.split(r"(?<=[.!?])\s+|\n+", text) if c.strip()]
+        if not claims:
+            raise InvalidInput("no claims to validate", field="text")
+        checked: list[ClaimCheck] = []
+        for claim in claims[:20]:
+            found = self.retrieve(
+                claim,
+                principal=principal,
+                k=3,
+                scope=scope,
+                mode="hybrid" if self.indexer else "keyword",
+            )
+            evidence = tuple(found.items)
+            verdict = "unknown"
+            for item in evidence:
+                relation = claim_relation(claim, item.title + ". " + item.content)
+                if relation != "unknown":
+                    verdict = relation
+                    break
+            checked.append(ClaimCheck(claim=claim, verdict=verdict, evidence=evidence))
+        return ClaimsReport(claims=tuple(checked))
+
+    def research(
+        self,
+        question: str,
+        *,
+        principal: Principal,
+        scope: str | None = None,
+        max_tokens: int = 4000,
+    ) -> ResearchAnswer:
+        """The Researcher role (spec 001 FR-09): plan, retrieve, retry ≤ 3 times, summarise."""
+        if not question.strip():
+            raise InvalidInput("the question is empty", field="question")
+
+        def attempt(query: str, **options: Any) -> RetrievalResult:
+            if options.get("mode") != "keyword" and self.indexer is None:
+                options["mode"] = "keyword"
+            return self.retrieve(query, principal=principal, scope=scope, **options)
+
+        return research(question, attempt, now=self.clock(), max_tokens=max_tokens)
 
     # ---- maintenance ---------------------------------------------------------------------
 
@@ -560,3 +836,56 @@ def require_principal(principal: Principal | None) -> Principal:
     if principal is None:
         raise PermissionDenied("no identity: every call needs a principal")
     return principal
+
+
+def _file_outcome(report: IngestReport, outcome: ProposalOutcome, *, updated: bool) -> None:
+    if outcome.decision is Decision.APPROVE:
+        record_id = outcome.record.id if outcome.record else ""
+        (report.updated if updated else report.created).append(record_id)
+    elif outcome.decision is Decision.QUEUE:
+        report.queued.append(outcome.proposal.id)
+    else:
+        report.rejected.append(outcome.proposal.id)
+
+
+def _hit_of(item: Item) -> Hit:
+    """The minimal hit view of an item, for the contradiction heuristic."""
+    return Hit(
+        record_id=item.record_id,
+        version_id=item.version_id,
+        version=item.version,
+        kind=item.kind,
+        scope=item.scope,
+        status=item.status,
+        title=item.title,
+        text=item.content,
+        chunk_ids=(0,),
+        citations=item.citations,
+        why_included=item.why_included,
+        scores=Scores(),
+    )
+
+
+def _budgeted(query: str, items: Sequence[Item], max_tokens: int, now: datetime) -> RetrievalResult:
+    budget = apply_budget(items, lambda item: estimate_item_tokens(item.content), max_tokens)
+    return RetrievalResult(
+        query=query,
+        mode="keyword",
+        scope=None,
+        selector_used=Selector.head(),
+        items=tuple(budget.included),
+        token_budget=max_tokens,
+        used_tokens=budget.used_tokens,
+        token_budget_exceeded=budget.token_budget_exceeded,
+        excluded_count=budget.excluded_count,
+        excluded=tuple(
+            Excluded(
+                record_id=e.item.record_id,
+                version_id=e.item.version_id,
+                reason="token_budget",
+                tokens=e.tokens,
+            )
+            for e in budget.excluded
+        ),
+        trace=Trace(),
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +18,8 @@ from typing import Annotated, Any, TypeVar
 import click
 import typer
 from pydantic import ValidationError
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from cairn.doors import _render as render
 from cairn.errors import CairnError, InvalidInput
@@ -38,6 +40,8 @@ from cairn.model import (
     Sensitivity,
     Status,
 )
+from cairn.retrieval.context import ReadContextRequest
+from cairn.retrieval.types import Item, Mode, RetrievalResult
 from cairn.workspace import Workspace
 
 T = TypeVar("T")
@@ -601,6 +605,245 @@ def status(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False)
         render.out.print(f"store {_store_path(store)}")
         for name, value in sorted(counts.items()):
             render.out.print(f"  {name:<22} {value}")
+
+
+EmbedderOpt = Annotated[
+    str,
+    typer.Option("--embedder", envvar="CAIRN_EMBEDDER", help="minilm, static or openai:URL."),
+]
+
+
+@contextmanager
+def _reader(
+    store: Path | None, key: str | None, embedder: str
+) -> Iterator[tuple[Memory, Principal]]:
+    """Like _session, but the memory embeds with the chosen model for vector reads."""
+    with _errors():
+        workspace = Workspace(_store_path(store))
+        principal = workspace.authenticate(key) if workspace.exists() else None
+        with Memory.open(workspace.folder, embedder=embedder) as memory:
+            if principal is None:  # pragma: no cover - open raises first
+                raise InvalidInput(f"no store in {workspace.folder}")
+            yield memory, principal
+
+
+def _items_table(items: Sequence[Item], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("#", "record", "v", "kind", "title", "why", "score", "conf"):
+        table.add_column(column, overflow="fold")
+    for n, item in enumerate(items, start=1):
+        table.add_row(
+            str(n),
+            item.record_id,
+            str(item.version),
+            item.kind,
+            item.title,
+            ",".join(w.replace("_match", "") for w in item.why_included),
+            f"{item.scores.fused:.4f}",
+            f"{item.scores.confidence or 0:.2f}",
+        )
+    return table
+
+
+def _show_retrieval(result: RetrievalResult) -> None:
+    render.out.print(_items_table(result.items, f"{len(result.items)} items ({result.mode})"))
+    for item in result.items:
+        cite = item.citations[0]
+        render.out.print(f"  cite ({cite.record_id}, {cite.version_id}) {cite.chunk_key or ''}")
+    for c in result.contradictions:
+        render.out.print(
+            f"[yellow]contradiction[/] {c.record_ids[0]} ↔ {c.record_ids[1]}: {c.reason}"
+        )
+    if result.token_budget_exceeded:
+        render.out.print(f"{result.excluded_count} more left out by the token budget")
+    for warning in result.warnings:
+        render.out.print(f"[yellow]warning[/] {warning}")
+    timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.trace.timings_ms.items())
+    render.out.print(f"[dim]{timings}[/]")
+
+
+@app.command()
+def search(
+    query: str,
+    mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "hybrid",
+    k: Annotated[int, typer.Option(min=1, max=1000)] = 10,
+    scope: Annotated[str | None, typer.Option(help="A scope glob.")] = None,
+    kind: Annotated[list[str] | None, typer.Option(help="Only these kinds.")] = None,
+    include_drafts: Annotated[bool, typer.Option(help="Include draft records.")] = False,
+    selector: Annotated[SelectorKind, typer.Option()] = SelectorKind.HEAD,
+    baseline: Annotated[str | None, typer.Option(help="Baseline id for baseline_ref.")] = None,
+    max_tokens: Annotated[int, typer.Option(min=1, help="The token budget.")] = 8000,
+    embedder: EmbedderOpt = "minilm",
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validated hybrid retrieval: permission-trimmed, fused, cited, within a token budget."""
+    with _reader(store, key, "static" if mode == "keyword" else embedder) as (memory, principal):
+        result = memory.retrieve(
+            query,
+            principal=principal,
+            mode=_mode(mode),
+            k=k,
+            scope=scope,
+            kinds=kind or (),
+            include_drafts=include_drafts,
+            max_tokens=max_tokens,
+            selector=Selector(kind=selector, baseline_id=baseline),
+        )
+        if as_json:
+            render.print_json(result)
+        else:
+            _show_retrieval(result)
+
+
+def _mode(mode: str) -> Mode:
+    if mode not in ("hybrid", "keyword", "vector"):
+        raise InvalidInput(f"unknown mode {mode!r}: hybrid, keyword or vector", field="mode")
+    return mode  # type: ignore[return-value]
+
+
+@app.command()
+def context(
+    query: Annotated[str | None, typer.Argument(help="What to look for.")] = None,
+    scope: Annotated[str, typer.Option(help="The scope to read.")] = "",
+    record: Annotated[str | None, typer.Option(help="Fetch this record instead.")] = None,
+    selector: Annotated[SelectorKind, typer.Option()] = SelectorKind.PUBLISHED,
+    baseline: Annotated[str | None, typer.Option()] = None,
+    max_tokens: Annotated[int, typer.Option(min=1)] = 8000,
+    embedder: EmbedderOpt = "minilm",
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """read_context (spec 000): version-pinned context of a scope, published by default."""
+    with _reader(store, key, embedder) as (memory, principal):
+        request = ReadContextRequest(
+            scope=scope,
+            query=query,
+            record_id=record,
+            max_tokens=max_tokens,
+            selector=Selector(kind=selector, baseline_id=baseline),
+        )
+        response = memory.read_context(request, principal=principal)
+        if as_json:
+            render.print_json(response)
+            return
+        render.out.print(
+            _items_table(
+                response.items, f"context of {response.scope} ({response.selector_used.kind.value})"
+            )
+        )
+        for warning in response.warnings:
+            render.out.print(f"[yellow]warning[/] {warning}")
+
+
+@app.command()
+def validate(
+    record_ids: Annotated[list[str], typer.Argument(help="Record ids you intend to rely on.")],
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check cited records: still current, active, valid, and not contradicting each other."""
+    with _session(store, key) as (memory, principal):
+        report = memory.validate(record_ids, principal=principal)
+        if as_json:
+            render.print_json(report)
+            return
+        for check in report.records:
+            verdict = (
+                "[green]valid[/]" if check.valid else "[red]" + ", ".join(check.problems) + "[/]"
+            )
+            render.out.print(f"{check.record_id}: {verdict}")
+        for c in report.contradictions:
+            render.out.print(
+                f"[yellow]contradiction[/] {c.record_ids[0]} ↔ {c.record_ids[1]}: {c.reason}"
+            )
+        if not all(check.valid for check in report.records):
+            raise typer.Exit(1)
+
+
+@app.command()
+def research(
+    question: str,
+    scope: Annotated[str | None, typer.Option(help="A scope glob.")] = None,
+    max_tokens: Annotated[int, typer.Option(min=1)] = 4000,
+    embedder: EmbedderOpt = "minilm",
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The Researcher: plans, retrieves (up to 3 attempts) and answers with citations."""
+    with _reader(store, key, embedder) as (memory, principal):
+        answer = memory.research(question, principal=principal, scope=scope, max_tokens=max_tokens)
+        if as_json:
+            render.print_json(answer)
+            return
+        render.out.print(answer.summary, markup=False)
+        for warning in answer.warnings:
+            render.out.print(f"[yellow]warning[/] {warning}")
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[str], typer.Argument(help="Files, folders or globs ('docs/**/*.md').")],
+    scope: Annotated[str, typer.Option(help="The scope the documents live in.")],
+    kind: Annotated[str, typer.Option(help="The record kind.")] = "document",
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ingest markdown/text files as evidence (unchanged files create nothing)."""
+    with _session(store, key) as (memory, principal), _progress(as_json) as bar:
+        task = bar.add_task("ingest", total=None)
+
+        def step(done: int, total: int, name: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"ingest {name}")
+
+        report = memory.ingest(paths, principal=principal, scope=scope, kind=kind, progress=step)
+    if as_json:
+        render.print_json(report)
+        return
+    render.out.print(
+        f"created {len(report.created)} · updated {len(report.updated)} · unchanged "
+        f"{len(report.unchanged)} · queued {len(report.queued)} · rejected "
+        f"{len(report.rejected)} · skipped {len(report.skipped)}"
+    )
+
+
+@app.command()
+def index(
+    embedder: EmbedderOpt = "minilm",
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Embed every chunk that has no vector yet (the dense index catches up)."""
+    with _reader(store, key, embedder) as (memory, _principal), _progress(as_json) as bar:
+        task = bar.add_task("embedding", total=None)
+        done = memory.index_pending(
+            progress=lambda n, total: bar.update(task, completed=n, total=total)
+        )
+    if as_json:
+        render.print_json({"embedded": done})
+    else:
+        render.out.print(f"embedded {done} chunk texts")
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Progress]:
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=render.err,
+        disable=quiet or not render.err.is_terminal,
+        transient=True,
+    )
+    with bar:
+        yield bar
 
 
 @app.command()

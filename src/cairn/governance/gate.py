@@ -8,6 +8,7 @@ the only caller of ``Store.commit`` (tests/test_zero_bypass.py).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -91,6 +92,24 @@ def _no_chunks(content: Content) -> tuple[ChunkDraft, ...]:
     return ()
 
 
+def _pending_record(record_id: str, content: Content) -> Record:
+    """A stand-in for a record created earlier in the same, not yet committed, batch."""
+    now = utcnow()
+    return Record(
+        id=record_id,
+        kind=content.kind,
+        scope=content.scope,
+        status=Status.ACTIVE,
+        current_version_id="(this batch)",
+        current_version=1,
+        created_at=now,
+        updated_at=now,
+        status_changed_at=now,
+        created_by="(this batch)",
+        content=content,
+    )
+
+
 class Gate:
     def __init__(
         self,
@@ -107,6 +126,38 @@ class Gate:
         self.path_hasher = path_hasher
         # Index updates commit in the same transaction as the change they index.
         self.chunker = chunker
+        self._local = threading.local()
+
+    # ---- batching: many proposals, one transaction ---------------------------------------
+
+    def _batch(self) -> list[ChangeSet] | None:
+        return getattr(self._local, "batch", None)
+
+    def _batch_hashes(self) -> dict[tuple[str, str], str]:
+        hashes: dict[tuple[str, str], str] = self._local.hashes
+        return hashes
+
+    def _commit(self, changeset: ChangeSet) -> None:
+        batch = self._batch()
+        if batch is None:
+            self.store.commit([changeset])
+        else:
+            batch.append(changeset)
+
+    def submit_many(
+        self, changes: Sequence[CreateChange], principal: Principal
+    ) -> list[ProposalOutcome]:
+        """Propose many new records; every decision (each with its own audit entry) commits
+        in one transaction, or none does. Duplicates are rejected item by item."""
+        self._local.batch, self._local.hashes = [], {}
+        try:
+            outcomes = [self.submit(change, principal) for change in changes]
+            batch = self._batch()
+            if batch:
+                self.store.commit(batch)
+        finally:
+            self._local.batch = self._local.hashes = None
+        return outcomes
 
     # ---- public verbs ----------------------------------------------------------------
 
@@ -370,6 +421,10 @@ class Gate:
             content = None
         if content is None:
             return None
+        if self._batch() is not None:
+            earlier = self._batch_hashes().get((content.scope, content.content_hash()))
+            if earlier is not None:
+                return self.store.get_record(earlier) or _pending_record(earlier, content)
         for record in self.store.find_by_hash(content.scope, content.content_hash()):
             if record.id != proposal.record_id and record.status not in (
                 Status.REJECTED,
@@ -424,7 +479,7 @@ class Gate:
             reason=reason,
             details={"op": proposal.change.op, "queued": True},
         )
-        self.store.commit([ChangeSet(audit=audit, writes=(PutProposal(proposal),))])
+        self._commit(ChangeSet(audit=audit, writes=(PutProposal(proposal),)))
         return ProposalOutcome(proposal=proposal, decision=Decision.QUEUE, feedback=reason)
 
     def _reject(
@@ -484,11 +539,9 @@ class Gate:
             details=details,
         )
         expects = (ExpectProposal(proposal.id, ProposalStatus.PENDING),) if was_pending else ()
-        self.store.commit(
-            [ChangeSet(audit=audit, writes=(PutProposal(rejected),), expects=expects)]
-        )
+        self._commit(ChangeSet(audit=audit, writes=(PutProposal(rejected),), expects=expects))
         outcome = ProposalOutcome(proposal=rejected, decision=Decision.REJECT, feedback=feedback)
-        if existing_record_id:
+        if existing_record_id and self._batch() is None:
             raise DuplicateContent(
                 feedback,
                 proposal_id=proposal.id,
@@ -541,7 +594,9 @@ class Gate:
                 "version_id": plan.version.id if plan.version else None,
             },
         )
-        self.store.commit([ChangeSet(audit=audit, writes=tuple(writes), expects=tuple(expects))])
+        self._commit(ChangeSet(audit=audit, writes=tuple(writes), expects=tuple(expects)))
+        if plan.record is not None and plan.version is not None and self._batch() is not None:
+            self._batch_hashes()[(plan.record.scope, plan.version.content_hash)] = plan.record.id
         return ProposalOutcome(
             proposal=accepted,
             decision=Decision.APPROVE,

@@ -22,7 +22,7 @@ from datetime import datetime
 import numpy as np
 
 from cairn.model import Confidence, Record, Status, Version
-from cairn.retrieval.types import Contradiction, Hit, Item
+from cairn.retrieval.types import Citation, Contradiction, Hit, Item, Scores, Why
 from cairn.search.catalog import FloatArray
 from cairn.search.fts import fts_tokens
 
@@ -145,13 +145,20 @@ def _polarity(tokens: set[str]) -> bool:
 
 
 def _similar(
-    a: Hit, b: Hit, ta: set[str], tb: set[str], vector_of: Callable[[int], FloatArray | None]
+    a: Hit,
+    b: Hit,
+    ta: set[str],
+    tb: set[str],
+    vector_of: Callable[[int], FloatArray | None],
 ) -> bool:
+    """Both must talk about the same thing: most content words shared (numbers and
+    negations aside) and, when vectors exist, close in embedding space too."""
+    wa = {t for t in ta - NEGATIONS if not t.isdigit()}
+    wb = {t for t in tb - NEGATIONS if not t.isdigit()}
+    if not wa or not wb or len(wa & wb) / len(wa | wb) < SIMILAR_JACCARD:
+        return False
     va, vb = vector_of(a.chunk_ids[0]), vector_of(b.chunk_ids[0])
-    if va is not None and vb is not None and float(np.dot(va, vb)) >= SIMILAR_COSINE:
-        return True
-    union = ta | tb
-    return bool(union) and len((ta - NEGATIONS) & (tb - NEGATIONS)) / len(union) >= SIMILAR_JACCARD
+    return va is None or vb is None or float(np.dot(va, vb)) >= SIMILAR_COSINE
 
 
 def find_contradictions(
@@ -186,3 +193,29 @@ def find_contradictions(
                 )
             )
     return found
+
+
+def direct_item(record: Record, version: Version, why: Why, *, scope: str) -> Item:
+    """A whole version as an item, for direct fetches and relationship reads."""
+    content = version.content
+    text = content.body or content.title
+    return Item(
+        record_id=record.id,
+        version_id=version.id,
+        version=version.number,
+        kind=record.kind,
+        scope=scope,
+        status=record.status.value,
+        title=content.title,
+        content=text,
+        origin=content.origin.value,
+        confidence_label=content.confidence.value,
+        provenance=content.provenance,
+        valid_from=content.valid_from.isoformat() if content.valid_from else None,
+        valid_to=content.valid_to.isoformat() if content.valid_to else None,
+        metadata=content.metadata,
+        citations=(Citation(record_id=record.id, version_id=version.id, scope=scope),),
+        why_included=(why,),
+        scores=Scores(confidence=round(confidence_score(1.0, version, record.status), 4)),
+        flags=_flags(record, version),
+    )

@@ -170,7 +170,7 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX chunks_seq ON chunks(seq);
     CREATE INDEX chunks_text_hash ON chunks(text_hash);
     CREATE VIRTUAL TABLE chunks_fts USING fts5(
-        title, heading, text, content='', tokenize='unicode61 remove_diacritics 2'
+        title, heading, text, content='', tokenize='porter unicode61 remove_diacritics 2'
     );
     CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
     CREATE TABLE vectors (

@@ -1,0 +1,96 @@
+"""The ``read_context`` contract (spec 000 §1.1) and the other report shapes of the read side."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field, model_validator
+
+from cairn.model import CairnModel, Selector
+from cairn.retrieval.types import Contradiction, Item, Mode, Trace
+
+
+class ReadContextRequest(CairnModel):
+    """Either a ``query`` (ranked recall) or a ``record_id`` (direct fetch), within a scope."""
+
+    scope: str
+    selector: Selector = Field(default_factory=Selector.published)
+    query: str | None = None
+    record_id: str | None = None
+    max_tokens: int = Field(default=8000, ge=1, le=1_000_000)
+    k: int = Field(default=10, ge=1, le=100)
+    mode: Mode = "hybrid"
+    include_drafts: bool = False
+
+    @model_validator(mode="after")
+    def _query_or_record(self) -> ReadContextRequest:
+        if (self.query is None) == (self.record_id is None):
+            raise ValueError("give exactly one of 'query' or 'record_id'")
+        return self
+
+
+class ReadContextResponse(CairnModel):
+    scope: str
+    selector_used: Selector
+    items: tuple[Item, ...]
+    contradictions: tuple[Contradiction, ...] = ()
+    token_budget_exceeded: bool = False
+    excluded_count: int = 0
+    warnings: tuple[str, ...] = ()
+    trace: Trace = Field(default_factory=Trace)
+
+
+class RecordCheck(CairnModel):
+    """Whether one cited record may still be relied on, and why not."""
+
+    record_id: str
+    valid: bool
+    status: str | None = None
+    version_id: str | None = None
+    resolved_id: str | None = None
+    confidence_label: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+class ValidationReport(CairnModel):
+    checked_at: datetime
+    records: tuple[RecordCheck, ...]
+    contradictions: tuple[Contradiction, ...] = ()
+
+
+class ClaimCheck(CairnModel):
+    claim: str
+    verdict: str  # supported | contradicted | unknown
+    evidence: tuple[Item, ...] = ()
+
+
+class ClaimsReport(CairnModel):
+    claims: tuple[ClaimCheck, ...]
+
+
+class ResearchPlan(CairnModel):
+    primary_query: str
+    memory_types: tuple[str, ...] = ()
+    created_after: datetime | None = None
+    top_k: int = 10
+
+
+class ResearchAttempt(CairnModel):
+    number: int
+    mode: Mode
+    top_k: int
+    kinds: tuple[str, ...]
+    created_after: datetime | None
+    found: int
+    mean_confidence: float
+
+
+class ResearchAnswer(CairnModel):
+    question: str
+    plan: ResearchPlan
+    summary: str
+    items: tuple[Item, ...]
+    contradictions: tuple[Contradiction, ...] = ()
+    attempts: tuple[ResearchAttempt, ...]
+    partial: bool = False
+    warnings: tuple[str, ...] = ()
