@@ -15,9 +15,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-import click
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -58,7 +58,7 @@ app.add_typer(review_app, name="review")
 
 StoreOpt = Annotated[
     Path | None,
-    typer.Option("--store", envvar="CAIRN_STORE", help="The cairn folder [default: ./.cairn]."),
+    typer.Option("--store", envvar="CAIRN_STORE", help="The cairn folder (default ./.cairn)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 KeyOpt = Annotated[
@@ -66,14 +66,15 @@ KeyOpt = Annotated[
     typer.Option("--key", envvar="CAIRN_API_KEY", help="API key (or set CAIRN_API_KEY)."),
 ]
 DEFAULT_STORE = Path(".cairn")
+_GLOBAL_OPTIONS: dict[str, Any] = {}
 
 
 # ---- plumbing -------------------------------------------------------------------------
 
 
 def _fail(exc: CairnError) -> None:
-    where = f" [{exc.field}]" if exc.field else ""
-    render.err.print(f"[bold red]error[/] ({exc.code}){where}: {exc.message}", markup=True)
+    where = escape(f" [{exc.field}]") if exc.field else ""
+    render.err.print(f"[bold red]error[/] ({exc.code}){where}: {escape(exc.message)}")
     raise typer.Exit(exc.exit_code)
 
 
@@ -133,8 +134,12 @@ def _body(body: str | None, body_file: Path | None) -> str | None:
     return body
 
 
+def _want_json(flag: bool) -> bool:
+    return flag or bool(_GLOBAL_OPTIONS.get("json"))
+
+
 def _show_outcome(outcome: ProposalOutcome, as_json: bool) -> None:
-    if as_json:
+    if _want_json(as_json):
         render.print_json(outcome)
         return
     p = outcome.proposal
@@ -144,15 +149,16 @@ def _show_outcome(outcome: ProposalOutcome, as_json: bool) -> None:
     render.out.print(f"proposal {p.id} ({p.change.op}) {verdict} — rule {p.rule or '-'}")
     if outcome.record is not None:
         v = f" v{outcome.version.number} ({outcome.version.id})" if outcome.version else ""
-        render.out.print(f"record {outcome.record.id} [{outcome.record.status.value}]{v}")
+        status = escape(f"[{outcome.record.status.value}]")
+        render.out.print(f"record {outcome.record.id} {status}{v}")
     if outcome.feedback:
-        render.out.print(f"  {outcome.feedback}")
+        render.out.print(f"  {escape(outcome.feedback)}")
 
 
 def _run(as_json: bool, fn: Callable[[], T], show: Callable[[T], None]) -> None:
     with _errors():
         result = fn()
-        if as_json:
+        if _want_json(as_json):
             render.print_json(result)
         else:
             show(result)
@@ -168,17 +174,15 @@ def _main(
     as_json: JsonOpt = False,
 ) -> None:
     ctx.obj = {"store": store or DEFAULT_STORE, "json": as_json}
+    # typer bundles its own click, so commands read the options given before them from here.
+    _GLOBAL_OPTIONS.update(ctx.obj)
 
 
 def _store_path(store: Path | None) -> Path:
     """A command's own --store wins; else the one given before the command; else ./.cairn."""
     if store is not None:
         return store
-    ctx = click.get_current_context(silent=True)
-    root = ctx.find_root() if ctx else None
-    if root is not None and isinstance(root.obj, dict):
-        return Path(root.obj.get("store") or DEFAULT_STORE)
-    return DEFAULT_STORE
+    return Path(_GLOBAL_OPTIONS.get("store") or DEFAULT_STORE)
 
 
 @app.command()
@@ -847,7 +851,7 @@ def _progress(quiet: bool) -> Iterator[Progress]:
 
 
 @app.command()
-def tour(as_json: JsonOpt = False) -> None:
+def tour() -> None:
     """A guided end-to-end run on a fresh store in a temporary folder."""
     from cairn.doors.tour import run_tour
 

@@ -3,7 +3,7 @@
 Every mutation arrives as a ``Proposal`` pinned to the version it was based on. The gate
 checks who is asking (role limits are not policy), validates the change, asks the policy,
 and commits the outcome, the change and exactly one audit entry in one transaction. It is
-the only caller of ``Store.commit`` (tests/test_zero_bypass.py).
+the only caller of ``Store.commit`` (tests/governance/test_zero_bypass.py).
 """
 
 from __future__ import annotations
@@ -258,9 +258,8 @@ class Gate:
                     if isinstance(old.change, PublishChange)
                     else None
                 ),
+                # the proposer stays the author; the audit entry records who rebased
                 "rebased_from": old.id,
-                "principal_id": principal.id,
-                "principal_roles": principal.roles,
             }
         )
         retired = old.model_copy(
@@ -358,7 +357,7 @@ class Gate:
             if new == record.content:
                 raise InvalidInput("the update changes nothing", field="patch")
             if record.status in (Status.ARCHIVED, Status.REJECTED):
-                raise InvalidInput(f"a {record.status.value} record cannot be updated")
+                raise InvalidInput(f"{record.status.value} records cannot be updated")
         elif isinstance(change, SupersedeChange):
             self._check_supersede(change, principal)
         elif isinstance(change, TransitionChange):

@@ -58,7 +58,8 @@ def check_transition(current: Status, target: Status, principal: Principal) -> N
     if allowed is None:
         moves = ", ".join(t.value for (s, t) in TRANSITIONS if s is current) or "none"
         raise InvalidTransition(
-            f"a {current.value} record cannot become {target.value} "
+            f"{'an' if current.value[0] in 'aeiou' else 'a'} {current.value} record cannot "
+            f"become {target.value} "
             f"(allowed from {current.value}: {moves})",
             field="to",
             current=current.value,

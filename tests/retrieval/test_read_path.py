@@ -1,0 +1,224 @@
+"""The read path end to end on every backend: trimming before ranking, lifecycle rules,
+selectors, citations, budget, validation, and contradiction flags."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import (
+    SYSTEM_PRINCIPAL,
+    Acl,
+    ContentPatch,
+    Principal,
+    Selector,
+    Status,
+    TransitionChange,
+    utcnow,
+)
+from cairn.store.base import Store
+from tests.conftest import content
+
+
+@pytest.fixture
+def rmemory(store: Store, tmp_path: Path) -> Memory:
+    """A memory with the fast static embedder, so hybrid reads are real but quick."""
+    return Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path, embedder="static")
+
+
+def _add(memory: Memory, who: Principal, title: str, body: str, **fields: object) -> str:
+    outcome = memory.remember(content(title, body=body, **fields), principal=who)
+    assert outcome.record is not None
+    return outcome.record.id
+
+
+def test_trimming_happens_before_ranking(
+    rmemory: Memory, curator: Principal, agent: Principal
+) -> None:
+    secret_ids = [
+        _add(rmemory, curator, f"Database password rotation {n}",
+             f"The database password rotation schedule, part {n}.",
+             acl=Acl(labels=("confidential",)))
+        for n in range(12)
+    ]  # fmt: skip
+    public_ids = {
+        _add(rmemory, curator, "Password policy", "Passwords rotate; ask the team."),
+        _add(rmemory, curator, "Rotation of on-call", "The on-call rotation changes weekly."),
+    }
+    for mode in ("keyword", "vector", "hybrid"):
+        result = rmemory.retrieve("database password rotation schedule", principal=agent,
+                                  mode=mode, k=2)  # fmt: skip
+        assert {i.record_id for i in result.items} == public_ids, mode
+        dumped = json.dumps(result.model_dump(mode="json"))
+        assert not any(secret in dumped for secret in secret_ids), "a withheld id leaked"
+    seen_by_curator = rmemory.retrieve("database password rotation schedule", principal=curator,
+                                       mode="keyword", k=2)  # fmt: skip
+    assert {i.record_id for i in seen_by_curator.items} <= set(secret_ids)
+
+
+def test_scopes_and_sensitivity_trim_too(
+    rmemory: Memory, curator: Principal, agent: Principal
+) -> None:
+    other = _add(rmemory, curator, "Globex deploy day", "Deploys on Friday.", scope="globex/app")
+    high = _add(rmemory, curator, "Acme deploy secrets", "Deploy keys.", acl=Acl(sensitivity="high"))
+    mine = _add(rmemory, curator, "Acme deploy day", "Deploys on Tuesday.")
+    found = {i.record_id for i in rmemory.retrieve("deploy", principal=agent, mode="keyword").items}
+    assert found == {mine}
+    assert {other, high} <= {
+        i.record_id for i in rmemory.retrieve("deploy", principal=curator, mode="keyword").items
+    }
+
+
+def test_lifecycle_rules_of_spec_002(rmemory: Memory, curator: Principal, agent: Principal) -> None:
+    active = _add(rmemory, curator, "Kafka retention is seven days", "Kafka keeps 7 days.")
+    stale = _add(rmemory, curator, "Kafka brokers", "We run 3 Kafka brokers.")
+    rmemory.gate.submit(TransitionChange(record_id=stale, to=Status.STALE), SYSTEM_PRINCIPAL)
+    draft = rmemory.remember(content("Kafka upgrade note", body="Kafka upgrade planned."),
+                             principal=agent, draft=True).record  # fmt: skip
+    assert draft is not None
+
+    def found(**options: object) -> set[str]:
+        result = rmemory.retrieve("kafka", principal=agent, **options)  # type: ignore[arg-type]
+        return {i.record_id for i in result.items}
+
+    assert found(mode="keyword") == {active}  # stale never, drafts not by default
+    assert found(mode="keyword", include_drafts=True) == {active, draft.id}
+    symbol = rmemory.for_symbol("kafka", principal=agent)
+    assert draft.id in {i.record_id for i in symbol.items}
+    assert "draft_non_authoritative" in next(
+        i.flags for i in symbol.items if i.record_id == draft.id
+    )
+
+
+def test_superseded_and_expired_are_left_out(
+    rmemory: Memory, curator: Principal, agent: Principal
+) -> None:
+    old = _add(rmemory, curator, "Python version is 3.10", "We use Python 3.10.")
+    new = _add(rmemory, curator, "Python version is 3.12", "We use Python 3.12.")
+    rmemory.supersede(old, by=new, principal=curator)
+    expired = _add(rmemory, curator, "Python freeze", "Python upgrades frozen.",
+                   valid_to=utcnow() - timedelta(days=1),
+                   valid_from=utcnow() - timedelta(days=30))  # fmt: skip
+    ids = {i.record_id for i in rmemory.retrieve("python", principal=agent, mode="hybrid").items}
+    assert new in ids and old not in ids and expired not in ids
+
+
+def test_published_selector_reads_the_pinned_version(
+    rmemory: Memory, curator: Principal, agent: Principal
+) -> None:
+    record_id = _add(rmemory, curator, "Testing SOP", "Run make test for phase 0 tests.")
+    rmemory.publish("acme/app", principal=curator)
+    rmemory.update(record_id, ContentPatch(body="Run tox for phase 0 tests."), principal=curator)
+    published = rmemory.retrieve("phase 0 tests", principal=agent, selector=Selector.published())
+    head = rmemory.retrieve("phase 0 tests", principal=agent)
+    assert [i.version for i in published.items] == [1]
+    assert "make test" in published.items[0].content
+    assert [i.version for i in head.items] == [2]
+    assert published.selector_used.kind.value == "published"
+
+
+def test_every_citation_is_pinned_and_checkable(
+    rmemory: Memory, curator: Principal, agent: Principal, tmp_path: Path
+) -> None:
+    body = "# Runbook\n\nIntro.\n\n## Restart\n\nRestart the API with systemctl.\n\n## Logs\n\nSee journald."
+    record_id = _add(rmemory, curator, "API runbook", body, kind="document")
+    result = rmemory.retrieve("restart the API", principal=agent)
+    assert result.items and result.items[0].record_id == record_id
+    for item in result.items:
+        for citation in item.citations:
+            version = rmemory.store.get_version(citation.version_id)
+            assert version is not None and version.record_id == citation.record_id
+            assert citation.excerpt is not None
+            excerpt = version.content.body[citation.excerpt.start : citation.excerpt.end]
+            assert excerpt.strip() and excerpt.strip() in version.content.body
+    first = result.items[0].citations[0]
+    assert first.chunk_key is not None and "restart" in first.chunk_key
+    assert result.items[0].why_included and set(result.items[0].why_included) <= {
+        "keyword_match", "vector_match"
+    }  # fmt: skip
+    assert {"preselect", "recall.keyword", "recall.vector", "fuse", "validate", "budget",
+            "compose"} <= set(result.trace.timings_ms)  # fmt: skip
+
+
+def test_budget_clips_in_order_without_reranking(rmemory: Memory, curator: Principal) -> None:
+    for n in range(6):
+        _add(rmemory, curator, f"Cache note {n}", f"cache eviction detail {n} " * 40)
+    full = rmemory.retrieve("cache eviction", principal=curator, mode="keyword", k=6)
+    tight = rmemory.retrieve("cache eviction", principal=curator, mode="keyword", k=6,
+                             max_tokens=full.items[0].tokens + full.items[1].tokens)  # fmt: skip
+    assert [i.record_id for i in tight.items] == [i.record_id for i in full.items[:2]]
+    assert tight.token_budget_exceeded and tight.excluded_count == 4
+    assert [e.record_id for e in tight.excluded] == [i.record_id for i in full.items[2:]]
+    assert {e.reason for e in tight.excluded} == {"token_budget"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=60) | st.sampled_from(['"', "*", "NEAR(", "-x", "a AND", "(", "é", ""]))
+def test_any_text_is_a_valid_keyword_query(memory: Memory, curator: Principal, text: str) -> None:
+    if not memory.status()["records"]:
+        memory.remember(content("Stable anchor"), principal=curator)
+    result = memory.search(text, principal=curator, mode="keyword")
+    assert isinstance(result.hits, tuple)
+
+
+def test_empty_query_returns_nothing(rmemory: Memory, curator: Principal) -> None:
+    _add(rmemory, curator, "Anything", "at all")
+    assert rmemory.retrieve("   ", principal=curator).items == ()
+
+
+def test_keyword_sees_a_write_at_once_and_status_shows_vector_lag(
+    rmemory: Memory, curator: Principal
+) -> None:
+    _add(rmemory, curator, "Fresh fact", "Zebra crossings are striped.")
+    assert rmemory.status()["vector_lag"] == 1
+    assert rmemory.search("zebra", principal=curator, mode="keyword").hits
+    assert rmemory.index_pending() == 1
+    assert rmemory.status()["vector_lag"] == 0
+    assert rmemory.search("zebra crossing", principal=curator, mode="vector").hits
+
+
+def test_confidence_decreases_with_version(rmemory: Memory, curator: Principal) -> None:
+    young = _add(rmemory, curator, "Lint with ruff", "Lint with ruff check.", confidence="verified")
+    old = _add(rmemory, curator, "Format with ruff", "Format with ruff format.",
+               confidence="verified")  # fmt: skip
+    for n in range(4):
+        rmemory.update(old, ContentPatch(body=f"Format with ruff format, take {n}."),
+                       principal=curator)  # fmt: skip
+    result = rmemory.retrieve("ruff", principal=curator, mode="keyword")
+    conf = {i.record_id: i.scores.confidence for i in result.items}
+    assert conf[old] is not None and conf[young] is not None and conf[old] < conf[young]
+    assert next(i.version for i in result.items if i.record_id == old) == 5
+
+
+def test_contradictions_are_flagged_not_resolved(rmemory: Memory, curator: Principal) -> None:
+    a = _add(rmemory, curator, "Deploys happen on Tuesdays", "We deploy on Tuesdays.",
+             kind="belief")  # fmt: skip
+    b = _add(rmemory, curator, "Deploys never happen on Tuesdays", "We never deploy on Tuesdays.",
+             kind="belief")  # fmt: skip
+    result = rmemory.retrieve("deploy tuesdays", principal=curator)
+    assert {i.record_id for i in result.items} >= {a, b}, "both stay: nothing auto-resolved"
+    assert [set(c.record_ids) for c in result.contradictions] == [{a, b}]
+    report = rmemory.validate([a, b], principal=curator)
+    assert all(check.valid for check in report.records)
+    assert len(report.contradictions) == 1
+
+
+def test_validate_reports_what_cannot_be_relied_on(
+    rmemory: Memory, curator: Principal, agent: Principal
+) -> None:
+    old = _add(rmemory, curator, "Old", "old")
+    new = _add(rmemory, curator, "New", "new")
+    rmemory.supersede(old, by=new, principal=curator)
+    hidden = _add(rmemory, curator, "Hidden", "x", acl=Acl(labels=("confidential",)))
+    report = rmemory.validate([old, new, hidden, "rec_missing"], principal=agent)
+    by_id = {c.record_id: c for c in report.records}
+    assert by_id[old].problems == ("superseded",) and by_id[old].resolved_id == new
+    assert by_id[new].valid
+    assert by_id[hidden].problems == by_id["rec_missing"].problems == ("not_found",)
