@@ -606,6 +606,20 @@ class Gate:
 
     # ---- planning: what an accepted change writes -------------------------------------
 
+    def _pinned(self, proposal: Proposal) -> Record:
+        """The proposal's target, provided its head is still the version the proposal
+        pinned. Writes then expect exactly that version, so a concurrent commit between this
+        read and our transaction makes the commit fail instead of overwriting newer truth."""
+        assert proposal.record_id is not None
+        record = self._record(proposal.record_id)
+        if proposal.base_version_id and record.current_version_id != proposal.base_version_id:
+            raise StaleProposal(
+                f"proposal {proposal.id} is stale: {record.id} moved on to "
+                f"v{record.current_version}; rebase it first",
+                proposal_id=proposal.id,
+            )
+        return record
+
     def _plan(self, proposal: Proposal, now: datetime) -> _Plan:
         change = proposal.change
         actor = proposal.principal_id
@@ -624,14 +638,14 @@ class Gate:
                 )
             return plan
         if isinstance(change, UpdateChange):
-            record = self._record(change.record_id)
+            record = self._pinned(proposal)
             return self._plan_new_version(
                 record, change.patch.apply(record.content), actor, proposal.id, now
             )
         if isinstance(change, SupersedeChange):
-            return self._plan_supersede(change, actor, proposal.id, now)
+            return self._plan_supersede(change, proposal, actor, now)
         if isinstance(change, TransitionChange):
-            record = self._record(change.record_id)
+            record = self._pinned(proposal)
             moved = record.model_copy(
                 update={"status": change.to, "updated_at": now, "status_changed_at": now}
             )
@@ -710,9 +724,10 @@ class Gate:
         )
 
     def _plan_supersede(
-        self, change: SupersedeChange, actor: str, proposal_id: str, now: datetime
+        self, change: SupersedeChange, proposal: Proposal, actor: str, now: datetime
     ) -> _Plan:
-        old = self._record(change.record_id)
+        proposal_id = proposal.id
+        old = self._pinned(proposal)
         if change.content is not None:
             plan = self._plan_create(change.content, Status.ACTIVE, actor, proposal_id, now)
             assert plan.record is not None

@@ -1,0 +1,196 @@
+"""Concurrency across "server processes": several stores (own connections) on one database.
+
+Run on both backends. Two store objects on one SQLite file, or on one PostgreSQL database,
+behave like two cairn processes sharing a store.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from cairn.errors import Conflict
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import AuditQuery, Content, ContentPatch, Principal, ProposalStatus
+from cairn.store.base import ChangeSet, Store
+from cairn.store.postgres import PostgresStore
+from cairn.store.sqlite import SqliteStore
+from tests.conftest import content
+from tests.pg import PgCluster
+
+StoreOpener = Callable[[], Store]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreOpener]:
+    """Opens another store on one shared database, as another process would."""
+    opened: list[Store] = []
+    if request.param == "sqlite":
+        target: str = str(tmp_path / "cairn.db")
+
+        def make() -> Store:
+            opened.append(SqliteStore(target))
+            return opened[-1]
+
+    else:
+        cluster: PgCluster = request.getfixturevalue("pg_cluster")
+        target = cluster.new_database()
+        request.addfinalizer(lambda: cluster.drop_database(target))
+
+        def make() -> Store:
+            opened.append(PostgresStore(target))
+            return opened[-1]
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def _memory(store: Store) -> Memory:
+    return Memory(store, parse_policy(DEFAULT_POLICY_YAML))
+
+
+def _hold_commits_at(barrier: threading.Barrier, store: Store) -> None:
+    """Make ``store.commit`` wait until every racer has finished its reads and is about to
+    commit, so the race is decided by the store's own precondition check, every time."""
+    real = store.commit
+
+    def commit(changesets: Sequence[ChangeSet]) -> list[int]:
+        barrier.wait(timeout=60)
+        return real(changesets)
+
+    store.commit = commit  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_two_curators_accept_conflicting_proposals_exactly_one_wins(
+    open_store: StoreOpener, curator: Principal, agent: Principal, round_: int
+) -> None:
+    setup = _memory(open_store())
+    record = setup.remember(content("Deploys happen on Tuesdays"), principal=curator).record
+    assert record is not None
+    first = setup.update(record.id, ContentPatch(body="Deploys happen on Wednesdays"),
+                         principal=agent)  # fmt: skip
+    second = setup.update(record.id, ContentPatch(body="Deploys happen on Fridays"),
+                          principal=agent)  # fmt: skip
+    assert first.proposal.status is second.proposal.status is ProposalStatus.PENDING
+
+    barrier = threading.Barrier(2)
+    results: dict[str, object] = {}
+
+    def accept(proposal_id: str) -> None:
+        store = open_store()
+        _hold_commits_at(barrier, store)
+        try:
+            results[proposal_id] = _memory(store).decide(
+                proposal_id, approve=True, principal=curator
+            )
+        except Conflict as exc:
+            results[proposal_id] = exc
+
+    threads = [threading.Thread(target=accept, args=(p.proposal.id,)) for p in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(results) == 2
+    conflicts = [r for r in results.values() if isinstance(r, Conflict)]
+    assert len(conflicts) == 1, results  # exactly one loser, told it lost
+    winner_id = next(pid for pid, r in results.items() if not isinstance(r, Conflict))
+    loser_id = next(pid for pid, r in results.items() if isinstance(r, Conflict))
+
+    head = setup.store.get_record(record.id)
+    assert head is not None and head.current_version == 2
+    assert [v.number for v in setup.store.list_versions(record.id)] == [1, 2]
+    winner = setup.store.get_proposal(winner_id)
+    loser = setup.store.get_proposal(loser_id)
+    assert winner is not None and winner.status is ProposalStatus.ACCEPTED
+    assert loser is not None and loser.status is ProposalStatus.PENDING
+    assert setup.is_stale(loser)  # the curator is told to rebase it
+    approvals = setup.audit(AuditQuery(action="approve", proposal_id=loser_id), principal=curator)
+    assert approvals == []
+
+
+def test_many_writers_at_once_lose_nothing(
+    open_store: StoreOpener, curator: Principal, agent: Principal
+) -> None:
+    writers, per_writer, bumps = 4, 15, 10
+    seed = _memory(open_store())
+    shared = seed.remember(content("A shared counter", kind="skill"), principal=curator).record
+    assert shared is not None
+    created: list[str] = []
+    bumped: list[int] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(writers)
+
+    def write(label: str) -> None:
+        try:
+            memory = _memory(open_store())
+            start.wait(timeout=60)
+            for n in range(per_writer):
+                body = f"{label} wrote {n}"
+                outcome = memory.remember(
+                    Content(kind="episode", scope="acme/app", title=body, body=body),
+                    principal=agent,
+                )
+                assert outcome.record is not None
+                created.append(outcome.record.id)
+            done = 0
+            while done < bumps:  # optimistic concurrency: re-read and retry on conflict
+                head = memory.store.get_record(shared.id)
+                assert head is not None
+                try:
+                    patch = ContentPatch(body=f"{head.content.body} +{label}")
+                    memory.update(
+                        shared.id, patch, principal=curator, base_version_id=head.current_version_id
+                    )
+                except Conflict:
+                    continue
+                done += 1
+            bumped.append(done)
+        except BaseException as exc:  # surfaced below: a thread's failure must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(f"w{i}",)) for i in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert errors == []
+    assert len(created) == writers * per_writer
+    found = seed.store.get_records(created)
+    assert set(found) == set(created)
+    versions = seed.store.list_versions(shared.id)
+    assert [v.number for v in versions] == list(range(1, 1 + writers * bumps + 1))
+    audit = seed.store.list_audit(AuditQuery(limit=100_000))
+    seqs = [e.seq for e in audit]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert seed.store.count_audit() == 1 + writers * per_writer + writers * bumps
+
+
+def test_a_pinned_update_never_overwrites_a_newer_version(
+    open_store: StoreOpener, curator: Principal
+) -> None:
+    memory = _memory(open_store())
+    record = memory.remember(content("Pinned"), principal=curator).record
+    assert record is not None
+    other = _memory(open_store())
+    real_get = memory.store.get_record
+    calls = {"n": 0}
+
+    def get_record(record_id: str) -> object:
+        # After the gate's staleness check (its first read), another process commits.
+        calls["n"] += 1
+        if calls["n"] == 2:
+            other.update(record.id, ContentPatch(body="newer"), principal=curator)
+        return real_get(record_id)
+
+    memory.store.get_record = get_record  # type: ignore[method-assign,assignment]
+    memory.gate.store = memory.store
+    with pytest.raises(Conflict):
+        memory.update(record.id, ContentPatch(body="based on v1"), principal=curator,
+                      base_version_id=record.current_version_id)  # fmt: skip
