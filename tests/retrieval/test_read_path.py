@@ -43,23 +43,29 @@ def test_trimming_happens_before_ranking(
     rmemory: Memory, curator: Principal, agent: Principal
 ) -> None:
     secret_ids = [
-        _add(rmemory, curator, f"Database password rotation {n}",
-             f"The database password rotation schedule, part {n}.",
-             acl=Acl(labels=("confidential",)))
+        _add(
+            rmemory,
+            curator,
+            f"Database password rotation {n}",
+            f"The database password rotation schedule, part {n}.",
+            acl=Acl(labels=("confidential",)),
+        )
         for n in range(12)
-    ]  # fmt: skip
+    ]
     public_ids = {
         _add(rmemory, curator, "Password policy", "Passwords rotate; ask the team."),
         _add(rmemory, curator, "Rotation of on-call", "The on-call rotation changes weekly."),
     }
     for mode in ("keyword", "vector", "hybrid"):
-        result = rmemory.retrieve("database password rotation schedule", principal=agent,
-                                  mode=mode, k=2)  # fmt: skip
+        result = rmemory.retrieve(
+            "database password rotation schedule", principal=agent, mode=mode, k=2
+        )
         assert {i.record_id for i in result.items} == public_ids, mode
         dumped = json.dumps(result.model_dump(mode="json"))
         assert not any(secret in dumped for secret in secret_ids), "a withheld id leaked"
-    seen_by_curator = rmemory.retrieve("database password rotation schedule", principal=curator,
-                                       mode="keyword", k=2)  # fmt: skip
+    seen_by_curator = rmemory.retrieve(
+        "database password rotation schedule", principal=curator, mode="keyword", k=2
+    )
     assert {i.record_id for i in seen_by_curator.items} <= set(secret_ids)
 
 
@@ -67,7 +73,9 @@ def test_scopes_and_sensitivity_trim_too(
     rmemory: Memory, curator: Principal, agent: Principal
 ) -> None:
     other = _add(rmemory, curator, "Globex deploy day", "Deploys on Friday.", scope="globex/app")
-    high = _add(rmemory, curator, "Acme deploy secrets", "Deploy keys.", acl=Acl(sensitivity="high"))
+    high = _add(
+        rmemory, curator, "Acme deploy secrets", "Deploy keys.", acl=Acl(sensitivity="high")
+    )
     mine = _add(rmemory, curator, "Acme deploy day", "Deploys on Tuesday.")
     found = {i.record_id for i in rmemory.retrieve("deploy", principal=agent, mode="keyword").items}
     assert found == {mine}
@@ -80,8 +88,9 @@ def test_lifecycle_rules_of_spec_002(rmemory: Memory, curator: Principal, agent:
     active = _add(rmemory, curator, "Kafka retention is seven days", "Kafka keeps 7 days.")
     stale = _add(rmemory, curator, "Kafka brokers", "We run 3 Kafka brokers.")
     rmemory.gate.submit(TransitionChange(record_id=stale, to=Status.STALE), SYSTEM_PRINCIPAL)
-    draft = rmemory.remember(content("Kafka upgrade note", body="Kafka upgrade planned."),
-                             principal=agent, draft=True).record  # fmt: skip
+    draft = rmemory.remember(
+        content("Kafka upgrade note", body="Kafka upgrade planned."), principal=agent, draft=True
+    ).record
     assert draft is not None
 
     def found(**options: object) -> set[str]:
@@ -103,9 +112,14 @@ def test_superseded_and_expired_are_left_out(
     old = _add(rmemory, curator, "Python version is 3.10", "We use Python 3.10.")
     new = _add(rmemory, curator, "Python version is 3.12", "We use Python 3.12.")
     rmemory.supersede(old, by=new, principal=curator)
-    expired = _add(rmemory, curator, "Python freeze", "Python upgrades frozen.",
-                   valid_to=utcnow() - timedelta(days=1),
-                   valid_from=utcnow() - timedelta(days=30))  # fmt: skip
+    expired = _add(
+        rmemory,
+        curator,
+        "Python freeze",
+        "Python upgrades frozen.",
+        valid_to=utcnow() - timedelta(days=1),
+        valid_from=utcnow() - timedelta(days=30),
+    )
     ids = {i.record_id for i in rmemory.retrieve("python", principal=agent, mode="hybrid").items}
     assert new in ids and old not in ids and expired not in ids
 
@@ -127,7 +141,10 @@ def test_published_selector_reads_the_pinned_version(
 def test_every_citation_is_pinned_and_checkable(
     rmemory: Memory, curator: Principal, agent: Principal, tmp_path: Path
 ) -> None:
-    body = "# Runbook\n\nIntro.\n\n## Restart\n\nRestart the API with systemctl.\n\n## Logs\n\nSee journald."
+    body = (
+        "# Runbook\n\nIntro.\n\n## Restart\n\nRestart the API with systemctl.\n\n"
+        "## Logs\n\nSee journald."
+    )
     record_id = _add(rmemory, curator, "API runbook", body, kind="document")
     result = rmemory.retrieve("restart the API", principal=agent)
     assert result.items and result.items[0].record_id == record_id
@@ -141,25 +158,40 @@ def test_every_citation_is_pinned_and_checkable(
     first = result.items[0].citations[0]
     assert first.chunk_key is not None and "restart" in first.chunk_key
     assert result.items[0].why_included and set(result.items[0].why_included) <= {
-        "keyword_match", "vector_match"
-    }  # fmt: skip
-    assert {"preselect", "recall.keyword", "recall.vector", "fuse", "validate", "budget",
-            "compose"} <= set(result.trace.timings_ms)  # fmt: skip
+        "keyword_match",
+        "vector_match",
+    }
+    assert {
+        "preselect",
+        "recall.keyword",
+        "recall.vector",
+        "fuse",
+        "validate",
+        "budget",
+        "compose",
+    } <= set(result.trace.timings_ms)
 
 
 def test_budget_clips_in_order_without_reranking(rmemory: Memory, curator: Principal) -> None:
     for n in range(6):
         _add(rmemory, curator, f"Cache note {n}", f"cache eviction detail {n} " * 40)
     full = rmemory.retrieve("cache eviction", principal=curator, mode="keyword", k=6)
-    tight = rmemory.retrieve("cache eviction", principal=curator, mode="keyword", k=6,
-                             max_tokens=full.items[0].tokens + full.items[1].tokens)  # fmt: skip
+    tight = rmemory.retrieve(
+        "cache eviction",
+        principal=curator,
+        mode="keyword",
+        k=6,
+        max_tokens=full.items[0].tokens + full.items[1].tokens,
+    )
     assert [i.record_id for i in tight.items] == [i.record_id for i in full.items[:2]]
     assert tight.token_budget_exceeded and tight.excluded_count == 4
     assert [e.record_id for e in tight.excluded] == [i.record_id for i in full.items[2:]]
     assert {e.reason for e in tight.excluded} == {"token_budget"}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.text(max_size=60) | st.sampled_from(['"', "*", "NEAR(", "-x", "a AND", "(", "é", ""]))
 def test_any_text_is_a_valid_keyword_query(memory: Memory, curator: Principal, text: str) -> None:
     if not memory.status()["records"]:
@@ -186,11 +218,13 @@ def test_keyword_sees_a_write_at_once_and_status_shows_vector_lag(
 
 def test_confidence_decreases_with_version(rmemory: Memory, curator: Principal) -> None:
     young = _add(rmemory, curator, "Lint with ruff", "Lint with ruff check.", confidence="verified")
-    old = _add(rmemory, curator, "Format with ruff", "Format with ruff format.",
-               confidence="verified")  # fmt: skip
+    old = _add(
+        rmemory, curator, "Format with ruff", "Format with ruff format.", confidence="verified"
+    )
     for n in range(4):
-        rmemory.update(old, ContentPatch(body=f"Format with ruff format, take {n}."),
-                       principal=curator)  # fmt: skip
+        rmemory.update(
+            old, ContentPatch(body=f"Format with ruff format, take {n}."), principal=curator
+        )
     result = rmemory.retrieve("ruff", principal=curator, mode="keyword")
     conf = {i.record_id: i.scores.confidence for i in result.items}
     assert conf[old] is not None and conf[young] is not None and conf[old] < conf[young]
@@ -198,10 +232,16 @@ def test_confidence_decreases_with_version(rmemory: Memory, curator: Principal) 
 
 
 def test_contradictions_are_flagged_not_resolved(rmemory: Memory, curator: Principal) -> None:
-    a = _add(rmemory, curator, "Deploys happen on Tuesdays", "We deploy on Tuesdays.",
-             kind="belief")  # fmt: skip
-    b = _add(rmemory, curator, "Deploys never happen on Tuesdays", "We never deploy on Tuesdays.",
-             kind="belief")  # fmt: skip
+    a = _add(
+        rmemory, curator, "Deploys happen on Tuesdays", "We deploy on Tuesdays.", kind="belief"
+    )
+    b = _add(
+        rmemory,
+        curator,
+        "Deploys never happen on Tuesdays",
+        "We never deploy on Tuesdays.",
+        kind="belief",
+    )
     result = rmemory.retrieve("deploy tuesdays", principal=curator)
     assert {i.record_id for i in result.items} >= {a, b}, "both stay: nothing auto-resolved"
     assert [set(c.record_ids) for c in result.contradictions] == [{a, b}]
