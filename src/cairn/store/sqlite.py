@@ -8,6 +8,7 @@ has made it durable (``synchronous=FULL``).
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import threading
@@ -225,6 +226,28 @@ def _meta(row: sqlite3.Row) -> ChunkMeta:
     )
 
 
+_STEMMER = threading.local()
+
+
+@functools.lru_cache(maxsize=65_536)
+def _stem(term: str) -> str:
+    """The form the index stores a query term under. The FTS table stems with porter, so
+    the vocabulary holds stems; SQLite's own tokenizer says what a term becomes (a
+    hand-written stemmer could disagree with it)."""
+    conn: sqlite3.Connection | None = getattr(_STEMMER, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:")
+        conn.execute(
+            "CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'row')")
+        _STEMMER.conn = conn
+    conn.execute("INSERT INTO t (rowid, x) VALUES (1, ?)", (term,))
+    row = conn.execute("SELECT term FROM v LIMIT 1").fetchone()
+    conn.execute("DELETE FROM t")
+    return str(row[0]) if row else term
+
+
 class _IndexReads:
     """Retrieval-index reads of ``SqliteStore`` (mixed in; kept apart for readability)."""
 
@@ -258,11 +281,12 @@ class _IndexReads:
         return [(int(r["id"]), float(r["score"])) for r in rows]
 
     def doc_freq(self, term: str) -> int:
-        rows = self._read("SELECT doc FROM chunks_vocab WHERE term = ?", (term,))
+        rows = self._read("SELECT doc FROM chunks_vocab WHERE term = ?", (_stem(term),))
         return int(rows[0][0]) if rows else 0
 
     def chunk_count(self) -> int:
-        return int(self._read("SELECT COUNT(*) FROM chunks")[0][0])
+        # Chunks are never deleted, so the largest rowid is the count, read in O(log n).
+        return int(self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0])
 
     def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
         found: dict[int, ChunkRow] = {}
@@ -297,14 +321,22 @@ class _IndexReads:
         return [_meta(r) for r in rows]
 
     def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
+        # Scan forward from the first chunk that was still pending last time: everything
+        # before it has a vector already, so catching up costs O(chunks), not O(chunks²).
+        cursors: dict[str, int] = self.__dict__.setdefault("_pending_cursor", {})
         rows = self._read(
-            "SELECT c.text_hash, c.heading, c.text, json_extract(v.content, '$.title') AS title "
-            "FROM chunks c JOIN versions v ON v.id = c.version_id "
-            "WHERE NOT EXISTS (SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash "
-            "AND x.model = ?) GROUP BY c.text_hash ORDER BY MIN(c.id) LIMIT ?",
-            (model, limit),
+            "SELECT c.id, c.text_hash, c.heading, c.text, json_extract(v.content, '$.title') "
+            "AS title FROM chunks c JOIN versions v ON v.id = c.version_id "
+            "WHERE c.id >= ? AND NOT EXISTS (SELECT 1 FROM vectors x "
+            "WHERE x.text_hash = c.text_hash AND x.model = ?) ORDER BY c.id LIMIT ?",
+            (cursors.get(model, 0), model, limit),
         )
-        return [(r["text_hash"], embed_input(r["title"], r["heading"], r["text"])) for r in rows]
+        if rows:
+            cursors[model] = int(rows[0]["id"])
+        found: dict[str, str] = {}
+        for r in rows:
+            found.setdefault(r["text_hash"], embed_input(r["title"], r["heading"], r["text"]))
+        return list(found.items())
 
     def vector_lag(self, model: str) -> int:
         rows = self._read(

@@ -1,0 +1,314 @@
+"""Latency and ingest benchmark on a synthetic corpus.
+
+    python bench/latency.py --records 100000 [--embedder static] [--db postgresql://...]
+    python bench/latency.py --quick --json out.json
+
+Builds a realistic corpus (kinds, scopes and ACLs varied), ingests it through the gate in
+batches, builds the dense index, then times keyword, vector and hybrid reads by a principal
+whose permissions trim the corpus. Prints tables; never asserts. Peak RSS is this process's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity
+from cairn.store.base import Store
+
+KINDS = ("decision", "belief", "episode", "skill", "fact", "document")
+LABELS = (("public",), ("internal",), ("internal",), ("confidential",))
+SENSITIVITY = (Sensitivity.LOW, Sensitivity.LOW, Sensitivity.MEDIUM, Sensitivity.HIGH)
+TOPICS = [
+    "database",
+    "migration",
+    "schema",
+    "index",
+    "replica",
+    "backup",
+    "restore",
+    "postgres",
+    "sqlite",
+    "query",
+    "plan",
+    "vacuum",
+    "deploy",
+    "release",
+    "rollback",
+    "canary",
+    "pipeline",
+    "build",
+    "cache",
+    "artifact",
+    "docker",
+    "kubernetes",
+    "helm",
+    "test",
+    "suite",
+    "fixture",
+    "flaky",
+    "coverage",
+    "lint",
+    "mypy",
+    "ruff",
+    "pytest",
+    "benchmark",
+    "latency",
+    "throughput",
+    "auth",
+    "token",
+    "session",
+    "oauth",
+    "key",
+    "rotation",
+    "secret",
+    "vault",
+    "permission",
+    "role",
+    "policy",
+    "audit",
+    "api",
+    "endpoint",
+    "route",
+    "schema",
+    "openapi",
+    "client",
+    "retry",
+    "timeout",
+    "backoff",
+    "queue",
+    "worker",
+    "cron",
+    "frontend",
+    "react",
+    "component",
+    "render",
+    "state",
+    "hook",
+    "css",
+    "layout",
+    "accessibility",
+    "bundle",
+    "webpack",
+    "incident",
+    "outage",
+    "alert",
+    "pager",
+    "runbook",
+    "postmortem",
+    "oncall",
+    "escalation",
+    "dashboard",
+    "metric",
+    "log",
+]
+FILLER = [
+    "the",
+    "team",
+    "agreed",
+    "that",
+    "we",
+    "should",
+    "always",
+    "prefer",
+    "to",
+    "keep",
+    "this",
+    "simple",
+    "and",
+    "documented",
+    "so",
+    "anyone",
+    "can",
+    "follow",
+    "it",
+    "later",
+    "when",
+    "they",
+    "work",
+    "on",
+    "it",
+    "again",
+    "with",
+    "care",
+]
+
+
+def vocabulary(size: int, seed: int) -> tuple[list[str], list[float]]:
+    """Topic words plus pronounceable made-up words, with Zipf frequencies (rank^-1.07),
+    the way word use is distributed in real text: a few words everywhere, most rare."""
+    rng = random.Random(seed)
+    syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in "aeiou"]
+    words = list(dict.fromkeys(FILLER + TOPICS))
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(rng.choice(syllables) for _ in range(rng.randrange(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    cumulative: list[float] = []
+    total = 0.0
+    for rank in range(1, len(words) + 1):
+        total += rank**-1.07
+        cumulative.append(total)
+    return words, cumulative
+
+
+VOCABULARY = vocabulary(30_000, 1)
+
+
+def _text(rng: random.Random, words: int) -> str:
+    vocab, cumulative = VOCABULARY
+    return " ".join(rng.choices(vocab, cum_weights=cumulative, k=words))
+
+
+def corpus(n: int, seed: int) -> list[Content]:
+    rng = random.Random(seed)
+    items = []
+    for i in range(n):
+        k = rng.randrange(len(LABELS))
+        items.append(
+            Content(
+                kind=KINDS[i % len(KINDS)],
+                scope=f"acme/team-{rng.randrange(20)}",
+                title=f"{_text(rng, 5)} #{i}",
+                body=_text(rng, rng.randrange(20, 80)) + ".",
+                acl=Acl(labels=LABELS[k], sensitivity=SENSITIVITY[k]),
+                metadata={"n": i},
+            )
+        )
+    return items
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {
+        "p50_ms": round(pick(0.50), 2),
+        "p95_ms": round(pick(0.95), 2),
+        "p99_ms": round(pick(0.99), 2),
+        "mean_ms": round(statistics.fmean(ordered), 2),
+    }
+
+
+def _peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _open_store(db: str | None, folder: Path) -> Store:
+    if db:
+        from cairn.store.factory import open_store
+
+        return open_store(db, folder)
+    from cairn.store.sqlite import SqliteStore
+
+    return SqliteStore(folder / "cairn.db", synchronous="NORMAL")
+
+
+def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    curator = Principal(id="bench-curator", kind=PrincipalKind.HUMAN, roles=("curator",),
+                        labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
+    reader = Principal(id="bench-agent", kind=PrincipalKind.AGENT, roles=("agent",),
+                       scopes=tuple(f"acme/team-{i}" for i in range(10)),
+                       labels=("public", "internal"), sensitivity=Sensitivity.MEDIUM)  # fmt: skip
+    folder = Path(tempfile.mkdtemp(prefix="cairn-bench-"))
+    store = _open_store(args.db, folder)
+    memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=folder, embedder=args.embedder)
+    items = corpus(args.records, args.seed)
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
+    with progress:
+        task = progress.add_task("ingest", total=len(items))
+        start = time.perf_counter()
+        for at in range(0, len(items), args.batch):
+            memory.remember_many(items[at : at + args.batch], principal=curator)
+            progress.update(task, completed=min(at + args.batch, len(items)))
+        ingest_s = time.perf_counter() - start
+        task = progress.add_task("dense index", total=len(items))
+        start = time.perf_counter()
+        memory.index_pending(progress=lambda done, total: progress.update(task, completed=done))
+        index_s = time.perf_counter() - start
+
+    rng = random.Random(args.seed + 1)
+    queries = [_text(rng, rng.randrange(2, 6)) for _ in range(args.queries)]
+    memory.search(queries[0], principal=reader, mode="hybrid")  # warm caches and the model
+    results: dict[str, Any] = {
+        "records": args.records,
+        "backend": "postgresql" if args.db else "sqlite",
+        "embedder": args.embedder,
+        "ingest_records_per_s": round(args.records / ingest_s, 1),
+        "ingest_s": round(ingest_s, 2),
+        "index_build_s": round(index_s, 2),
+    }
+    for mode in ("keyword", "vector", "hybrid"):
+        samples = []
+        hits = 0
+        for query in queries:
+            start = time.perf_counter()
+            found = memory.retrieve(query, principal=reader, mode=mode, k=10)  # type: ignore[arg-type]
+            samples.append((time.perf_counter() - start) * 1000)
+            hits += len(found.items)
+        results[mode] = _percentiles(samples) | {"mean_items": round(hits / len(queries), 2)}
+    results["peak_rss_mb"] = _peak_rss_mb()
+    memory.close()
+    return results
+
+
+def show(results: dict[str, Any], console: Console) -> None:
+    head = Table(title=f"cairn latency · {results['records']:,} records · {results['backend']}",
+                 title_justify="left")  # fmt: skip
+    for column in ("ingest rec/s", "ingest s", "index build s", "peak RSS MB", "embedder"):
+        head.add_column(column, justify="right")
+    head.add_row(
+        f"{results['ingest_records_per_s']:,.0f}", f"{results['ingest_s']}",
+        f"{results['index_build_s']}", f"{results['peak_rss_mb']}", results["embedder"],
+    )  # fmt: skip
+    console.print(head)
+    reads = Table(title="reads (permission-trimmed, k=10, validated, budgeted)",
+                  title_justify="left")  # fmt: skip
+    for column in ("mode", "p50 ms", "p95 ms", "p99 ms", "mean ms", "items"):
+        reads.add_column(column, justify="right")
+    for mode in ("keyword", "vector", "hybrid"):
+        r = results[mode]
+        reads.add_row(mode, str(r["p50_ms"]), str(r["p95_ms"]), str(r["p99_ms"]),
+                      str(r["mean_ms"]), str(r["mean_items"]))  # fmt: skip
+    console.print(reads)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--embedder", default="static", help="static, minilm or openai:URL")
+    parser.add_argument("--db", default=None, help="postgresql://… (default: embedded SQLite)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="a few seconds: smoke test")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.records, args.queries = min(args.records, 500), min(args.queries, 30)
+    console = Console(stderr=False)
+    results = run(args, console)
+    show(results, console)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
