@@ -76,7 +76,7 @@ from cairn.retrieval.types import (
 from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
 from cairn.store.base import Store
-from cairn.store.sqlite import SqliteStore
+from cairn.store.factory import open_store
 
 DB_FILE = "cairn.db"
 POLICY_FILE = "policy.yaml"
@@ -140,15 +140,17 @@ class Memory:
         cls,
         folder: Path | str,
         *,
+        db: str | None = None,
         clock: Callable[[], datetime] = utcnow,
         embedder: Embedder | str | None = DEFAULT_EMBEDDER,
     ) -> Memory:
-        """Open the embedded store in ``folder`` (made by ``cairn init``)."""
+        """Open the store of a cairn folder (made by ``cairn init``): the embedded SQLite
+        file by default, or the database ``db`` names (``postgresql://…``)."""
         folder = Path(folder)
-        if not (folder / DB_FILE).exists():
+        if db is None and not (folder / DB_FILE).exists():
             raise NotFound(f"no cairn store in {folder}: run 'cairn init' first", field="store")
         policy = load_policy(folder / POLICY_FILE)
-        store = SqliteStore(folder / DB_FILE)
+        store = open_store(db, folder)
         return cls(store, policy, root=folder.resolve().parent, clock=clock, embedder=embedder)
 
     # ---- indexes -------------------------------------------------------------------------

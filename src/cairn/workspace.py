@@ -19,9 +19,9 @@ from cairn.auth import (
 )
 from cairn.errors import InvalidInput
 from cairn.governance.policy import DEFAULT_POLICY_YAML, load_policy
-from cairn.memory import DB_FILE, POLICY_FILE, PRINCIPALS_FILE, Memory
+from cairn.memory import DEFAULT_EMBEDDER, POLICY_FILE, PRINCIPALS_FILE, Memory
 from cairn.model import Principal, PrincipalKind, Sensitivity
-from cairn.store.sqlite import SqliteStore
+from cairn.store.factory import open_store, sqlite_path
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,11 @@ class InitResult:
 @dataclass(frozen=True)
 class Workspace:
     folder: Path
+    db: str | None = None  # None: the embedded SQLite file in the folder
 
     @property
     def db_path(self) -> Path:
-        return self.folder / DB_FILE
+        return sqlite_path(self.db, self.folder)
 
     @property
     def policy_path(self) -> Path:
@@ -47,7 +48,9 @@ class Workspace:
         return self.folder / PRINCIPALS_FILE
 
     def exists(self) -> bool:
-        return self.db_path.exists()
+        if not (self.policy_path.exists() and self.principals_path.exists()):
+            return False
+        return self.db is not None or self.db_path.exists()
 
     def init(self) -> InitResult:
         """Create the store and default files; existing files are never overwritten."""
@@ -86,11 +89,11 @@ class Workspace:
                 keys[principal_id] = key
             save_principals(self.principals_path, principals)
             self.principals_path.chmod(0o600)
-        SqliteStore(self.db_path).close()
+        open_store(self.db, self.folder).close()  # creates the schema (migrations)
         return InitResult(folder=self.folder, keys=keys)
 
-    def open_memory(self) -> Memory:
-        return Memory.open(self.folder)
+    def open_memory(self, *, embedder: str | None = DEFAULT_EMBEDDER) -> Memory:
+        return Memory.open(self.folder, db=self.db, embedder=embedder)
 
     def principals(self) -> PrincipalsFile:
         return load_principals(self.principals_path)

@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cairn.config import load_settings
 from cairn.doors import _render as render
 from cairn.errors import CairnError, InvalidInput
 from cairn.memory import Memory
@@ -101,7 +102,7 @@ def _errors() -> Iterator[None]:
 def _session(store: Path | None, key: str | None) -> Iterator[tuple[Memory, Principal]]:
     """Open the store and authenticate; fail closed on a missing or unknown key."""
     with _errors():
-        workspace = Workspace(_store_path(store))
+        workspace = _workspace(store)
         principal = workspace.authenticate(key) if workspace.exists() else None
         with workspace.open_memory() as memory:
             if principal is None:  # pragma: no cover - open_memory raises first
@@ -171,11 +172,22 @@ def _run(as_json: bool, fn: Callable[[], T], show: Callable[[T], None]) -> None:
 def _main(
     ctx: typer.Context,
     store: StoreOpt = None,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", envvar="CAIRN_DB", help="postgresql://… (default: the SQLite file)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    ctx.obj = {"store": store or DEFAULT_STORE, "json": as_json}
+    ctx.obj = {"store": store or DEFAULT_STORE, "json": as_json, "db": db}
     # typer bundles its own click, so commands read the options given before them from here.
     _GLOBAL_OPTIONS.update(ctx.obj)
+
+
+def _workspace(store: Path | None) -> Workspace:
+    """The folder and database, by flags > CAIRN_* environment > <store>/config.toml."""
+    folder = _store_path(store)
+    settings = load_settings(store=folder, db=_GLOBAL_OPTIONS.get("db"))
+    return Workspace(folder, db=settings.db)
 
 
 def _store_path(store: Path | None) -> Path:
@@ -189,7 +201,7 @@ def _store_path(store: Path | None) -> Path:
 def init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Create a store with the default policy and principals; print the new keys once."""
     with _errors():
-        result = Workspace(_store_path(store)).init()
+        result = _workspace(store).init()
     if as_json:
         render.print_json({"store": str(result.folder), "keys": result.keys})
         return
@@ -623,9 +635,9 @@ def _reader(
 ) -> Iterator[tuple[Memory, Principal]]:
     """Like _session, but the memory embeds with the chosen model for vector reads."""
     with _errors():
-        workspace = Workspace(_store_path(store))
+        workspace = _workspace(store)
         principal = workspace.authenticate(key) if workspace.exists() else None
-        with Memory.open(workspace.folder, embedder=embedder) as memory:
+        with workspace.open_memory(embedder=embedder) as memory:
             if principal is None:  # pragma: no cover - open raises first
                 raise InvalidInput(f"no store in {workspace.folder}")
             yield memory, principal

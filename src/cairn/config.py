@@ -1,0 +1,71 @@
+"""Settings, in layers: flags > environment (``CAIRN_*``) > ``<store>/config.toml`` > defaults.
+
+Only a door's entry point builds ``Settings``; nothing reads the environment at import.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+CONFIG_FILE = "config.toml"
+
+
+class Settings(BaseSettings):
+    """What a cairn process needs to know. ``db`` unset means the embedded SQLite file."""
+
+    model_config = SettingsConfigDict(env_prefix="CAIRN_", extra="forbid")
+
+    store: Path = Field(default=Path(".cairn"), description="the cairn folder")
+    db: str | None = Field(default=None, description="postgresql://… or sqlite:///path")
+    embedder: str = Field(default="minilm", description="minilm, static or openai:URL#model")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=1, le=65535)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _StoreToml(settings_cls, init_settings, env_settings))
+
+
+class _StoreToml(PydanticBaseSettingsSource):
+    """``config.toml`` inside the store folder chosen by the higher layers."""
+
+    def __init__(
+        self,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+    ) -> None:
+        super().__init__(settings_cls)
+        chosen = init_settings().get("store") or env_settings().get("store") or ".cairn"
+        self._file = Path(chosen) / CONFIG_FILE
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if not self._file.exists():
+            return {}
+        values = TomlConfigSettingsSource(self.settings_cls, toml_file=self._file)()
+        values.pop("store", None)  # the folder cannot relocate itself
+        return values
+
+
+def load_settings(**flags: Any) -> Settings:
+    """Build settings from flags given on the command line (``None`` = not given)."""
+    return Settings(**{k: v for k, v in flags.items() if v is not None})
