@@ -1,0 +1,40 @@
+"""Settings precedence: flags > CAIRN_* environment > <store>/config.toml > defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from cairn.config import load_settings
+
+
+def test_each_layer_overrides_the_one_below(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("CAIRN_DB", "CAIRN_EMBEDDER", "CAIRN_STORE", "CAIRN_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    assert load_settings(store=tmp_path).embedder == "minilm"  # default
+    (tmp_path / "config.toml").write_text('embedder = "static"\nport = 9000\n')
+    assert load_settings(store=tmp_path).embedder == "static"  # file
+    monkeypatch.setenv("CAIRN_EMBEDDER", "openai:http://127.0.0.1:1/v1")
+    settings = load_settings(store=tmp_path)
+    assert settings.embedder.startswith("openai:")  # environment beats the file
+    assert settings.port == 9000  # the file still supplies what the environment does not
+    assert load_settings(store=tmp_path, embedder="static").embedder == "static"  # flag wins
+
+
+def test_the_store_folder_is_found_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "config.toml").write_text('db = "postgresql://db.example/cairn"\n')
+    monkeypatch.setenv("CAIRN_STORE", str(tmp_path))
+    monkeypatch.delenv("CAIRN_DB", raising=False)
+    assert load_settings().db == "postgresql://db.example/cairn"
+
+
+def test_a_typo_in_the_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('embeder = "static"\n')
+    with pytest.raises(ValidationError, match="embeder"):
+        load_settings(store=tmp_path)
