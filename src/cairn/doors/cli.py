@@ -766,13 +766,12 @@ def validate(
         report = memory.validate(record_ids, principal=principal)
         if as_json:
             render.print_json(report)
-            return
-        for check in report.records:
+        for check in [] if as_json else report.records:
             verdict = (
                 "[green]valid[/]" if check.valid else "[red]" + ", ".join(check.problems) + "[/]"
             )
             render.out.print(f"{check.record_id}: {verdict}")
-        for c in report.contradictions:
+        for c in [] if as_json else report.contradictions:
             render.out.print(
                 f"[yellow]contradiction[/] {c.record_ids[0]} ↔ {c.record_ids[1]}: {c.reason}"
             )
