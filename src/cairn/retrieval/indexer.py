@@ -6,6 +6,7 @@ up. ``lag`` is what ``cairn status`` reports.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -23,6 +24,9 @@ class Indexer:
         self.store = store
         self.embedder = embedder
         self.catalog = VectorCatalog(embedder.dim)
+        # A server shares one indexer between request threads; the catalog is not
+        # thread-safe to mutate, so syncs and catch-ups take turns.
+        self._lock = threading.RLock()
 
     @property
     def model(self) -> str:
@@ -33,6 +37,10 @@ class Indexer:
 
     def catch_up(self, *, limit: int | None = None, progress: Progress | None = None) -> int:
         """Embed up to ``limit`` pending chunk texts (all when None); return how many."""
+        with self._lock:
+            return self._catch_up(limit, progress)
+
+    def _catch_up(self, limit: int | None, progress: Progress | None) -> int:
         total = self.lag() if progress else 0
         done = 0
         while limit is None or done < limit:
@@ -54,6 +62,10 @@ class Indexer:
 
     def sync(self) -> None:
         """Mirror chunk inserts and state changes committed since the last sync (by anyone)."""
+        with self._lock:
+            self._sync()
+
+    def _sync(self) -> None:
         while True:
             changes = self.store.chunk_changes(self.catalog.seq)
             if not changes:
