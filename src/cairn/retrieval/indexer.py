@@ -13,7 +13,7 @@ import numpy as np
 
 from cairn.search.catalog import FloatArray, VectorCatalog
 from cairn.search.embedder import Embedder
-from cairn.store.base import Store
+from cairn.store.base import ChunkFilter, Store
 
 BATCH = 256
 Progress = Callable[[int, int], None]
@@ -59,6 +59,10 @@ class Indexer:
             if progress:
                 progress(done, max(total, done))
         return done
+
+    def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
+        with self._lock:
+            return self.catalog.search(query, where, k)
 
     def sync(self) -> None:
         """Mirror chunk inserts and state changes committed since the last sync (by anyone)."""

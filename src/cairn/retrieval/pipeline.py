@@ -89,7 +89,7 @@ def run_search(
                 if live.catalog.pending:
                     live.catch_up(limit=VECTOR_CATCH_UP)
                 query_vector = live.embedder.embed_query(plan.query)
-                vector = vector_recall(live.catalog, query_vector, chosen.where, depth)
+                vector = vector_recall(live, query_vector, chosen.where, depth)
             trace.vector_lag = sum(len(v) for v in live.catalog.pending.values())
     trace.candidates = {"keyword": len(keyword), "vector": len(vector)}
     with _timed(trace, "fuse"):

@@ -5,7 +5,8 @@ Both take the preselected ``ChunkFilter`` and apply it inside their index.
 
 from __future__ import annotations
 
-from cairn.search.catalog import FloatArray, VectorCatalog
+from cairn.retrieval.indexer import Indexer
+from cairn.search.catalog import FloatArray
 from cairn.search.fts import build_match_query, fts_tokens
 from cairn.store.base import ChunkFilter, Store
 
@@ -40,6 +41,6 @@ def keyword_recall(store: Store, query: str, where: ChunkFilter, k: int) -> list
 
 
 def vector_recall(
-    catalog: VectorCatalog, query_vector: FloatArray, where: ChunkFilter, k: int
+    indexer: Indexer, query_vector: FloatArray, where: ChunkFilter, k: int
 ) -> list[tuple[int, float]]:
-    return catalog.search(query_vector, where, k)
+    return indexer.search(query_vector, where, k)
