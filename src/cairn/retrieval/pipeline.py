@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +31,7 @@ from cairn.retrieval.validate import validate
 from cairn.store.base import Store
 
 VECTOR_CATCH_UP = 512  # pending chunks embedded inline before a vector read
+_RECALL_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cairn-recall")
 
 
 @dataclass(frozen=True)
@@ -78,19 +80,35 @@ def run_search(
     keyword: list[tuple[int, float]] = []
     vector: list[tuple[int, float]] = []
     depth = max(plan.candidates, plan.k)
+
+    def run_keyword() -> list[tuple[int, float]]:
+        with _timed(trace, "recall.keyword"):
+            return keyword_recall(store, plan.query, chosen.where, depth)
+
+    def run_vector(live: Indexer) -> list[tuple[int, float]]:
+        with _timed(trace, "recall.vector"):
+            query_vector = live.embedder.embed_query(plan.query)
+            return vector_recall(live, query_vector, chosen.where, depth)
+
     if plan.query.strip():
-        if plan.mode in ("hybrid", "keyword"):
-            with _timed(trace, "recall.keyword"):
-                keyword = keyword_recall(store, plan.query, chosen.where, depth)
-        if plan.mode in ("hybrid", "vector") and indexer is not None:
-            live = indexer()
-            with _timed(trace, "recall.vector"):
+        wants_keyword = plan.mode in ("hybrid", "keyword")
+        live = indexer() if plan.mode in ("hybrid", "vector") and indexer is not None else None
+        if live is not None:
+            with _timed(trace, "index.sync"):
                 live.sync()
                 if live.catalog.pending:
                     live.catch_up(limit=VECTOR_CATCH_UP)
-                query_vector = live.embedder.embed_query(plan.query)
-                vector = vector_recall(live, query_vector, chosen.where, depth)
             trace.vector_lag = sum(len(v) for v in live.catalog.pending.values())
+        if wants_keyword and live is not None:
+            # SQLite's FTS scoring and numpy's product both release the GIL: on two cores
+            # the two signals genuinely overlap.
+            pending = _RECALL_POOL.submit(run_keyword)
+            vector = run_vector(live)
+            keyword = pending.result()
+        elif wants_keyword:
+            keyword = run_keyword()
+        elif live is not None:
+            vector = run_vector(live)
     trace.candidates = {"keyword": len(keyword), "vector": len(vector)}
     with _timed(trace, "fuse"):
         fused = fuse(keyword, vector, mode=plan.mode, weights=plan.weights)

@@ -13,9 +13,10 @@ from cairn.store.base import ChunkFilter, Store
 # Terms in more than this share of chunks are dropped from keyword queries: they match
 # (and make the index score) a large part of the corpus while adding little to ranking.
 MAX_DF_RATIO = 0.1
-# A term in more than half of all chunks has no positive BM25 weight at all; a query made
-# only of such terms has no keyword signal, so it is left to vector recall.
-HOPELESS_DF_RATIO = 0.5
+# A term in more than a fifth of all chunks has almost no BM25 weight (idf ≤ ln 4) yet
+# costs a scan of that fifth of the index; a query made only of such terms is left to
+# vector recall.
+HOPELESS_DF_RATIO = 0.2
 # Pruning exists to keep large indexes fast; below this size every term is kept, since in
 # a small corpus frequencies say little and a dropped term is a lost match.
 PRUNE_FROM_CHUNKS = 5000

@@ -36,6 +36,7 @@ from cairn.model import (
 from cairn.store.base import (
     AclRow,
     ChangeSet,
+    Chunker,
     ChunkFilter,
     ChunkMeta,
     ChunkRow,
@@ -281,8 +282,18 @@ class _IndexReads:
         return [(int(r["id"]), float(r["score"])) for r in rows]
 
     def doc_freq(self, term: str) -> int:
-        rows = self._read("SELECT doc FROM chunks_vocab WHERE term = ?", (_stem(term),))
-        return int(rows[0][0]) if rows else 0
+        # Frequencies only steer which query terms are worth searching for, so a cached
+        # value is good enough until the index has grown by a tenth.
+        size = self.chunk_count()
+        cache: dict[str, int] = self.__dict__.setdefault("_df_cache", {})
+        if size > self.__dict__.get("_df_cache_size", 0) * 1.1 or len(cache) > 100_000:
+            cache.clear()
+            self.__dict__["_df_cache_size"] = size
+        found = cache.get(term)
+        if found is None:
+            rows = self._read("SELECT doc FROM chunks_vocab WHERE term = ?", (_stem(term),))
+            found = cache[term] = int(rows[0][0]) if rows else 0
+        return found
 
     def chunk_count(self) -> int:
         # Chunks are never deleted, so the largest rowid is the count, read in O(log n).
@@ -693,7 +704,7 @@ class SqliteStore(_IndexReads):
             finally:
                 self._conn.execute("COMMIT")
 
-    def import_rows(self, rows: Iterable[Dumped]) -> int:
+    def import_rows(self, rows: Iterable[Dumped], *, chunker: Chunker | None = None) -> int:
         """Load a dump into this store, which must be empty (see ``Store.import_rows``)."""
         loaded = 0
         try:
@@ -704,7 +715,7 @@ class SqliteStore(_IndexReads):
                             f"cannot import into a store that is not empty ({table} has rows)"
                         )
                 for row in rows:
-                    _import_row(conn, row)
+                    _import_row(conn, row, chunker)
                     loaded += 1
         except sqlite3.IntegrityError as exc:
             raise InvalidInput(f"the dump is inconsistent: {exc}") from exc
@@ -949,12 +960,12 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
         raise StoreError(f"unknown write {write!r}")
 
 
-def _import_row(conn: sqlite3.Connection, row: Dumped) -> None:
+def _import_row(conn: sqlite3.Connection, row: Dumped, chunker: Chunker | None = None) -> None:
     """One dumped row, keeping its ids, seq and timestamps (import into an empty store)."""
     if isinstance(row, Record):
         _apply(conn, PutRecord(row))
     elif isinstance(row, Version):
-        _apply(conn, PutVersion(row))
+        _apply(conn, PutVersion(row, chunks=tuple(chunker(row.content)) if chunker else ()))
     elif isinstance(row, Proposal):
         _apply(conn, PutProposal(row))
     elif isinstance(row, AuditEntry):
