@@ -14,8 +14,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The tour on a throwaway store, then the server on ./.cairn (created on first run, which
+# prints its keys once). Ctrl-C stops the server cleanly.
 run: $(STAMP)
 	$(BIN)/cairn tour
+	test -f .cairn/principals.yaml || $(BIN)/cairn init
+	$(BIN)/cairn serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

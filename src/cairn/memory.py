@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from cairn.errors import InvalidInput, NotFound, PermissionDenied
+from cairn.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from cairn.governance import access
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
@@ -404,7 +404,7 @@ class Memory:
                 if record.scope == scope and record.superseded_by is None:
                     chosen[record.id] = None
         if not chosen:
-            raise InvalidInput(f"nothing to publish in scope {scope}", field="scope")
+            raise Conflict(f"nothing to publish in scope {scope}: no active records", field="scope")
         change = PublishChange(scope=scope, pins=chosen, name=name, replace=replace)
         return self.gate.submit(change, principal, reason=reason)
 

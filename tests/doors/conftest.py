@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,10 +18,12 @@ import pytest
 
 from cairn.workspace import Workspace
 
+# The static embedder keeps start-up and indexing fast; `cairn serve` defaults to minilm.
 SERVE = (
     "import sys; from pathlib import Path; from cairn.workspace import Workspace; "
     "from cairn.doors.server import serve; "
-    "serve(Workspace(Path(sys.argv[1])), port=int(sys.argv[2]), log_level='info')"
+    "serve(Workspace(Path(sys.argv[1])), port=int(sys.argv[2]), log_level='info', "
+    "embedder='static', a2a_anonymous=sys.argv[3] if len(sys.argv) > 3 else None)"
 )
 
 
@@ -43,11 +46,14 @@ def free_port() -> int:
         return port
 
 
-def start_server(store: Path, port: int) -> subprocess.Popen[bytes]:
+def start_server(
+    store: Path, port: int, *, a2a_anonymous: str | None = None
+) -> subprocess.Popen[bytes]:
     # The server's structured log goes next to the store, to read when a test fails.
     log = (store.parent / "server.log").open("ab")
+    extra = [a2a_anonymous] if a2a_anonymous else []
     return subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(store), str(port)],
+        [sys.executable, "-c", SERVE, str(store), str(port), *extra],
         stdout=subprocess.DEVNULL,
         stderr=log,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -78,15 +84,24 @@ def stop_server(process: subprocess.Popen[bytes]) -> int:
             process.kill()
 
 
-@pytest.fixture(scope="session")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    store = tmp_path_factory.mktemp("doors") / ".cairn"
+@contextmanager
+def running(
+    tmp_path_factory: pytest.TempPathFactory, name: str, *, a2a_anonymous: str | None = None
+) -> Iterator[Live]:
+    """A fresh store and a real server on a free loopback port, stopped with SIGTERM."""
+    store = tmp_path_factory.mktemp(name) / ".cairn"
     keys = Workspace(store).init().keys
     port = free_port()
-    process = start_server(store, port)
+    process = start_server(store, port, a2a_anonymous=a2a_anonymous)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, process)
         yield Live(url, store, keys["curator"], keys["agent"], process)
     finally:
         stop_server(process)
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    with running(tmp_path_factory, "doors") as server:
+        yield server

@@ -83,21 +83,50 @@ def test_errors_are_json_with_stable_codes(live: Live) -> None:
         assert (bad.status_code, bad.json()["code"]) == (400, "malformed_json")
         invalid = client.post("/v1/records", json={"content": {**FACT, "title": " "}})
         assert (invalid.status_code, invalid.json()["code"]) == (422, "invalid_input")
-        later = client.post("/v1/ingest", json={"source": "docs/"})
-        assert (later.status_code, later.json()["code"]) == (501, "not_available")
+        for outside in ("/etc/passwd", "../secrets.md", "docs/../../x.md"):
+            refused = client.post("/v1/ingest", json={"paths": [outside], "scope": "acme/app"})
+            assert (refused.status_code, refused.json()["code"]) == (422, "invalid_input")
+        twice = client.get("/v1/records?limit=1&limit=2")
+        assert (twice.status_code, twice.json()["code"]) == (422, "invalid_input")
+        wrong = client.put("/v1/records")
+        assert wrong.status_code == 405
+        assert set(wrong.headers["allow"].split(", ")) >= {"GET", "POST"}
 
 
-def test_retrieval_routes_answer_through_the_bridge(live: Live) -> None:
+def test_retrieval_routes_answer_from_the_kernel(live: Live) -> None:
     with _client(live, live.agent) as client:
-        client.post(
+        made = client.post(
             "/v1/records",
-            json={"content": {**FACT, "kind": "episode", "title": "Deployed the zebra build"}},
-        )
-        found = client.post("/v1/search", json={"query": "zebra"}).json()
-        assert [r["title"] for r in found["results"]] == ["Deployed the zebra build"]
-        assert client.post("/v1/retrieve", json={"query": "zebra"}).status_code == 200
-        report = client.post("/v1/validate", json={"ids": ["rec_nope"]}).json()
-        assert report["valid"] is False
+            json={"content": {**FACT, "kind": "episode", "title": "Deployed the okapi build"}},
+        ).json()
+        record_id = made["record"]["id"]
+        version_id = made["version"]["id"]
+        found = client.post("/v1/search", json={"query": "okapi", "mode": "keyword"}).json()
+        assert [h["record_id"] for h in found["hits"]] == [record_id]
+        got = client.post("/v1/retrieve", json={"query": "okapi build", "top_k": 5})
+        assert got.status_code == 200, got.text
+        result = got.json()
+        assert result["items"][0]["citations"][0] == {
+            **result["items"][0]["citations"][0],
+            "record_id": record_id,
+            "version_id": version_id,
+        }
+        assert result["items"][0]["why_included"]
+        assert {"token_budget_exceeded", "excluded_count", "trace"} <= set(result)
+        context = client.post(
+            "/v1/read_context",
+            json={"scope": "acme/app", "query": "okapi", "selector": {"kind": "head"}},
+        ).json()
+        assert context["items"][0]["record_id"] == record_id
+        report = client.post("/v1/validate", json={"ids": [record_id, "rec_nope"]}).json()
+        assert [c["valid"] for c in report["records"]] == [True, False]
+        claims = client.post("/v1/validate_claims", json={"text": "We deployed okapi."}).json()
+        assert claims["claims"][0]["claim"] == "We deployed okapi."
+        answer = client.post("/v1/research", json={"question": "what about okapi?"}).json()
+        assert answer["items"] and answer["summary"]
+        for path in ("/v1/for_path", "/v1/for_symbol"):
+            key = "path" if path.endswith("path") else "symbol"
+            assert client.post(path, json={key: "okapi"}).status_code == 200
 
 
 def test_openapi_declares_auth_and_error_statuses(live: Live) -> None:

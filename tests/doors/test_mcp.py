@@ -37,6 +37,10 @@ ARGS: dict[str, dict[str, Any]] = {
         "paths": ["db.py"],
     },
     "memory_get_relevant": {"query": "hand-off"},
+    "memory_for_path": {"path": "db.py"},
+    "memory_for_symbol": {"symbol": "stored"},
+    "memory_validate_claims": {"text": "MCP stored this."},
+    "memory_research": {"question": "what did MCP store?"},
 }
 
 
@@ -70,17 +74,19 @@ async def _exercise(client: Client, tag: str) -> None:
         assert not any(word in name for word in CURATOR_WORDS)
     stored = await client.call_tool("memory_store", args.pop("memory_store"))
     assert not stored.is_error, stored.content
-    record_id = stored.structured_content["id"]  # type: ignore[index]
+    record_id = stored.structured_content["id"]
     for name, arguments in args.items():
         result = await client.call_tool(name, arguments)
         assert not result.is_error, (name, result.content)
         assert result.structured_content is not None
     got = await client.call_tool("memory_get", {"id": record_id})
-    assert got.structured_content["record"]["id"] == record_id  # type: ignore[index]
+    assert got.structured_content["record"]["id"] == record_id
     missing = await client.call_tool("memory_get", {"id": "rec_nope"})
     assert missing.is_error and "[not_found]" in str(missing.content)
-    later = await client.call_tool("memory_for_path", {"path": "db.py"})
-    assert later.is_error and "[not_available]" in str(later.content)
+    found = await client.call_tool("memory_retrieve", {"query": f"stored over {tag}"})
+    items = found.structured_content["items"]
+    assert items and items[0]["record_id"] == record_id
+    assert items[0]["citations"][0]["version_id"] == items[0]["version_id"]
     for uri in (f"cairn://record/{record_id}", f"cairn://record/{record_id}@1"):
         read = await client.read_resource(uri)
         assert record_id in read.contents[0].text  # type: ignore[union-attr]

@@ -68,3 +68,18 @@ def test_a_pattern_matching_nothing_is_an_error(tmp_path: Path, curator: Princip
     )
     with pytest.raises(InvalidInput, match="nothing matches"):
         memory.ingest(["missing/*.md"], principal=curator, scope="acme/app")
+
+
+def test_nothing_outside_the_repository_can_be_ingested(tmp_path: Path, curator: Principal) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n\nnot for the store\n")
+    (repo / "link.md").symlink_to(secret)
+    memory = Memory(
+        SqliteStore(tmp_path / "c.db"), parse_policy(DEFAULT_POLICY_YAML), root=repo, embedder=None
+    )
+    for pattern in (str(secret), "../secret.md", "link.md"):
+        with pytest.raises(InvalidInput, match="outside"):
+            memory.ingest([pattern], principal=curator, scope="acme/app")
+    assert memory.status()["records"] == 0

@@ -16,18 +16,10 @@ __all__ = [
     "HTTP_STATUS",
     "JSONRPC_CODE",
     "ErrorBody",
-    "NotAvailableYet",
     "error_body",
     "http_status",
     "jsonrpc_code",
 ]
-
-
-class NotAvailableYet(CairnError):
-    """A door verb whose kernel method does not exist yet (retrieval is being built)."""
-
-    code = "not_available"
-    exit_code = 7
 
 
 # code → HTTP status. Unknown codes fall back on their base class's entry (see http_status).
@@ -46,7 +38,6 @@ HTTP_STATUS: dict[str, int] = {
     "duplicate_content": 409,
     "supersession_cycle": 409,
     "store_error": 503,
-    "not_available": 501,
     "internal_error": 500,
 }
 
@@ -60,7 +51,6 @@ JSONRPC_CODE: dict[str, int] = {
     "unauthenticated": -32603,
     "conflict": -32603,
     "store_error": -32603,
-    "not_available": -32004,  # A2A "unsupported operation"
 }
 
 

@@ -6,9 +6,10 @@ Three things are cairn's own:
 
 - ``SqliteTaskStore``: tasks live in their own SQLite file (``.cairn/a2a_tasks.db``), never in
   the memory tables, so a task survives a restart and memory stays governed by the gate alone.
-- ``CairnExecutor``: one skill call per message, one ``Memory`` (or retrieval-bridge) call per
-  skill. A message whose skill is unclear moves the task to ``input-required`` and the task can
-  be continued by id.
+- ``CairnExecutor``: one skill call per message, one ``Memory`` call per skill (research →
+  ``Memory.research``, recall → ``Memory.retrieve``, remember → ``Memory.remember``). A
+  message whose skill is unclear moves the task to ``input-required`` and the task can be
+  continued by id.
 - ``A2AEndpoint``: the edge. It refuses a missing or wrong key with HTTP 401 before anything
   runs, and answers invalid 0.3 params with -32602 (the SDK's 0.3 layer says -32600).
 """
@@ -57,9 +58,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from cairn.doors import _retrieval_bridge as bridge
 from cairn.doors._errors import error_body
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
+from cairn.governance.access import is_curator
 from cairn.memory import Memory
 from cairn.model import Content, Decision, Principal
 from cairn.workspace import Workspace
@@ -208,23 +209,33 @@ class CairnExecutor(AgentExecutor):
                 raise InvalidInput(f"{skill} needs '{name}'", field=name)
             return value
 
+        def number(name: str, default: int) -> int:
+            value = args.get(name, default)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
+                raise InvalidInput(f"{skill}: '{name}' must be a positive number", field=name)
+            return int(value)
+
+        scope = args.get("scope")
+        if scope is not None and not isinstance(scope, str):
+            raise InvalidInput(f"{skill}: 'scope' must be a string", field="scope")
         if skill == "research":
-            return bridge.retrieve(
-                self.memory,
-                principal,
-                query=text("query"),
-                top_k=int(args.get("top_k", 10)),
-                max_tokens=int(args.get("max_tokens", 8000)),
-                scope=args.get("scope"),
+            return self.memory.research(
+                text("query"),
+                principal=principal,
+                scope=scope,
+                max_tokens=number("max_tokens", 4000),
             ).model_dump(mode="json")
         if skill == "recall":
-            return bridge.search(
-                self.memory,
-                principal,
-                query=text("query"),
-                mode=args.get("mode", "hybrid"),
-                top_k=int(args.get("top_k", 10)),
-                scope=args.get("scope"),
+            mode = args.get("mode", "hybrid")
+            if mode not in ("hybrid", "keyword", "vector"):
+                raise InvalidInput("recall: mode is hybrid, keyword or vector", field="mode")
+            return self.memory.retrieve(
+                text("query"),
+                principal=principal,
+                mode=mode,
+                k=number("top_k", 10),
+                max_tokens=number("max_tokens", 8000),
+                scope=scope,
             ).model_dump(mode="json")
         body = text("content")
         title = args.get("title") or body.strip().splitlines()[0][:120]
@@ -252,14 +263,17 @@ class CairnExecutor(AgentExecutor):
     def _summary(skill: str, data: dict[str, Any]) -> str:
         if skill == "remember":
             return f"Memory {data['status']}: {data.get('id') or data['proposal_id']}"
-        results = data.get("results", [])
-        lines = [f"Found {len(results)} record(s)."]
-        lines += [f"- {r['title']} [{r['id']} v{r['citation']['version']}]" for r in results[:10]]
+        items = data.get("items", [])
+        lines = [data["summary"]] if skill == "research" else [f"Found {len(items)} item(s)."]
+        if skill == "recall":
+            lines += [f"- {i['title']} [{i['record_id']}@{i['version_id']}]" for i in items[:10]]
         return "\n".join(lines)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id = context.task_id or ""
-        context_id = context.context_id or ""
+        # A follow-up that names only the task (no contextId) continues the task's context.
+        current = context.current_task
+        context_id = (current.context_id if current is not None else context.context_id) or ""
         updater = TaskUpdater(event_queue, task_id, context_id)
         if context.current_task is None:
             history = [context.message] if context.message is not None else []
@@ -305,14 +319,18 @@ class CairnExecutor(AgentExecutor):
         )
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        updater = TaskUpdater(event_queue, context.task_id or "", context.context_id or "")
+        current = context.current_task
+        context_id = (current.context_id if current is not None else context.context_id) or ""
+        updater = TaskUpdater(event_queue, context.task_id or "", context_id)
         await updater.cancel(updater.new_agent_message([new_text_part("Canceled.")]))
 
 
 # ---- the card and the edge ----------------------------------------------------------------
 
 
-def build_agent_card(base_url: str) -> AgentCard:
+def build_agent_card(base_url: str, *, require_key: bool = True) -> AgentCard:
+    """The card. ``require_key=False`` (``cairn serve --a2a-anonymous``) declares no security
+    scheme, because the agent then truly answers without one."""
     url = base_url.rstrip("/") + "/"
     bearer = SecurityScheme(
         http_auth_security_scheme=HTTPAuthSecurityScheme(
@@ -349,7 +367,7 @@ def build_agent_card(base_url: str) -> AgentCard:
             examples=["recall: release schedule"],
         ),
     ]
-    return AgentCard(
+    card = AgentCard(
         name="cairn",
         description="Governed, citeable memory: research, recall and remember with "
         "version-pinned citations; agents propose, a policy or a curator decides.",
@@ -360,12 +378,16 @@ def build_agent_card(base_url: str) -> AgentCard:
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
-        security_schemes={"bearer": bearer},
-        security_requirements=[SecurityRequirement(schemes={"bearer": StringList(list=[])})],
         default_input_modes=["text/plain", "application/json"],
         default_output_modes=["text/plain", "application/json"],
         skills=skills,
     )
+    if require_key:
+        card.security_schemes["bearer"].CopyFrom(bearer)
+        card.security_requirements.append(
+            SecurityRequirement(schemes={"bearer": StringList(list=[])})
+        )
+    return card
 
 
 class _ContextBuilder(DefaultServerCallContextBuilder):
@@ -419,23 +441,55 @@ def _bad_v03_params(body: Any) -> str | None:
     return None
 
 
+def anonymous_principal(workspace: Workspace, principal_id: str) -> Principal:
+    """The named principal unauthenticated A2A requests act as (``--a2a-anonymous``).
+
+    It must exist in the principals file and must not hold a curator or admin role: an
+    unauthenticated caller never gets more than an agent could.
+    """
+    for entry in workspace.principals().principals:
+        if entry.id == principal_id:
+            principal = entry.principal()
+            if is_curator(principal):
+                raise InvalidInput(
+                    f"principal {principal_id} is a curator or admin; anonymous A2A requests "
+                    "may only act as a low-privilege principal",
+                    field="a2a_anonymous",
+                )
+            return principal
+    raise InvalidInput(f"no principal {principal_id} in the principals file", field="a2a_anonymous")
+
+
 class A2AEndpoint:
     """The JSON-RPC endpoint: authenticate, repair 0.3 param errors, hand to the SDK."""
 
-    def __init__(self, workspace: Workspace, dispatcher: JsonRpcDispatcher) -> None:
+    def __init__(
+        self, workspace: Workspace, dispatcher: JsonRpcDispatcher, anonymous: str | None = None
+    ) -> None:
         self.workspace = workspace
         self.dispatcher = dispatcher
+        self.anonymous = anonymous
+
+    def _principal(self, key: str | None) -> Principal:
+        # A key, when sent, is always checked (a wrong key is refused even in anonymous mode);
+        # the principals file is re-read per request, so removing the principal ends it.
+        if key is None and self.anonymous is not None:
+            return anonymous_principal(self.workspace, self.anonymous)
+        return self.workspace.authenticate(key)
 
     async def handle(self, request: Request) -> Response:
         key = _bearer(request.headers.get("authorization"))
         try:
-            principal = self.workspace.authenticate(key)
+            principal = self._principal(key)
         except CairnError as exc:
             body = error_body(exc).model_dump(exclude_none=True)
             return JSONResponse(
                 body, status_code=401, headers={"WWW-Authenticate": 'Bearer realm="cairn"'}
             )
         request.scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+        media = request.headers.get("content-type", "application/json").split(";")[0].strip()
+        if media and media != "application/json" and not media.endswith("+json"):
+            return _rpc_error(None, -32005, f"Content type not supported: {media}")
         raw = await request.body()  # cached by Starlette: the SDK reads it again
         try:
             body = json.loads(raw)
@@ -455,20 +509,25 @@ def _bearer(header: str | None) -> str | None:
 
 
 def build_a2a_routes(
-    workspace: Workspace, memory: Memory, base_url: str
+    workspace: Workspace, memory: Memory, base_url: str, *, anonymous: str | None = None
 ) -> tuple[list[Route], SqliteTaskStore]:
-    """Routes for the card and the JSON-RPC endpoint, and the task store (close it on exit)."""
+    """Routes for the card and the JSON-RPC endpoint, and the task store (close it on exit).
+
+    ``anonymous`` names a low-privilege principal that requests without a key act as (off by
+    default; only this endpoint, never ``/v1`` or ``/mcp``)."""
+    if anonymous is not None:
+        anonymous_principal(workspace, anonymous)  # refuse a bad name at start-up
     store = SqliteTaskStore(workspace.folder / TASKS_FILE)
-    card = build_agent_card(base_url)
+    card = build_agent_card(base_url, require_key=anonymous is None)
     handler = DefaultRequestHandler(
         agent_executor=CairnExecutor(memory), task_store=store, agent_card=card
     )
     dispatcher = JsonRpcDispatcher(
         request_handler=handler, context_builder=_ContextBuilder(), enable_v0_3_compat=True
     )
-    endpoint = A2AEndpoint(workspace, dispatcher)
+    endpoint = A2AEndpoint(workspace, dispatcher, anonymous)
     routes = [
-        *create_agent_card_routes(card),
+        *create_agent_card_routes(card, cache_control="public, max-age=300"),
         Route(A2A_RPC_PATH, endpoint=endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
     ]
     return routes, store

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from cairn.auth import add_key, revoke_key, save_principals
+from cairn.config import load_settings
 from cairn.errors import CairnError
 from cairn.workspace import Workspace
 
@@ -25,7 +26,9 @@ keys_app = typer.Typer(help="Manage API keys (shown once at creation; stored has
 
 def _workspace(ctx: typer.Context) -> Workspace:
     obj: dict[str, Any] = ctx.obj or {}
-    return Workspace(Path(obj.get("store") or ".cairn"))
+    folder = Path(obj.get("store") or ".cairn")
+    # the backend: --db > CAIRN_DB > <store>/config.toml (the same layers as every command)
+    return Workspace(folder, db=load_settings(store=folder, db=obj.get("db")).db)
 
 
 def _as_json(ctx: typer.Context) -> bool:
@@ -45,6 +48,18 @@ def serve_command(
     ),
     port: Annotated[int, typer.Option(help="TCP port")] = 8765,
     log_level: Annotated[str, typer.Option(help="debug, info, warning, error")] = "info",
+    embedder: Annotated[
+        str, typer.Option(help="embedder for vector search: minilm (default) or static")
+    ] = "minilm",
+    a2a_anonymous: Annotated[
+        str | None,
+        typer.Option(
+            help="let A2A requests WITHOUT a key act as this low-privilege principal (never a "
+            "curator); off by default, never applies to /v1 or /mcp. For conformance kits "
+            "that send no credentials.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process."""
     from cairn.doors.server import serve
@@ -53,7 +68,17 @@ def serve_command(
     if not workspace.exists():
         typer.echo(f"error: no cairn store in {workspace.folder}: run 'cairn init'", err=True)
         raise typer.Exit(3)
-    serve(workspace, host=host, port=port, log_level=log_level)
+    try:
+        serve(
+            workspace,
+            host=host,
+            port=port,
+            log_level=log_level,
+            embedder=embedder,
+            a2a_anonymous=a2a_anonymous,
+        )
+    except CairnError as exc:
+        raise _fail(exc) from exc
 
 
 def mcp_command(

@@ -9,6 +9,7 @@ pool and the event loop stays free for MCP and A2A streams.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
@@ -19,12 +20,20 @@ from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+)
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from cairn.doors import _retrieval_bridge as bridge
 from cairn.doors._errors import ErrorBody, error_body, http_status
-from cairn.errors import CairnError, Unauthenticated
-from cairn.memory import Memory, RecordView, RefreshReport, VacuumReport
+from cairn.errors import CairnError, InvalidInput, Unauthenticated
+from cairn.ingest.files import IngestReport
+from cairn.memory import DEFAULT_EMBEDDER, Memory, RecordView, RefreshReport, VacuumReport
 from cairn.model import (
     AuditEntry,
     AuditQuery,
@@ -42,6 +51,14 @@ from cairn.model import (
     Status,
     Version,
 )
+from cairn.retrieval.context import (
+    ClaimsReport,
+    ReadContextRequest,
+    ReadContextResponse,
+    ResearchAnswer,
+    ValidationReport,
+)
+from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
 from cairn.workspace import Workspace
 
 __all__ = ["API_PREFIX", "create_app", "door_health"]
@@ -51,6 +68,33 @@ API_PREFIX = "/v1"
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _rfc3339(value: object) -> object:
+    # Pydantic would read "0.5" as a Unix timestamp; the contract says RFC 3339 date-time.
+    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.match(value)):
+        return value
+    raise ValueError("must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z")
+
+
+DateTime = Annotated[datetime, BeforeValidator(_rfc3339)]
+
+
+def _json_number(value: object) -> object:
+    # JSON numbers only: no "10" strings and no booleans (pydantic's lax mode takes both).
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_number)]
+JsonFloat = Annotated[float, BeforeValidator(_json_number)]
+Id = Annotated[str, Field(min_length=1)]
+RecordId = Annotated[str, PathParam(min_length=1, description="a record id, e.g. rec_01J…")]
+ProposalId = Annotated[str, PathParam(min_length=1, description="a proposal id, e.g. prp_01J…")]
 
 
 def _err(description: str, code: str, message: str) -> dict[str, Any]:
@@ -70,6 +114,7 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
         "permission_denied",
         "only a curator may publish; agent is not one",
     ),
+    405: _err("The path does not take this method", "method_not_allowed", "Method Not Allowed"),
     404: _err("No such thing, or not visible to this principal", "not_found", "no record rec_1"),
     409: _err(
         "The world changed under the request",
@@ -77,7 +122,6 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
         "proposal prop_1 is based on version 1; rebase first",
     ),
     422: _err("The request is invalid", "invalid_input", "title: must not be blank"),
-    501: _err("Not available yet", "not_available", "ingest is not available yet"),
     503: _err("The store failed", "store_error", "store stayed locked for 120s"),
 }
 
@@ -87,7 +131,7 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
 
 class RememberBody(_Body):
     content: Content
-    draft: bool = False
+    draft: StrictBool = False
     paths: list[str] = Field(default_factory=list)
     reason: str | None = None
 
@@ -114,51 +158,59 @@ class ReasonBody(_Body):
 
 
 class DecisionBody(_Body):
-    approve: bool
+    approve: StrictBool
     reason: str | None = None
 
 
 class PublishBody(_Body):
     scope: str
-    record_ids: list[str] | None = None
+    record_ids: list[Id] | None = None
     pins: dict[str, str | None] | None = None
     name: str | None = None
-    replace: bool = False
+    replace: StrictBool = False
     reason: str | None = None
 
 
-class RetrieveBody(_Body):
+class _ReadBody(_Body):
+    scope: str | None = Field(default=None, description="a scope or glob, e.g. acme/*")
+    selector: Selector | None = Field(default=None, description="default: head")
+    kinds: list[str] = Field(default_factory=list)
+    include_drafts: StrictBool = False
+    created_after: DateTime | None = None
+    created_before: DateTime | None = None
+    record_ids: list[Id] | None = None
+    weights: dict[str, JsonFloat] | None = Field(
+        default=None, description="fusion weights, e.g. {'keyword': 0.4, 'vector': 0.6}"
+    )
+
+
+class RetrieveBody(_ReadBody):
     query: str
-    top_k: int = Field(default=10, ge=1, le=1000)
-    scope: str | None = None
-    max_tokens: int = Field(default=8000, ge=1)
-    include_archived: bool = False
+    mode: Mode = "hybrid"
+    top_k: JsonInt = Field(default=10, ge=1, le=1000)
+    max_tokens: JsonInt = Field(default=8000, ge=1)
 
 
-class SearchBody(_Body):
+class SearchBody(_ReadBody):
     query: str
-    mode: bridge.SearchMode = "hybrid"
-    top_k: int = Field(default=10, ge=1, le=1000)
-    scope: str | None = None
-    include_drafts: bool = False
-
-
-class ReadContextBody(_Body):
-    scope: str
-    query: str | None = None
-    record_id: str | None = None
-    selector: Selector = Field(default_factory=Selector.published)
-    top_k: int = Field(default=10, ge=1, le=1000)
+    mode: Mode = "hybrid"
+    top_k: JsonInt = Field(default=10, ge=1, le=1000)
 
 
 class ValidateBody(_Body):
-    ids: list[str]
+    ids: list[Id]
 
 
 class ForPathBody(_Body):
     path: str
-    scope: str | None = None
-    top_k: int = Field(default=10, ge=1, le=1000)
+    top_k: JsonInt = Field(default=10, ge=1, le=1000)
+    max_tokens: JsonInt = Field(default=8000, ge=1)
+
+
+class ForSymbolBody(_Body):
+    symbol: str
+    top_k: JsonInt = Field(default=10, ge=1, le=1000)
+    max_tokens: JsonInt = Field(default=8000, ge=1)
 
 
 class ClaimsBody(_Body):
@@ -166,9 +218,28 @@ class ClaimsBody(_Body):
     scope: str | None = None
 
 
-class IngestBody(_Body):
-    source: str
+class ResearchBody(_Body):
+    question: str
     scope: str | None = None
+    max_tokens: JsonInt = Field(default=4000, ge=1)
+
+
+# Repository-relative only: over the network a caller must not name files outside the tree
+# (no leading slash, no ".." segment). Written without look-arounds for pydantic's regex.
+_SEGMENT = r"(?:[^./\\][^/\\]*|\.[^./\\][^/\\]*|\.\.[^/\\]+|\.)"
+_RELATIVE_PATH = rf"^{_SEGMENT}(?:[/\\]{_SEGMENT})*[/\\]?$"
+
+
+class IngestBody(_Body):
+    paths: list[Annotated[str, Field(pattern=_RELATIVE_PATH)]] = Field(
+        min_length=1, description="files, folders or globs relative to the repository root"
+    )
+    scope: str
+    kind: str = "document"
+
+
+class BulkBody(_Body):
+    contents: list[Content] = Field(min_length=1, max_length=1000)
 
 
 class Health(BaseModel):
@@ -226,6 +297,24 @@ def _error_response(exc: CairnError) -> JSONResponse:
     )
 
 
+_HTTP_CODES = {400: "malformed_json", 404: "not_found", 405: "method_not_allowed"}
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """The methods the OpenAPI document lists for this path (Starlette names only those of
+    the first route that matched)."""
+    methods: set[str] = set()
+    paths: dict[str, dict[str, Any]] = request.app.openapi().get("paths", {})
+    for template, item in paths.items():
+        pattern = "^" + re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template)) + "$"
+        if re.match(pattern, request.url.path):
+            methods |= {m.upper() for m in item if m.lower() in _HTTP_METHODS}
+    return sorted(methods)
+
+
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CairnError)
     async def _cairn_error(request: Request, exc: CairnError) -> JSONResponse:
@@ -244,6 +333,28 @@ def install_error_handlers(app: FastAPI) -> None:
         body = ErrorBody(code="invalid_input", message=where or "invalid request")
         return JSONResponse(body.model_dump(exclude_none=True), status_code=422)
 
+    @app.exception_handler(ValidationError)
+    async def _model_refused(request: Request, exc: ValidationError) -> JSONResponse:
+        # A kernel model's validator refused arguments the route's schema let through.
+        where = "; ".join(
+            ".".join(str(p) for p in e.get("loc", ())) + ": " + str(e.get("msg"))
+            for e in exc.errors()
+        )
+        body = ErrorBody(code="invalid_input", message=where.lstrip(": ") or "invalid request")
+        return JSONResponse(body.model_dump(exclude_none=True), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Starlette's own refusals (unreadable body, unknown path, wrong method) in our shape.
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        body = ErrorBody(code=code, message=str(exc.detail))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(_allowed_methods(request))
+        return JSONResponse(
+            body.model_dump(exclude_none=True), status_code=exc.status_code, headers=headers
+        )
+
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
         # One failing request never takes the server down; the details stay in the log.
@@ -255,13 +366,28 @@ def _selector(kind: SelectorKind, baseline_id: str | None, version_id: str | Non
     try:
         return Selector(kind=kind, baseline_id=baseline_id, version_id=version_id)
     except ValueError as exc:
-        from cairn.errors import InvalidInput
-
         raise InvalidInput(str(exc), field="selector") from exc
 
 
+# Query parameters that are lists; any other parameter given twice is refused, not guessed at.
+_LIST_PARAMS: dict[str, frozenset[str]] = {f"{API_PREFIX}/records": frozenset({"kind", "status"})}
+
+
+def _single_valued(request: Request) -> None:
+    route = request.scope.get("route")
+    lists = _LIST_PARAMS.get(getattr(route, "path", ""), frozenset())
+    keys = [key for key, _ in request.query_params.multi_items()]
+    repeated = sorted({k for k in keys if keys.count(k) > 1 and k not in lists})
+    if repeated:
+        raise InvalidInput(
+            f"query parameter {repeated[0]!r} given more than once", field=repeated[0]
+        )
+
+
 def build_router(memory: Memory) -> APIRouter:
-    router = APIRouter(prefix=API_PREFIX, responses=COMMON_ERRORS)
+    router = APIRouter(
+        prefix=API_PREFIX, responses=COMMON_ERRORS, dependencies=[Depends(_single_valued)]
+    )
 
     # ---- records -----------------------------------------------------------------------
 
@@ -287,8 +413,8 @@ def build_router(memory: Memory) -> APIRouter:
         kind: Annotated[list[str] | None, Query()] = None,
         status: Annotated[list[Status] | None, Query()] = None,
         scope: str | None = None,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
+        created_after: DateTime | None = None,
+        created_before: DateTime | None = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
         offset: Annotated[int, Query(ge=0)] = 0,
     ) -> list[Record]:
@@ -310,7 +436,7 @@ def build_router(memory: Memory) -> APIRouter:
         summary="One record at the version a selector chooses",
     )
     def get_record(
-        record_id: str,
+        record_id: RecordId,
         who: Who,
         selector: SelectorKind = SelectorKind.HEAD,
         baseline_id: str | None = None,
@@ -325,7 +451,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["records"],
         summary="Follow the supersession chain to its end",
     )
-    def resolve(record_id: str, who: Who) -> Record:
+    def resolve(record_id: RecordId, who: Who) -> Record:
         return memory.resolve(record_id, principal=who)
 
     @router.get(
@@ -334,7 +460,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["versions"],
         summary="Every version of a record the caller may see",
     )
-    def history(record_id: str, who: Who) -> list[Version]:
+    def history(record_id: RecordId, who: Who) -> list[Version]:
         return memory.history(record_id, principal=who)
 
     @router.get(
@@ -344,7 +470,7 @@ def build_router(memory: Memory) -> APIRouter:
         summary="One version by its number",
     )
     def get_version(
-        record_id: str, number: Annotated[int, PathParam(ge=1)], who: Who
+        record_id: RecordId, number: Annotated[int, PathParam(ge=1)], who: Who
     ) -> RecordView:
         return memory.get(record_id, principal=who, version=number)
 
@@ -354,7 +480,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["records"],
         summary="Propose an update (pin base_version_id to detect staleness)",
     )
-    def update(record_id: str, body: UpdateBody, who: Who) -> ProposalOutcome:
+    def update(record_id: RecordId, body: UpdateBody, who: Who) -> ProposalOutcome:
         return memory.update(
             record_id,
             body.patch,
@@ -369,7 +495,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["records"],
         summary="Propose superseding a record",
     )
-    def supersede(record_id: str, body: SupersedeBody, who: Who) -> ProposalOutcome:
+    def supersede(record_id: RecordId, body: SupersedeBody, who: Who) -> ProposalOutcome:
         return memory.supersede(
             record_id, principal=who, by=body.by, content=body.content, reason=body.reason
         )
@@ -380,7 +506,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["review"],
         summary="Move a record along its lifecycle (curators)",
     )
-    def transition(record_id: str, body: TransitionBody, who: Who) -> ProposalOutcome:
+    def transition(record_id: RecordId, body: TransitionBody, who: Who) -> ProposalOutcome:
         return memory.transition(record_id, body.to, principal=who, reason=body.reason)
 
     @router.post(
@@ -389,7 +515,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["review"],
         summary="Archive a record (curators)",
     )
-    def archive(record_id: str, body: ReasonBody, who: Who) -> ProposalOutcome:
+    def archive(record_id: RecordId, body: ReasonBody, who: Who) -> ProposalOutcome:
         return memory.archive(record_id, principal=who, reason=body.reason)
 
     @router.post(
@@ -398,7 +524,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["review"],
         summary="Restore an archived record (curators)",
     )
-    def restore(record_id: str, body: ReasonBody, who: Who) -> ProposalOutcome:
+    def restore(record_id: RecordId, body: ReasonBody, who: Who) -> ProposalOutcome:
         return memory.restore(record_id, principal=who, reason=body.reason)
 
     # ---- proposals and review -------------------------------------------------------------
@@ -420,7 +546,7 @@ def build_router(memory: Memory) -> APIRouter:
     @router.get(
         "/proposals/{proposal_id}", response_model=Proposal, tags=["review"], summary="One proposal"
     )
-    def proposal(proposal_id: str, who: Who) -> Proposal:
+    def proposal(proposal_id: ProposalId, who: Who) -> Proposal:
         return memory.proposal(proposal_id, principal=who)
 
     @router.post(
@@ -429,7 +555,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["review"],
         summary="Approve or reject a queued proposal (curators)",
     )
-    def decide(proposal_id: str, body: DecisionBody, who: Who) -> ProposalOutcome:
+    def decide(proposal_id: ProposalId, body: DecisionBody, who: Who) -> ProposalOutcome:
         return memory.decide(proposal_id, approve=body.approve, principal=who, reason=body.reason)
 
     @router.post(
@@ -438,7 +564,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["review"],
         summary="Re-base a stale proposal on the current version",
     )
-    def rebase(proposal_id: str, who: Who) -> ProposalOutcome:
+    def rebase(proposal_id: ProposalId, who: Who) -> ProposalOutcome:
         return memory.rebase(proposal_id, principal=who)
 
     @router.post(
@@ -479,7 +605,7 @@ def build_router(memory: Memory) -> APIRouter:
         action: str | None = None,
         subject_id: str | None = None,
         proposal_id: str | None = None,
-        since: datetime | None = None,
+        since: DateTime | None = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 100,
     ) -> list[AuditEntry]:
         query = AuditQuery(
@@ -516,94 +642,122 @@ def build_router(memory: Memory) -> APIRouter:
     def status(who: Who) -> dict[str, int]:
         return memory.status()
 
-    # ---- retrieval (through the bridge until the kernel has it) ----------------------------
+    # ---- retrieval ---------------------------------------------------------------------
 
     @router.post(
         "/read_context",
-        response_model=bridge.ContextResult,
+        response_model=ReadContextResponse,
         tags=["retrieval"],
-        summary="Citeable context for a scope, version-pinned",
+        summary="Citeable context for a scope, version-pinned (spec 000 §1.1)",
     )
-    def read_context(body: ReadContextBody, who: Who) -> bridge.ContextResult:
-        return bridge.read_context(
-            memory,
-            who,
-            scope=body.scope,
-            query=body.query,
-            record_id=body.record_id,
-            selector=body.selector,
-            top_k=body.top_k,
-        )
+    def read_context(body: ReadContextRequest, who: Who) -> ReadContextResponse:
+        return memory.read_context(body, principal=who)
+
+    def _read_options(body: _ReadBody) -> dict[str, Any]:
+        return {
+            "scope": body.scope,
+            "selector": body.selector,
+            "kinds": tuple(body.kinds),
+            "include_drafts": body.include_drafts,
+            "created_after": body.created_after,
+            "created_before": body.created_before,
+            "record_ids": body.record_ids,
+            "weights": body.weights,
+        }
 
     @router.post(
         "/retrieve",
-        response_model=bridge.RetrievalResult,
+        response_model=RetrievalResult,
         tags=["retrieval"],
-        summary="Ranked, validated retrieval with citations",
+        summary="Ranked, validated retrieval with version-pinned citations",
     )
-    def retrieve(body: RetrieveBody, who: Who) -> bridge.RetrievalResult:
-        return bridge.retrieve(
-            memory,
-            who,
-            query=body.query,
-            top_k=body.top_k,
-            scope=body.scope,
+    def retrieve(body: RetrieveBody, who: Who) -> RetrievalResult:
+        return memory.retrieve(
+            body.query,
+            principal=who,
+            mode=body.mode,
+            k=body.top_k,
             max_tokens=body.max_tokens,
-            include_archived=body.include_archived,
+            **_read_options(body),
         )
 
     @router.post(
         "/search",
-        response_model=bridge.RetrievalResult,
+        response_model=SearchResult,
         tags=["retrieval"],
-        summary="Plain search without validation",
+        summary="Raw ranked search without validation or budget",
     )
-    def search(body: SearchBody, who: Who) -> bridge.RetrievalResult:
-        return bridge.search(
-            memory,
-            who,
-            query=body.query,
-            mode=body.mode,
-            top_k=body.top_k,
-            scope=body.scope,
-            include_drafts=body.include_drafts,
+    def search(body: SearchBody, who: Who) -> SearchResult:
+        return memory.search(
+            body.query, principal=who, mode=body.mode, k=body.top_k, **_read_options(body)
         )
 
     @router.post(
         "/validate",
-        response_model=bridge.ValidationReport,
+        response_model=ValidationReport,
         tags=["retrieval"],
-        summary="Check records for expiry, supersession and staleness",
+        summary="May these cited records still be relied on?",
     )
-    def validate(body: ValidateBody, who: Who) -> bridge.ValidationReport:
-        return bridge.validate(memory, who, ids=body.ids)
+    def validate(body: ValidateBody, who: Who) -> ValidationReport:
+        return memory.validate(body.ids, principal=who)
 
     @router.post(
         "/for_path",
-        response_model=bridge.RetrievalResult,
+        response_model=RetrievalResult,
         tags=["retrieval"],
-        summary="Memory linked to a repository path",
+        summary="Memory linked to a repository path (drafts included)",
     )
-    def for_path(body: ForPathBody, who: Who) -> bridge.RetrievalResult:
-        return bridge.for_path(memory, who, path=body.path, scope=body.scope, top_k=body.top_k)
+    def for_path(body: ForPathBody, who: Who) -> RetrievalResult:
+        return memory.for_path(body.path, principal=who, k=body.top_k, max_tokens=body.max_tokens)
+
+    @router.post(
+        "/for_symbol",
+        response_model=RetrievalResult,
+        tags=["retrieval"],
+        summary="Memory that mentions a code symbol (drafts included)",
+    )
+    def for_symbol(body: ForSymbolBody, who: Who) -> RetrievalResult:
+        return memory.for_symbol(
+            body.symbol, principal=who, k=body.top_k, max_tokens=body.max_tokens
+        )
 
     @router.post(
         "/validate_claims",
-        response_model=bridge.ValidationReport,
+        response_model=ClaimsReport,
         tags=["retrieval"],
         summary="Check free-text claims against memory",
     )
-    def validate_claims(body: ClaimsBody, who: Who) -> bridge.ValidationReport:
-        return bridge.validate_claims(memory, who, text=body.text, scope=body.scope)
+    def validate_claims(body: ClaimsBody, who: Who) -> ClaimsReport:
+        return memory.validate_claims(body.text, principal=who, scope=body.scope)
+
+    @router.post(
+        "/research",
+        response_model=ResearchAnswer,
+        tags=["retrieval"],
+        summary="The Researcher: plan, retrieve, retry, summarise with citations",
+    )
+    def research(body: ResearchBody, who: Who) -> ResearchAnswer:
+        return memory.research(
+            body.question, principal=who, scope=body.scope, max_tokens=body.max_tokens
+        )
 
     @router.post(
         "/ingest",
-        response_model=dict[str, Any],
-        tags=["retrieval"],
-        summary="Ingest a source into memory",
+        response_model=IngestReport,
+        tags=["records"],
+        summary="Ingest repository files as evidence records (through the gate)",
     )
-    def ingest(body: IngestBody, who: Who) -> dict[str, Any]:
-        return bridge.ingest(memory, who, source=body.source, scope=body.scope)
+    def ingest(body: IngestBody, who: Who) -> IngestReport:
+        return memory.ingest(body.paths, principal=who, scope=body.scope, kind=body.kind)
+
+    @router.post(
+        "/remember_many",
+        response_model=list[ProposalOutcome],
+        tags=["records"],
+        summary="Propose many records at once; each is decided on its own",
+    )
+    def remember_many(body: BulkBody, who: Who) -> list[ProposalOutcome]:
+        return memory.remember_many(body.contents, principal=who)
 
     return router
 
@@ -614,11 +768,13 @@ def create_app(
     memory: Memory | None = None,
     config: dict[str, Any] | None = None,
     lifespan: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    embedder: str = DEFAULT_EMBEDDER,
 ) -> FastAPI:
-    """The HTTP API alone. With no ``memory`` given the app opens and closes its own;
-    ``lifespan`` lets the combined server run the other doors' start-up and shut-down."""
+    """The HTTP API alone. With no ``memory`` given the app opens and closes its own (with
+    ``embedder``, "minilm" by default); ``lifespan`` lets the combined server run the other
+    doors' start-up and shut-down."""
     owned = memory is None
-    opened: Memory = memory if memory is not None else workspace.open_memory()
+    opened: Memory = memory if memory is not None else workspace.open_memory(embedder=embedder)
     shown_config = dict(config or {"store": str(workspace.folder)})
 
     @asynccontextmanager

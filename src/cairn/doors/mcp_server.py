@@ -19,7 +19,6 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from cairn.doors import _retrieval_bridge as bridge
 from cairn.errors import CairnError, InvalidInput
 from cairn.memory import Memory, RecordView
 from cairn.model import (
@@ -34,6 +33,14 @@ from cairn.model import (
     SelectorKind,
     Status,
 )
+from cairn.retrieval.context import (
+    ClaimsReport,
+    ReadContextRequest,
+    ReadContextResponse,
+    ResearchAnswer,
+    ValidationReport,
+)
+from cairn.retrieval.types import RetrievalResult, SearchResult
 
 __all__ = ["MCP_TOOLS", "PrincipalFor", "StoreResult", "bearer_key", "build_mcp_server"]
 
@@ -52,7 +59,9 @@ MCP_TOOLS = (
     "memory_record_candidate",
     "memory_get_relevant",
     "memory_for_path",
+    "memory_for_symbol",
     "memory_validate_claims",
+    "memory_research",
 )
 
 _DEFAULT_SCOPE = "default"
@@ -180,24 +189,27 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         query: str,
         ctx: Context,
         top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-        vector_weight: float = 0.6,
-        keyword_weight: float = 0.4,
+        vector_weight: Annotated[float, Field(ge=0)] = 0.6,
+        keyword_weight: Annotated[float, Field(ge=0)] = 0.4,
         max_tokens: Annotated[int, Field(ge=1)] = 8000,
-        include_archived: bool = False,
-        scope: str | None = None,
-    ) -> bridge.RetrievalResult:
-        """Hybrid search with validation: ranked records with version-pinned citations and
-        metadata saying whether the token budget clipped anything or contradictions exist."""
+        mode: Literal["vector", "keyword", "hybrid"] = "hybrid",
+        scope: Annotated[str | None, Field(description="a scope or glob, e.g. acme/*")] = None,
+        include_drafts: bool = False,
+    ) -> RetrievalResult:
+        """Hybrid search with validation: ranked items with version-pinned citations,
+        why each was included, scores, contradictions, and whether the token budget clipped
+        anything."""
         principal = who(ctx)
         return _run(
-            lambda: bridge.retrieve(
-                memory,
-                principal,
-                query=query,
-                top_k=top_k,
-                scope=scope,
+            lambda: memory.retrieve(
+                query,
+                principal=principal,
+                k=top_k,
                 max_tokens=max_tokens,
-                include_archived=include_archived,
+                mode=mode,
+                scope=scope,
+                include_drafts=include_drafts,
+                weights={"vector": vector_weight, "keyword": keyword_weight},
             )
         )
 
@@ -209,17 +221,16 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
         scope: str | None = None,
         include_drafts: bool = False,
-    ) -> bridge.RetrievalResult:
-        """Simple search (vector, keyword or hybrid) without validation; faster than
-        memory_retrieve for low-stakes lookups."""
+    ) -> SearchResult:
+        """Simple ranked search (vector, keyword or hybrid) without validation or budget;
+        faster than memory_retrieve for low-stakes lookups."""
         principal = who(ctx)
         return _run(
-            lambda: bridge.search(
-                memory,
-                principal,
-                query=query,
+            lambda: memory.search(
+                query,
+                principal=principal,
                 mode=mode,
-                top_k=top_k,
+                k=top_k,
                 scope=scope,
                 include_drafts=include_drafts,
             )
@@ -270,10 +281,11 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         return _run(call)
 
     @server.tool(annotations=_READ)
-    def memory_validate(ids: list[str], ctx: Context) -> bridge.ValidationReport:
-        """Check records for contradictions, expiry, supersession and staleness."""
+    def memory_validate(ids: list[str], ctx: Context) -> ValidationReport:
+        """May these cited records still be relied on? Per record: exists, current, valid
+        (not expired), active; plus contradictions among them."""
         principal = who(ctx)
-        return _run(lambda: bridge.validate(memory, principal, ids=ids))
+        return _run(lambda: memory.validate(ids, principal=principal))
 
     @server.tool(annotations=_READ)
     def memory_get_context(
@@ -284,25 +296,28 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         selector: Literal["published", "baseline_ref", "head", "version_ref"] = "published",
         baseline_id: str | None = None,
         version_id: str | None = None,
-        top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-    ) -> bridge.ContextResult:
-        """Citeable read context for a scope: items with (record, version) citations and why
-        each was included. 'published' reads the scope's published baseline."""
+        top_k: Annotated[int, Field(ge=1, le=100)] = 10,
+        max_tokens: Annotated[int, Field(ge=1)] = 8000,
+        include_drafts: bool = False,
+    ) -> ReadContextResponse:
+        """Citeable read context for a scope: give a query (ranked) or element_id (direct).
+        Items carry (record, version) citations and why each was included. 'published' reads
+        the scope's published baseline."""
         principal = who(ctx)
 
-        def call() -> bridge.ContextResult:
-            chosen = Selector(
-                kind=SelectorKind(selector), baseline_id=baseline_id, version_id=version_id
-            )
-            return bridge.read_context(
-                memory,
-                principal,
+        def call() -> ReadContextResponse:
+            request = ReadContextRequest(
                 scope=scope,
+                selector=Selector(
+                    kind=SelectorKind(selector), baseline_id=baseline_id, version_id=version_id
+                ),
                 query=query,
                 record_id=element_id,
-                selector=chosen,
-                top_k=top_k,
+                k=top_k,
+                max_tokens=max_tokens,
+                include_drafts=include_drafts,
             )
+            return memory.read_context(request, principal=principal)
 
         return _run(call)
 
@@ -389,13 +404,19 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         ctx: Context,
         scope: str | None = None,
         top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-    ) -> bridge.RetrievalResult:
+        max_tokens: Annotated[int, Field(ge=1)] = 8000,
+    ) -> RetrievalResult:
         """Memory relevant to the task at hand, drafts included (so hand-offs are visible);
         drafts are non-authoritative."""
         principal = who(ctx)
         return _run(
-            lambda: bridge.search(
-                memory, principal, query=query, top_k=top_k, scope=scope, include_drafts=True
+            lambda: memory.retrieve(
+                query,
+                principal=principal,
+                k=top_k,
+                max_tokens=max_tokens,
+                scope=scope,
+                include_drafts=True,
             )
         )
 
@@ -403,22 +424,54 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
     def memory_for_path(
         path: Annotated[str, Field(description="a repository path, e.g. src/app/db.py")],
         ctx: Context,
-        scope: str | None = None,
         top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-    ) -> bridge.RetrievalResult:
-        """Memory linked to a repository file, drafts included."""
+        max_tokens: Annotated[int, Field(ge=1)] = 8000,
+    ) -> RetrievalResult:
+        """Memory linked to a repository file or folder, drafts included."""
         principal = who(ctx)
-        return _run(lambda: bridge.for_path(memory, principal, path=path, scope=scope, top_k=top_k))
+        return _run(
+            lambda: memory.for_path(path, principal=principal, k=top_k, max_tokens=max_tokens)
+        )
+
+    @server.tool(annotations=_READ)
+    def memory_for_symbol(
+        symbol: Annotated[str, Field(description="a code symbol, e.g. Memory.retrieve")],
+        ctx: Context,
+        top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
+        max_tokens: Annotated[int, Field(ge=1)] = 8000,
+    ) -> RetrievalResult:
+        """Memory that mentions a code symbol, drafts included."""
+        principal = who(ctx)
+        return _run(
+            lambda: memory.for_symbol(symbol, principal=principal, k=top_k, max_tokens=max_tokens)
+        )
 
     @server.tool(annotations=_READ)
     def memory_validate_claims(
         text: Annotated[str, Field(description="claims to check, e.g. a plan or an answer")],
         ctx: Context,
         scope: str | None = None,
-    ) -> bridge.ValidationReport:
-        """Check free-text claims against memory: contradictions and stale facts."""
+    ) -> ClaimsReport:
+        """Check each sentence against memory: supported, contradicted or unknown, with the
+        evidence cited."""
         principal = who(ctx)
-        return _run(lambda: bridge.validate_claims(memory, principal, text=text, scope=scope))
+        return _run(lambda: memory.validate_claims(text, principal=principal, scope=scope))
+
+    @server.tool(annotations=_READ)
+    def memory_research(
+        question: str,
+        ctx: Context,
+        scope: str | None = None,
+        max_tokens: Annotated[int, Field(ge=1)] = 4000,
+    ) -> ResearchAnswer:
+        """The Researcher: plans a query, retrieves, retries up to three times and answers
+        with a cited summary."""
+        principal = who(ctx)
+        return _run(
+            lambda: memory.research(
+                question, principal=principal, scope=scope, max_tokens=max_tokens
+            )
+        )
 
     def _read(record_id: str, version: int | None, ctx: Context) -> str:
         try:

@@ -33,6 +33,7 @@ from cairn.doors.a2a_agent import build_a2a_routes
 from cairn.doors.http import create_app
 from cairn.doors.mcp_server import bearer_key, build_mcp_server
 from cairn.errors import CairnError
+from cairn.memory import DEFAULT_EMBEDDER
 from cairn.model import Principal
 from cairn.workspace import Workspace
 
@@ -138,9 +139,17 @@ class BearerGate:
 
 
 def build_server_app(
-    workspace: Workspace, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
+    workspace: Workspace,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    embedder: str = DEFAULT_EMBEDDER,
+    a2a_anonymous: str | None = None,
 ) -> FastAPI:
-    memory = workspace.open_memory()
+    """Every door on one ``Memory``. ``a2a_anonymous`` (off by default) names a low-privilege
+    principal that A2A requests *without* a key act as; ``/v1`` and ``/mcp`` always need a key.
+    """
+    memory = workspace.open_memory(embedder=embedder)
     base_url = f"http://{host}:{port}"
     config = {
         "store": str(workspace.folder),
@@ -151,6 +160,8 @@ def build_server_app(
         "a2a": f"{base_url}/",
         "agent_card": f"{base_url}/.well-known/agent-card.json",
         "principals": len(workspace.principals().principals),
+        "embedder": embedder,
+        "a2a_anonymous": a2a_anonymous,
     }
 
     def principal_for(ctx: Context) -> Principal:
@@ -160,7 +171,13 @@ def build_server_app(
 
     mcp = build_mcp_server(memory, principal_for)
     mcp_app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    a2a_routes, task_store = build_a2a_routes(workspace, memory, base_url)
+    try:
+        a2a_routes, task_store = build_a2a_routes(
+            workspace, memory, base_url, anonymous=a2a_anonymous
+        )
+    except BaseException:
+        memory.close()
+        raise
 
     @asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
@@ -189,9 +206,13 @@ def serve(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     log_level: str = "info",
+    embedder: str = DEFAULT_EMBEDDER,
+    a2a_anonymous: str | None = None,
 ) -> None:
     configure_logging(log_level)
-    app = build_server_app(workspace, host=host, port=port)
+    app = build_server_app(
+        workspace, host=host, port=port, embedder=embedder, a2a_anonymous=a2a_anonymous
+    )
     config = uvicorn.Config(
         app,
         host=host,

@@ -59,7 +59,12 @@ def git_info(directory: Path, fallback_root: Path) -> GitInfo:
 
 
 def expand(patterns: Sequence[str], base: Path) -> list[Path]:
-    """Files named by paths or globs (``**`` allowed), relative to ``base``, in order."""
+    """Files named by paths or globs (``**`` allowed) under ``base``, in order.
+
+    Nothing outside ``base`` can be ingested, whatever the pattern says (absolute paths,
+    ``..``, symlinks pointing out): a door must not become a way to read the machine.
+    """
+    root = base.resolve()
     found: list[Path] = []
     for pattern in patterns:
         full = pattern if Path(pattern).is_absolute() else str(base / pattern)
@@ -72,7 +77,14 @@ def expand(patterns: Sequence[str], base: Path) -> list[Path]:
                 found += sorted(p for p in path.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES)
             elif path.is_file():
                 found.append(path)
-    return list(dict.fromkeys(p.resolve() for p in found))
+    resolved = list(dict.fromkeys(p.resolve() for p in found))
+    outside = [p for p in resolved if not p.is_relative_to(root)]
+    if outside:
+        raise InvalidInput(
+            f"{len(outside)} path(s) lie outside {root}; only files under it can be ingested",
+            field="paths",
+        )
+    return resolved
 
 
 def title_of(text: str, path: Path) -> str:

@@ -1,0 +1,215 @@
+"""CLI commands for the store itself: ``cairn migrate``, ``cairn export``, ``cairn import``.
+
+Each takes ``--store PATH`` (the cairn folder, default ``./.cairn``: its ``cairn.db`` is the
+SQLite store) and ``--db URL`` (or ``CAIRN_DB``: ``postgresql://…`` or ``sqlite:///…``), which
+wins over the folder. ``register(app)`` adds them to the main typer app.
+
+``export`` writes JSON Lines (``cairn.store.transfer``) to FILE, or to stdout when no FILE is
+given (then its summary goes to stderr, so the export can be piped); ``import`` loads FILE
+(``-``: stdin) into an empty store in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TextIO
+
+import typer
+
+from cairn.errors import CairnError, InvalidInput, NotFound
+from cairn.store.base import Store
+from cairn.store.factory import backend_of, migrate_store, open_store, redact, sqlite_path
+
+__all__ = ["register"]
+
+DEFAULT_STORE = Path(".cairn")
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option("--store", help="The cairn folder (default ./.cairn)."),
+]
+DbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="CAIRN_DB",
+        help="postgresql://… or sqlite:///path (default: the folder's cairn.db).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def _folder(ctx: typer.Context, store: Path | None) -> Path:
+    """A command's own --store wins; else the one given before the command; else ./.cairn."""
+    if store is not None:
+        return store
+    obj: dict[str, Any] = ctx.obj or {}
+    return Path(obj.get("store") or DEFAULT_STORE)
+
+
+def _want_json(ctx: typer.Context, flag: bool) -> bool:
+    obj: dict[str, Any] = ctx.obj or {}
+    return flag or bool(obj.get("json"))
+
+
+def _where(db: str | None, folder: Path) -> str:
+    """The store's name for messages (never with a password)."""
+    return redact(db) if db is not None else str(sqlite_path(None, folder))
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except CairnError as exc:
+        typer.echo(f"error ({exc.code}): {exc.message}", err=True)
+        raise typer.Exit(exc.exit_code) from exc
+
+
+def _require_sqlite_file(db: str | None, folder: Path) -> None:
+    """A SQLite store is made by ``cairn init`` (with its policy and keys), not by these."""
+    if backend_of(db) == "sqlite" and not sqlite_path(db, folder).exists():
+        raise NotFound(f"no store at {_where(db, folder)}: run 'cairn init' first", field="store")
+
+
+@contextmanager
+def _opened(db: str | None, folder: Path) -> Iterator[Store]:
+    _require_sqlite_file(db, folder)
+    store = open_store(db, folder)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _emit(payload: dict[str, Any], *, as_json: bool, text: str, err: bool = False) -> None:
+    typer.echo(json.dumps(payload, sort_keys=True) if as_json else text, err=err)
+
+
+def _summary(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "nothing"
+
+
+def migrate_command(
+    ctx: typer.Context, store: StoreOpt = None, db: DbOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Bring the store's schema up to this cairn's version (PostgreSQL: as an owner login)."""
+    folder = _folder(ctx, store)
+    with _errors():
+        _require_sqlite_file(db, folder)
+        before, after = migrate_store(db, folder)
+    payload = {
+        "backend": backend_of(db),
+        "store": _where(db, folder),
+        "before": before,
+        "after": after,
+        "applied": after - before,
+    }
+    text = (
+        f"schema at version {after} (was {before}; applied {after - before})"
+        if after != before
+        else f"schema already at version {after}"
+    )
+    _emit(payload, as_json=_want_json(ctx, as_json), text=text)
+
+
+def export_command(
+    ctx: typer.Context,
+    file: Annotated[
+        Path | None, typer.Argument(help="Where to write (default: stdout).", show_default=False)
+    ] = None,
+    store: StoreOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the whole store as JSON Lines: records, versions, proposals, audit, baselines."""
+    from cairn.store.transfer import export_store
+
+    folder = _folder(ctx, store)
+    to_stdout = file is None or str(file) == "-"
+    with _errors(), _opened(db, folder) as opened:
+        if to_stdout:
+            counts = export_store(opened, sys.stdout)
+            sys.stdout.flush()
+        else:
+            assert file is not None
+            counts = _export_to_file(opened, file)
+    payload = {
+        "store": _where(db, folder),
+        "file": None if to_stdout else str(file),
+        "counts": counts,
+    }
+    target = "stdout" if to_stdout else str(file)
+    _emit(
+        payload,
+        as_json=_want_json(ctx, as_json),
+        text=f"exported {_summary(counts)} to {target}",
+        err=to_stdout,  # keep stdout for the export itself
+    )
+
+
+def _export_to_file(store: Store, file: Path) -> dict[str, int]:
+    """Write next to ``file`` and rename, so a failed export never leaves a partial file."""
+    from cairn.store.transfer import export_store
+
+    partial = file.with_name(f".{file.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="\n") as out:
+            counts = export_store(store, out)
+            out.flush()
+            os.fsync(out.fileno())
+        partial.replace(file)
+    except OSError as exc:
+        raise InvalidInput(f"cannot write {file}: {exc.strerror}", field="file") from exc
+    finally:
+        partial.unlink(missing_ok=True)
+    return counts
+
+
+def import_command(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="An export file ('-': stdin).")],
+    store: StoreOpt = None,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Load an export into an EMPTY store (ids, versions and audit numbers are kept)."""
+    from cairn.store.transfer import import_store
+
+    folder = _folder(ctx, store)
+    with _errors(), _opened(db, folder) as opened, _lines(file) as lines:
+        counts = import_store(opened, lines)
+    payload = {"store": _where(db, folder), "file": str(file), "counts": counts}
+    _emit(
+        payload,
+        as_json=_want_json(ctx, as_json),
+        text=f"imported {_summary(counts)} into {_where(db, folder)}",
+    )
+
+
+@contextmanager
+def _lines(file: Path) -> Iterator[TextIO]:
+    if str(file) == "-":
+        yield sys.stdin
+        return
+    try:
+        handle = file.open(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="file") from exc
+    with handle:
+        try:
+            yield handle
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{file} is not UTF-8 text: {exc.reason}", field="file") from exc
+
+
+def register(app: typer.Typer) -> None:
+    app.command("migrate")(migrate_command)
+    app.command("export")(export_command)
+    app.command("import")(import_command)
