@@ -22,6 +22,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -229,11 +230,27 @@ class PgCluster:
         return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
 
 
+def as_uri(conninfo: str) -> str:
+    """A ``postgresql://`` URL for a keyword/value conninfo (what ``--db`` takes)."""
+    info = psycopg.conninfo.conninfo_to_dict(conninfo)
+    user = quote(str(info.pop("user", "")), safe="")
+    password = info.pop("password", None)
+    creds = f"{user}:{quote(str(password), safe='')}@" if password else f"{user}@" if user else ""
+    hostport = ""
+    host = str(info.get("host", ""))
+    if host and not host.startswith("/"):
+        info.pop("host")
+        hostport = host + (f":{info.pop('port')}" if "port" in info else "")
+    dbname = quote(str(info.pop("dbname", "")), safe="")
+    query = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in sorted(info.items()))
+    return f"postgresql://{creds}{hostport}/{dbname}" + (f"?{query}" if query else "")
+
+
 # ---- pytest fixtures (hooked into tests/conftest.py) -------------------------------------
 
 
 @pytest.fixture(scope="session")
-def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgCluster]:
+def pg_cluster() -> Iterator[PgCluster]:
     """One PostgreSQL per test session (per xdist worker): ``CAIRN_TEST_PG`` or a fresh
     embedded server. If neither works the fixture errors, so every PostgreSQL test fails
     instead of being skipped."""
@@ -243,7 +260,9 @@ def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgCluster]:
         yield cluster
         cluster.close()
         return
-    with embedded_server(tmp_path_factory.mktemp("pg")) as server:
+    # Not under pytest's basetemp: a concurrent pytest session prunes old basetemps, which
+    # would delete the data folder under a running server.
+    with embedded_server(Path(tempfile.mkdtemp(prefix="cairn-pg-"))) as server:
         cluster = PgCluster(server.url())
         yield cluster
         cluster.close()

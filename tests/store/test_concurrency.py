@@ -194,3 +194,58 @@ def test_a_pinned_update_never_overwrites_a_newer_version(
     with pytest.raises(Conflict):
         memory.update(record.id, ContentPatch(body="based on v1"), principal=curator,
                       base_version_id=record.current_version_id)  # fmt: skip
+
+
+def test_a_reader_tailing_chunk_changes_misses_nothing(
+    open_store: StoreOpener, curator: Principal
+) -> None:
+    """Writers in several processes index chunks concurrently while another process tails
+    ``chunk_changes`` by seq (as each server's vector catalog does): every chunk is seen, in
+    its latest state, and nothing committed later ever gets a lower seq than one already read."""
+    writers = [_memory(open_store()) for _ in range(3)]
+    reader = open_store()
+    per_writer = 12
+    done = threading.Event()
+    seen: dict[int, tuple[int, str]] = {}  # chunk id -> (seq, status)
+    errors: list[BaseException] = []
+
+    def tail() -> None:
+        since = 0
+        try:
+            while True:
+                finished = done.is_set()
+                for change in reader.chunk_changes(since):
+                    assert change.seq > since
+                    since = change.seq
+                    seen[change.id] = (change.seq, change.status)
+                if finished:
+                    return
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    def write(memory: Memory, n: int) -> None:
+        try:
+            for i in range(per_writer):
+                outcome = memory.remember(
+                    content(f"Writer {n} note {i}", body=f"Body {n} {i}."), principal=curator
+                )
+                assert outcome.record is not None
+                if i % 4 == 0:
+                    memory.archive(outcome.record.id, principal=curator)
+        except BaseException as exc:
+            errors.append(exc)
+
+    tailer = threading.Thread(target=tail)
+    tailer.start()
+    threads = [threading.Thread(target=write, args=(m, n)) for n, m in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.set()
+    tailer.join()
+    assert not errors, errors
+    final = {c.id: (c.seq, c.status) for c in reader.chunk_changes(0)}
+    assert len(final) == reader.chunk_count() == 3 * per_writer
+    assert seen == final  # the tail ended exactly where a fresh full read is
+    assert sum(status == "archived" for _, status in final.values()) == 3 * 3

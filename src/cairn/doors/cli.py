@@ -876,9 +876,10 @@ def main() -> None:
 
 def _register_server_commands() -> None:
     # serve, mcp and keys live with the server doors; they register onto this app.
-    from cairn.doors import cli_server
+    from cairn.doors import cli_server, cli_store
 
     cli_server.register(app)
+    cli_store.register(app)
 
 
 _register_server_commands()

@@ -10,7 +10,7 @@ works on every backend.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -19,6 +19,7 @@ from cairn.model import (
     AuditEntry,
     AuditQuery,
     Baseline,
+    Content,
     PathLink,
     Proposal,
     ProposalStatus,
@@ -221,6 +222,10 @@ class AclRow:
     sensitivity: int
 
 
+# How the kernel cuts a version into chunks (``cairn.retrieval.chunking.chunks_for``).
+Chunker = Callable[[Content], Sequence[ChunkDraft]]
+
+
 # ---- the protocol ------------------------------------------------------------------------
 
 
@@ -312,12 +317,14 @@ class Store(Protocol):
         """Every stored row, in ``import_rows`` order, from one consistent snapshot."""
         ...
 
-    def import_rows(self, rows: Iterable[Dumped]) -> int:
+    def import_rows(self, rows: Iterable[Dumped], *, chunker: Chunker | None = None) -> int:
         """Load a dump (``iter_all`` of another store) into this one; return the row count.
 
         Only ``cairn.store.transfer`` calls it. It is not a way around the gate: it replays
         a history the gate already wrote and audited, keeping ids, versions and audit seqs,
         and it refuses (``Conflict``) unless this store is empty, all in one transaction.
+        A dump holds no derived index: ``chunker`` re-cuts every version into the chunks
+        the retrieval index holds (without one, imported versions are not searchable).
         """
         ...
 

@@ -24,13 +24,16 @@ One connection per store, guarded by a lock, in autocommit mode: each read is on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -51,7 +54,13 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import (
+    AclRow,
     ChangeSet,
+    ChunkDraft,
+    Chunker,
+    ChunkFilter,
+    ChunkMeta,
+    ChunkRow,
     Dumped,
     EdgeRow,
     ExpectProposal,
@@ -66,8 +75,11 @@ from cairn.store.base import (
     PutVersion,
     SetPublished,
     Write,
+    embed_input,
+    text_hash,
 )
 from cairn.store.pg_migrations import (
+    AUDIT_LOCK,
     CONFLICT_SQLSTATE,
     OWNER_ROLE,
     PG_MEMORY_TABLES,
@@ -158,6 +170,7 @@ class PostgresStore:
         self.url = url
         self._lock = threading.RLock()
         self._conn = self._connect()
+        self._common: tuple[float, dict[str, float]] | None = None
         version = current_version(self._conn)
         if version < latest_version():
             if not auto_migrate:
@@ -202,10 +215,8 @@ class PostgresStore:
 
     def _reconnect(self) -> None:
         """Replace a broken connection, retrying for a while (e.g. across a server restart)."""
-        try:
+        with contextlib.suppress(psycopg.Error):
             self._conn.close()
-        except psycopg.Error:
-            pass
         deadline = time.monotonic() + RECONNECT_SECONDS
         delay = 0.05
         while True:
@@ -251,6 +262,12 @@ class PostgresStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ---- the one write method --------------------------------------------------------
 
@@ -468,6 +485,172 @@ class PostgresStore:
             out[f"proposals.{row['status']}"] = int(row["n"])
         return out
 
+    # ---- retrieval index reads (and the derived vector cache) ----------------------------
+
+    def acls(self) -> list[AclRow]:
+        return [
+            AclRow(
+                id=int(r["id"]),
+                roles=tuple(r["roles"]),
+                labels=tuple(r["labels"]),
+                sensitivity=int(r["sensitivity"]),
+            )
+            for r in self._read("SELECT id, roles, labels, sensitivity FROM acls ORDER BY id")
+        ]
+
+    def scopes(self) -> dict[int, str]:
+        return {int(r["id"]): r["scope"] for r in self._read("SELECT id, scope FROM scopes")}
+
+    def keyword_search(self, match: str, where: ChunkFilter, limit: int) -> list[tuple[int, float]]:
+        """Chunks matching any term of ``match``, best first by ``ts_rank_cd`` (higher is
+        better), among those ``where`` admits: the filter is part of the query, so chunks a
+        reader may not see are never ranked (docs/operations.md: how it differs from BM25)."""
+        terms = match_terms(match)
+        if not terms or limit <= 0:
+            return []
+        clause, params = _filter_sql(where)
+        query = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
+        rows = self._read(
+            f"SELECT c.id, ts_rank_cd(%s::real[], c.tsv, q.q, {RANK_NORMALIZATION}) AS score "
+            f"FROM chunks c, (SELECT {query} AS q) q "
+            f"WHERE numnode(q.q) > 0 AND c.tsv @@ q.q AND {clause} "
+            "ORDER BY score DESC, c.id LIMIT %s",
+            [list(RANK_WEIGHTS), *terms, *params, limit],
+        )
+        return [(int(r["id"]), float(r["score"])) for r in rows]
+
+    def doc_freq(self, term: str) -> int:
+        """About how many chunks contain ``term`` (after 'english' stemming).
+
+        The kernel only uses it to drop terms found in a large share of chunks, and an exact
+        count of a common term is slow (a heap visit per match: ~20 ms for a term in 10% of
+        100k chunks). So a term among the most common lexemes in PostgreSQL's own statistics
+        of the ``tsv`` column (``pg_stats.most_common_elems``, kept by ANALYZE/autovacuum) is
+        estimated from its sampled frequency; any other term is rarer than all of those and
+        is counted exactly through the GIN index (capped at ``DOC_FREQ_CAP``), which is cheap.
+        Before the first ANALYZE every term is counted.
+        """
+        words = match_terms(term)
+        if not words:
+            return 0
+        rows = self._read(
+            "SELECT tsvector_to_array(to_tsvector('english', %s)) AS lexemes", (" ".join(words),)
+        )
+        lexemes: list[str] = rows[0]["lexemes"]
+        if not lexemes:
+            return 0  # only stopwords: they match nothing
+        common = self._common_lexemes()
+        if all(lexeme in common for lexeme in lexemes):
+            return round(min(common[lexeme] for lexeme in lexemes) * self.chunk_count())
+        rows = self._read(
+            "SELECT count(*) AS n FROM (SELECT 1 FROM chunks "
+            "WHERE tsv @@ plainto_tsquery('english', %s) LIMIT %s) s",
+            (" ".join(words), DOC_FREQ_CAP),
+        )
+        return int(rows[0]["n"])
+
+    def _common_lexemes(self) -> dict[str, float]:
+        """Lexeme -> share of chunks, for the most common lexemes ANALYZE found (cached for
+        ``COMMON_LEXEMES_TTL_S``; empty before the table was first analysed)."""
+        now = time.monotonic()
+        cached = self._common
+        if cached is not None and now - cached[0] < COMMON_LEXEMES_TTL_S:
+            return cached[1]
+        rows = self._read(
+            "SELECT most_common_elems::text::text[] AS elems, "
+            "most_common_elem_freqs AS freqs FROM pg_stats "
+            "WHERE schemaname = %s AND tablename = 'chunks' AND attname = 'tsv'",
+            (SCHEMA,),
+        )
+        common: dict[str, float] = {}
+        if rows and rows[0]["elems"] and rows[0]["freqs"]:
+            # freqs holds one frequency per element, then min, max and null frequency
+            common = dict(zip(rows[0]["elems"], rows[0]["freqs"], strict=False))
+        self._common = (now, common)
+        return common
+
+    def chunk_count(self) -> int:
+        rows = self._read("SELECT value FROM index_meta WHERE key = 'chunks'")
+        return int(rows[0]["value"]) if rows else 0
+
+    def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+        ids = list(dict.fromkeys(int(i) for i in chunk_ids))
+        if not ids:
+            return {}
+        rows = self._read(
+            f"SELECT {_META_COLUMNS}, c.version_no, c.chunk_key, c.heading, c.span_start, "
+            "c.span_end, c.text, v.content ->> 'title' AS title "
+            "FROM chunks c JOIN versions v ON v.id = c.version_id WHERE c.id = ANY(%s)",
+            (ids,),
+        )
+        return {
+            int(r["id"]): ChunkRow(
+                meta=_chunk_meta(r),
+                version_no=r["version_no"],
+                chunk_key=r["chunk_key"],
+                heading=r["heading"],
+                start=r["span_start"],
+                end=r["span_end"],
+                text=r["text"],
+                title=r["title"],
+            )
+            for r in rows
+        }
+
+    def chunk_changes(self, since_seq: int, limit: int = 50_000) -> list[ChunkMeta]:
+        rows = self._read(
+            f"SELECT {_META_COLUMNS} FROM chunks c WHERE c.seq > %s ORDER BY c.seq, c.id LIMIT %s",
+            (since_seq, limit),
+        )
+        return [_chunk_meta(r) for r in rows]
+
+    def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
+        rows = self._read(
+            "SELECT c.text_hash, c.heading, c.text, v.content ->> 'title' AS title "
+            "FROM chunks c JOIN versions v ON v.id = c.version_id "
+            "WHERE c.id IN (SELECT min(p.id) FROM chunks p WHERE NOT EXISTS "
+            "(SELECT 1 FROM vectors x WHERE x.text_hash = p.text_hash AND x.model = %s) "
+            "GROUP BY p.text_hash ORDER BY min(p.id) LIMIT %s) "
+            "ORDER BY c.id",
+            (model, limit),
+        )
+        return [(r["text_hash"], embed_input(r["title"], r["heading"], r["text"])) for r in rows]
+
+    def vector_lag(self, model: str) -> int:
+        rows = self._read(
+            "SELECT count(DISTINCT c.text_hash) AS n FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = %s)",
+            (model,),
+        )
+        return int(rows[0]["n"])
+
+    def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
+        """Cache embeddings through ``cairn_put_vectors`` (the serving role cannot write
+        tables): derived data, so no audit entry. Each blob is ``dim`` float32 values."""
+        if not items:
+            return
+        hashes = [h for h, _ in items]
+        blobs = [bytes(blob) for _, blob in items]
+        floats = [_floats(blob, dim) for blob in blobs]
+        try:
+            with self._lock:
+                self._conn.execute(
+                    "SELECT cairn_put_vectors(%s, %s, %s::text[], %s::bytea[], %s::real[])",
+                    (model, dim, hashes, blobs, floats),
+                )
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL could not store vectors: {exc}") from exc
+
+    def get_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
+        hashes = list(dict.fromkeys(text_hashes))
+        if not hashes:
+            return {}
+        rows = self._read(
+            "SELECT text_hash, vector FROM vectors WHERE model = %s AND text_hash = ANY(%s)",
+            (model, hashes),
+        )
+        return {r["text_hash"]: bytes(r["vector"]) for r in rows}
+
     # ---- whole-store dump and load (cairn.store.transfer only) --------------------------
 
     def iter_all(self) -> Iterator[Dumped]:
@@ -483,13 +666,14 @@ class PostgresStore:
                     for row in cur:
                         yield convert(row)
 
-    def import_rows(self, rows: Iterable[Dumped]) -> int:
+    def import_rows(self, rows: Iterable[Dumped], *, chunker: Chunker | None = None) -> int:
         """Load a dump into this store, which must be empty; return the rows loaded.
 
         Not a gate bypass: it replays a history the gate already audited (audit entries with
         their original seqs) and refuses a store holding anything. It acts as
         ``cairn_owner`` (``SET LOCAL ROLE``), so only an owner/superuser login may import;
-        the serving role gets ``StoreError``.
+        the serving role gets ``StoreError``. With ``chunker`` every version is indexed
+        again, by the same ``cairn_index_version`` a commit uses.
         """
         loaded = 0
         with self._lock:
@@ -508,14 +692,15 @@ class PostgresStore:
                     batch: list[Dumped] = []
                     for row in rows:
                         if batch and type(row) is not type(batch[0]):
-                            loaded += _load_batch(conn, batch)
+                            loaded += _load_batch(conn, batch, chunker)
                             batch = []
                         batch.append(row)
                         if len(batch) >= IMPORT_BATCH:
-                            loaded += _load_batch(conn, batch)
+                            loaded += _load_batch(conn, batch, chunker)
                             batch = []
                     if batch:
-                        loaded += _load_batch(conn, batch)
+                        loaded += _load_batch(conn, batch, chunker)
+                    _stamp_imported_chunks(conn)
             except pg_errors.InsufficientPrivilege as exc:
                 raise StoreError(
                     f"import needs a login that may act as {OWNER_ROLE}: {exc.diag.message_primary}"
@@ -524,6 +709,113 @@ class PostgresStore:
                 raise InvalidInput(f"the dump is inconsistent: {exc}") from exc
         # SET LOCAL ROLE ended with the transaction: the connection is serving again.
         return loaded
+
+
+# ---- retrieval index (private) -----------------------------------------------------------
+
+# ts_rank_cd weights for {D, C, B, A}: text (C) : heading (B) : title (A) = 1 : 1.5 : 3, the
+# column weights SQLite's bm25() uses. Normalization 1 divides by 1 + log(length in words).
+RANK_WEIGHTS = (0.1, 1 / 3, 0.5, 1.0)
+RANK_NORMALIZATION = 1
+DOC_FREQ_CAP = 10_000
+COMMON_LEXEMES_TTL_S = 300.0
+MAX_MATCH_TERMS = 64
+
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+_OPERATORS = frozenset({"OR", "AND", "NOT", "NEAR"})
+
+
+def match_terms(match: str) -> list[str]:
+    """The terms of an FTS5 match expression as the kernel builds them (``"a" OR "b"``),
+    or, for any other text, its words; distinct, in order. Never raises: each term is later
+    a ``plainto_tsquery`` parameter, which accepts any text."""
+    text = match.encode("utf-8", "ignore").decode("utf-8").replace("\x00", " ")
+    terms = [m.group(1).replace('""', '"') for m in _QUOTED.finditer(text)]
+    rest = _QUOTED.sub(" ", text).replace('"', " ")
+    terms += [w for w in rest.split() if w not in _OPERATORS]
+    kept = [t for t in dict.fromkeys(t.strip() for t in terms) if t]
+    return kept[:MAX_MATCH_TERMS]
+
+
+def _floats(blob: bytes, dim: int) -> list[float]:
+    """A cached vector (float32, native byte order as numpy wrote it) as Python floats."""
+    values = array("f")
+    values.frombytes(blob)
+    if sys.byteorder != "little":  # pragma: no cover - cairn writes little-endian blobs
+        values.byteswap()
+    if len(values) != dim:
+        raise InvalidInput(f"a vector of {len(values)} floats given for dimension {dim}")
+    return values.tolist()
+
+
+def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
+    """``where`` as SQL over ``chunks c``; timestamps compare as UTC instants."""
+    clauses: list[str] = []
+    params: list[Any] = []
+
+    def within(column: str, values: frozenset[Any]) -> None:
+        if not values:
+            clauses.append("false")
+            return
+        clauses.append(f"{column} = ANY(%s)")
+        params.append(sorted(values))
+
+    within("c.acl_id", where.acl_ids)
+    within("c.status", where.statuses)
+    if where.scope_ids is not None:
+        within("c.scope_id", where.scope_ids)
+    if where.kinds is not None:
+        within("c.kind", where.kinds)
+    if where.version_ids is not None:
+        within("c.version_id", where.version_ids)
+    elif where.head_only:
+        clauses.append("c.is_head")
+    if where.record_ids is not None:
+        within("c.record_id", where.record_ids)
+    if not where.include_superseded:
+        clauses.append("NOT c.superseded")
+    if where.valid_at is not None:
+        at = _as_utc(where.valid_at)
+        clauses.append("(c.valid_from IS NULL OR c.valid_from <= %s)")
+        clauses.append("(c.valid_to IS NULL OR c.valid_to > %s)")
+        params.extend([at, at])
+    if where.created_after is not None:
+        clauses.append("c.created_at >= %s")
+        params.append(_as_utc(where.created_after))
+    if where.created_before is not None:
+        clauses.append("c.created_at < %s")
+        params.append(_as_utc(where.created_before))
+    return " AND ".join(clauses) or "true", params
+
+
+def _as_utc(value: datetime) -> datetime:
+    """Naive datetimes are UTC, as in the SQLite index."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+_META_COLUMNS = (
+    "c.id, c.record_id, c.version_id, c.text_hash, c.kind, c.scope_id, c.acl_id, c.status, "
+    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq"
+)
+
+
+def _chunk_meta(row: DictRow) -> ChunkMeta:
+    return ChunkMeta(
+        id=int(row["id"]),
+        record_id=row["record_id"],
+        version_id=row["version_id"],
+        text_hash=row["text_hash"],
+        kind=row["kind"],
+        scope_id=int(row["scope_id"]),
+        acl_id=int(row["acl_id"]),
+        status=row["status"],
+        is_head=bool(row["is_head"]),
+        superseded=bool(row["superseded"]),
+        valid_from=_opt_utc(row["valid_from"]),
+        valid_to=_opt_utc(row["valid_to"]),
+        created_at=_utc(row["created_at"]),
+        seq=int(row["seq"]),
+    )
 
 
 # ---- change sets to the JSON cairn_commit takes (private) --------------------------------
@@ -588,7 +880,11 @@ def _write_json(write: Write) -> dict[str, Any]:
     if isinstance(write, PutRecord):
         return {"t": "record", "row": _record_row(write.record)}
     if isinstance(write, PutVersion):
-        return {"t": "version", "row": _version_row(write.version)}
+        return {
+            "t": "version",
+            "row": _version_row(write.version),
+            "chunks": _chunks_json(write.version, write.chunks),
+        }
     if isinstance(write, PutProposal):
         return {"t": "proposal", "row": _proposal_row(write.proposal)}
     if isinstance(write, PutBaseline):
@@ -622,6 +918,23 @@ def _write_json(write: Write) -> dict[str, Any]:
             },
         }
     raise StoreError(f"unknown write {write!r}")  # pragma: no cover - exhaustive over Write
+
+
+def _chunks_json(version: Version, chunks: Sequence[ChunkDraft]) -> list[dict[str, Any]]:
+    """A version's chunks as ``cairn_index_version`` takes them (it reads the rest from the
+    stored version and record)."""
+    title = version.content.title
+    return [
+        {
+            "chunk_key": c.chunk_key,
+            "heading": c.heading,
+            "start": c.start,
+            "end": c.end,
+            "text": c.text,
+            "text_hash": text_hash(title, c.heading, c.text),
+        }
+        for c in chunks
+    ]
 
 
 def _changeset_json(cs: ChangeSet) -> dict[str, Any]:
@@ -779,14 +1092,49 @@ def _insert_json(cur: psycopg.Cursor[DictRow], table: str, rows: list[dict[str, 
     )
 
 
-def _load_batch(conn: Conn, batch: list[Dumped]) -> int:
+def _index_imported(
+    cur: psycopg.Cursor[DictRow], versions: list[Version], chunker: Chunker
+) -> None:
+    """Index freshly imported versions (their records are loaded already) in one round trip;
+    the new chunks are numbered once the whole import is in (``_stamp_imported_chunks``)."""
+    payload = [{"id": v.id, "chunks": _chunks_json(v, chunker(v.content))} for v in versions]
+    cur.execute(
+        "SELECT count(cairn_index_version(x.id, x.chunks)) AS n "
+        "FROM jsonb_to_recordset(%s::jsonb) AS x(id text, chunks jsonb)",
+        (_json(payload),),
+    )
+
+
+def _stamp_imported_chunks(conn: Conn) -> None:
+    """Give every chunk the import added a seq, in id order, and count them. The store was
+    empty and its memory tables are locked, so every chunk is the import's; the audit lock
+    keeps the numbering in line with a commit that follows."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", AUDIT_LOCK)
+    conn.execute(
+        "WITH base AS (SELECT value FROM index_meta WHERE key = 'seq'), "
+        "numbered AS (SELECT c.id, row_number() OVER (ORDER BY c.id) AS n FROM chunks c "
+        "WHERE c.seq = 0) "
+        "UPDATE chunks c SET seq = base.value + numbered.n FROM base, numbered "
+        "WHERE c.id = numbered.id"
+    )
+    conn.execute(
+        "UPDATE index_meta SET value = CASE key "
+        "WHEN 'seq' THEN (SELECT coalesce(max(seq), 0) FROM chunks) "
+        "ELSE (SELECT count(*) FROM chunks) END WHERE key IN ('seq', 'chunks')"
+    )
+
+
+def _load_batch(conn: Conn, batch: list[Dumped], chunker: Chunker | None = None) -> int:
     """Insert rows of one type as the owner; they keep their ids, seqs and timestamps."""
     with conn.cursor() as cur:
         for item in batch:
             if isinstance(item, AuditEntry) and item.seq is None:
                 raise InvalidInput(f"audit entry {item.id} has no seq")
         _insert_json(cur, "records", [_record_row(r) for r in batch if isinstance(r, Record)])
-        _insert_json(cur, "versions", [_version_row(v) for v in batch if isinstance(v, Version)])
+        versions = [v for v in batch if isinstance(v, Version)]
+        _insert_json(cur, "versions", [_version_row(v) for v in versions])
+        if versions and chunker is not None:
+            _index_imported(cur, versions, chunker)
         _insert_json(cur, "proposals", [_proposal_row(p) for p in batch if isinstance(p, Proposal)])
         _insert_json(
             cur,
@@ -805,7 +1153,7 @@ def _load_batch(conn: Conn, batch: list[Dumped]) -> int:
                     "created_at": _ts(b.created_at),
                     "created_by": b.created_by,
                     "proposal_id": b.proposal_id,
-                }  # fmt: skip
+                }
                 for b in baselines
             ],
         )
@@ -845,7 +1193,7 @@ def _load_batch(conn: Conn, batch: list[Dumped]) -> int:
                     "path": link.path,
                     "content_hash": link.content_hash,
                     "drifted": link.drifted,
-                }  # fmt: skip
+                }
                 for link in batch
                 if isinstance(link, PathLink)
             ],

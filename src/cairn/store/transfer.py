@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from cairn.errors import InvalidInput
 from cairn.model import AuditEntry, Baseline, PathLink, Proposal, Record, Version
-from cairn.store.base import Dumped, EdgeRow, PublishedRow, Store
+from cairn.store.base import Chunker, Dumped, EdgeRow, PublishedRow, Store
 
 FORMAT = "cairn-export"
 FORMAT_VERSION = 1
@@ -95,7 +95,7 @@ def _parse(kind: str, data: Any, lineno: int) -> Dumped:
     cls = _CLASS_OF[kind]
     try:
         if issubclass(cls, BaseModel):
-            parsed: Dumped = cls.model_validate(data)
+            parsed: Dumped = cls.model_validate(data)  # type: ignore[assignment]
             return parsed
         fields = {f.name for f in dataclasses.fields(cls)}
         if not isinstance(data, dict) or set(data) != fields:
@@ -152,8 +152,19 @@ def read_rows(lines: Iterable[str], counts: dict[str, int]) -> Iterator[Dumped]:
     raise InvalidInput("the export is cut short: its trailer line is missing")
 
 
-def import_store(store: Store, lines: Iterable[str]) -> dict[str, int]:
-    """Load an export into ``store``, which must be empty; return the row count per kind."""
+def import_store(
+    store: Store, lines: Iterable[str], *, chunker: Chunker | None = None
+) -> dict[str, int]:
+    """Load an export into ``store``, which must be empty; return the row count per kind.
+
+    The export holds memory, not its derived indexes: every version is cut into chunks again
+    (``chunker``, by default the kernel's ``chunks_for``) so the copy is searchable at once;
+    vectors are embedded again by the indexer as on any write.
+    """
+    if chunker is None:
+        from cairn.retrieval.chunking import chunks_for
+
+        chunker = chunks_for
     counts: dict[str, int] = {}
-    store.import_rows(read_rows(lines, counts))
+    store.import_rows(read_rows(lines, counts), chunker=chunker)
     return counts

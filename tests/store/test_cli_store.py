@@ -1,0 +1,148 @@
+"""``cairn migrate`` / ``cairn export`` / ``cairn import`` through the CLI (typer CliRunner)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from cairn.doors.cli_store import register
+from cairn.errors import StoreError
+from cairn.model import Principal
+from cairn.store.migrations import SQLITE_MIGRATIONS
+from cairn.store.pg_migrations import latest_version
+from cairn.store.postgres import PostgresStore
+from cairn.store.sqlite import SqliteStore
+from cairn.workspace import Workspace
+from tests.pg import PgCluster, as_uri
+from tests.store.test_transfer import _populate
+
+runner = CliRunner()
+
+
+def _app() -> typer.Typer:
+    """The commands on an app of their own, with the main app's global ``--store``."""
+    app = typer.Typer()
+
+    @app.callback()
+    def _main(ctx: typer.Context, store: Path | None = None, as_json: bool = False) -> None:
+        ctx.obj = {"store": store, "json": as_json}
+
+    register(app)
+    return app
+
+
+APP = _app()
+
+
+def _ok(*args: str, env: dict[str, str] | None = None) -> str:
+    result = runner.invoke(APP, list(args), env=env)
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    return result.stdout
+
+
+@pytest.fixture
+def source(tmp_path: Path, curator: Principal, agent: Principal) -> Path:
+    """A cairn folder (made by ``cairn init``) holding a history that touches every table."""
+    folder = tmp_path / "source" / ".cairn"
+    Workspace(folder).init()
+    store = SqliteStore(folder / "cairn.db")
+    _populate(store, tmp_path, curator, agent)
+    store.close()
+    return folder
+
+
+def test_export_then_import_into_sqlite_and_postgres_gives_identical_exports(
+    source: Path, tmp_path: Path, pg_cluster: PgCluster
+) -> None:
+    dump = tmp_path / "dump.jsonl"
+    summary = json.loads(_ok("export", str(dump), "--store", str(source), "--json"))
+    assert summary["counts"]["record"] == 3 and summary["file"] == str(dump)
+    original = dump.read_text(encoding="utf-8")
+    assert _ok("export", "--store", str(source)) == original  # stdout: the export itself
+
+    fresh = tmp_path / "fresh" / ".cairn"
+    Workspace(fresh).init()
+    out = _ok("import", str(dump), "--store", str(fresh))
+    assert out.startswith("imported 3 record")
+    assert _ok("export", "--store", str(fresh)) == original
+
+    url = as_uri(pg_cluster.new_database())
+    try:
+        loaded = json.loads(_ok("import", str(dump), "--db", url, "--json"))
+        assert loaded["counts"] == summary["counts"]
+        assert _ok("export", env={"CAIRN_DB": url}) == original  # --db from the environment
+        with PostgresStore(url) as pg:  # and the copy is searchable at once
+            assert pg.chunk_count() > 0
+    finally:
+        pg_cluster.drop_database(url)
+
+
+def test_global_store_option_and_stdin(source: Path, tmp_path: Path) -> None:
+    original = _ok("--store", str(source), "export")
+    fresh = tmp_path / "fresh" / ".cairn"
+    Workspace(fresh).init()
+    result = runner.invoke(APP, ["--store", str(fresh), "import", "-"], input=original)
+    assert result.exit_code == 0, result.stderr
+    assert _ok("--store", str(fresh), "export") == original
+
+
+def test_migrate_reports_versions(source: Path, pg_cluster: PgCluster) -> None:
+    sqlite = json.loads(_ok("migrate", "--store", str(source), "--json"))
+    latest = len(SQLITE_MIGRATIONS)
+    assert (sqlite["backend"], sqlite["before"], sqlite["after"]) == ("sqlite", latest, latest)
+    assert sqlite["applied"] == 0
+
+    url = as_uri(pg_cluster.new_database(migrated=False))
+    try:
+        first = json.loads(_ok("migrate", "--db", url, "--json"))
+        assert (first["backend"], first["before"], first["after"]) == (
+            "postgres", 0, latest_version()
+        )  # fmt: skip
+        assert first["applied"] == latest_version() >= 2
+        assert _ok("migrate", "--db", url) == f"schema already at version {latest_version()}\n"
+    finally:
+        pg_cluster.drop_database(url)
+
+
+def test_errors_print_code_and_exit_with_its_status(source: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "dump.jsonl"
+    _ok("export", str(dump), "--store", str(source))
+
+    cases = [
+        (["import", str(dump), "--store", str(source)], 5, "error (conflict): "),  # not empty
+        (["import", str(tmp_path / "missing.jsonl"), "--store", str(source)], 2, "cannot read"),
+        (["export", "--store", str(tmp_path / "nowhere")], 3, "error (not_found): "),
+        (["migrate", "--store", str(tmp_path / "nowhere")], 3, "run 'cairn init'"),
+        (["export", "--db", "mysql://x"], 2, "error (invalid_input): unknown --db"),
+    ]
+    for args, code, message in cases:
+        result = runner.invoke(APP, args)
+        assert result.exit_code == code, (args, result.stderr)
+        assert message in result.stderr, result.stderr
+
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(dump.read_text().splitlines(keepends=True)[:-1]))
+    fresh = tmp_path / "fresh" / ".cairn"
+    Workspace(fresh).init()
+    result = runner.invoke(APP, ["import", str(cut), "--store", str(fresh)])
+    assert result.exit_code == 2 and "cut short" in result.stderr
+    store = SqliteStore(fresh / "cairn.db")
+    assert store.count_audit() == 0 and store.counts()["records"] == 0
+    store.close()
+
+
+def test_a_password_never_reaches_the_output(tmp_path: Path) -> None:
+    result = runner.invoke(APP, ["export", "--db", "postgresql://u:hunter2@127.0.0.1:1/x"])
+    assert result.exit_code == StoreError.exit_code and "error (store_error)" in result.stderr
+    assert "hunter2" not in result.stdout + result.stderr
+
+
+def test_a_failed_export_leaves_no_file(source: Path, tmp_path: Path) -> None:
+    target = tmp_path / "no-such-dir" / "dump.jsonl"
+    result = runner.invoke(APP, ["export", str(target), "--store", str(source)])
+    assert result.exit_code == 2 and "cannot write" in result.stderr
+    assert not target.parent.exists()

@@ -1,0 +1,361 @@
+"""The retrieval index's contract, run on every backend (the ``store`` fixture).
+
+Chunks are written with their version in the commit, their filter columns follow the
+record's state with a fresh ``seq``, keyword search filters before it ranks, timestamps
+compare as instants, and the vector cache is keyed by content hash.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import psycopg
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import AuditEntry, Content, Principal, Record, Status, Version, new_id
+from cairn.search.fts import build_match_query
+from cairn.store.base import (
+    ChangeSet,
+    ChunkDraft,
+    ChunkFilter,
+    ExpectRecord,
+    PutRecord,
+    PutVersion,
+    Store,
+    text_hash,
+)
+from cairn.store.postgres import PostgresStore, match_terms
+from cairn.store.sqlite import SqliteStore
+from cairn.store.transfer import export_store, import_store
+from tests.pg import PgCluster
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _audit(subject: str) -> AuditEntry:
+    return AuditEntry(
+        id=new_id("aud"), at=T0, actor="tester", actor_roles=("curator",), action="approve",
+        subject_id=subject,
+    )  # fmt: skip
+
+
+def _chunks(*texts: str, heading: str = "") -> tuple[ChunkDraft, ...]:
+    return tuple(
+        ChunkDraft(chunk_key=f"c{i}", heading=heading, start=0, end=len(t), text=t)
+        for i, t in enumerate(texts)
+    )
+
+
+def _create(
+    store: Store, title: str, *texts: str, acl: dict[str, object] | None = None, **fields: object
+) -> tuple[Record, Version]:
+    content = Content.model_validate(
+        {"kind": "fact", "scope": "acme/app", "title": title, "body": " ".join(texts)}
+        | ({"acl": acl} if acl else {})
+        | fields
+    )
+    record_id = new_id("rec")
+    version = Version(
+        id=new_id("ver"), record_id=record_id, number=1, content=content,
+        content_hash=content.content_hash(), created_at=T0, created_by="tester",
+    )  # fmt: skip
+    record = Record(
+        id=record_id, kind=content.kind, scope=content.scope, status=Status.ACTIVE,
+        current_version_id=version.id, current_version=1, created_at=T0, updated_at=T0,
+        status_changed_at=T0, created_by="tester", content=content,
+    )  # fmt: skip
+    store.commit(
+        [
+            ChangeSet(
+                audit=_audit(record.id),
+                writes=(PutRecord(record), PutVersion(version, chunks=_chunks(*texts))),
+                expects=(ExpectRecord(record.id, None),),
+            )
+        ]
+    )
+    return record, version
+
+
+def _bump(store: Store, record: Record, *texts: str) -> tuple[Record, Version]:
+    content = record.content.model_copy(update={"body": " ".join(texts)})
+    version = Version(
+        id=new_id("ver"), record_id=record.id, number=record.current_version + 1,
+        content=content, content_hash=content.content_hash(), created_at=T0 + timedelta(days=1),
+        created_by="tester",
+    )  # fmt: skip
+    updated = record.model_copy(
+        update={"current_version_id": version.id, "current_version": version.number,
+                "content": content}
+    )  # fmt: skip
+    store.commit(
+        [
+            ChangeSet(
+                audit=_audit(record.id),
+                writes=(PutRecord(updated), PutVersion(version, chunks=_chunks(*texts))),
+                expects=(ExpectRecord(record.id, record.current_version_id),),
+            )
+        ]
+    )
+    return updated, version
+
+
+def _set_status(store: Store, record: Record, status: Status) -> Record:
+    changed = record.model_copy(update={"status": status})
+    store.commit([ChangeSet(audit=_audit(record.id), writes=(PutRecord(changed),))])
+    return changed
+
+
+def _everyone(store: Store, **kw: object) -> ChunkFilter:
+    fields: dict[str, object] = {
+        "acl_ids": frozenset(a.id for a in store.acls()),
+        "statuses": frozenset({"active"}),
+    }
+    fields.update(kw)
+    return ChunkFilter(**fields)  # type: ignore[arg-type]
+
+
+def _search(store: Store, query: str, where: ChunkFilter, k: int = 10) -> list[int]:
+    match = build_match_query(query)
+    assert match is not None
+    return [chunk_id for chunk_id, _ in store.keyword_search(match, where, k)]
+
+
+def test_chunks_are_written_with_their_version_and_follow_the_record(store: Store) -> None:
+    assert store.chunk_count() == 0 and store.chunk_changes(0) == []
+    record, v1 = _create(store, "Deploy steps", "Deploys need a ticket.", "Then a reviewer.")
+    first = store.chunk_changes(0)
+    assert [c.version_id for c in first] == [v1.id, v1.id]
+    assert all(c.is_head and c.status == "active" and not c.superseded for c in first)
+    assert all(c.seq > 0 for c in first) and [c.seq for c in first] == sorted(c.seq for c in first)
+    assert store.chunk_count() == 2
+    assert store.scopes()[first[0].scope_id] == "acme/app"
+    (acl,) = store.acls()
+    assert (acl.id, acl.roles, acl.labels, acl.sensitivity) == (
+        first[0].acl_id,
+        (),
+        ("internal",),
+        0,
+    )
+
+    mark = max(c.seq for c in first)
+    record, v2 = _bump(store, record, "Deploys need two tickets.")
+    changed = store.chunk_changes(mark)
+    # the old head's chunks lost is_head (a new seq each), the new version's chunk arrived
+    assert {(c.version_id, c.is_head) for c in changed} == {(v1.id, False), (v2.id, True)}
+    assert len(changed) == 3 and min(c.seq for c in changed) > mark
+    assert [c.seq for c in changed] == sorted(c.seq for c in changed)
+    assert store.chunk_count() == 3
+
+    mark = max(c.seq for c in changed)
+    _set_status(store, record, Status.ARCHIVED)
+    archived = store.chunk_changes(mark)
+    assert {c.id for c in archived} == {c.id for c in changed}
+    assert all(c.status == "archived" for c in archived)
+    # a state write that changes nothing about the chunks does not renumber them
+    mark = max(c.seq for c in archived)
+    _set_status(store, record.model_copy(update={"status": Status.ARCHIVED}), Status.ARCHIVED)
+    assert store.chunk_changes(mark) == []
+    assert store.chunk_changes(0, limit=2) == store.chunk_changes(0)[:2]
+
+
+def test_chunk_rows_carry_text_title_and_span(store: Store) -> None:
+    _, version = _create(store, "Runbook", "Restart the worker.")
+    (meta,) = store.chunk_changes(0)
+    row = store.chunk_rows([meta.id, meta.id, 999_999])[meta.id]
+    assert (row.title, row.text, row.chunk_key, row.version_no) == (
+        "Runbook", "Restart the worker.", "c0", 1
+    )  # fmt: skip
+    assert (row.start, row.end, row.heading) == (0, len("Restart the worker."), "")
+    assert row.meta == meta and meta.record_id == version.record_id
+    assert meta.text_hash == text_hash("Runbook", "", "Restart the worker.")
+    assert meta.created_at == T0
+    assert list(store.chunk_rows([meta.id, 999_999])) == [meta.id]
+
+
+def test_keyword_search_trims_before_it_ranks(store: Store) -> None:
+    for n in range(12):
+        _create(store, f"Password rotation {n}", "The database password rotation schedule.",
+                acl={"labels": ["confidential"]})  # fmt: skip
+    _, public = _create(store, "Team notes", "Passwords rotate sometimes.")
+    public_acl = {a.id for a in store.acls() if a.labels == ("internal",)}
+    where = _everyone(store, acl_ids=frozenset(public_acl))
+    hits = store.keyword_search(build_match_query("database password rotation") or "", where, 1)
+    assert len(hits) == 1
+    assert store.chunk_rows([hits[0][0]])[hits[0][0]].meta.version_id == public.id
+    everything = _search(store, "database password rotation", _everyone(store), k=50)
+    assert len(everything) == 13
+    assert _search(store, "rotation", _everyone(store, acl_ids=frozenset())) == []
+
+
+def test_keyword_ranking_prefers_title_hits_and_stems(store: Store) -> None:
+    _, in_body = _create(store, "Weekly notes", "The staging cluster is rebuilt.")
+    _, in_title = _create(store, "Staging cluster", "It is rebuilt every week.")
+    hits = store.keyword_search(build_match_query("staging") or "", _everyone(store), 10)
+    rows = store.chunk_rows([h[0] for h in hits])
+    assert [rows[h[0]].meta.version_id for h in hits] == [in_title.id, in_body.id]
+    assert hits[0][1] > hits[1][1] > 0  # higher is better
+    # stemming: "rebuilding" finds "rebuilt"? no, but "clusters" finds "cluster"
+    assert len(_search(store, "clusters", _everyone(store))) == 2
+
+
+def test_keyword_filter_axes(store: Store) -> None:
+    a, va = _create(store, "Alpha deploy", "deploy alpha", kind="decision")
+    _, vb = _create(store, "Beta deploy", "deploy beta", scope="globex/app")
+    a2, va2 = _bump(store, a, "deploy alpha again")
+
+    def versions(**kw: object) -> set[str]:
+        where = _everyone(store, **kw)
+        return {
+            r.meta.version_id for r in store.chunk_rows(_search(store, "deploy", where)).values()
+        }
+
+    assert versions() == {va2.id, vb.id}
+    assert versions(head_only=False) == {va.id, va2.id, vb.id}
+    assert versions(version_ids=frozenset({va.id})) == {va.id}
+    assert versions(kinds=frozenset({"decision"})) == {va2.id}
+    globex = {i for i, s in store.scopes().items() if s == "globex/app"}
+    assert versions(scope_ids=frozenset(globex)) == {vb.id}
+    assert versions(record_ids=frozenset({a.id})) == {va2.id}
+    assert versions(statuses=frozenset({"draft"})) == set()
+    _set_status(store, a2, Status.DRAFT)
+    assert versions(statuses=frozenset({"draft"})) == {va2.id}
+    assert versions(created_after=T0 + timedelta(hours=1)) == set()  # a2 is a draft now
+    assert versions(created_before=T0 + timedelta(hours=1)) == {vb.id}
+
+
+def test_timestamps_compare_as_instants_whatever_the_offset(store: Store) -> None:
+    until = T0 + timedelta(days=30)
+    _create(store, "Freeze window", "No deploys during the freeze.",
+                         valid_from=T0, valid_to=until)  # fmt: skip
+    plus2 = timezone(timedelta(hours=2))
+
+    def visible(at: datetime) -> bool:
+        return bool(_search(store, "freeze", _everyone(store, valid_at=at)))
+
+    assert visible((until - timedelta(minutes=30)).astimezone(plus2))
+    assert not visible((until + timedelta(minutes=30)).astimezone(plus2))
+    assert not visible((T0 - timedelta(minutes=1)).astimezone(plus2))
+    assert visible(T0.replace(tzinfo=None))  # naive means UTC
+    (meta,) = store.chunk_changes(0)
+    assert (meta.valid_from, meta.valid_to) == (T0, until)
+    assert meta.created_at.utcoffset() == timedelta(0)
+    after = _everyone(store, created_after=T0.astimezone(plus2))
+    assert _search(store, "freeze", after) == [meta.id]
+
+
+def test_doc_freq_and_chunk_count(store: Store) -> None:
+    _create(store, "One", "Each deploy needs a ticket.")
+    _create(store, "Two", "A ticket for every change.", "Unrelated words.")
+    assert store.chunk_count() == 3
+    assert store.doc_freq("ticket") == 2
+    assert store.doc_freq("zebra") == 0
+
+
+def test_vector_cache_is_keyed_by_content_hash(store: Store) -> None:
+    model = "test-model:4"
+    _create(store, "Same title", "Same text.")
+    _create(store, "Same title", "Same text.")  # another record, same passage: one embedding
+    _create(store, "Other", "Different text.")
+    pending = store.pending_vectors(model, 10)
+    assert len(pending) == 2 and store.vector_lag(model) == 2
+    assert pending[0] == (text_hash("Same title", "", "Same text."), "Same title\nSame text.")
+    assert store.pending_vectors(model, 1) == pending[:1]
+    vectors = {h: np.arange(4, dtype=np.float32) + i for i, (h, _) in enumerate(pending)}
+    store.put_vectors(model, 4, [(h, v.tobytes()) for h, v in vectors.items()])
+    assert store.vector_lag(model) == 0 and store.pending_vectors(model, 10) == []
+    assert store.vector_lag("another-model:4") == 2
+    got = store.get_vectors(model, [*vectors, "unknown"])
+    assert got == {h: v.tobytes() for h, v in vectors.items()}
+    # a cached vector is kept: the cache is never rewritten
+    first = pending[0][0]
+    store.put_vectors(model, 4, [(first, np.ones(4, dtype=np.float32).tobytes())])
+    assert store.get_vectors(model, [first])[first] == vectors[first].tobytes()
+    store.put_vectors(model, 4, [])
+
+
+def test_import_rebuilds_the_keyword_index(
+    store: Store, tmp_path: Path, curator: Principal
+) -> None:
+    source = SqliteStore(tmp_path / "source.db")
+    memory = Memory(source, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
+    body = "Roll back with the release tool."
+    memory.remember(Content(kind="fact", scope="acme/app", title="Rollbacks", body=body),
+                    principal=curator)  # fmt: skip
+    out = io.StringIO()
+    export_store(source, out)
+    source.close()
+    import_store(store, io.StringIO(out.getvalue()))
+    assert store.chunk_count() == 1
+    assert len(_search(store, "release tool", _everyone(store))) == 1
+    (meta,) = store.chunk_changes(0)
+    assert meta.seq > 0 and meta.is_head
+
+
+@pytest.fixture(scope="module")
+def pg_store(pg_cluster: PgCluster) -> Iterator[PostgresStore]:
+    """One PostgreSQL store for the whole module (hypothesis runs many examples on it)."""
+    url = pg_cluster.new_database()
+    with PostgresStore(url) as made:
+        _create(made, "a b c", "or not near", "deploy the staging cluster")
+        yield made
+    pg_cluster.drop_database(url)
+
+
+@pytest.mark.parametrize(
+    "match",
+    ['"unterminated', '"a""b" OR "c"', "NEAR(a b)", "*", ":*", "!&|", "'", "((", "NOT", "",
+     '""', "x\x00y", "\ud800", "a" * 3000, 'OR OR "OR"', "-", "<->", '"staging" OR "x"'],
+)  # fmt: skip
+def test_any_match_text_is_safe_on_postgres(pg_store: PostgresStore, match: str) -> None:
+    """The kernel passes FTS5 syntax; PostgreSQL takes its quoted terms (or, for anything
+    else, its words) as plainto_tsquery parameters, so no text can break the query."""
+    assert isinstance(pg_store.keyword_search(match, _everyone(pg_store), 5), list)
+    assert pg_store.doc_freq(match) >= 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=80))
+def test_any_text_is_a_safe_match_on_postgres(pg_store: PostgresStore, text: str) -> None:
+    hits = pg_store.keyword_search(text, _everyone(pg_store), 5)
+    assert all(score > 0 for _, score in hits)
+    pg_store.doc_freq(text)
+
+
+def test_match_terms_reads_the_kernels_expressions() -> None:
+    assert match_terms('"deploy" OR "staging"') == ["deploy", "staging"]
+    assert match_terms('"say ""hi""" OR "x" OR "x"') == ['say "hi"', "x"]
+    assert match_terms("plain words OR NOT") == ["plain", "words"]
+    assert match_terms("") == [] and match_terms('"" OR ""') == []
+
+
+def test_doc_freq_estimates_common_terms_from_postgres_statistics(pg_cluster: PgCluster) -> None:
+    """Past ANALYZE, a lexeme PostgreSQL lists as most common is estimated from its sampled
+    share (no count over thousands of heap rows); a rarer one is still counted exactly."""
+    url = pg_cluster.new_database()
+    try:
+        with PostgresStore(url) as store:
+            texts = [f"shared words, item {n}" + (" rare" if n < 3 else "") for n in range(400)]
+            _create(store, "Catalogue", *texts)
+            assert store.doc_freq("shared") == 400  # no statistics yet: counted
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("ANALYZE cairn.chunks")
+                row = conn.execute(
+                    "SELECT most_common_elems::text::text[] FROM pg_stats "
+                    "WHERE tablename = 'chunks' AND attname = 'tsv'"
+                ).fetchone()
+            assert row is not None and "share" in row[0]
+        with PostgresStore(url) as store:  # a fresh process reads the new statistics
+            assert store._common_lexemes()["share"] == pytest.approx(1.0)
+            assert store.doc_freq("sharing") == 400  # stems to the same lexeme
+            assert store.doc_freq("rare") == 3
+            assert store.doc_freq("the") == 0  # a stopword matches nothing
+    finally:
+        pg_cluster.drop_database(url)

@@ -1,0 +1,307 @@
+"""The storage protocol's contract, run on every backend (the ``store`` fixture).
+
+These talk to the store directly, below the gate, to pin down what every backend must do
+with change sets: all-or-nothing commits, preconditions, ordering and filters.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from cairn.errors import Conflict
+from cairn.model import (
+    AuditEntry,
+    AuditQuery,
+    Baseline,
+    Content,
+    CreateChange,
+    PathLink,
+    Proposal,
+    ProposalStatus,
+    Record,
+    RecordQuery,
+    Status,
+    Version,
+    new_id,
+)
+from cairn.store.base import (
+    ChangeSet,
+    ExpectProposal,
+    ExpectPublished,
+    ExpectRecord,
+    PutBaseline,
+    PutEdge,
+    PutPathLink,
+    PutProposal,
+    PutRecord,
+    PutVersion,
+    SetPublished,
+    Store,
+)
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _audit(action: str = "approve", subject: str | None = None) -> AuditEntry:
+    return AuditEntry(
+        id=new_id("aud"), at=T0, actor="tester", actor_roles=("curator",), action=action,
+        subject_id=subject, details={"nested": {"b": 2, "a": [1, 2.5, None]}},
+    )  # fmt: skip
+
+
+def _new(
+    title: str,
+    *,
+    scope: str = "acme/app",
+    kind: str = "fact",
+    metadata: dict[str, object] | None = None,
+    at: datetime = T0,
+) -> tuple[Record, Version]:
+    content = Content(kind=kind, scope=scope, title=title, body=title, metadata=metadata or {})
+    record_id = new_id("rec")
+    version = Version(
+        id=new_id("ver"), record_id=record_id, number=1, content=content,
+        content_hash=content.content_hash(), created_at=at, created_by="tester",
+    )  # fmt: skip
+    record = Record(
+        id=record_id, kind=kind, scope=scope, status=Status.ACTIVE,
+        current_version_id=version.id, current_version=1, created_at=at, updated_at=at,
+        status_changed_at=at, created_by="tester", content=content,
+    )  # fmt: skip
+    return record, version
+
+
+def _create(store: Store, title: str, **kw: object) -> Record:
+    record, version = _new(title, **kw)  # type: ignore[arg-type]
+    store.commit(
+        [
+            ChangeSet(
+                audit=_audit(subject=record.id),
+                writes=(PutRecord(record), PutVersion(version)),
+                expects=(ExpectRecord(record.id, None),),
+            )
+        ]
+    )
+    return record
+
+
+def _bump(store: Store, record: Record, body: str) -> Record:
+    content = record.content.model_copy(update={"body": body})
+    version = Version(
+        id=new_id("ver"), record_id=record.id, number=record.current_version + 1,
+        content=content, content_hash=content.content_hash(), created_at=T0,
+        created_by="tester",
+    )  # fmt: skip
+    updated = record.model_copy(
+        update={"current_version_id": version.id, "current_version": version.number,
+                "content": content}
+    )  # fmt: skip
+    store.commit(
+        [
+            ChangeSet(
+                audit=_audit(subject=record.id),
+                writes=(PutRecord(updated), PutVersion(version)),
+                expects=(ExpectRecord(record.id, record.current_version_id),),
+            )
+        ]
+    )
+    return updated
+
+
+def _proposal(status: ProposalStatus = ProposalStatus.PENDING) -> Proposal:
+    content = Content(kind="fact", scope="acme/app", title="proposed")
+    return Proposal(
+        id=new_id("prp"), change=CreateChange(content=content), scope="acme/app",
+        record_id=None, base_version_id=None, principal_id="bot", principal_roles=("agent",),
+        status=status, created_at=T0,
+    )  # fmt: skip
+
+
+def test_commit_returns_increasing_audit_seqs_one_per_changeset(store: Store) -> None:
+    first = _create(store, "one")
+    record, version = _new("two")
+    seqs = store.commit(
+        [
+            ChangeSet(audit=_audit(), writes=(PutRecord(record), PutVersion(version))),
+            ChangeSet(audit=_audit("note")),
+        ]
+    )
+    assert len(seqs) == 2 and seqs[0] < seqs[1]
+    assert store.count_audit() == 3
+    entries = store.list_audit(AuditQuery())
+    assert [e.seq for e in entries] == sorted(e.seq for e in entries)
+    assert entries[0].subject_id == first.id
+    assert entries[0].details == {"nested": {"b": 2, "a": [1, 2.5, None]}}
+    assert entries[0].at == T0
+
+
+def test_a_failed_precondition_writes_nothing_of_the_whole_commit(store: Store) -> None:
+    existing = _create(store, "exists")
+    record, version = _new("would be new")
+    before = store.counts()
+    with pytest.raises(Conflict):
+        store.commit(
+            [
+                ChangeSet(audit=_audit(), writes=(PutRecord(record), PutVersion(version))),
+                ChangeSet(audit=_audit(), expects=(ExpectRecord(existing.id, None),)),
+            ]
+        )
+    assert store.counts() == before
+    assert store.get_record(record.id) is None
+
+
+def test_expect_record_checks_head_version_and_status(store: Store) -> None:
+    record = _create(store, "head")
+    newer = _bump(store, record, "second body")
+    with pytest.raises(Conflict):  # pinned to the old head
+        _bump(store, record, "lost update")
+    with pytest.raises(Conflict):
+        store.commit(
+            [
+                ChangeSet(
+                    audit=_audit(),
+                    expects=(ExpectRecord(record.id, newer.current_version_id, Status.DRAFT),),
+                )
+            ]
+        )
+    with pytest.raises(Conflict):
+        store.commit([ChangeSet(audit=_audit(), expects=(ExpectRecord("rec_missing", "v"),))])
+    assert [v.number for v in store.list_versions(record.id)] == [1, 2]
+    head = store.get_record(record.id)
+    assert head is not None and head.content.body == "second body"
+
+
+def test_expect_proposal_and_published(store: Store) -> None:
+    proposal = _proposal()
+    store.commit([ChangeSet(audit=_audit("propose"), writes=(PutProposal(proposal),))])
+    accepted = proposal.model_copy(update={"status": ProposalStatus.ACCEPTED})
+    decide = ChangeSet(
+        audit=_audit(),
+        writes=(PutProposal(accepted),),
+        expects=(ExpectProposal(proposal.id, ProposalStatus.PENDING),),
+    )
+    store.commit([decide])
+    with pytest.raises(Conflict):
+        store.commit([decide.__class__(audit=_audit(), writes=decide.writes,
+                                       expects=decide.expects)])  # fmt: skip
+    got = store.get_proposal(proposal.id)
+    assert got is not None and got.status is ProposalStatus.ACCEPTED
+    assert got.change == proposal.change
+
+    record = _create(store, "pinned")
+    baseline = Baseline(
+        id=new_id("bsl"), scope="acme/app", name="v1", pins={record.id: record.current_version_id},
+        created_at=T0, created_by="tester",
+    )  # fmt: skip
+    publish = ChangeSet(
+        audit=_audit("publish"),
+        writes=(PutBaseline(baseline), SetPublished("acme/app", baseline.id)),
+        expects=(ExpectPublished("acme/app", None),),
+    )
+    store.commit([publish])
+    assert store.published_baseline_id("acme/app") == baseline.id
+    assert store.get_baseline(baseline.id) == baseline
+    again = Baseline(**{**baseline.model_dump(), "id": new_id("bsl")})
+    with pytest.raises(Conflict):  # someone published meanwhile
+        store.commit(
+            [
+                ChangeSet(
+                    audit=_audit("publish"),
+                    writes=(PutBaseline(again), SetPublished("acme/app", again.id)),
+                    expects=(ExpectPublished("acme/app", None),),
+                )
+            ]
+        )
+    assert store.published_baseline_id("acme/app") == baseline.id
+    assert [b.id for b in store.list_baselines("acme/app")] == [baseline.id]
+
+
+def test_versions_are_never_replaced(store: Store) -> None:
+    record, version = _new("once")
+    store.commit([ChangeSet(audit=_audit(), writes=(PutRecord(record), PutVersion(version)))])
+    changed = version.model_copy(update={"content_hash": "x"})
+    with pytest.raises(Conflict):
+        store.commit([ChangeSet(audit=_audit(), writes=(PutVersion(changed),))])
+    assert store.get_version(version.id) == version
+
+
+def test_query_records_filters_and_orders_by_id(store: Store) -> None:
+    a = _create(store, "alpha", scope="acme/app", metadata={"team": "core", "n": 1})
+    b = _create(store, "beta", scope="acme/web", kind="decision", metadata={"team": "web"})
+    c = _create(store, "gamma", scope="other/x", at=T0 + timedelta(days=2))
+
+    def ids(query: RecordQuery, globs: tuple[str, ...] = ()) -> list[str]:
+        return [r.id for r in store.query_records(query, scope_globs=globs)]
+
+    assert ids(RecordQuery()) == sorted([a.id, b.id, c.id])
+    assert ids(RecordQuery(), ("acme/*",)) == sorted([a.id, b.id])
+    assert ids(RecordQuery(scope="acme/a?p")) == [a.id]
+    assert ids(RecordQuery(scope="acme/[aw]*")) == sorted([a.id, b.id])
+    assert ids(RecordQuery(kinds=("decision",))) == [b.id]
+    assert ids(RecordQuery(statuses=(Status.DRAFT,))) == []
+    assert ids(RecordQuery(metadata={"team": "core"})) == [a.id]
+    assert ids(RecordQuery(metadata={"n": 1})) == [a.id]
+    assert ids(RecordQuery(created_after=T0 + timedelta(days=1))) == [c.id]
+    assert ids(RecordQuery(created_before=T0 + timedelta(days=1))) == sorted([a.id, b.id])
+    assert ids(RecordQuery(), ("acme/app", "other/*")) == sorted([a.id, c.id])
+    # GLOB is case-sensitive and treats '_' and '%' literally
+    assert ids(RecordQuery(scope="ACME/*")) == []
+    assert ids(RecordQuery(scope="acme_app")) == []
+
+
+def test_reads_by_id_hash_and_batches(store: Store) -> None:
+    a = _create(store, "alpha")
+    b = _create(store, "beta")
+    assert store.get_records([a.id, b.id, "rec_missing", a.id]).keys() == {a.id, b.id}
+    got = store.get_record(a.id)
+    assert got is not None and got.content == a.content and got.created_at == T0
+    assert [r.id for r in store.find_by_hash("acme/app", a.content.content_hash())] == [a.id]
+    assert store.find_by_hash("acme/other", a.content.content_hash()) == []
+    v1 = store.get_version_by_number(a.id, 1)
+    assert v1 is not None and v1.id == a.current_version_id
+    assert store.get_version_by_number(a.id, 2) is None
+
+
+def test_edges_and_path_links_upsert(store: Store) -> None:
+    record = _create(store, "linked")
+    link = PathLink(record_id=record.id, path="docs/a.md", content_hash="h1")
+    store.commit(
+        [
+            ChangeSet(
+                audit=_audit(),
+                writes=(PutPathLink(link), PutEdge("x", record.id, "SUPERSEDES"),
+                        PutEdge("x", record.id, "SUPERSEDES")),
+            )
+        ]
+    )  # fmt: skip
+    store.commit(
+        [
+            ChangeSet(
+                audit=_audit(), writes=(PutPathLink(link.model_copy(update={"drifted": True})),)
+            )
+        ]
+    )
+    assert store.list_path_links(record.id) == [link.model_copy(update={"drifted": True})]
+    assert store.list_edges(record.id) == [("x", record.id, "SUPERSEDES")]
+
+
+def test_list_proposals_and_counts(store: Store) -> None:
+    pending = [_proposal() for _ in range(3)]
+    store.commit([ChangeSet(audit=_audit(), writes=(PutProposal(p),)) for p in pending])
+    assert [p.id for p in store.list_proposals(status=ProposalStatus.PENDING, limit=2)] == sorted(
+        p.id for p in pending
+    )[:2]
+    assert len(store.list_proposals(offset=1)) == 2
+    counts = store.counts()
+    assert counts["proposals"] == 3 and counts["proposals.pending"] == 3
+    assert counts["audit"] == 3
+
+
+def test_import_refuses_a_store_that_is_not_empty(store: Store) -> None:
+    _create(store, "already here")
+    rows = list(store.iter_all())
+    with pytest.raises(Conflict):
+        store.import_rows(rows)
+    assert store.counts()["records"] == 1
