@@ -66,6 +66,12 @@ KeyOpt = Annotated[
     str | None,
     typer.Option("--key", envvar="CAIRN_API_KEY", help="API key (or set CAIRN_API_KEY)."),
 ]
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder", envvar="CAIRN_EMBEDDER", help="minilm (default), static or openai:URL."
+    ),
+]
 DEFAULT_STORE = Path(".cairn")
 _GLOBAL_OPTIONS: dict[str, Any] = {}
 
@@ -202,7 +208,7 @@ def init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     """Create a store with the default policy and principals; print the new keys once."""
     with _errors():
         result = _workspace(store).init()
-    if as_json:
+    if _want_json(as_json):
         render.print_json({"store": str(result.folder), "keys": result.keys})
         return
     render.out.print(f"created cairn store in {result.folder}")
@@ -382,7 +388,7 @@ def get(
     with _session(store, key) as (memory, principal):
         chosen = Selector(kind=selector, baseline_id=baseline, version_id=version_id)
         view = memory.get(record_id, principal=principal, selector=chosen, version=version)
-        if as_json:
+        if _want_json(as_json):
             render.print_json(view)
             return
         r, v = view.record, view.version
@@ -464,7 +470,7 @@ def review_list(
     with _session(store, key) as (memory, principal):
         found = memory.proposals(principal=principal, status=status, limit=limit)
         stale = {p.id for p in found if p.status is ProposalStatus.PENDING and memory.is_stale(p)}
-        if as_json:
+        if _want_json(as_json):
             render.print_json([p.model_dump(mode="json") | {"stale": p.id in stale} for p in found])
         else:
             render.out.print(render.proposals_table(found, stale, f"{status.value} proposals"))
@@ -478,7 +484,7 @@ def review_show(
     with _session(store, key) as (memory, principal):
         proposal = memory.proposal(proposal_id, principal=principal)
         stale = proposal.status is ProposalStatus.PENDING and memory.is_stale(proposal)
-        if as_json:
+        if _want_json(as_json):
             render.print_json(proposal.model_dump(mode="json") | {"stale": stale})
             return
         render.out.print(f"[bold]{proposal.id}[/] {proposal.change.op} in {proposal.scope}")
@@ -611,11 +617,16 @@ def vacuum(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False)
 
 
 @app.command()
-def status(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
-    """Counts of records, versions, proposals and audit entries."""
-    with _session(store, key) as (memory, _principal):
+def status(
+    embedder: EmbedderOpt = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Counts of records, versions, proposals and audit entries, and the vector lag."""
+    with _reader(store, key, embedder) as (memory, _principal):
         counts = memory.status()
-        if as_json:
+        if _want_json(as_json):
             render.print_json({"store": str(_store_path(store)), "counts": counts})
             return
         render.out.print(f"store {_store_path(store)}")
@@ -623,19 +634,14 @@ def status(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False)
             render.out.print(f"  {name:<22} {value}")
 
 
-EmbedderOpt = Annotated[
-    str,
-    typer.Option("--embedder", envvar="CAIRN_EMBEDDER", help="minilm, static or openai:URL."),
-]
-
-
 @contextmanager
 def _reader(
-    store: Path | None, key: str | None, embedder: str
+    store: Path | None, key: str | None, embedder: str | None
 ) -> Iterator[tuple[Memory, Principal]]:
     """Like _session, but the memory embeds with the chosen model for vector reads."""
     with _errors():
         workspace = _workspace(store)
+        embedder = load_settings(store=workspace.folder, embedder=embedder).embedder
         principal = workspace.authenticate(key) if workspace.exists() else None
         with workspace.open_memory(embedder=embedder) as memory:
             if principal is None:  # pragma: no cover - open raises first
@@ -689,13 +695,13 @@ def search(
     selector: Annotated[SelectorKind, typer.Option()] = SelectorKind.HEAD,
     baseline: Annotated[str | None, typer.Option(help="Baseline id for baseline_ref.")] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="The token budget.")] = 8000,
-    embedder: EmbedderOpt = "minilm",
+    embedder: EmbedderOpt = None,
     store: StoreOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Validated hybrid retrieval: permission-trimmed, fused, cited, within a token budget."""
-    with _reader(store, key, "static" if mode == "keyword" else embedder) as (memory, principal):
+    with _reader(store, key, embedder) as (memory, principal):
         result = memory.retrieve(
             query,
             principal=principal,
@@ -707,7 +713,7 @@ def search(
             max_tokens=max_tokens,
             selector=Selector(kind=selector, baseline_id=baseline),
         )
-        if as_json:
+        if _want_json(as_json):
             render.print_json(result)
         else:
             _show_retrieval(result)
@@ -727,7 +733,7 @@ def context(
     selector: Annotated[SelectorKind, typer.Option()] = SelectorKind.PUBLISHED,
     baseline: Annotated[str | None, typer.Option()] = None,
     max_tokens: Annotated[int, typer.Option(min=1)] = 8000,
-    embedder: EmbedderOpt = "minilm",
+    embedder: EmbedderOpt = None,
     store: StoreOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -742,7 +748,7 @@ def context(
             selector=Selector(kind=selector, baseline_id=baseline),
         )
         response = memory.read_context(request, principal=principal)
-        if as_json:
+        if _want_json(as_json):
             render.print_json(response)
             return
         render.out.print(
@@ -764,7 +770,7 @@ def validate(
     """Check cited records: still current, active, valid, and not contradicting each other."""
     with _session(store, key) as (memory, principal):
         report = memory.validate(record_ids, principal=principal)
-        if as_json:
+        if _want_json(as_json):
             render.print_json(report)
         for check in [] if as_json else report.records:
             verdict = (
@@ -784,7 +790,7 @@ def research(
     question: str,
     scope: Annotated[str | None, typer.Option(help="A scope glob.")] = None,
     max_tokens: Annotated[int, typer.Option(min=1)] = 4000,
-    embedder: EmbedderOpt = "minilm",
+    embedder: EmbedderOpt = None,
     store: StoreOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -792,7 +798,7 @@ def research(
     """The Researcher: plans, retrieves (up to 3 attempts) and answers with citations."""
     with _reader(store, key, embedder) as (memory, principal):
         answer = memory.research(question, principal=principal, scope=scope, max_tokens=max_tokens)
-        if as_json:
+        if _want_json(as_json):
             render.print_json(answer)
             return
         render.out.print(answer.summary, markup=False)
@@ -817,7 +823,7 @@ def ingest(
             bar.update(task, completed=done, total=total, description=f"ingest {name}")
 
         report = memory.ingest(paths, principal=principal, scope=scope, kind=kind, progress=step)
-    if as_json:
+    if _want_json(as_json):
         render.print_json(report)
         return
     render.out.print(
@@ -829,7 +835,7 @@ def ingest(
 
 @app.command()
 def index(
-    embedder: EmbedderOpt = "minilm",
+    embedder: EmbedderOpt = None,
     store: StoreOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -840,7 +846,7 @@ def index(
         done = memory.index_pending(
             progress=lambda n, total: bar.update(task, completed=n, total=total)
         )
-    if as_json:
+    if _want_json(as_json):
         render.print_json({"embedded": done})
     else:
         render.out.print(f"embedded {done} chunk texts")

@@ -37,20 +37,21 @@ def _as_json(ctx: typer.Context) -> bool:
 
 
 def _fail(exc: CairnError) -> typer.Exit:
-    typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
+    typer.echo(f"error ({exc.code}): {exc.message}", err=True)
     return typer.Exit(exc.exit_code)
 
 
 def serve_command(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="interface to bind (loopback by default)")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(help="TCP port")] = 8765,
+    host: Annotated[
+        str | None, typer.Option(help="interface to bind (default 127.0.0.1; CAIRN_HOST)")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="TCP port (default 8765; CAIRN_PORT)")] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning, error")] = "info",
     embedder: Annotated[
-        str, typer.Option(help="embedder for vector search: minilm (default) or static")
-    ] = "minilm",
+        str | None,
+        typer.Option(help="embedder for vector search: minilm (default) or static; CAIRN_EMBEDDER"),
+    ] = None,
     a2a_anonymous: Annotated[
         str | None,
         typer.Option(
@@ -66,15 +67,19 @@ def serve_command(
 
     workspace = _workspace(ctx)
     if not workspace.exists():
-        typer.echo(f"error: no cairn store in {workspace.folder}: run 'cairn init'", err=True)
+        typer.echo(
+            f"error (not_found): no cairn store in {workspace.folder}: run 'cairn init'", err=True
+        )
         raise typer.Exit(3)
+    # flags > CAIRN_* > <store>/config.toml > defaults
+    settings = load_settings(store=workspace.folder, host=host, port=port, embedder=embedder)
     try:
         serve(
             workspace,
-            host=host,
-            port=port,
+            host=settings.host,
+            port=settings.port,
             log_level=log_level,
-            embedder=embedder,
+            embedder=settings.embedder,
             a2a_anonymous=a2a_anonymous,
         )
     except CairnError as exc:

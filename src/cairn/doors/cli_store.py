@@ -21,6 +21,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
+from cairn.config import load_settings
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.store.base import Store
 from cairn.store.factory import backend_of, migrate_store, open_store, redact, sqlite_path
@@ -51,6 +52,12 @@ def _folder(ctx: typer.Context, store: Path | None) -> Path:
         return store
     obj: dict[str, Any] = ctx.obj or {}
     return Path(obj.get("store") or DEFAULT_STORE)
+
+
+def _db(ctx: typer.Context, folder: Path, db: str | None) -> str | None:
+    """--db after the command > --db before it > CAIRN_DB > <store>/config.toml."""
+    obj: dict[str, Any] = ctx.obj or {}
+    return load_settings(store=folder, db=db or obj.get("db")).db
 
 
 def _want_json(ctx: typer.Context, flag: bool) -> bool:
@@ -101,6 +108,7 @@ def migrate_command(
 ) -> None:
     """Bring the store's schema up to this cairn's version (PostgreSQL: as an owner login)."""
     folder = _folder(ctx, store)
+    db = _db(ctx, folder, db)
     with _errors():
         _require_sqlite_file(db, folder)
         before, after = migrate_store(db, folder)
@@ -132,6 +140,7 @@ def export_command(
     from cairn.store.transfer import export_store
 
     folder = _folder(ctx, store)
+    db = _db(ctx, folder, db)
     to_stdout = file is None or str(file) == "-"
     with _errors(), _opened(db, folder) as opened:
         if to_stdout:
@@ -183,6 +192,7 @@ def import_command(
     from cairn.store.transfer import import_store
 
     folder = _folder(ctx, store)
+    db = _db(ctx, folder, db)
     with _errors(), _opened(db, folder) as opened, _lines(file) as lines:
         counts = import_store(opened, lines)
     payload = {"store": _where(db, folder), "file": str(file), "counts": counts}
