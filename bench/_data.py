@@ -27,8 +27,9 @@ __all__ = [
     "load_locomo",
     "load_longmemeval",
     "normalise_evidence",
-    "parse_locomo_date",
+    "parse_any_date",
     "parse_lme_date",
+    "parse_locomo_date",
 ]
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -210,6 +211,11 @@ def parse_lme_date(text: str) -> datetime | None:
         return datetime.strptime(re.sub(r"\s*\(\w+\)\s*", " ", text.strip()), "%Y/%m/%d %H:%M")
     except ValueError:
         return None
+
+
+def parse_any_date(text: str) -> datetime | None:
+    """A LoCoMo or LongMemEval session date, or ``None``."""
+    return parse_locomo_date(text) or parse_lme_date(text) if text else None
 
 
 def load_longmemeval(path: Path | str) -> list[LmeQuestion]:

@@ -1,0 +1,259 @@
+"""LongMemEval (S) session and turn retrieval, hybrid vs keyword vs vector.
+
+    .venv/bin/python bench/longmemeval.py ../shared/data/longmemeval/longmemeval_s_dev.json.xz \
+        [--json OUT] [--quick] [--limit N] [--embedders static]
+
+Each question has its own haystack (~50 sessions); it is ingested as one scope (one record per
+turn, role as speaker, session date) and the question is asked in that scope. Abstention
+questions (``_abs``) are skipped, as upstream's retrieval evaluation does. Reported per
+system and question type:
+
+- ``session_recall@k`` (k = 5, 10): share of the ``answer_session_ids`` in the top k sessions;
+- ``session_recall_any@k``: 1 when at least one evidence session is in the top k (the figure
+  published LLM-free systems report as "recall@5"); ``session_recall_all@k``: 1 when all are;
+- ``session_ndcg@10`` (binary relevance) and ``turn_recall@10`` (share of ``has_answer`` turns
+  in the top 10 turns).
+
+Systems, all in one run: through the kernel (``cairn.memory.Memory`` on a temporary SQLite
+store, ``remember_many`` by a curator, one ``Memory.search`` per question; ``KernelRetriever``
+in ``bench/_adapter.py``) ``hybrid``, ``bm25`` (mode ``keyword``) and ``vector``; on the
+building blocks, ``recipe`` (``BlockRetriever``: turn BM25 + whole-session keyword documents
++ vectors). No LLM anywhere.
+
+Embedding is cached by content for the whole run, so sessions shared by several haystacks
+are embedded once. MiniLM over all ~100k distinct turns takes over an hour on 2 cores, so the
+default embedder here is ``static``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._adapter import (
+    KernelRetriever,
+    Mode,
+    Recipe,
+    Retriever,
+    Turn,
+    make_retriever,
+    parse_weights,
+)
+from bench._data import SHARED_DATA, LmeQuestion, load_longmemeval, turn_key
+from bench._metrics import Aggregate, ndcg_at_k, recall_any_at_k, recall_at_k
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table
+
+DEFAULT_PATH = SHARED_DATA / "longmemeval" / "longmemeval_s_dev.json.xz"
+QUICK_QUESTIONS = 6
+
+#: The recipe measured best on longmemeval_s_dev without an LLM.
+HYBRID = Recipe(
+    keyword_radii={0: 2.0},
+    user_turns=1.0,
+    vector_weights={"static": 1.0},
+    session_docs={"user": 1.0, "all": 1.0},
+    session_from_turns=2.0,
+    date_in_keyword_text=False,
+    date_in_vector_text=False,
+    user_speaker="user",
+)
+METRICS = (
+    "session_recall@5",
+    "session_recall@10",
+    "session_recall_any@5",
+    "session_recall_any@10",
+    "session_recall_all@5",
+    "session_recall_all@10",
+    "session_ndcg@10",
+    "turn_recall@10",
+)
+
+
+def to_turns(question: LmeQuestion) -> list[Turn]:
+    return [
+        Turn(
+            key=turn_key(session.session_id, index),
+            session=session.session_id,
+            speaker=turn.role,
+            text=turn.content,
+            date=session.date,
+        )
+        for session in question.sessions
+        for index, turn in enumerate(session.turns)
+    ]
+
+
+def score(agg: Aggregate, question: LmeQuestion, turns: list[str], sessions: list[str]) -> None:
+    gold = question.answer_session_ids
+    values: dict[str, float] = {}
+    for k in (5, 10):
+        values[f"session_recall@{k}"] = recall_at_k(sessions, gold, k)
+        values[f"session_recall_any@{k}"] = recall_any_at_k(sessions, gold, k)
+        values[f"session_recall_all@{k}"] = float(recall_at_k(sessions, gold, k) == 1.0)
+    values["session_ndcg@10"] = ndcg_at_k(sessions, gold, 10)
+    values["turn_recall@10"] = recall_at_k(turns, question.gold_turns(), 10)
+    agg.add(question.question_type, values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
+    parser.add_argument("--json", type=Path, help="write the figures to this JSON file")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"first {QUICK_QUESTIONS} questions only"
+    )
+    parser.add_argument("--limit", type=int, help="first N questions only")
+    parser.add_argument("--embedder", default="static", help="the kernel's embedder (static)")
+    parser.add_argument(
+        "--weights",
+        help="kernel fusion weights, e.g. keyword=0.6,vector=0.4 (default: the kernel's)",
+    )
+    parser.add_argument(
+        "--recipe-embedders", default="static", help="comma-separated embedders of the recipe"
+    )
+    parser.add_argument("--no-recipe", action="store_true", help="measure the kernel only")
+    parser.add_argument("--include-abstention", action="store_true")
+    args = parser.parse_args(argv)
+    console = Console()
+    if not args.path.is_file():
+        console.print(
+            f"[red]LongMemEval data not found at {args.path}[/red]: pass the path to "
+            "longmemeval_s_dev.json.xz (see ../shared/data/longmemeval/README.md)"
+        )
+        return 2
+
+    with console.status("loading (decompressing) the data"):
+        questions = load_longmemeval(args.path)
+    if not args.include_abstention:
+        questions = [q for q in questions if not q.abstention]
+    limit = QUICK_QUESTIONS if args.quick else args.limit
+    if limit:
+        questions = questions[:limit]
+    recipe = replace(
+        HYBRID,
+        vector_weights={n.strip(): 1.0 for n in args.recipe_embedders.split(",") if n.strip()},
+    )
+    weights = parse_weights(args.weights)
+    kernel = KernelRetriever(args.embedder, weights=weights, date_in_body=False)
+    systems: dict[str, tuple[Retriever, Mode]] = {
+        "hybrid": (kernel, "hybrid"),
+        "bm25": (kernel, "keyword"),
+        "vector": (kernel, "vector"),
+    }
+    if not args.no_recipe:
+        systems["recipe"] = (make_retriever(recipe), "hybrid")
+    retrievers = list({id(r): r for r, _ in systems.values()}.values())
+    results = {name: Aggregate() for name in systems}
+    n_turns = sum(len(s.turns) for q in questions for s in q.sessions)
+    timings = {"ingest_s": 0.0, "search_s": 0.0}
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("ingest + ask", total=len(questions))
+        for question in questions:
+            # Ingest and ask one haystack at a time: all scopes share one index, as in a store.
+            turns = to_turns(question)
+            start = time.perf_counter()
+            for retriever in retrievers:
+                retriever.ingest(question.question_id, turns)
+            timings["ingest_s"] += time.perf_counter() - start
+            start = time.perf_counter()
+            for name, (retriever, mode) in systems.items():
+                result = retriever.search(question.question_id, question.question, mode=mode, k=0)
+                score(results[name], question, result.turns, result.sessions)
+            timings["search_s"] += time.perf_counter() - start
+            progress.advance(task)
+    timings["search_ms_per_question"] = 1000 * timings.pop("search_s") / max(len(questions), 1)
+
+    figures: dict[str, object] = {name: agg.as_dict() for name, agg in results.items()}
+    figures["meta"] = {
+        "data": str(args.path),
+        "questions": len(questions),
+        "turns": n_turns,
+        "quick": args.quick,
+        "kernel": {
+            "embedder": args.embedder,
+            "weights": weights,
+            "session_records": True,
+            "date_in_body": False,
+        },
+        "recipe": None
+        if args.no_recipe
+        else {
+            "keyword_radii": dict(recipe.keyword_radii),
+            "vector_weights": dict(recipe.vector_weights),
+            "user_turns": recipe.user_turns,
+            "session_docs": dict(recipe.session_docs),
+            "session_from_turns": recipe.session_from_turns,
+            "depth": recipe.depth,
+            "rrf_k": recipe.rrf_k,
+        },
+        **timings,
+    }
+    kernel.close()
+    print_tables(console, results, len(questions), timings)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, default=_nan))
+        console.print(f"figures written to {args.json}")
+    return 0
+
+
+def _nan(value: object) -> object:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def _pct(value: float) -> str:
+    return "-" if math.isnan(value) else f"{100 * value:.1f}"
+
+
+def print_tables(
+    console: Console, results: dict[str, Aggregate], n_questions: int, timings: dict[str, float]
+) -> None:
+    table = Table(
+        title=f"LongMemEval S retrieval, {n_questions} questions, %",
+        caption="S@k session recall, any@k / all@k: some / every evidence session in the top k",
+    )
+    table.add_column("system")
+    for metric in METRICS:
+        short = metric.replace("session_recall_", "").replace("session_recall", "S")
+        table.add_column(short.replace("session_", "").replace("turn_recall", "T"), justify="right")
+    for name, agg in results.items():
+        table.add_row(name, *(_pct(agg.mean(metric)) for metric in METRICS))
+    console.print(table)
+
+    by_type = Table(title="by question type, % (S@5 session recall, any@5, T@10 turn recall)")
+    by_type.add_column("type")
+    shown = [name for name in ("hybrid", "recipe") if name in results]
+    for name in shown:
+        for short in ("S@5", "any@5", "T@10"):
+            by_type.add_column(f"{name} {short}", justify="right")
+    first = next(iter(results.values()))
+    for group in first.groups():
+        cells: list[str] = []
+        for name in shown:
+            for metric in ("session_recall@5", "session_recall_any@5", "turn_recall@10"):
+                cells.append(_pct(results[name].mean(metric, group)))
+        by_type.add_row(f"{group} ({first.count(group)})", *cells)
+    console.print(by_type)
+    console.print(
+        f"ingest {timings['ingest_s']:.1f} s, "
+        f"search {timings['search_ms_per_question']:.1f} ms per question (all systems)"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""The benchmark adapters rank turns and sessions (keyword only: no model needed)."""
+
+from __future__ import annotations
+
+import pytest
+from bench._adapter import BlockRetriever, KernelRetriever, Recipe, Retriever, Turn, parse_weights
+
+TURNS = [
+    Turn("D1:1", "1", "Ana", "I adopted a grey cat called Pixel.", "8 May, 2023"),
+    Turn("D1:2", "1", "Ben", "Lovely! How old is she?", "8 May, 2023"),
+    Turn("D1:3", "1", "Ana", "Two years old, she loves boxes.", "8 May, 2023"),
+    Turn("D2:1", "2", "Ben", "I ran a marathon in Berlin last weekend.", "3 June, 2023"),
+    Turn("D2:2", "2", "Ana", "Wow, what was your finishing time?", "3 June, 2023"),
+    Turn("D2:3", "2", "Ben", "Three hours and forty minutes.", "3 June, 2023"),
+]
+
+
+def _check(retriever: Retriever) -> None:
+    retriever.ingest("conv", TURNS)
+    result = retriever.search("conv", "Which city was Ben's marathon in?", mode="keyword", k=3)
+    assert result.turns[0] == "D2:1"
+    assert result.sessions[0] == "2"
+    result = retriever.search("conv", "What is the name of Ana's cat?", mode="keyword", k=3)
+    assert result.turns[0] == "D1:1"
+    assert result.sessions[0] == "1"
+    assert len(result.turns) <= 3
+
+
+def test_block_retriever_keyword() -> None:
+    _check(BlockRetriever(Recipe(keyword_radii={0: 1.0, 1: 1.0}, vector_weights={})))
+
+
+def test_kernel_retriever_keyword() -> None:
+    retriever = KernelRetriever(embedder="")
+    try:
+        _check(retriever)
+        assert retriever.rejected == 0
+        # Without an embedder there is no vector signal rather than an error.
+        assert retriever.search("conv", "cat", mode="vector", k=3).turns == []
+    finally:
+        retriever.close()
+
+
+def test_parse_weights() -> None:
+    assert parse_weights(None) is None
+    assert parse_weights("keyword=0.6, vector=0.4") == {"keyword": 0.6, "vector": 0.4}
+    with pytest.raises(ValueError):
+        parse_weights("keyword=lots")
