@@ -273,6 +273,7 @@ class KernelRetriever:
         weights: Mapping[str, float] | None = None,
         workdir: str | None = None,
         date_in_body: bool = True,
+        windows: Sequence[int] = (1, 2, 3),
     ) -> None:
         import tempfile
         from pathlib import Path
@@ -301,6 +302,7 @@ class KernelRetriever:
         )
         self.session_records = session_records
         self.date_in_body = date_in_body
+        self.windows = tuple(windows)
         self.candidates = candidates
         self.hits = hits
         self.weights = weights
@@ -324,6 +326,17 @@ class KernelRetriever:
         by_session: dict[str, list[Turn]] = defaultdict(list)
         for turn in turns:
             by_session[turn.session].append(turn)
+        position = {
+            id(t): (t.session, i) for items in by_session.values() for i, t in enumerate(items)
+        }
+        for turn in turns:
+            session, at = position[id(turn)]
+            neighbours = by_session[session]
+            # the turns around this one, as search context (see Content.context)
+            context = tuple(
+                " ".join(turn_text(t) for t in neighbours[max(0, at - w) : at + w + 1])
+                for w in self.windows
+            )
             contents.append(
                 Content(
                     kind="episode",
@@ -339,6 +352,7 @@ class KernelRetriever:
                         "date": turn.date,
                     },
                     valid_from=parse_any_date(turn.date),
+                    context=context,
                 )
             )
             refs.append(("turn", turn.key, turn.session))

@@ -109,6 +109,9 @@ class Content(CairnModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     provenance: Provenance = Field(default_factory=Provenance)
+    # Text that helps find this record without being part of it, such as the turns around
+    # a conversation turn. It is indexed for search, never shown, cited or hashed.
+    context: tuple[str, ...] = ()
 
     @field_validator("scope")
     @classmethod

@@ -262,3 +262,22 @@ def test_validate_reports_what_cannot_be_relied_on(
     assert by_id[old].problems == ("superseded",) and by_id[old].resolved_id == new
     assert by_id[new].valid
     assert by_id[hidden].problems == by_id["rec_missing"].problems == ("not_found",)
+
+
+def test_context_finds_a_record_but_is_never_shown(rmemory: Memory, curator: Principal) -> None:
+    turn = content(
+        "Caroline · turn 7",
+        body="Caroline: Yes, that one!",
+        kind="episode",
+        context=("Melanie: Did you adopt the beagle from the shelter downtown?",),
+    )
+    record = rmemory.remember(turn, principal=curator).record
+    assert record is not None
+    result = rmemory.retrieve("beagle shelter", principal=curator, mode="keyword")
+    assert [i.record_id for i in result.items] == [record.id]
+    item = result.items[0]
+    assert item.content == "Caroline: Yes, that one!"
+    assert [(c.record_id, c.version_id, c.chunk_key) for c in item.citations] == [
+        (record.id, record.current_version_id, None)
+    ]
+    assert "beagle" not in json.dumps(result.model_dump(mode="json")).replace("beagle shelter", "")

@@ -14,7 +14,23 @@ from cairn.store.base import ChunkDraft
 SINGLE_CHUNK_CHARS = 1500
 
 
+CONTEXT_PREFIX = "context~"
+
+
+def is_context_key(chunk_key: str) -> bool:
+    return chunk_key.startswith(CONTEXT_PREFIX)
+
+
 def chunks_for(content: Content) -> tuple[ChunkDraft, ...]:
+    context = tuple(
+        ChunkDraft(chunk_key=f"{CONTEXT_PREFIX}{n}", heading="", start=0, end=0, text=text)
+        for n, text in enumerate(content.context, start=1)
+        if text.strip()
+    )
+    return _content_chunks(content) + context
+
+
+def _content_chunks(content: Content) -> tuple[ChunkDraft, ...]:
     body = content.body
     if not body.strip():
         return (ChunkDraft(chunk_key="title", heading="", start=0, end=0, text=content.title),)

@@ -1,10 +1,16 @@
-"""Stage 3, fuse: weighted reciprocal rank fusion over chunks, then one hit per version."""
+"""Stage 3, fuse: weighted reciprocal rank fusion over chunks, then one hit per version.
+
+A version's own chunks and its search-context chunks (``Content.context``, e.g. the turns
+around a conversation turn) compete in the same keyword ranking; a version ranks by its
+best chunk. A version found only through its context is cited whole, never by the context.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cairn.retrieval.chunking import is_context_key
 from cairn.retrieval.types import Citation, Excerpt, Hit, Mode, Scores, Why
 from cairn.search.fusion import FusedHit, rrf
 from cairn.store.base import ChunkRow
@@ -49,6 +55,9 @@ class _Group:
 
 
 def _citation(row: ChunkRow, scope: str) -> Citation:
+    if is_context_key(row.chunk_key):
+        # found through its context: cite the whole version, never the context text
+        return Citation(record_id=row.meta.record_id, version_id=row.meta.version_id, scope=scope)
     return Citation(
         record_id=row.meta.record_id,
         version_id=row.meta.version_id,
@@ -75,7 +84,7 @@ def collapse(
             if len(groups) >= limit:
                 continue
             group = groups[row.meta.version_id] = _Group(row=row, best=hit)
-        elif len(group.citations) >= CITED_CHUNKS_PER_HIT:
+        elif len(group.citations) >= CITED_CHUNKS_PER_HIT or is_context_key(row.chunk_key):
             continue
         group.citations.append(_citation(row, scopes.get(row.meta.scope_id, "")))
         group.chunk_ids.append(row.meta.id)
@@ -97,7 +106,7 @@ def _hit(group: _Group, scopes: Mapping[int, str]) -> Hit:
         scope=scopes.get(row.meta.scope_id, ""),
         status=row.meta.status,
         title=row.title,
-        text=row.text,
+        text="" if is_context_key(row.chunk_key) else row.text,
         chunk_ids=tuple(group.chunk_ids),
         citations=tuple(group.citations),
         why_included=tuple(why),

@@ -119,7 +119,7 @@ def validate(
                 scope=record.scope,
                 status=record.status.value,
                 title=content.title,
-                content=hit.text,
+                content=hit.text or content.body or content.title,
                 origin=content.origin.value,
                 confidence_label=content.confidence.value,
                 provenance=content.provenance,
