@@ -1,0 +1,323 @@
+"""The vector catalog: filter masks, incremental maintenance, exact and ANN search."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from cairn.search import catalog as catalog_module
+from cairn.search.catalog import VectorCatalog
+from cairn.store.base import ChunkFilter, ChunkMeta
+
+FloatArray = npt.NDArray[np.float32]
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DIM = 32
+
+
+def _meta(i: int, **changes: Any) -> ChunkMeta:
+    meta = ChunkMeta(
+        id=1000 + i,
+        record_id=f"rec-{i}",
+        version_id=f"ver-{i}",
+        text_hash=f"hash-{i}",
+        kind="fact",
+        scope_id=1,
+        acl_id=1,
+        status="active",
+        is_head=True,
+        superseded=False,
+        valid_from=None,
+        valid_to=None,
+        created_at=T0 + timedelta(days=i),
+        seq=i + 1,
+    )
+    return dataclasses.replace(meta, **changes)
+
+
+def _where(**changes: Any) -> ChunkFilter:
+    base = ChunkFilter(acl_ids=frozenset({1}), statuses=frozenset({"active"}))
+    return dataclasses.replace(base, **changes)
+
+
+def _unit(rows: npt.NDArray[Any]) -> FloatArray:
+    out: FloatArray = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    return out
+
+
+def _clustered(n: int, dim: int, seed: int) -> FloatArray:
+    """Points around a few hundred centres: real embeddings cluster, and on i.i.d. noise
+    every point is nearly equidistant, so recall would measure nothing."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((max(1, n // 50), dim))
+    return _unit(centres[rng.integers(0, len(centres), n)] + 0.5 * rng.standard_normal((n, dim)))
+
+
+def _catalog(metas: list[ChunkMeta], vectors: FloatArray, **options: Any) -> VectorCatalog:
+    catalog = VectorCatalog(vectors.shape[1], **options)
+    catalog.apply(metas, {m.text_hash: vectors[i] for i, m in enumerate(metas)})
+    return catalog
+
+
+def _ids(catalog: VectorCatalog, where: ChunkFilter) -> set[int]:
+    return {int(i) for i in np.flatnonzero(catalog.mask(where)) + 1000}
+
+
+# ---- mask semantics ----------------------------------------------------------------------
+
+
+def test_mask_each_filter_field() -> None:
+    metas = [
+        _meta(0),
+        _meta(1, acl_id=2),
+        _meta(2, status="draft"),
+        _meta(3, scope_id=7),
+        _meta(4, kind="decision"),
+        _meta(5, is_head=False),
+        _meta(6, superseded=True),
+        _meta(7, valid_from=T0 + timedelta(days=100)),
+        _meta(8, valid_to=T0 + timedelta(days=10)),
+    ]
+    catalog = _catalog(metas, _clustered(len(metas), DIM, 0))
+    everything = {1000 + i for i in range(len(metas))}
+    base = {1000, 1003, 1004, 1007, 1008}  # acl 1, active, head, not superseded
+    assert _ids(catalog, _where()) == base
+    assert _ids(catalog, _where(acl_ids=frozenset({1, 2}))) == base | {1001}
+    assert _ids(catalog, _where(acl_ids=frozenset())) == set()
+    assert _ids(catalog, _where(acl_ids=frozenset({99}))) == set()
+    assert _ids(catalog, _where(statuses=frozenset({"active", "draft"}))) == base | {1002}
+    assert _ids(catalog, _where(scope_ids=frozenset({7}))) == {1003}
+    assert _ids(catalog, _where(scope_ids=frozenset({1, 7}))) == base
+    assert _ids(catalog, _where(kinds=frozenset({"decision"}))) == {1004}
+    assert _ids(catalog, _where(kinds=frozenset({"unknown-kind"}))) == set()
+    assert _ids(catalog, _where(head_only=False)) == base | {1005}
+    # Pinned versions override head_only: an old version is visible when asked for.
+    assert _ids(catalog, _where(version_ids=frozenset({"ver-5", "ver-0"}))) == {1000, 1005}
+    assert _ids(catalog, _where(record_ids=frozenset({"rec-3", "rec-4", "nope"}))) == {
+        1003,
+        1004,
+    }
+    assert _ids(catalog, _where(include_superseded=True)) == base | {1006}
+    at = T0 + timedelta(days=50)
+    assert _ids(catalog, _where(valid_at=at)) == base - {1007, 1008}
+    assert _ids(catalog, _where(valid_at=T0 + timedelta(days=200))) == base - {1008}
+    assert _ids(catalog, _where(created_after=T0 + timedelta(days=4))) == {1004, 1007, 1008}
+    assert _ids(catalog, _where(created_before=T0 + timedelta(days=4))) == {1000, 1003}
+    wide = _where(
+        acl_ids=frozenset({1, 2}),
+        statuses=frozenset(catalog_module._STATUS_CODES),
+        head_only=False,
+        include_superseded=True,
+    )
+    assert _ids(catalog, wide) == everything
+
+
+def test_reapply_updates_filter_columns() -> None:
+    metas = [_meta(i) for i in range(4)]
+    catalog = _catalog(metas, _clustered(4, DIM, 1))
+    assert _ids(catalog, _where(valid_at=T0)) == {1000, 1001, 1002, 1003}
+    # Later changes to the same chunk ids: no vectors needed, columns are rewritten.
+    catalog.apply(
+        [
+            _meta(0, status="archived", seq=10),
+            _meta(1, superseded=True, seq=11),
+            _meta(2, acl_id=5, scope_id=9, seq=12),
+            _meta(3, valid_to=T0 - timedelta(days=1), seq=13),
+        ],
+        {},
+    )
+    assert len(catalog) == 4
+    assert catalog.seq == 13
+    assert _ids(catalog, _where(valid_at=T0)) == set()
+    assert _ids(catalog, _where(acl_ids=frozenset({5}), scope_ids=frozenset({9}))) == {1002}
+    # Validity bounds removed again: the chunk is visible at any time.
+    catalog.apply([_meta(3, seq=14)], {})
+    assert _ids(catalog, _where(valid_at=T0)) == {1003}
+
+
+def test_pending_until_vectors_arrive() -> None:
+    vectors = _clustered(3, DIM, 2)
+    catalog = VectorCatalog(DIM)
+    catalog.apply([_meta(0), _meta(1), _meta(2, text_hash="hash-1")], {"hash-0": vectors[0]})
+    assert len(catalog) == 1
+    assert set(catalog.pending) == {"hash-1"}
+    assert [m.id for m in catalog.pending["hash-1"]] == [1001, 1002]
+    # A state change while pending replaces the waiting copy instead of queueing twice.
+    catalog.apply([_meta(1, status="stale", seq=9)], {})
+    waiting = [(m.id, m.status) for m in catalog.pending["hash-1"]]
+    assert waiting == [(1002, "active"), (1001, "stale")]
+    assert [hit for hit, _ in catalog.search(vectors[1], _where(), 10)] == [1000]
+    catalog.add_vectors({"hash-1": vectors[1], "hash-unknown": vectors[2]})
+    assert catalog.pending == {}
+    assert len(catalog) == 3
+    found = catalog.search(vectors[1], _where(), 10)
+    assert found[0][0] == 1002
+    assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert {hit for hit, _ in found} == {1000, 1002}  # 1001 is stale now
+    vector = catalog.vector_of(1001)
+    assert vector is not None and np.allclose(vector, vectors[1])
+    assert catalog.vector_of(4242) is None
+
+
+# ---- exact search ------------------------------------------------------------------------
+
+
+def _brute_force(
+    vectors: FloatArray, allowed: npt.NDArray[np.bool_], query: FloatArray, k: int
+) -> list[int]:
+    scores = vectors @ query
+    rows = sorted(np.flatnonzero(allowed).tolist(), key=lambda r: (-scores[r], r))
+    return [1000 + r for r in rows[:k]]
+
+
+def test_exact_search_equals_brute_force() -> None:
+    n = 3000
+    rng = np.random.default_rng(3)
+    vectors = _clustered(n, DIM, 3)
+    acl = rng.integers(0, 4, n)
+    metas = [_meta(i, acl_id=int(acl[i])) for i in range(n)]
+    catalog = _catalog(metas, vectors, ann_threshold=None)
+    where = _where(acl_ids=frozenset({0, 2}))
+    allowed = np.isin(acl, [0, 2])
+    for query in _clustered(20, DIM, 4):
+        found = catalog.search(query, where, 25)
+        assert [hit for hit, _ in found] == _brute_force(vectors, allowed, query, 25)
+        scores = [score for _, score in found]
+        assert scores == sorted(scores, reverse=True)
+    assert catalog.search(vectors[0], _where(acl_ids=frozenset()), 10) == []
+    assert catalog.search(vectors[0], where, 0) == []
+    # k beyond the allowed set returns the whole allowed set, never a disallowed row.
+    few = _where(record_ids=frozenset({"rec-1", "rec-2", "rec-3"}), acl_ids=frozenset({0, 1, 2, 3}))
+    assert {hit for hit, _ in catalog.search(vectors[0], few, 50)} == {1001, 1002, 1003}
+
+
+def test_ties_break_by_chunk_id() -> None:
+    vector = _clustered(1, DIM, 5)[0]
+    metas = [_meta(i) for i in (3, 1, 2)]
+    catalog = VectorCatalog(DIM, ann_threshold=None)
+    catalog.apply(metas, {m.text_hash: vector for m in metas})
+    assert [hit for hit, _ in catalog.search(vector, _where(), 3)] == [1001, 1002, 1003]
+
+
+# ---- ANN search --------------------------------------------------------------------------
+
+ANN_N = 20_000
+ANN_DIM = 48
+
+
+@pytest.fixture(scope="module")
+def corpus() -> tuple[list[ChunkMeta], FloatArray, FloatArray]:
+    rng = np.random.default_rng(6)
+    vectors = _clustered(ANN_N + 200, ANN_DIM, 6)
+    # acl ids 0-9 uniformly: a reader allowed {0..4} sees 50%, {0} sees 10%.
+    acl = rng.integers(0, 10, ANN_N)
+    metas = [_meta(i, acl_id=int(acl[i])) for i in range(ANN_N)]
+    return metas, vectors[:ANN_N], vectors[ANN_N:]
+
+
+@pytest.fixture(scope="module")
+def exact(corpus: tuple[list[ChunkMeta], FloatArray, FloatArray]) -> VectorCatalog:
+    metas, vectors, _ = corpus
+    return _catalog(metas, vectors, ann_threshold=None)
+
+
+@pytest.fixture(scope="module")
+def ann(corpus: tuple[list[ChunkMeta], FloatArray, FloatArray]) -> VectorCatalog:
+    metas, vectors, _ = corpus
+    # No exact fallback at all, so the filtered graph search itself is what is measured.
+    catalog = _catalog(metas, vectors, ann_threshold=0, exact_rows=0, exact_fraction=0.0)
+    assert catalog.uses_ann
+    return catalog
+
+
+READERS = {
+    "all": frozenset(range(10)),
+    "half": frozenset(range(5)),
+    "tenth": frozenset({0}),
+}
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_ann_recall_against_exact(
+    corpus: tuple[list[ChunkMeta], FloatArray, FloatArray],
+    exact: VectorCatalog,
+    ann: VectorCatalog,
+    reader: str,
+) -> None:
+    _, _, queries = corpus
+    where = _where(acl_ids=READERS[reader])
+    allowed = _ids(exact, where)
+    recall = 0.0
+    for query in queries:
+        truth = {hit for hit, _ in exact.search(query, where, 10)}
+        # The pipeline asks for 50 candidates and keeps the best 10 after fusion.
+        found = ann.search(query, where, 50)
+        assert {hit for hit, _ in found} <= allowed, "a disallowed row took a slot"
+        assert len(found) == 50
+        recall += len(truth & {hit for hit, _ in found[:10]}) / len(truth)
+    assert recall / len(queries) >= 0.99
+
+
+def test_ann_small_allowed_set_is_exact(
+    corpus: tuple[list[ChunkMeta], FloatArray, FloatArray], exact: VectorCatalog
+) -> None:
+    metas, vectors, queries = corpus
+    # Default fallback thresholds: 20k rows means every filtered read here is exact
+    # (float16 scan, float32 re-score), so it must match the exact catalog to the id.
+    catalog = _catalog(metas[:5000], vectors[:5000], ann_threshold=0)
+    where = _where(acl_ids=frozenset({3}))
+    reference = _catalog(metas[:5000], vectors[:5000], ann_threshold=None)
+    for query in queries[:50]:
+        found = catalog.search(query, where, 20)
+        expected = reference.search(query, where, 20)
+        assert [hit for hit, _ in found] == [hit for hit, _ in expected]
+        assert np.allclose([s for _, s in found], [s for _, s in expected], atol=1e-6)
+
+
+def test_ann_tail_and_threshold_crossing() -> None:
+    n = 6000
+    vectors = _clustered(n, DIM, 7)
+    metas = [_meta(i) for i in range(n)]
+    catalog = VectorCatalog(DIM, ann_threshold=1000)
+    catalog.apply(metas[:1000], {m.text_hash: vectors[i] for i, m in enumerate(metas[:1000])})
+    assert not catalog.uses_ann  # the threshold is "more than"
+    catalog.apply(metas[1000:1001], {"hash-1000": vectors[1000]})
+    assert catalog.uses_ann
+    # Rows arriving later wait in the tail (searched exactly), then join the graph in bulk.
+    catalog.apply(metas[1001:], {})
+    for start in range(1001, n, 500):
+        catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(start, min(n, start + 500))})
+        newest = min(n, start + 500) - 1
+        found = catalog.search(vectors[newest], _where(), 5)
+        assert found[0][0] == 1000 + newest
+        assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert len(catalog) == n
+    assert catalog._indexed > 1001  # the tail was flushed into the graph at least once
+    for chunk in (1000, 1000 + n - 1):
+        vector = catalog.vector_of(chunk)
+        assert vector is not None and np.allclose(vector, vectors[chunk - 1000])
+    # A status change after indexing still trims immediately: no rebuild needed.
+    catalog.apply([_meta(5, status="archived", seq=n + 10)], {})
+    assert 1005 not in {hit for hit, _ in catalog.search(vectors[5], _where(), 10)}
+
+
+def test_ef_is_calibrated_on_held_out_rows(
+    corpus: tuple[list[ChunkMeta], FloatArray, FloatArray], ann: VectorCatalog
+) -> None:
+    metas, vectors, _ = corpus
+    # The default catalog measured recall on rows kept out of the graph, found the first
+    # ef reaching the target (or the plateau), and kept one ladder step more.
+    assert ann.ann_calibration
+    ladder = list(catalog_module._EF_LADDER)
+    reached, recall = ann.ann_calibration[-1]
+    if recall >= ann.ann_target_recall:  # clustered data: the target is reachable
+        assert ann.ann_ef == ladder[min(ladder.index(reached) + 1, len(ladder) - 1)]
+    else:
+        assert ann.ann_ef in ladder
+    # A fixed ef is taken as given.
+    fixed = _catalog(metas[:2000], vectors[:2000], ann_threshold=0, ann_ef=77)
+    assert fixed.ann_ef == 77 and fixed.ann_calibration == []
