@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
-from cairn.search.vectors import ExactVectorIndex, HnswVectorIndex, measure_recall_at_k
+from cairn.search.vectors import ExactVectorIndex
 
 DIM = 384
 
@@ -19,8 +17,6 @@ DIM = 384
 # (small allowed sets are otherwise answered by an exact scan).
 FACTORIES: list[Any] = [
     pytest.param(ExactVectorIndex, id="exact"),
-    pytest.param(HnswVectorIndex, id="hnsw"),
-    pytest.param(partial(HnswVectorIndex, exact_below=0), id="hnsw-filter"),
 ]
 Factory = Callable[[int], Any]
 
@@ -52,17 +48,6 @@ def _brute_force(
 
 
 @pytest.fixture(scope="module")
-def big() -> tuple[list[str], npt.NDArray[np.float32], ExactVectorIndex, HnswVectorIndex]:
-    x = _clustered(10_000, seed=1)
-    keys = [f"doc-{i}" for i in range(len(x))]
-    exact = ExactVectorIndex(DIM)
-    exact.upsert_many(keys, x)
-    hnsw = HnswVectorIndex(DIM, initial_capacity=1000)  # forces several resizes
-    for start in range(0, len(keys), 2500):
-        hnsw.upsert_many(keys[start : start + 2500], x[start : start + 2500])
-    return keys, x, exact, hnsw
-
-
 def _queries(x: npt.NDArray[np.float32], n: int, seed: int) -> npt.NDArray[np.float32]:
     """Perturbed data points (cosine ~0.95 to their source), like real queries near documents."""
     rng = np.random.default_rng(seed)
@@ -179,67 +164,3 @@ def test_exact_remove_keeps_other_rows_intact() -> None:
     q = rng.standard_normal(6).astype(np.float32)
     want = _brute_force([keys[i] for i in kept], x[kept], q, 7)
     assert [key for key, _ in index.search(q, 7)] == want
-
-
-def test_hnsw_recall_at_10(
-    big: tuple[list[str], npt.NDArray[np.float32], ExactVectorIndex, HnswVectorIndex],
-) -> None:
-    _, x, exact, hnsw = big
-    queries = _queries(x, 200, seed=11)
-    assert measure_recall_at_k(exact, hnsw, queries, k=10) >= 0.99
-
-
-def test_hnsw_recall_at_10_with_filter(
-    big: tuple[list[str], npt.NDArray[np.float32], ExactVectorIndex, HnswVectorIndex],
-) -> None:
-    keys, x, exact, hnsw = big
-    queries = _queries(x, 50, seed=12)
-    allowed = set(keys[::3])  # large enough to take hnswlib's filtered search
-    assert len(allowed) > 256
-    assert measure_recall_at_k(exact, hnsw, queries, k=10, allowed=allowed) >= 0.99
-    predicate = {key for key in keys if key.endswith("7")}.__contains__
-    assert measure_recall_at_k(exact, hnsw, queries[:20], k=10, allowed=predicate) >= 0.99
-    for q in queries[:10]:
-        assert all(key in allowed for key, _ in hnsw.search(q, 10, allowed))
-
-
-def test_measure_recall_detects_misses() -> None:
-    exact = ExactVectorIndex(2)
-    exact.upsert_many(["a", "b", "c", "d"], [[1, 0], [0.9, 0.1], [0, 1], [-1, 0]])
-    partial = ExactVectorIndex(2)
-    partial.upsert_many(["a", "c", "d"], [[1, 0], [0, 1], [-1, 0]])
-    assert measure_recall_at_k(exact, exact, [[1, 0]], k=2) == 1.0
-    assert measure_recall_at_k(exact, partial, [[1, 0]], k=2) == 0.5
-
-
-def test_hnsw_save_load_round_trip(tmp_path: Path) -> None:
-    x = _clustered(3000, seed=4)
-    keys = [f"doc-{i}" for i in range(len(x))]
-    index = HnswVectorIndex(DIM, ef=64)
-    index.upsert_many(keys, x)
-    index.remove("doc-5")
-    queries = _queries(x, 20, seed=9)
-    before = [index.search(q, 10) for q in queries]
-    index.save(tmp_path / "idx")
-
-    loaded = HnswVectorIndex.load(tmp_path / "idx")
-    assert len(loaded) == len(index) and "doc-5" not in loaded and "doc-6" in loaded
-    for q, want in zip(queries, before, strict=True):
-        got = loaded.search(q, 10)
-        assert [key for key, _ in got] == [key for key, _ in want]
-        assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
-    loaded.upsert("new", x[0])
-    assert loaded.search(x[0], 1, {"new", "doc-0"})[0][0] in {"new", "doc-0"}
-    assert "new" in loaded
-
-
-def test_hnsw_reuses_deleted_slots() -> None:
-    index = HnswVectorIndex(4, initial_capacity=8)
-    rng = np.random.default_rng(2)
-    for round_ in range(10):
-        keys = [f"r{round_}-{i}" for i in range(8)]
-        index.upsert_many(keys, rng.standard_normal((8, 4)))
-        for key in keys:
-            index.remove(key)
-    assert len(index) == 0
-    assert index._index.get_max_elements() == 8
