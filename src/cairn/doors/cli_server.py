@@ -73,6 +73,16 @@ def serve_command(
         raise typer.Exit(3)
     # flags > CAIRN_* > <store>/config.toml > defaults
     settings = load_settings(store=workspace.folder, host=host, port=port, embedder=embedder)
+    base = f"http://{settings.host}:{settings.port}"
+    typer.echo(
+        f"cairn serves {workspace.folder} on {base}\n"
+        f"  HTTP API   {base}/v1   (docs: {base}/docs)\n"
+        f"  MCP        {base}/mcp  claude mcp add --transport http cairn {base}/mcp "
+        '--header "Authorization: Bearer $CAIRN_API_KEY"\n'
+        f"  A2A        {base}/     card: {base}/.well-known/agent-card.json\n"
+        "  every door takes Authorization: Bearer <key> (keys: cairn keys create); Ctrl-C stops",
+        err=True,
+    )
     try:
         serve(
             workspace,
