@@ -232,6 +232,9 @@ class Principal(CairnModel):
     def has_role(self, role: Role) -> bool:
         return role.value in self.roles
 
+    def can_curate(self) -> bool:
+        return self.has_role(Role.CURATOR) or self.has_role(Role.ADMIN)
+
 
 SYSTEM_PRINCIPAL = Principal(
     id="system",

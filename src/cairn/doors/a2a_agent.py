@@ -60,7 +60,6 @@ from starlette.routing import Route
 
 from cairn.doors._errors import error_body
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
-from cairn.governance.access import is_curator
 from cairn.memory import Memory
 from cairn.model import Content, Decision, Principal
 from cairn.workspace import Workspace
@@ -450,7 +449,7 @@ def anonymous_principal(workspace: Workspace, principal_id: str) -> Principal:
     for entry in workspace.principals().principals:
         if entry.id == principal_id:
             principal = entry.principal()
-            if is_curator(principal):
+            if principal.can_curate():
                 raise InvalidInput(
                     f"principal {principal_id} is a curator or admin; anonymous A2A requests "
                     "may only act as a low-privilege principal",

@@ -21,10 +21,9 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
+from cairn.admin import Store, backend, export_to, import_from, migrate, opened, where
 from cairn.config import load_settings
-from cairn.errors import CairnError, InvalidInput, NotFound
-from cairn.store.base import Store
-from cairn.store.factory import backend_of, migrate_store, open_store, redact, sqlite_path
+from cairn.errors import CairnError, InvalidInput
 
 __all__ = ["register"]
 
@@ -65,11 +64,6 @@ def _want_json(ctx: typer.Context, flag: bool) -> bool:
     return flag or bool(obj.get("json"))
 
 
-def _where(db: str | None, folder: Path) -> str:
-    """The store's name for messages (never with a password)."""
-    return redact(db) if db is not None else str(sqlite_path(None, folder))
-
-
 @contextmanager
 def _errors() -> Iterator[None]:
     try:
@@ -77,22 +71,6 @@ def _errors() -> Iterator[None]:
     except CairnError as exc:
         typer.echo(f"error ({exc.code}): {exc.message}", err=True)
         raise typer.Exit(exc.exit_code) from exc
-
-
-def _require_sqlite_file(db: str | None, folder: Path) -> None:
-    """A SQLite store is made by ``cairn init`` (with its policy and keys), not by these."""
-    if backend_of(db) == "sqlite" and not sqlite_path(db, folder).exists():
-        raise NotFound(f"no store at {_where(db, folder)}: run 'cairn init' first", field="store")
-
-
-@contextmanager
-def _opened(db: str | None, folder: Path) -> Iterator[Store]:
-    _require_sqlite_file(db, folder)
-    store = open_store(db, folder)
-    try:
-        yield store
-    finally:
-        store.close()
 
 
 def _emit(payload: dict[str, Any], *, as_json: bool, text: str, err: bool = False) -> None:
@@ -110,11 +88,10 @@ def migrate_command(
     folder = _folder(ctx, store)
     db = _db(ctx, folder, db)
     with _errors():
-        _require_sqlite_file(db, folder)
-        before, after = migrate_store(db, folder)
+        before, after = migrate(db, folder)
     payload = {
-        "backend": backend_of(db),
-        "store": _where(db, folder),
+        "backend": backend(db),
+        "store": where(db, folder),
         "before": before,
         "after": after,
         "applied": after - before,
@@ -137,40 +114,38 @@ def export_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Write the whole store as JSON Lines: records, versions, proposals, audit, baselines."""
-    from cairn.store.transfer import export_store
 
     folder = _folder(ctx, store)
     db = _db(ctx, folder, db)
     to_stdout = file is None or str(file) == "-"
-    with _errors(), _opened(db, folder) as opened:
+    with _errors(), opened(db, folder) as target:
         if to_stdout:
-            counts = export_store(opened, sys.stdout)
+            counts = export_to(target, sys.stdout)
             sys.stdout.flush()
         else:
             assert file is not None
-            counts = _export_to_file(opened, file)
+            counts = _export_to_file(target, file)
     payload = {
-        "store": _where(db, folder),
+        "store": where(db, folder),
         "file": None if to_stdout else str(file),
         "counts": counts,
     }
-    target = "stdout" if to_stdout else str(file)
+    destination = "stdout" if to_stdout else str(file)
     _emit(
         payload,
         as_json=_want_json(ctx, as_json),
-        text=f"exported {_summary(counts)} to {target}",
+        text=f"exported {_summary(counts)} to {destination}",
         err=to_stdout,  # keep stdout for the export itself
     )
 
 
 def _export_to_file(store: Store, file: Path) -> dict[str, int]:
     """Write next to ``file`` and rename, so a failed export never leaves a partial file."""
-    from cairn.store.transfer import export_store
 
     partial = file.with_name(f".{file.name}.partial")
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as out:
-            counts = export_store(store, out)
+            counts = export_to(store, out)
             out.flush()
             os.fsync(out.fileno())
         partial.replace(file)
@@ -189,17 +164,16 @@ def import_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Load an export into an EMPTY store (ids, versions and audit numbers are kept)."""
-    from cairn.store.transfer import import_store
 
     folder = _folder(ctx, store)
     db = _db(ctx, folder, db)
-    with _errors(), _opened(db, folder) as opened, _lines(file) as lines:
-        counts = import_store(opened, lines)
-    payload = {"store": _where(db, folder), "file": str(file), "counts": counts}
+    with _errors(), opened(db, folder) as target, _lines(file) as lines:
+        counts = import_from(target, lines)
+    payload = {"store": where(db, folder), "file": str(file), "counts": counts}
     _emit(
         payload,
         as_json=_want_json(ctx, as_json),
-        text=f"imported {_summary(counts)} into {_where(db, folder)}",
+        text=f"imported {_summary(counts)} into {where(db, folder)}",
     )
 
 

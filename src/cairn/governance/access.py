@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 
 from cairn.errors import PermissionDenied
-from cairn.model import Acl, Principal, Role
+from cairn.model import Acl, Principal
 
 AGENT_OPS = frozenset({"create", "update", "supersede"})
 
@@ -31,7 +31,7 @@ def can_read(principal: Principal, scope: str, acl: Acl) -> bool:
 
 
 def is_curator(principal: Principal) -> bool:
-    return principal.has_role(Role.CURATOR) or principal.has_role(Role.ADMIN)
+    return principal.can_curate()
 
 
 def require_curator(principal: Principal, action: str) -> None:
