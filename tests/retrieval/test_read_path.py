@@ -281,16 +281,3 @@ def test_context_finds_a_record_but_is_never_shown(rmemory: Memory, curator: Pri
         (record.id, record.current_version_id, None)
     ]
     assert "beagle" not in json.dumps(result.model_dump(mode="json")).replace("beagle shelter", "")
-
-
-def test_context_is_searched_by_keyword_only(rmemory: Memory, curator: Principal) -> None:
-    turn = content(
-        "Turn 3",
-        body="Sounds good.",
-        kind="episode",
-        context=("We agreed on the Lisbon offsite in May.",),
-    )
-    rmemory.remember(turn, principal=curator)
-    assert rmemory.status()["vector_lag"] == 1, "only the record's own text waits to be embedded"
-    assert rmemory.index_pending() == 1
-    assert rmemory.status()["vector_lag"] == 0

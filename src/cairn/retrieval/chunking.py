@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from cairn.ingest.markdown import chunk_markdown
 from cairn.model import Content
-from cairn.store.base import KEYWORD_ONLY_PREFIX, ChunkDraft
+from cairn.store.base import ChunkDraft
 
 SINGLE_CHUNK_CHARS = 1500
 
 
-CONTEXT_PREFIX = KEYWORD_ONLY_PREFIX  # context is searched by keyword only
+CONTEXT_PREFIX = "context~"
 
 
 def is_context_key(chunk_key: str) -> bool:

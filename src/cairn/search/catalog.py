@@ -269,8 +269,6 @@ class VectorCatalog:
         """Apply chunk inserts and state changes; chunks without a vector wait in pending."""
         for meta in changes:
             self.seq = max(self.seq, meta.seq)
-            if meta.keyword_only:
-                continue  # never embedded: search context is found by keyword only
             row = self._row.get(meta.id)
             if row is not None:
                 self._set_columns(row, meta, fresh=False)

@@ -152,11 +152,6 @@ Dumped = Record | Version | Proposal | AuditEntry | Baseline | PublishedRow | Ed
 # ---- the retrieval index ----------------------------------------------------------------
 
 
-# Chunks whose key starts with this are searched by keyword only (never embedded): search
-# context such as the turns around a conversation turn (see ``Content.context``).
-KEYWORD_ONLY_PREFIX = "context~"
-
-
 def embed_input(title: str, heading: str, text: str) -> str:
     """The text a chunk's vector is computed from; its hash keys the vector cache, so the
     same passage under the same title is embedded once across versions and records."""
@@ -205,7 +200,6 @@ class ChunkMeta:
     valid_to: datetime | None
     created_at: datetime
     seq: int
-    keyword_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,6 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import (
-    KEYWORD_ONLY_PREFIX,
     AclRow,
     ChangeSet,
     ChunkDraft,
@@ -609,21 +608,19 @@ class PostgresStore:
         rows = self._read(
             "SELECT c.text_hash, c.heading, c.text, v.content ->> 'title' AS title "
             "FROM chunks c JOIN versions v ON v.id = c.version_id "
-            "WHERE c.id IN (SELECT min(p.id) FROM chunks p WHERE NOT starts_with(p.chunk_key, %s) "
-            "AND NOT EXISTS "
+            "WHERE c.id IN (SELECT min(p.id) FROM chunks p WHERE NOT EXISTS "
             "(SELECT 1 FROM vectors x WHERE x.text_hash = p.text_hash AND x.model = %s) "
             "GROUP BY p.text_hash ORDER BY min(p.id) LIMIT %s) "
             "ORDER BY c.id",
-            (KEYWORD_ONLY_PREFIX, model, limit),
+            (model, limit),
         )
         return [(r["text_hash"], embed_input(r["title"], r["heading"], r["text"])) for r in rows]
 
     def vector_lag(self, model: str) -> int:
         rows = self._read(
-            "SELECT count(DISTINCT c.text_hash) AS n FROM chunks c "
-            "WHERE NOT starts_with(c.chunk_key, %s) AND NOT EXISTS "
+            "SELECT count(DISTINCT c.text_hash) AS n FROM chunks c WHERE NOT EXISTS "
             "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = %s)",
-            (KEYWORD_ONLY_PREFIX, model),
+            (model,),
         )
         return int(rows[0]["n"])
 
@@ -798,8 +795,7 @@ def _as_utc(value: datetime) -> datetime:
 
 _META_COLUMNS = (
     "c.id, c.record_id, c.version_id, c.text_hash, c.kind, c.scope_id, c.acl_id, c.status, "
-    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq, "
-    "c.chunk_key AS meta_key"
+    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq"
 )
 
 
@@ -819,7 +815,6 @@ def _chunk_meta(row: DictRow) -> ChunkMeta:
         valid_to=_opt_utc(row["valid_to"]),
         created_at=_utc(row["created_at"]),
         seq=int(row["seq"]),
-        keyword_only=row["meta_key"].startswith(KEYWORD_ONLY_PREFIX),
     )
 
 

@@ -34,7 +34,6 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import (
-    KEYWORD_ONLY_PREFIX,
     AclRow,
     ChangeSet,
     Chunker,
@@ -205,8 +204,7 @@ def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
 
 _META_COLUMNS = (
     "c.id, c.record_id, c.version_id, c.text_hash, c.kind, c.scope_id, c.acl_id, c.status, "
-    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq, "
-    "c.chunk_key AS meta_key"
+    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq"
 )
 
 
@@ -226,7 +224,6 @@ def _meta(row: sqlite3.Row) -> ChunkMeta:
         valid_to=_dt(row["valid_to"]),
         created_at=datetime.fromisoformat(row["created_at"]),
         seq=row["seq"],
-        keyword_only=row["meta_key"].startswith(KEYWORD_ONLY_PREFIX),
     )
 
 
@@ -341,16 +338,9 @@ class _IndexReads:
         rows = self._read(
             "SELECT c.id, c.text_hash, c.heading, c.text, json_extract(v.content, '$.title') "
             "AS title FROM chunks c JOIN versions v ON v.id = c.version_id "
-            "WHERE c.id >= ? AND substr(c.chunk_key, 1, ?) != ? AND NOT EXISTS "
-            "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = ?) "
-            "ORDER BY c.id LIMIT ?",
-            (
-                cursors.get(model, 0),
-                len(KEYWORD_ONLY_PREFIX),
-                KEYWORD_ONLY_PREFIX,
-                model,
-                limit,
-            ),
+            "WHERE c.id >= ? AND NOT EXISTS (SELECT 1 FROM vectors x "
+            "WHERE x.text_hash = c.text_hash AND x.model = ?) ORDER BY c.id LIMIT ?",
+            (cursors.get(model, 0), model, limit),
         )
         if rows:
             cursors[model] = int(rows[0]["id"])
@@ -361,10 +351,9 @@ class _IndexReads:
 
     def vector_lag(self, model: str) -> int:
         rows = self._read(
-            "SELECT COUNT(DISTINCT c.text_hash) FROM chunks c "
-            "WHERE substr(c.chunk_key, 1, ?) != ? AND NOT EXISTS "
+            "SELECT COUNT(DISTINCT c.text_hash) FROM chunks c WHERE NOT EXISTS "
             "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = ?)",
-            (len(KEYWORD_ONLY_PREFIX), KEYWORD_ONLY_PREFIX, model),
+            (model,),
         )
         return int(rows[0][0])
 
