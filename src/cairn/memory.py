@@ -15,7 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from cairn.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.governance import access
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
@@ -47,7 +47,6 @@ from cairn.model import (
     Version,
     utcnow,
 )
-from cairn.retrieval.budget import apply_budget, estimate_item_tokens
 from cairn.retrieval.chunking import chunks_for
 from cairn.retrieval.claims import claim_relation
 from cairn.retrieval.context import (
@@ -60,18 +59,14 @@ from cairn.retrieval.context import (
     ValidationReport,
 )
 from cairn.retrieval.indexer import Indexer
-from cairn.retrieval.pipeline import SearchPlan, run_retrieve, run_search
+from cairn.retrieval.pipeline import SearchPlan, clipped, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest
 from cairn.retrieval.researcher import research
 from cairn.retrieval.types import (
-    Excluded,
-    Hit,
     Item,
     Mode,
     RetrievalResult,
-    Scores,
     SearchResult,
-    Trace,
 )
 from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
@@ -348,8 +343,15 @@ class Memory:
         principal: Principal,
         by: str | None = None,
         content: Content | None = None,
+        patch: ContentPatch | None = None,
         reason: str | None = None,
     ) -> ProposalOutcome:
+        """Supersede a record by an existing one (``by``), by new ``content``, or by a new
+        record made of its current content with ``patch`` applied."""
+        if patch is not None:
+            if content is not None:
+                raise InvalidInput("give content or patch, not both", field="patch")
+            content = patch.apply(self._visible(record_id, principal).content)
         change = SupersedeChange(record_id=record_id, by=by, content=content)
         return self.gate.submit(change, principal, reason=reason)
 
@@ -677,8 +679,7 @@ class Memory:
             version = self.store.get_version(record.current_version_id)
             if version is not None:
                 items.append(direct_item(record, version, "direct_fetch", scope=record.scope))
-        hits = [_hit_of(item) for item in items]
-        contradictions = find_contradictions(items, hits, lambda _chunk: None)
+        contradictions = find_contradictions(items)
         return ValidationReport(
             checked_at=now, records=tuple(checks), contradictions=tuple(contradictions)
         )
@@ -704,7 +705,7 @@ class Memory:
             if version is not None:
                 items.append(direct_item(record, version, "relationship_path", scope=record.scope))
         items.sort(key=lambda i: (i.status != "active", i.title))
-        return _budgeted(path, items[:k], max_tokens, self.clock())
+        return clipped(path, items[:k], max_tokens)
 
     def for_symbol(
         self, symbol: str, *, principal: Principal, k: int = 10, max_tokens: int = 8000
@@ -834,12 +835,6 @@ class Memory:
         return VacuumReport(archived=archived)
 
 
-def require_principal(principal: Principal | None) -> Principal:
-    if principal is None:
-        raise PermissionDenied("no identity: every call needs a principal")
-    return principal
-
-
 def _file_outcome(report: IngestReport, outcome: ProposalOutcome, *, updated: bool) -> None:
     if outcome.decision is Decision.APPROVE:
         record_id = outcome.record.id if outcome.record else ""
@@ -848,46 +843,3 @@ def _file_outcome(report: IngestReport, outcome: ProposalOutcome, *, updated: bo
         report.queued.append(outcome.proposal.id)
     else:
         report.rejected.append(outcome.proposal.id)
-
-
-def _hit_of(item: Item) -> Hit:
-    """The minimal hit view of an item, for the contradiction heuristic."""
-    return Hit(
-        record_id=item.record_id,
-        version_id=item.version_id,
-        version=item.version,
-        kind=item.kind,
-        scope=item.scope,
-        status=item.status,
-        title=item.title,
-        text=item.content,
-        chunk_ids=(0,),
-        citations=item.citations,
-        why_included=item.why_included,
-        scores=Scores(),
-    )
-
-
-def _budgeted(query: str, items: Sequence[Item], max_tokens: int, now: datetime) -> RetrievalResult:
-    budget = apply_budget(items, lambda item: estimate_item_tokens(item.content), max_tokens)
-    return RetrievalResult(
-        query=query,
-        mode="keyword",
-        scope=None,
-        selector_used=Selector.head(),
-        items=tuple(budget.included),
-        token_budget=max_tokens,
-        used_tokens=budget.used_tokens,
-        token_budget_exceeded=budget.token_budget_exceeded,
-        excluded_count=budget.excluded_count,
-        excluded=tuple(
-            Excluded(
-                record_id=e.item.record_id,
-                version_id=e.item.version_id,
-                reason="token_budget",
-                tokens=e.tokens,
-            )
-            for e in budget.excluded
-        ),
-        trace=Trace(),
-    )

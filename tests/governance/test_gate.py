@@ -335,3 +335,19 @@ def test_archive_is_reversible_by_a_curator(memory: Memory, curator: Principal) 
     assert memory.store.get_record(record_id).status is Status.ARCHIVED  # type: ignore[union-attr]
     memory.restore(record_id, principal=curator)
     assert memory.store.get_record(record_id).status is Status.ACTIVE  # type: ignore[union-attr]
+
+
+def test_supersede_with_a_patch_of_the_current_content(memory: Memory, curator: Principal) -> None:
+    old = _active(memory, curator)
+    outcome = memory.supersede(
+        old, patch=ContentPatch(title="Tests run with tox"), principal=curator
+    )
+    assert outcome.record is not None and outcome.version is not None
+    assert outcome.version.content.title == "Tests run with tox"
+    assert (
+        outcome.version.content.body
+        == memory.store.get_version(
+            memory.store.get_record(old).current_version_id  # type: ignore[union-attr]
+        ).content.body
+    )  # type: ignore[union-attr]
+    assert memory.resolve(old, principal=curator).id == outcome.record.id

@@ -316,16 +316,11 @@ def supersede(
 ) -> None:
     """Propose that a record is superseded by another (existing or new) one."""
     with _session(store, key) as (memory, principal):
-        replacement = None
-        if by is None:
-            if title is None:
-                raise InvalidInput("give --by RECORD_ID or --title for a new record", field="by")
-            old = memory.get(record_id, principal=principal).version.content
-            replacement = old.model_copy(
-                update={"title": title, "body": body if body is not None else old.body}
-            )
+        if by is None and title is None:
+            raise InvalidInput("give --by RECORD_ID or --title for a new record", field="by")
+        patch = None if by is not None else ContentPatch(title=title, body=body)
         outcome = memory.supersede(
-            record_id, principal=principal, by=by, content=replacement, reason=reason
+            record_id, principal=principal, by=by, patch=patch, reason=reason
         )
         _show_outcome(outcome, as_json)
 

@@ -7,14 +7,14 @@ Stages are pure functions in their own modules; this runner only feeds them and 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from cairn.model import Principal
-from cairn.retrieval.budget import apply_budget, estimate_item_tokens
+from cairn.model import Principal, Selector
+from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
 from cairn.retrieval.fuse import collapse, fuse, max_fused_score
 from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.preselect import Preselection, ReadRequest, preselect
@@ -22,6 +22,7 @@ from cairn.retrieval.recall import keyword_recall, vector_recall
 from cairn.retrieval.types import (
     Excluded,
     Hit,
+    Item,
     Mode,
     RetrievalResult,
     SearchResult,
@@ -125,6 +126,43 @@ def run_search(
     return result, chosen
 
 
+def compose(budget: BudgetResult[Item]) -> tuple[tuple[Item, ...], tuple[Excluded, ...]]:
+    """The included items with their token cost, and what the budget left out (and why)."""
+    items = tuple(
+        item.model_copy(update={"tokens": estimate_item_tokens(item.content)})
+        for item in budget.included
+    )
+    excluded = tuple(
+        Excluded(
+            record_id=e.item.record_id,
+            version_id=e.item.version_id,
+            reason="token_budget",
+            tokens=e.tokens,
+        )
+        for e in budget.excluded
+    )
+    return items, excluded
+
+
+def clipped(query: str, items: Sequence[Item], max_tokens: int) -> RetrievalResult:
+    """Items that need no ranking (direct or relationship reads), through the same budget."""
+    budget = apply_budget(items, lambda item: estimate_item_tokens(item.content), max_tokens)
+    included, excluded = compose(budget)
+    return RetrievalResult(
+        query=query,
+        mode="keyword",
+        scope=None,
+        selector_used=Selector.head(),
+        items=included,
+        token_budget=max_tokens,
+        used_tokens=budget.used_tokens,
+        token_budget_exceeded=budget.token_budget_exceeded,
+        excluded_count=budget.excluded_count,
+        excluded=excluded,
+        trace=Trace(),
+    )
+
+
 def run_retrieve(
     store: Store,
     indexer: Callable[[], Indexer] | None,
@@ -155,19 +193,7 @@ def run_retrieve(
             checked.items, lambda item: estimate_item_tokens(item.content), max_tokens
         )
     with _timed(trace, "compose"):
-        items = tuple(
-            item.model_copy(update={"tokens": estimate_item_tokens(item.content)})
-            for item in budget.included
-        )
-        excluded = tuple(
-            Excluded(
-                record_id=e.item.record_id,
-                version_id=e.item.version_id,
-                reason="token_budget",
-                tokens=e.tokens,
-            )
-            for e in budget.excluded
-        )
+        items, excluded = compose(budget)
     warnings: list[str] = []
     if trace.vector_lag:
         warnings.append(

@@ -133,7 +133,10 @@ def validate(
             )
         )
         kept_hits.append(hit)
-    contradictions = find_contradictions(items, kept_hits, vector_of)
+    first_chunk = {hit.version_id: hit.chunk_ids[0] for hit in kept_hits}
+    contradictions = find_contradictions(
+        items, lambda item: vector_of(first_chunk[item.version_id])
+    )
     order = sorted(range(len(items)), key=lambda i: -(items[i].scores.confidence or 0.0))
     return Validated(
         items=[items[i] for i in order], contradictions=contradictions, dropped=dropped
@@ -145,11 +148,11 @@ def _polarity(tokens: set[str]) -> bool:
 
 
 def _similar(
-    a: Hit,
-    b: Hit,
+    a: Item,
+    b: Item,
     ta: set[str],
     tb: set[str],
-    vector_of: Callable[[int], FloatArray | None],
+    vector_of: Callable[[Item], FloatArray | None],
 ) -> bool:
     """Both must talk about the same thing: most content words shared (numbers and
     negations aside) and, when vectors exist, close in embedding space too."""
@@ -157,26 +160,26 @@ def _similar(
     wb = {t for t in tb - NEGATIONS if not t.isdigit()}
     if not wa or not wb or len(wa & wb) / len(wa | wb) < SIMILAR_JACCARD:
         return False
-    va, vb = vector_of(a.chunk_ids[0]), vector_of(b.chunk_ids[0])
+    va, vb = vector_of(a), vector_of(b)
     return va is None or vb is None or float(np.dot(va, vb)) >= SIMILAR_COSINE
 
 
 def find_contradictions(
-    items: Sequence[Item], hits: Sequence[Hit], vector_of: Callable[[int], FloatArray | None]
+    items: Sequence[Item], vector_of: Callable[[Item], FloatArray | None] = lambda _item: None
 ) -> list[Contradiction]:
     """A heuristic (spec 001 FR-04: false positives acceptable): two beliefs or facts of one
     scope that say nearly the same thing, where one negates it or the numbers differ."""
     found: list[Contradiction] = []
     candidates = [
-        (item, hit, set(fts_tokens(f"{item.title} {item.content}")))
-        for item, hit in zip(items, hits, strict=True)
+        (item, set(fts_tokens(f"{item.title} {item.content}")))
+        for item in items
         if item.kind in CONTRADICTION_KINDS
     ]
-    for i, (a, ha, ta) in enumerate(candidates):
-        for b, hb, tb in candidates[i + 1 :]:
+    for i, (a, ta) in enumerate(candidates):
+        for b, tb in candidates[i + 1 :]:
             if a.scope != b.scope or a.record_id == b.record_id:
                 continue
-            if not _similar(ha, hb, ta, tb, vector_of):
+            if not _similar(a, b, ta, tb, vector_of):
                 continue
             na, nb = set(_NUMBER.findall(a.content)), set(_NUMBER.findall(b.content))
             if _polarity(ta) != _polarity(tb):
