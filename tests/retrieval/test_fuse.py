@@ -1,0 +1,111 @@
+"""Stage 3 on its own: chunk-level fusion, then one hit per version."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from cairn.retrieval.fuse import CITED_CHUNKS_PER_HIT, RRF_K, collapse, fuse, max_fused_score
+from cairn.store.base import ChunkMeta, ChunkRow
+
+SCOPES = {1: "team/app"}
+
+
+def _row(chunk_id: int, version: str, chunk_key: str, text: str = "text") -> ChunkRow:
+    meta = ChunkMeta(
+        id=chunk_id,
+        record_id=f"rec_{version}",
+        version_id=f"ver_{version}",
+        text_hash=f"h{chunk_id}",
+        kind="episode",
+        scope_id=1,
+        acl_id=1,
+        status="active",
+        is_head=True,
+        superseded=False,
+        valid_from=None,
+        valid_to=None,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        seq=chunk_id,
+    )
+    return ChunkRow(
+        meta=meta,
+        version_no=1,
+        chunk_key=chunk_key,
+        heading="",
+        start=0,
+        end=len(text),
+        text=text,
+        title=f"Title {version}",
+    )
+
+
+def _keyword_only(order: list[int]) -> list[tuple[int, float]]:
+    return [(chunk_id, 10.0 - n) for n, chunk_id in enumerate(order)]
+
+
+def test_weights_decide_which_signal_wins() -> None:
+    keyword = [(1, 9.0), (2, 8.0)]
+    vector = [(2, 0.9), (1, 0.8)]
+    default = fuse(keyword, vector, mode="hybrid")
+    assert [h.key for h in default] == ["2", "1"]  # vector weighs 0.6 by default
+    leaning = fuse(keyword, vector, mode="hybrid", weights={"keyword": 0.7, "vector": 0.3})
+    assert [h.key for h in leaning] == ["1", "2"]
+    assert default[0].score == pytest.approx(0.6 / (RRF_K + 1) + 0.4 / (RRF_K + 2))
+    assert max_fused_score(None, "hybrid") == pytest.approx(1.0 / (RRF_K + 1))
+
+
+def test_modes_use_only_their_signals() -> None:
+    keyword, vector = [(1, 9.0)], [(2, 0.9)]
+    assert [h.key for h in fuse(keyword, vector, mode="keyword")] == ["1"]
+    assert [h.key for h in fuse(keyword, vector, mode="vector")] == ["2"]
+
+
+def test_context_chunks_add_evidence_to_their_version() -> None:
+    rows = {
+        1: _row(1, "a", "body"),  # a alone ranks first
+        2: _row(2, "b", "body"),
+        3: _row(3, "b", "context~1"),
+        4: _row(4, "b", "context~2"),
+    }
+    fused = fuse(_keyword_only([1, 2, 3, 4]), [], mode="keyword")
+    hits = collapse(fused, rows, SCOPES, limit=10)
+    assert [h.record_id for h in hits] == ["rec_b", "rec_a"]
+    by_key = {h.key: h.score for h in fused}
+    assert hits[0].scores.fused == pytest.approx(by_key["2"] + by_key["3"] + by_key["4"])
+    # context is never cited: b is cited by its own chunk only
+    assert [c.chunk_key for c in hits[0].citations] == ["body"]
+    assert hits[0].text == "text"
+
+
+def test_more_sections_of_a_document_do_not_add_up() -> None:
+    rows = {
+        1: _row(1, "short", "body"),
+        2: _row(2, "long", "s1"),
+        3: _row(3, "long", "s2"),
+        4: _row(4, "long", "s3"),
+    }
+    fused = fuse(_keyword_only([1, 2, 3, 4]), [], mode="keyword")
+    hits = collapse(fused, rows, SCOPES, limit=10)
+    assert [h.record_id for h in hits] == ["rec_short", "rec_long"]
+    # its other sections are citations, best first
+    assert [c.chunk_key for c in hits[1].citations] == ["s1", "s2", "s3"][:CITED_CHUNKS_PER_HIT]
+
+
+def test_found_only_through_context_is_cited_whole_and_not_shown() -> None:
+    rows = {1: _row(1, "a", "context~1", text="neighbour words"), 2: _row(2, "b", "body")}
+    hits = collapse(fuse(_keyword_only([1, 2]), [], mode="keyword"), rows, SCOPES, limit=10)
+    first = hits[0]
+    assert first.record_id == "rec_a"
+    assert first.text == ""
+    assert [(c.version_id, c.chunk_key, c.excerpt) for c in first.citations] == [
+        ("ver_a", None, None)
+    ]
+
+
+def test_limit_keeps_the_best_versions() -> None:
+    rows = {i: _row(i, f"v{i}", "body") for i in range(1, 6)}
+    hits = collapse(fuse(_keyword_only([5, 4, 3, 2, 1]), [], mode="keyword"), rows, SCOPES, 2)
+    assert [h.record_id for h in hits] == ["rec_v5", "rec_v4"]
+    assert hits[0].why_included == ("keyword_match",)
