@@ -4,8 +4,8 @@ A version's own chunks and its search-context chunks (``Content.context``, e.g. 
 around a conversation turn) compete in the same rankings. A version scores by its best own
 chunk (a long document does not win by having many sections) plus what each of its context
 chunks scored: context is extra evidence that the version is the one asked about, and on
-LoCoMo adding it rather than taking the best chunk lifts turn recall@10 from 69.1% to 76.2%
-(docs/benchmarks.md). A version found only through its context is cited whole, never by the
+LoCoMo adding it rather than taking the best chunk lifts hybrid turn recall@10 from 73.0% to
+76.6% (docs/benchmarks.md). A version found only through its context is cited whole, never by the
 context.
 """
 
