@@ -22,6 +22,7 @@ The recipe (measured on the dev sets, see the bench scripts' docstrings):
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -253,14 +254,18 @@ class KernelRetriever:
 
     Every turn is written through the governed gate (``remember_many``, a curator principal)
     as a record of kind ``episode`` in scope ``bench/<scope>``: title ``"Speaker · date ·
-    key"`` (the key keeps identical lines of one scope from being rejected as duplicates),
+    #tag"``, where the tag is a digest of the turn's key that keeps identical lines of one
+    scope from being rejected as duplicates without putting the dataset's ids in searchable
+    text (LongMemEval's evidence sessions are named ``answer_…``: a title holding the id
+    would hand the embedder the label),
     body ``"[date] Speaker: text [shares a photo: caption]"`` (``date_in_body``: the kernel
     embeds the body only, and the date helps LoCoMo's "when" questions), metadata (key,
     session, speaker, date) and ``valid_from`` = the session date. With ``session_records``
     each session is also written as one episode holding its whole transcript (chunked by the
-    kernel). A question is
-    one ``Memory.search`` call; the turn ranking is the turn records among the hits, the
-    session ranking is the order in which sessions first appear among all hits.
+    kernel). A question is one ``Memory.search`` call; the turn ranking is the turn records
+    among the hits; a session scores the sum of the fused scores of its hits (its turns and
+    its session record), so a session that several hits point to outranks one that a single
+    turn touched.
     """
 
     def __init__(
@@ -341,7 +346,7 @@ class KernelRetriever:
                 Content(
                     kind="episode",
                     scope=kernel_scope,
-                    title=" · ".join(x for x in (turn.speaker, turn.date, turn.key) if x),
+                    title=" · ".join(x for x in (turn.speaker, turn.date, _tag(turn.key)) if x),
                     body=f"[{turn.date}] {turn_text(turn)}"
                     if self.date_in_body and turn.date
                     else turn_text(turn),
@@ -362,7 +367,7 @@ class KernelRetriever:
                     Content(
                         kind="episode",
                         scope=kernel_scope,
-                        title=f"Session {session} · {items[0].date}",
+                        title=" · ".join(x for x in ("Session", items[0].date, _tag(session)) if x),
                         body="\n\n".join(turn_text(t) for t in items),
                         metadata={"session": session, "date": items[0].date, "turns": len(items)},
                         valid_from=parse_any_date(items[0].date),
@@ -393,15 +398,21 @@ class KernelRetriever:
             weights=self.weights,
         )
         turns: list[str] = []
-        sessions: list[str] = []
+        session_scores: dict[str, float] = defaultdict(float)
         for hit in result.hits:
             ref = self.records.get(hit.record_id)
             if ref is None:
                 continue
             if ref[0] == "turn":
                 turns.append(ref[1])
-            sessions.append(ref[2])
-        return Result(turns[:k] if k else turns, list(dict.fromkeys(sessions)))
+            session_scores[ref[2]] += hit.scores.fused
+        # sorted() is stable: equal sums keep the order in which the sessions first appeared
+        sessions = sorted(session_scores, key=lambda session: -session_scores[session])
+        return Result(turns[:k] if k else turns, sessions)
+
+
+def _tag(key: str) -> str:
+    return "#" + hashlib.sha256(key.encode()).hexdigest()[:10]
 
 
 def parse_weights(text: str | None) -> dict[str, float] | None:
