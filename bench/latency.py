@@ -2,10 +2,16 @@
 
     python bench/latency.py --records 100000 [--embedder static] [--db postgresql://...]
     python bench/latency.py --quick --json out.json
+    python bench/latency.py --records 1000000 --store DIR   # build once, reuse afterwards
 
 Builds a realistic corpus (kinds, scopes and ACLs varied), ingests it through the gate in
 batches, builds the dense index, then times keyword, vector and hybrid reads by a principal
 whose permissions trim the corpus. Prints tables; never asserts. Peak RSS is this process's.
+
+``--store DIR`` keeps the ingested store (and its stored vectors) in DIR: the first run builds
+it, later runs with the same corpus options skip ingest, open it, build the in-memory index
+from it and time the reads (ingest figures then come from the run that built it, and
+``store_reused`` says so). That turns a 30-minute 1M run into a few minutes for query work.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import itertools
 import json
 import random
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -234,13 +241,43 @@ def _open_store(db: str | None, folder: Path) -> Store:
     return SqliteStore(folder / "cairn.db", synchronous="NORMAL")
 
 
+MANIFEST = "bench-manifest.json"
+
+
+def _corpus_key(args: argparse.Namespace) -> dict[str, Any]:
+    """What must match for a kept store to stand in for a fresh ingest."""
+    return {"records": args.records, "seed": args.seed, "batch": args.batch,
+            "embedder": args.embedder}  # fmt: skip
+
+
+def _kept_store(args: argparse.Namespace) -> tuple[Path, dict[str, Any] | None]:
+    """The folder to build in, and the manifest of a complete kept store there (or None).
+
+    A folder without a manifest (an interrupted build) or built for other options is
+    emptied and built again."""
+    if args.store is None:
+        return Path(tempfile.mkdtemp(prefix="cairn-bench-")), None
+    folder = Path(args.store)
+    manifest = folder / MANIFEST
+    if manifest.exists():
+        kept: dict[str, Any] = json.loads(manifest.read_text())
+        if kept.get("corpus") == _corpus_key(args):
+            return folder, kept
+    if folder.exists() and any(folder.iterdir()):
+        if not (folder / "cairn.db").exists():
+            raise SystemExit(f"--store {folder}: not empty and not a kept store; refusing to clear")
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder, None
+
+
 def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     curator = Principal(id="bench-curator", kind=PrincipalKind.HUMAN, roles=("curator",),
                         labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
     reader = Principal(id="bench-agent", kind=PrincipalKind.AGENT, roles=("agent",),
                        scopes=tuple(f"acme/team-{i}" for i in range(10)),
                        labels=("public", "internal"), sensitivity=Sensitivity.MEDIUM)  # fmt: skip
-    folder = Path(tempfile.mkdtemp(prefix="cairn-bench-"))
+    folder, kept = _kept_store(args)
     store = _open_store(args.db, folder)
     memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=folder, embedder=args.embedder)
     if args.ann_threshold != "default":
@@ -254,19 +291,29 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
     with progress:
-        task = progress.add_task("ingest", total=args.records)
-        start = time.perf_counter()
-        done = 0
-        while batch := list(itertools.islice(items, args.batch)):
-            memory.remember_many(batch, principal=curator)
-            done += len(batch)
-            progress.update(task, completed=done)
-        ingest_s = time.perf_counter() - start
-        ingest_rss = _peak_rss_mb()
+        if kept is None:
+            task = progress.add_task("ingest", total=args.records)
+            start = time.perf_counter()
+            done = 0
+            while batch := list(itertools.islice(items, args.batch)):
+                memory.remember_many(batch, principal=curator)
+                done += len(batch)
+                progress.update(task, completed=done)
+            ingest_s = time.perf_counter() - start
+            ingest_rss = _peak_rss_mb()
+        else:
+            console.print(f"reusing the store kept in {folder} (ingest skipped)")
+            ingest_s, ingest_rss = kept["ingest_s"], kept["peak_rss_after_ingest_mb"]
         task = progress.add_task("dense index", total=args.records)
         start = time.perf_counter()
         memory.index_pending(progress=lambda done, total: progress.update(task, completed=done))
         index_s = time.perf_counter() - start
+    if kept is None and args.store is not None:
+        # Written last, once the vectors are stored too: its presence marks a complete store.
+        (folder / MANIFEST).write_text(json.dumps({
+            "corpus": _corpus_key(args), "ingest_s": ingest_s,
+            "peak_rss_after_ingest_mb": ingest_rss, "index_build_s": index_s,
+        }, indent=2))  # fmt: skip
 
     rng = random.Random(args.seed + 1)
     queries = [_text(rng, rng.randrange(2, 6)) for _ in range(args.queries)]
@@ -281,16 +328,26 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         "vector_index": "hnsw" if _uses_ann(memory) else "exact",
         "ann_build_s": round(_ann_build_s(memory), 2),
         "peak_rss_after_ingest_mb": ingest_rss,
+        "store_reused": kept is not None,
     }
     for mode in ("keyword", "vector", "hybrid"):
         samples = []
+        cpu = []
+        stages: dict[str, list[float]] = {}
         hits = 0
         for query in queries:
-            start = time.perf_counter()
+            start, started_cpu = time.perf_counter(), time.process_time()
             found = memory.retrieve(query, principal=reader, mode=mode, k=10)
             samples.append((time.perf_counter() - start) * 1000)
+            cpu.append((time.process_time() - started_cpu) * 1000)
             hits += len(found.items)
+            for stage, ms in found.trace.timings_ms.items():
+                stages.setdefault(stage, []).append(ms)
         results[mode] = _percentiles(samples) | {"mean_items": round(hits / len(queries), 2)}
+        # CPU time (all threads) says what a read costs when other work shares the cores;
+        # the stages say where the wall time went.
+        results[mode]["cpu_ms"] = _percentiles(cpu)
+        results[mode]["stages_ms"] = {stage: _percentiles(v) for stage, v in stages.items()}
     results["peak_rss_mb"] = _peak_rss_mb()
     memory.close()
     return results
@@ -333,7 +390,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="a few seconds: smoke test")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="keep the built store in this folder and reuse it when it matches (skips ingest)",
+    )
     args = parser.parse_args(argv)
+    if args.store is not None and args.db:
+        parser.error("--store keeps an embedded SQLite store; it cannot be used with --db")
     if args.quick:
         args.records, args.queries = min(args.records, 500), min(args.queries, 30)
     console = Console(width=None if sys.stdout.isatty() else 150)

@@ -7,15 +7,19 @@ up. ``lag`` is what ``cairn status`` reports.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from cairn.search.catalog import FloatArray, VectorCatalog
-from cairn.search.embedder import Embedder
-from cairn.store.base import ChunkFilter, Store
+from cairn.search.embedder import CachedEmbedder, Embedder
+from cairn.store.base import ChunkFilter, ChunkMeta, Store
 
 BATCH = 256
+# Chunk changes read per store call while mirroring: at most this many ChunkMeta (with
+# their rows and vectors) exist at once. Reading 300k changes 50k at a time peaked ~70 MB
+# higher than 10k at a time (metadata alone; their vectors add ~1 KB each).
+SYNC_BATCH = 10_000
 Progress = Callable[[int, int], None]
 
 
@@ -23,6 +27,10 @@ class Indexer:
     def __init__(self, store: Store, embedder: Embedder) -> None:
         self.store = store
         self.embedder = embedder
+        # Catch-up embeds only texts the store holds no vector for (the store is the cache,
+        # by text hash), so an in-memory cache in front of the model would never be hit:
+        # it would only fill with 100k document vectors (~130 MB at 256 dimensions).
+        self._documents = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
         self.catalog = VectorCatalog(embedder.dim)
         # A server shares one indexer between request threads; the catalog is not
         # thread-safe to mutate, so syncs and catch-ups take turns.
@@ -48,7 +56,7 @@ class Indexer:
             pending = self.store.pending_vectors(self.model, want)
             if not pending:
                 break
-            vectors = self.embedder.embed([text for _, text in pending]).astype(np.float32)
+            vectors = self._documents.embed([text for _, text in pending]).astype(np.float32)
             self.store.put_vectors(
                 self.model,
                 self.embedder.dim,
@@ -56,8 +64,12 @@ class Indexer:
             )
             self.catalog.add_vectors({h: vectors[i] for i, (h, _) in enumerate(pending)})
             done += len(pending)
+            self._rescan()
             if progress:
                 progress(done, max(total, done))
+        # Everything is embedded now (or the limit was reached): take in what a full
+        # pending left for later.
+        self._rescan(drain=limit is None)
         return done
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
@@ -69,19 +81,51 @@ class Indexer:
         with self._lock:
             self._sync()
 
+    def _changes(self, since_seq: int, want: int = 0) -> list[ChunkMeta]:
+        """Changes after ``since_seq``, ending on a whole seq group: the chunks of one
+        version (or one record's state change) share a seq, and a batch cut inside a group
+        would lose the rest of it to a cursor that resumes after that seq."""
+        want = want or SYNC_BATCH
+        while True:
+            changes = self.store.chunk_changes(since_seq, want)
+            if len(changes) < want:
+                return changes
+            last = changes[-1].seq
+            whole = [c for c in changes if c.seq < last]
+            if whole:
+                return whole
+            want *= 2  # one group fills the batch: read it all
+
+    def _vectors_for(self, changes: Sequence[ChunkMeta]) -> dict[str, FloatArray]:
+        stored = self.store.get_vectors(self.model, [c.text_hash for c in changes])
+        return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in stored.items()}
+
     def _sync(self) -> None:
         while True:
-            changes = self.store.chunk_changes(self.catalog.seq)
+            changes = self._changes(self.catalog.seq)
             if not changes:
                 break
-            stored = self.store.get_vectors(self.model, [c.text_hash for c in changes])
-            vectors: dict[str, FloatArray] = {
-                h: np.frombuffer(blob, dtype=np.float32) for h, blob in stored.items()
-            }
-            self.catalog.apply(changes, vectors)
+            self.catalog.apply(changes, self._vectors_for(changes))
         if self.catalog.pending:
             # another process may have embedded what we were waiting for
             stored = self.store.get_vectors(self.model, list(self.catalog.pending))
             self.catalog.add_vectors(
                 {h: np.frombuffer(blob, dtype=np.float32) for h, blob in stored.items()}
             )
+        self._rescan()
+
+    def _rescan(self, *, drain: bool = False) -> None:
+        """Re-read chunks passed over while pending was full, once it is at most half full
+        (so a read pays for a re-read rarely, not on every sync). ``drain``: until none is
+        left, for when every chunk has a vector and none will wait again."""
+        catalog = self.catalog
+        while catalog.rescan_from is not None:
+            room = catalog.park_limit - catalog.parked
+            if not drain and room < catalog.park_limit // 2:
+                return
+            start = catalog.rescan_from
+            # Ask for no more than fit: the rest would only be passed over again.
+            changes = self._changes(start, SYNC_BATCH if drain else max(room, 1024))
+            catalog.rescan(changes, self._vectors_for(changes))
+            if catalog.rescan_from == start:
+                return  # nothing could be taken in (pending filled at once)

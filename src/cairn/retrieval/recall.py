@@ -20,22 +20,36 @@ HOPELESS_DF_RATIO = 0.2
 # Pruning exists to keep large indexes fast; below this size every term is kept, since in
 # a small corpus frequencies say little and a dropped term is a lost match.
 PRUNE_FROM_CHUNKS = 5000
+# The same two limits as absolute posting counts, which bind from 200k / 250k chunks on.
+# FTS5 scores every match of the OR query (~1.2 us each, a docsize lookup and a position
+# list apiece), so the share-based limits let a query's cost grow with the store: at 1M
+# chunks a term in 10% of them is 100k matches, and the bench's keyword query took 200 ms
+# of CPU at p95. With these caps its queries scan ~30k postings at p95 at 1M (against
+# 125k; 31 ms of CPU with the two-step query), and a query made only of words in more than
+# 50k chunks (idf below ln 20) is left to vector recall, as hopeless ones already were
+# (20% of the bench's queries at 1M, against 10%).
+MAX_DF_POSTINGS = 20_000
+HOPELESS_POSTINGS = 50_000
+
+
+def keyword_match(store: Store, query: str) -> str | None:
+    """The FTS5 expression keyword recall runs for ``query`` (None: nothing worth searching)."""
+    total = store.chunk_count()
+    if total < PRUNE_FROM_CHUNKS:
+        return build_match_query(query)
+    hopeless = min(HOPELESS_DF_RATIO * total, HOPELESS_POSTINGS)
+    useful = [t for t in fts_tokens(query) if store.doc_freq(t) <= hopeless]
+    return build_match_query(
+        " ".join(useful),
+        doc_freq=store.doc_freq,
+        total_docs=total,
+        max_df_ratio=min(MAX_DF_RATIO, MAX_DF_POSTINGS / total),
+        keep_rarest=1,
+    )
 
 
 def keyword_recall(store: Store, query: str, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
-    total = store.chunk_count()
-    if total < PRUNE_FROM_CHUNKS:
-        match = build_match_query(query)
-    else:
-        hopeless = HOPELESS_DF_RATIO * total
-        useful = [t for t in fts_tokens(query) if store.doc_freq(t) <= hopeless]
-        match = build_match_query(
-            " ".join(useful),
-            doc_freq=store.doc_freq,
-            total_docs=total,
-            max_df_ratio=MAX_DF_RATIO,
-            keep_rarest=1,
-        )
+    match = keyword_match(store, query)
     if match is None:
         return []
     return store.keyword_search(match, where, k)

@@ -10,8 +10,10 @@ Small catalogs are searched exactly: one BLAS matrix-vector product over a float
 Past ``ann_threshold`` rows an hnswlib graph (labels = row numbers) answers instead, filtered
 by a callable over the same boolean mask; readers whose allowed set is small are still
 answered exactly, because filtered HNSW walks most of the graph to find few allowed nodes.
-In ANN mode hnswlib holds the only float32 copy of the vectors; the catalog keeps a bfloat16
-copy for the exact fallback (half the memory) and re-scores the few finalists in float32.
+In ANN mode hnswlib holds the only float32 copy of the vectors; the catalog keeps an int8
+copy (one scale per row) for the exact fallback, a quarter of the memory, and re-scores the
+few finalists in float32. At 1M rows of 256 dimensions that copy is 260 MB where bfloat16
+took 520 MB, which is what keeps the whole process under 2 GB next to the 1.35 GB graph.
 """
 
 from __future__ import annotations
@@ -35,33 +37,35 @@ BoolArray = npt.NDArray[np.bool_]
 _STATUS_CODES = {"draft": 0, "active": 1, "stale": 2, "rejected": 3, "archived": 4}
 
 DEFAULT_ANN_THRESHOLD = 200_000
+# Chunks waiting for a vector are held as ChunkMeta objects (~700 bytes each); past this many
+# the rest are not held but re-read from the store once room frees (see ``rescan_from``). A
+# million chunks ingested before the first indexing would otherwise cost ~0.7 GB.
+DEFAULT_PARK_LIMIT = 20_000
 # Rows appended in ANN mode wait in a small float32 tail (scanned exactly on every search)
 # and join the graph in batches: hnswlib inserts far faster many at a time, on all cores.
 _TAIL_FLUSH = 2048
 # Search breadths tried when calibrating ef, and how many held-out rows measure each.
 _EF_LADDER = (64, 100, 150, 200, 300, 400, 600, 800, 1200)
 _CALIBRATION_QUERIES = 64
-# bfloat16 keeps 8 mantissa bits: rounded to nearest, each product q_i*x_i is off by at most
-# 2^-9 of itself, so a score by at most 2^-9 * |q| * |x| (observed: ~1e-4 typical, 4e-4 max).
-_BF16_ERROR = 2.0**-9
-# Re-scoring reads float32 vectors back from hnswlib at ~30 us each (its binding converts
-# through Python lists), so the finalists are capped at 2k + this many.
-_RESCORE_MARGIN = 32
+# Re-scoring reads float32 vectors back from hnswlib at ~25 us each (its binding copies row
+# by row), so the finalists are capped at 2k + this many. On static embeddings of the bench
+# corpus (60k rows) the int8 scan kept every true top-10 and top-50 row among them
+# (score error ~9e-4 typical, against bfloat16's ~2e-4).
+_RESCORE_MARGIN = 48
+# Rows scanned per block in exact scans of the int8 copy: the float32 widening of a block is
+# the only transient (16 MB), however many rows are allowed.
+_SCAN_BLOCK = 16_384
 
 
-def _to_bf16(rows: npt.ArrayLike) -> npt.NDArray[np.uint16]:
-    """float32 -> bfloat16 bits (the top half), rounded to nearest even. numpy's own
-    float16 would be as small, but converting it back runs at ~8 ns a value here (no F16C
-    path): 20 ms for 10k x 256, against 2.5 ms for the shift below."""
-    bits = np.ascontiguousarray(rows, dtype=np.float32).view(np.uint32)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
-
-
-def _from_bf16(bits: npt.NDArray[np.uint16]) -> FloatArray:
-    wide = np.empty(bits.shape, dtype=np.uint32)
-    np.left_shift(bits, 16, out=wide, dtype=np.uint32)
-    return wide.view(np.float32)
+def _quantize(rows: npt.ArrayLike) -> tuple[npt.NDArray[np.int8], FloatArray]:
+    """float32 rows -> int8 codes and one scale per row (``row ~ codes * scale``), rounded
+    to nearest: each component is off by at most ``scale / 2``, so a score ``q . row`` by
+    at most ``scale / 2 * |q|_1``."""
+    wide = np.atleast_2d(np.asarray(rows, dtype=np.float32))
+    peak = np.abs(wide).max(axis=1)
+    scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    codes = np.rint(wide / scale[:, None]).astype(np.int8)
+    return codes, scale
 
 
 def _epoch(value: datetime | None, missing: float) -> float:
@@ -137,7 +141,7 @@ class VectorCatalog:
     data sets (clustered vectors: 100; static embeddings of random-word text: 1200), so no
     constant fits.
     ``exact_rows`` / ``exact_fraction``: allowed sets smaller than either are scored exactly
-    (bfloat16 scan, float32 re-score): filtered HNSW slows down and loses recall there.
+    (int8 scan, float32 re-score): filtered HNSW slows down and loses recall there.
 
     M=32 rather than hnswlib's usual 16: on the random-word corpus M=16 stayed below
     recall 0.98 even at ef=400; M=32 costs 128 bytes a row and builds no slower than
@@ -158,6 +162,7 @@ class VectorCatalog:
         exact_rows: int = 20_000,
         exact_fraction: float = 0.15,
         ann_threads: int = -1,
+        park_limit: int = DEFAULT_PARK_LIMIT,
     ) -> None:
         _single_threaded_blas()
         self.dim = dim
@@ -180,7 +185,9 @@ class VectorCatalog:
         self._valid_from = np.zeros(capacity, dtype=np.float64)
         self._valid_to = np.zeros(capacity, dtype=np.float64)
         self._created = np.zeros(capacity, dtype=np.float64)
-        self._row: dict[int, int] = {}
+        # Row of each chunk id, -1 for none: chunk ids are the store's dense row ids, so an
+        # array indexed by id costs 4 bytes an id where a dict cost ~100 at 1M chunks.
+        self._row_of = np.full(capacity, -1, dtype=np.int32)
         self._kinds = _Codes()
         # Largest acl/scope id seen: sizes the membership lookup tables.
         self._acl_upper = 0
@@ -189,6 +196,11 @@ class VectorCatalog:
         self._bounded = 0
         # chunks seen but not embedded yet, by text hash (the indexer's lag)
         self.pending: dict[str, list[ChunkMeta]] = {}
+        self.park_limit = park_limit
+        self._parked = 0  # ChunkMeta objects held in pending
+        # When pending was full, chunks after this change seq were passed over unheld; the
+        # indexer re-reads them from here (``rescan``) as room frees. None: nothing skipped.
+        self.rescan_from: int | None = None
         # ---- ANN mode ----
         self.ann_threshold = ann_threshold
         self._ann_m = ann_m
@@ -210,7 +222,9 @@ class VectorCatalog:
         self._graph_lock = threading.Lock()
         # Seconds spent building and extending the graph (what ANN costs the write path).
         self.ann_build_seconds = 0.0
-        self._half = np.zeros((0, dim), dtype=np.uint16)  # ANN mode's bfloat16 copy
+        # ANN mode's int8 copy of the vectors and each row's scale
+        self._codes = np.zeros((0, dim), dtype=np.int8)
+        self._scales = np.zeros(0, dtype=np.float32)
         self._tail: FloatArray = np.zeros((0, dim), dtype=np.float32)  # rows not in the graph
 
     def __len__(self) -> int:
@@ -241,9 +255,12 @@ class VectorCatalog:
             matrix[:capacity] = self._matrix
             self._matrix = matrix
         else:
-            half = np.zeros((new_capacity, self.dim), dtype=np.uint16)
-            half[:capacity] = self._half
-            self._half = half
+            codes = np.zeros((new_capacity, self.dim), dtype=np.int8)
+            codes[:capacity] = self._codes
+            self._codes = codes
+            scales = np.zeros(new_capacity, dtype=np.float32)
+            scales[:capacity] = self._scales
+            self._scales = scales
 
     def _set_columns(self, row: int, meta: ChunkMeta, *, fresh: bool) -> None:
         if not fresh:
@@ -265,27 +282,89 @@ class VectorCatalog:
         self._bounded += int(meta.valid_from is not None or meta.valid_to is not None)
         self._created[row] = _epoch(meta.created_at, 0.0)
 
+    def row_of(self, chunk_id: int) -> int | None:
+        """The catalog row holding ``chunk_id``, or None."""
+        if not 0 <= chunk_id < len(self._row_of):
+            return None
+        row = int(self._row_of[chunk_id])
+        return row if row >= 0 else None
+
+    @property
+    def parked(self) -> int:
+        """Chunks held in ``pending`` (not counting those left for a rescan)."""
+        return self._parked
+
     def apply(self, changes: Sequence[ChunkMeta], vectors: dict[str, FloatArray]) -> None:
-        """Apply chunk inserts and state changes; chunks without a vector wait in pending."""
+        """Apply chunk inserts and state changes; chunks without a vector wait in pending
+        (or, when it is full, are left for a rescan)."""
         for meta in changes:
             self.seq = max(self.seq, meta.seq)
-            row = self._row.get(meta.id)
-            if row is not None:
-                self._set_columns(row, meta, fresh=False)
-                continue
-            vector = vectors.get(meta.text_hash)
-            if vector is None:
-                waiting = self.pending.setdefault(meta.text_hash, [])
-                waiting[:] = [m for m in waiting if m.id != meta.id] + [meta]
-                continue
-            self._append(meta, vector)
+            self._take(meta, vectors)
         self._maintain_ann()
+
+    def rescan(self, changes: Sequence[ChunkMeta], vectors: dict[str, FloatArray]) -> None:
+        """Apply ``changes`` re-read from the store after ``rescan_from``, in seq order and
+        ending on a whole seq group. They are the store's current state, so re-applying one
+        already applied is harmless; ``seq`` is not advanced (changes past it are the next
+        sync's). The cursor moves to the first chunk passed over again, past the batch, or
+        is cleared once the re-read reached ``seq``."""
+        start = self.rescan_from
+        if start is None:
+            return
+        self.rescan_from = None
+        last = start
+        for meta in changes:
+            if meta.seq > self.seq:
+                break  # caught up with the sync cursor
+            # A chunk passed over again sets rescan_from just before its seq.
+            self._take(meta, vectors)
+            last = meta.seq
+        else:
+            if self.rescan_from is None and changes and last < self.seq:
+                # More to re-read after this batch (which ends on a whole seq group).
+                self.rescan_from = last
+        self._maintain_ann()
+
+    def _take(self, meta: ChunkMeta, vectors: dict[str, FloatArray]) -> None:
+        row = self.row_of(meta.id)
+        if row is not None:
+            self._set_columns(row, meta, fresh=False)
+            return
+        vector = vectors.get(meta.text_hash)
+        if vector is not None:
+            self._drop_pending(meta)
+            self._append(meta, vector)
+            return
+        waiting = self.pending.get(meta.text_hash)
+        if waiting is not None and any(m.id == meta.id for m in waiting):
+            # A state change while pending replaces the waiting copy.
+            waiting[:] = [m for m in waiting if m.id != meta.id] + [meta]
+            return
+        if self._parked >= self.park_limit:
+            if self.rescan_from is None or meta.seq - 1 < self.rescan_from:
+                self.rescan_from = meta.seq - 1
+            return
+        self.pending.setdefault(meta.text_hash, []).append(meta)
+        self._parked += 1
+
+    def _drop_pending(self, meta: ChunkMeta) -> None:
+        waiting = self.pending.get(meta.text_hash)
+        if waiting is None:
+            return
+        kept = [m for m in waiting if m.id != meta.id]
+        self._parked -= len(waiting) - len(kept)
+        if kept:
+            waiting[:] = kept
+        else:
+            del self.pending[meta.text_hash]
 
     def add_vectors(self, vectors: dict[str, FloatArray]) -> None:
         """Vectors arrived for pending chunks: move those chunks into the searchable matrix."""
         for text_hash, vector in vectors.items():
-            for meta in self.pending.pop(text_hash, []):
-                if meta.id not in self._row:
+            waiting = self.pending.pop(text_hash, [])
+            self._parked -= len(waiting)
+            for meta in waiting:
+                if self.row_of(meta.id) is None:
                     self._append(meta, vector)
         self._maintain_ann()
 
@@ -296,7 +375,8 @@ class VectorCatalog:
         if self._hnsw is None:
             self._matrix[row] = vector
         else:
-            self._half[row] = _to_bf16(vector)
+            codes, scale = _quantize(vector)
+            self._codes[row], self._scales[row] = codes[0], scale[0]
             tail = row - self._indexed
             if tail >= len(self._tail):
                 grown = np.zeros((max(64, 2 * len(self._tail), tail + 1), self.dim), np.float32)
@@ -304,7 +384,11 @@ class VectorCatalog:
                 self._tail = grown
             self._tail[tail] = vector
         self._set_columns(row, meta, fresh=True)
-        self._row[meta.id] = row
+        if meta.id >= len(self._row_of):
+            rows = np.full(max(meta.id + 1, 2 * len(self._row_of)), -1, dtype=np.int32)
+            rows[: len(self._row_of)] = self._row_of
+            self._row_of = rows
+        self._row_of[meta.id] = row
         self._n += 1
 
     def _maintain_ann(self) -> None:
@@ -344,9 +428,11 @@ class VectorCatalog:
             truth = self._true_neighbours(queries, built, lambda a, b: matrix[a:b], 10)
             self._calibrate(queries, truth)
             index.add_items(queries, np.arange(built, self._n), num_threads=self._ann_threads)
-        self._half = np.zeros((capacity, self.dim), dtype=np.uint16)
+        self._codes = np.zeros((capacity, self.dim), dtype=np.int8)
+        self._scales = np.zeros(capacity, dtype=np.float32)
         for start in range(0, self._n, step):
-            self._half[start : start + step] = _to_bf16(self._matrix[start : start + step])
+            stop = min(self._n, start + step)
+            self._codes[start:stop], self._scales[start:stop] = _quantize(self._matrix[start:stop])
         # hnswlib now holds the float32 vectors; the catalog's own float32 copy goes.
         self._matrix = np.zeros((0, self.dim), dtype=np.float32)
         self._tail = np.zeros((0, self.dim), dtype=np.float32)
@@ -359,14 +445,13 @@ class VectorCatalog:
             return
         started = time.perf_counter()
         if self._calibrate_ef and self._indexed >= 2 * self._calibrated_at:
-            # Candidates from the bfloat16 copy, truth from re-scoring them in float32:
-            # embeddings of similar texts sit within bfloat16's ~1e-4 error of each other,
-            # and a bfloat16 truth measured recall ~0.85 where it was 0.99 (then chose the
-            # largest ef on the ladder).
+            # Candidates from the int8 copy, truth from re-scoring them in float32:
+            # embeddings of similar texts sit within a few 1e-4 of each other, and a
+            # bfloat16 truth (error ~2e-4) measured recall ~0.85 where it was 0.99 (then
+            # chose the largest ef on the ladder).
             queries = self._tail[: min(count, _CALIBRATION_QUERIES)]
-            half = self._half
             candidates = self._true_neighbours(
-                queries, self._indexed, lambda a, b: _from_bf16(half[a:b]), 10 + _RESCORE_MARGIN
+                queries, self._indexed, self._dequantized, 10 + _RESCORE_MARGIN
             )
             exact = np.einsum(
                 "qcd,qd->qc",
@@ -505,17 +590,28 @@ class VectorCatalog:
                 out[~in_graph] = self._tail[rows[~in_graph] - self._indexed]
         return out
 
+    def _dequantized(self, start: int, stop: int) -> FloatArray:
+        """Rows ``[start, stop)`` of the int8 copy, widened back to float32."""
+        rows: FloatArray = self._codes[start:stop].astype(np.float32)
+        rows *= self._scales[start:stop, None]
+        return rows
+
     def _exact_rows(
         self, q: FloatArray, rows: npt.NDArray[np.int64], k: int
     ) -> list[tuple[int, float]]:
-        """Exact top-k over ``rows`` in ANN mode: bfloat16 scan, float32 re-score."""
-        approx = _from_bf16(self._half[rows]) @ q
+        """Exact top-k over ``rows`` in ANN mode: int8 scan, float32 re-score."""
+        approx = np.empty(rows.size, dtype=np.float32)
+        for start in range(0, rows.size, _SCAN_BLOCK):
+            block = rows[start : start + _SCAN_BLOCK]
+            approx[start : start + block.size] = self._codes[block].astype(np.float32) @ q
+        approx *= self._scales[rows]
         best = _top(approx, rows, self._ids, 2 * k + _RESCORE_MARGIN)
-        # A row whose approximate score trails the k-th by more than twice the error bound
-        # cannot be in the true top k; the rest are re-scored exactly.
+        # A row whose approximate score trails the k-th by more than the two rows' error
+        # bounds cannot be in the true top k; the rest are re-scored exactly.
         kth = approx[best[min(k, best.size) - 1]]
-        bound = _BF16_ERROR * float(np.linalg.norm(q)) * 1.01  # stored vectors are unit
-        best = best[approx[best] >= kth - 2 * bound]
+        slack = 0.5 * float(np.abs(q).sum()) * 1.01
+        bound = slack * self._scales[rows[best]]
+        best = best[approx[best] >= kth - bound - float(bound.max())]
         finalists = rows[best]
         scores = self._float32_rows(finalists) @ q
         order = _top(scores, finalists, self._ids, k)
@@ -557,7 +653,7 @@ class VectorCatalog:
         return found[:k]
 
     def vector_of(self, chunk_id: int) -> FloatArray | None:
-        row = self._row.get(chunk_id)
+        row = self.row_of(chunk_id)
         if row is None:
             return None
         vector: FloatArray

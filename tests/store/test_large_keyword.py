@@ -1,0 +1,125 @@
+"""SQLite keyword search ranks the best FTS matches first and filters only those.
+
+At 1M chunks that two-step query is what keeps keyword recall fast; it must return exactly
+what the one-step query (every match joined to its chunk, filtered, ranked) returns, for
+permissive and selective readers alike. The depth is shrunk here so that both the two-step
+answer and the fallback run on a small store.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cairn.store.sqlite as sqlite_module
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity, Status
+from cairn.search.fts import build_match_query
+from cairn.store.base import ChunkFilter
+from cairn.store.sqlite import SqliteStore, _filter_sql
+
+CURATOR = Principal(id="carol", kind=PrincipalKind.HUMAN, roles=("curator",), scopes=("*",),
+                    labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
+WORDS = [
+    "rotation",
+    "password",
+    "database",
+    "schema",
+    "replica",
+    "backup",
+    "restore",
+    "vacuum",
+    "index",
+    "plan",
+]
+LABELS = (("public",), ("internal",), ("confidential",))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    folder: Path = tmp_path_factory.mktemp("large-keyword")
+    made = SqliteStore(folder / "cairn.db")
+    memory = Memory(made, parse_policy(DEFAULT_POLICY_YAML), root=folder, embedder=None)
+    rng = random.Random(5)
+    contents = [
+        Content(
+            kind="fact", scope=f"acme/team-{rng.randrange(6)}",
+            # Repeated words and varied lengths spread the BM25 scores; some tie exactly.
+            title=" ".join(rng.choices(WORDS, k=rng.randrange(1, 4))) + f" #{i}",
+            body=" ".join(rng.choices(WORDS, k=rng.randrange(3, 30))) + ".",
+            acl=Acl(labels=LABELS[i % 3], sensitivity=Sensitivity.LOW),
+        )
+        for i in range(400)
+    ]  # fmt: skip
+    # Same words, same lengths: equal scores, so a cut between them must follow chunk ids.
+    contents += [
+        Content(kind="fact", scope=f"acme/team-{i % 6}", title=f"rotation password #{i}",
+                body="database schema.", acl=Acl(labels=LABELS[i % 3]))
+        for i in range(400, 460)
+    ]  # fmt: skip
+    outcomes = memory.remember_many(contents, principal=CURATOR)
+    for outcome in outcomes[::7]:
+        assert outcome.record is not None
+        memory.transition(outcome.record.id, Status.ARCHIVED, principal=CURATOR)
+    yield made
+    made.close()
+
+
+def _one_step(store: SqliteStore, match: str, where: ChunkFilter, limit: int) -> list[Any]:
+    clause, params = _filter_sql(where)
+    rows = store._read(
+        "SELECT c.id, -bm25(chunks_fts, 3.0, 1.5, 1.0) AS score "
+        "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+        f"WHERE chunks_fts MATCH ? AND {clause} ORDER BY score DESC, c.id LIMIT ?",
+        [match, *params, limit],
+    )
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def test_two_step_keyword_search_equals_the_one_step_query(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_module, "_KEYWORD_DEPTH_MIN", 1)
+    monkeypatch.setattr(sqlite_module, "_KEYWORD_DEPTH_PER_RESULT", 2)
+    calls: list[str] = []
+    read = store._read
+
+    def counting(sql: str, params: Any = ()) -> Any:
+        calls.append(sql)
+        return read(sql, params)
+
+    monkeypatch.setattr(store, "_read", counting)
+    acls = {a.labels: a.id for a in store.acls()}
+    scopes = sorted(store.scopes())
+    rng = random.Random(9)
+    steps: list[int] = []
+    for _ in range(120):
+        where = ChunkFilter(
+            acl_ids=frozenset(acls[label] for label in rng.sample(LABELS, rng.randrange(1, 4))),
+            statuses=frozenset(rng.sample(["active", "archived"], rng.randrange(1, 3))),
+            scope_ids=frozenset(rng.sample(scopes, rng.randrange(1, len(scopes) + 1))),
+        )
+        match = build_match_query(" ".join(rng.sample(WORDS, rng.randrange(1, 4))))
+        assert match is not None
+        limit = rng.choice([1, 5, 20, 80])
+        calls.clear()
+        found = store.keyword_search(match, where, limit)
+        steps.append(len(calls))
+        assert found == _one_step(store, match, where, limit)
+    # Both the two-step answer and the fallback to the one-step query were exercised.
+    assert 1 in steps and 2 in steps
+
+
+def test_a_reader_who_sees_little_still_gets_a_full_list(store: SqliteStore) -> None:
+    """Others' chunks fill the first ``depth`` matches; the reader's are found anyway."""
+    archived = ChunkFilter(acl_ids=frozenset(a.id for a in store.acls()),
+                           statuses=frozenset({"archived"}))  # fmt: skip
+    everything = _one_step(store, '"rotation" OR "password"', archived, 1000)
+    assert 40 < len(everything) < 100  # every seventh record, out of ~400 matches
+    found = store.keyword_search('"rotation" OR "password"', archived, 40)
+    assert found == everything[:40]
