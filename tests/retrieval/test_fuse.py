@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from cairn.retrieval.fuse import CITED_CHUNKS_PER_HIT, RRF_K, collapse, fuse, max_fused_score
-from cairn.store.base import ChunkMeta, ChunkRow
+from cairn.store.base import ChunkRow
+from tests.factories import chunk_meta
 
 SCOPES = {1: "team/app"}
 
 
 def _row(chunk_id: int, version: str, chunk_key: str, text: str = "text") -> ChunkRow:
-    meta = ChunkMeta(
-        id=chunk_id,
-        record_id=f"rec_{version}",
-        version_id=f"ver_{version}",
-        text_hash=f"h{chunk_id}",
-        kind="episode",
-        scope_id=1,
-        acl_id=1,
-        status="active",
-        is_head=True,
-        superseded=False,
-        valid_from=None,
-        valid_to=None,
-        created_at=datetime(2026, 1, 1, tzinfo=UTC),
-        seq=chunk_id,
+    meta = chunk_meta(
+        chunk_id, id=chunk_id, record_id=f"rec_{version}", version_id=f"ver_{version}"
     )
     return ChunkRow(
         meta=meta,

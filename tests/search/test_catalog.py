@@ -13,6 +13,7 @@ import pytest
 from cairn.search import catalog as catalog_module
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter, ChunkMeta
+from tests.factories import chunk_meta
 
 FloatArray = npt.NDArray[np.float32]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -20,23 +21,7 @@ DIM = 32
 
 
 def _meta(i: int, **changes: Any) -> ChunkMeta:
-    meta = ChunkMeta(
-        id=1000 + i,
-        record_id=f"rec-{i}",
-        version_id=f"ver-{i}",
-        text_hash=f"hash-{i}",
-        kind="fact",
-        scope_id=1,
-        acl_id=1,
-        status="active",
-        is_head=True,
-        superseded=False,
-        valid_from=None,
-        valid_to=None,
-        created_at=T0 + timedelta(days=i),
-        seq=i + 1,
-    )
-    return dataclasses.replace(meta, **changes)
+    return chunk_meta(i, **changes)
 
 
 def _where(**changes: Any) -> ChunkFilter:

@@ -9,7 +9,7 @@ that the catalog ends up exactly as one built without them.
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from cairn.search import catalog as catalog_module
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter, ChunkMeta
 from cairn.store.sqlite import SqliteStore
+from tests.factories import chunk_meta
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8
@@ -47,12 +48,8 @@ WORDS = [
 
 
 def _meta(i: int, **changes: Any) -> ChunkMeta:
-    meta = ChunkMeta(
-        id=1 + i, record_id=f"rec-{i}", version_id=f"ver-{i}", text_hash=f"hash-{i}",
-        kind="fact", scope_id=1, acl_id=1, status="active", is_head=True, superseded=False,
-        valid_from=None, valid_to=None, created_at=T0 + timedelta(seconds=i), seq=i + 1,
-    )  # fmt: skip
-    return dataclasses.replace(meta, **changes)
+    # ids from 1: the catalog's id -> row array grows from the lowest ids it sees
+    return chunk_meta(i, **{"id": 1 + i, **changes})
 
 
 def _where() -> ChunkFilter:

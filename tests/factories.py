@@ -1,0 +1,33 @@
+"""Small builders shared by tests that feed retrieval stages by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from cairn.store.base import ChunkMeta
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def chunk_meta(i: int, **changes: Any) -> ChunkMeta:
+    """The filter columns of chunk number ``i``: an active head fact in scope 1 / ACL 1,
+    created ``i`` days after ``T0``; ``changes`` override any field."""
+    meta = ChunkMeta(
+        id=1000 + i,
+        record_id=f"rec-{i}",
+        version_id=f"ver-{i}",
+        text_hash=f"hash-{i}",
+        kind="fact",
+        scope_id=1,
+        acl_id=1,
+        status="active",
+        is_head=True,
+        superseded=False,
+        valid_from=None,
+        valid_to=None,
+        created_at=T0 + timedelta(days=i),
+        seq=i + 1,
+    )
+    return dataclasses.replace(meta, **changes)
