@@ -30,12 +30,24 @@ PRUNE_FROM_CHUNKS = 5000
 # (20% of the bench's queries at 1M, against 10%).
 MAX_DF_POSTINGS = 20_000
 HOPELESS_POSTINGS = 50_000
+# When the index restricts a search to the reader's scopes (Store.keyword_reach), a term
+# costs a seek per chunk of those scopes at most, whatever its frequency in the store; up
+# to this many chunks every term is kept, each then costing no more than the store-wide
+# rule lets one term cost. Frequencies are the store's, not the scope's: a
+# word common across a large store ("recommend" in a store of chat logs) can be the one
+# that singles out the right chunk of a small scope, and dropping it lost LongMemEval
+# questions as its store grew (docs/benchmarks.md).
+FULL_QUERY_REACH = MAX_DF_POSTINGS
 
 
-def keyword_match(store: Store, query: str) -> str | None:
-    """The FTS5 expression keyword recall runs for ``query`` (None: nothing worth searching)."""
+def keyword_match(store: Store, query: str, where: ChunkFilter | None = None) -> str | None:
+    """The FTS5 expression keyword recall runs for ``query`` under ``where`` (None: nothing
+    worth searching)."""
     total = store.chunk_count()
     if total < PRUNE_FROM_CHUNKS:
+        return build_match_query(query)
+    reach = store.keyword_reach(where) if where is not None else None
+    if reach is not None and reach <= FULL_QUERY_REACH:
         return build_match_query(query)
     hopeless = min(HOPELESS_DF_RATIO * total, HOPELESS_POSTINGS)
     useful = [t for t in fts_tokens(query) if store.doc_freq(t) <= hopeless]
@@ -49,7 +61,7 @@ def keyword_match(store: Store, query: str) -> str | None:
 
 
 def keyword_recall(store: Store, query: str, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
-    match = keyword_match(store, query)
+    match = keyword_match(store, query, where)
     if match is None:
         return []
     return store.keyword_search(match, where, k)

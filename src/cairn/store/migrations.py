@@ -181,6 +181,21 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (text_hash, model)
     );
     """,
+    # 3: each chunk's scope as a token in its own FTS column, so a keyword read limited to a
+    # few scopes is limited inside the index (an AND the FTS engine answers by seeking) and
+    # costs what those scopes hold, not what the whole store holds (docs/retrieval.md).
+    """
+    DROP TABLE chunks_vocab;
+    DROP TABLE chunks_fts;
+    CREATE VIRTUAL TABLE chunks_fts USING fts5(
+        title, heading, text, scope, content='',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
+    INSERT INTO chunks_fts (rowid, title, heading, text, scope)
+        SELECT c.id, json_extract(v.content, '$.title'), c.heading, c.text, 'zs' || c.scope_id
+        FROM chunks c JOIN versions v ON v.id = c.version_id ORDER BY c.id;
+    """,
 )
 
 # Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).

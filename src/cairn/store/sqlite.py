@@ -70,6 +70,32 @@ LOCK_RETRY_SECONDS = 120.0
 # one-step 6.2 ms).
 _KEYWORD_DEPTH_PER_RESULT = 4
 _KEYWORD_DEPTH_MIN = 100
+# A read limited to a few scopes holding a small part of the store is limited inside the
+# FTS query (each chunk's scope is a token of the `scope` column): FTS5 answers the AND by
+# seeking, so the query costs what those scopes hold. A broad reader is filtered after the
+# match as before: an AND with most of the index would make every match seek through the
+# OR of its scope tokens, for nothing.
+_FTS_SCOPES_MAX = 64
+_FTS_SCOPES_SHARE = 0.25
+# The query's own terms search these columns only: a user typing "zs12" matches no scope.
+_TEXT_COLUMNS = "{title heading text}"
+# bm25() weights per column: a title hit counts three times a body hit; the scope column
+# (one token per chunk) is a filter, never evidence.
+_BM25 = "bm25(chunks_fts, 3.0, 1.5, 1.0, 0.0)"
+
+
+def _scope_token(scope_id: int) -> str:
+    return f"zs{scope_id}"
+
+
+def _fts_match(match: str, scopes: Sequence[int] | None) -> str:
+    """``match`` on the text columns, within ``scopes`` when given."""
+    text = f"{_TEXT_COLUMNS} : ({match})"
+    if scopes is None:
+        return text
+    tokens = " OR ".join(f'"{_scope_token(i)}"' for i in scopes)
+    return f"scope : ({tokens}) AND {text}"
+
 
 _RECORDS_JOIN = "FROM records r JOIN versions v ON v.id = r.current_version_id"
 _RECORD_COLUMNS = (
@@ -153,8 +179,8 @@ def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
             ),
         )  # fmt: skip
         conn.execute(
-            "INSERT INTO chunks_fts (rowid, title, heading, text) VALUES (?,?,?,?)",
-            (cursor.lastrowid, content.title, chunk.heading, chunk.text),
+            "INSERT INTO chunks_fts (rowid, title, heading, text, scope) VALUES (?,?,?,?,?)",
+            (cursor.lastrowid, content.title, chunk.heading, chunk.text, _scope_token(scope_id)),
         )
 
 
@@ -292,19 +318,19 @@ class _IndexReads:
         if limit <= 0:
             return []
         clause, params = _filter_sql(where)
+        within = self._scope_reach(where)
+        match = _fts_match(match, within[0] if within else None)
         # bm25() is "lower is better"; negate so every recall signal reads "higher is better".
-        # Column weights: a title hit counts three times a body hit.
         depth = max(_KEYWORD_DEPTH_MIN, _KEYWORD_DEPTH_PER_RESULT * limit)
         rows = self._read(
-            "SELECT f.id, f.score FROM (SELECT rowid AS id, "
-            "-bm25(chunks_fts, 3.0, 1.5, 1.0) AS score FROM chunks_fts "
+            f"SELECT f.id, f.score FROM (SELECT rowid AS id, -{_BM25} AS score FROM chunks_fts "
             "WHERE chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?) AS f "
             f"JOIN chunks c ON c.id = f.id WHERE {clause} ORDER BY f.score DESC, f.id LIMIT ?",
             [match, depth, *params, limit],
         )
         if len(rows) < limit:
             rows = self._read(
-                "SELECT c.id, -bm25(chunks_fts, 3.0, 1.5, 1.0) AS score "
+                f"SELECT c.id, -{_BM25} AS score "
                 "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
                 f"WHERE chunks_fts MATCH ? AND {clause} ORDER BY score DESC, c.id LIMIT ?",
                 [match, *params, limit],
@@ -324,6 +350,30 @@ class _IndexReads:
             rows = self._read("SELECT doc FROM chunks_vocab WHERE term = ?", (_stem(term),))
             found = cache[term] = int(rows[0][0]) if rows else 0
         return found
+
+    def keyword_reach(self, where: ChunkFilter) -> int | None:
+        within = self._scope_reach(where)
+        return within[1] if within else None
+
+    def _scope_reach(self, where: ChunkFilter) -> tuple[list[int], int] | None:
+        """The scopes keyword search restricts to inside the index, and how many chunks
+        they hold; None when it filters after the match instead (see _FTS_SCOPES_SHARE)."""
+        ids = where.scope_ids
+        if ids is None or not ids or len(ids) > _FTS_SCOPES_MAX:
+            return None
+        scopes = sorted(ids)
+        tokens = [_scope_token(i) for i in scopes]
+        # Read fresh (not through doc_freq's cache): a scope can grow from nothing to large
+        # while the store as a whole grows by less than the cache's tenth.
+        rows = self._read(
+            "SELECT COALESCE(SUM(doc), 0) FROM chunks_vocab "
+            f"WHERE term IN ({','.join('?' * len(tokens))})",
+            tokens,
+        )
+        reach = int(rows[0][0])
+        if reach > _FTS_SCOPES_SHARE * self.chunk_count():
+            return None
+        return scopes, reach
 
     def chunk_count(self) -> int:
         # Chunks are never deleted, so the largest rowid is the count, read in O(log n).

@@ -1,0 +1,141 @@
+"""SQLite keyword search restricted to the reader's scopes inside the FTS index.
+
+Each chunk's scope is a token of its own FTS column, so a read limited to a few scopes is
+an AND the FTS engine answers by seeking: its cost follows those scopes, not the store.
+Keyword recall then keeps every query term for a small scope, even terms so common in the
+store at large that a store-wide query drops them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import cairn.retrieval.recall as recall
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity
+from cairn.retrieval.recall import keyword_match, keyword_recall
+from cairn.search.fts import build_match_query
+from cairn.store.base import ChunkFilter
+from cairn.store.sqlite import SqliteStore
+
+CURATOR = Principal(id="carol", kind=PrincipalKind.HUMAN, roles=("curator",), scopes=("*",),
+                    labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
+BIG = 5_200  # above recall.PRUNE_FROM_CHUNKS: the store-wide query prunes common terms
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    assert BIG > recall.PRUNE_FROM_CHUNKS
+    folder: Path = tmp_path_factory.mktemp("scoped-keyword")
+    made = SqliteStore(folder / "cairn.db")
+    memory = Memory(made, parse_policy(DEFAULT_POLICY_YAML), root=folder, embedder=None)
+    # "recommend" is in nearly every chunk of the store: a store-wide query drops it.
+    contents = [
+        Content(kind="fact", scope=f"chat/user-{i % 40}", title=f"turn {i}",
+                body=f"I recommend option {i}.", acl=Acl(labels=("public",)))
+        for i in range(BIG)
+    ]  # fmt: skip
+    contents += [
+        Content(kind="fact", scope="chat/alice", title="hotel", body="Alice would recommend "
+                "the harbour hotel.", acl=Acl(labels=("public",))),
+        Content(kind="fact", scope="chat/alice", title="weather", body="It rained all week.",
+                acl=Acl(labels=("public",))),
+    ]  # fmt: skip
+    for outcome in memory.remember_many(contents, principal=CURATOR):
+        assert outcome.record is not None
+    yield made
+    made.close()
+
+
+def _where(store: SqliteStore, *scopes: str | None) -> ChunkFilter:
+    ids = {name: i for i, name in store.scopes().items()}
+    return ChunkFilter(
+        acl_ids=frozenset(a.id for a in store.acls()),
+        statuses=frozenset({"active"}),
+        scope_ids=None if scopes == (None,) else frozenset(ids[s] for s in scopes if s),
+    )
+
+
+def test_reach_counts_the_chunks_of_the_readers_scopes(store: SqliteStore) -> None:
+    alice = _where(store, "chat/alice")
+    assert store.keyword_reach(alice) == 2
+    assert store.keyword_reach(_where(store, "chat/alice", "chat/user-0")) == 2 + BIG // 40
+    # Not restricted by scope, or by scopes holding most of the store: the filter comes
+    # after the match, the whole index is searched, so there is no bound to give.
+    assert store.keyword_reach(_where(store, None)) is None
+    broad = [f"chat/user-{i}" for i in range(30)]
+    assert store.keyword_reach(_where(store, *broad)) is None
+
+
+def test_a_small_scope_keeps_a_term_common_in_the_store(store: SqliteStore) -> None:
+    alice = _where(store, "chat/alice")
+    everyone = _where(store, None)
+    # Store-wide, "recommend" is in almost every chunk: hopeless, so nothing is searched.
+    assert keyword_match(store, "recommend", everyone) is None
+    assert keyword_recall(store, "recommend", everyone, 10) == []
+    # In Alice's two chunks the word is kept, and it finds her recommendation.
+    assert keyword_match(store, "recommend", alice) == build_match_query("recommend")
+    found = keyword_recall(store, "recommend", alice, 10)
+    rows = store.chunk_rows([chunk_id for chunk_id, _ in found])
+    assert [rows[chunk_id].title for chunk_id, _ in found] == ["hotel"]
+
+
+def test_a_large_reach_is_pruned_as_before(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recall, "FULL_QUERY_REACH", 1)
+    assert keyword_match(store, "recommend", _where(store, "chat/alice")) is None
+
+
+def test_query_words_never_match_the_scope_column(store: SqliteStore) -> None:
+    alice = _where(store, "chat/alice")
+    (scope_id,) = alice.scope_ids or ()
+    token = f'"zs{scope_id}"'
+    # The token is in the index (reach counts it), yet a query naming it finds nothing,
+    # whether the search is scope-restricted in the index or filtered after.
+    assert store.keyword_search(token, alice, 10) == []
+    assert store.keyword_search(token, _where(store, None), 10) == []
+
+
+def test_a_schema_2_store_is_upgraded_and_searchable(tmp_path: Path) -> None:
+    path = tmp_path / "cairn.db"
+    made = SqliteStore(path)
+    memory = Memory(made, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path, embedder=None)
+    memory.remember_many(
+        [Content(kind="fact", scope=f"team/{name}", title=f"{name} runbook",
+                 body="Rotate the replica password.", acl=Acl(labels=("public",)))
+         for name in ("red", "blue", "green", "gold", "grey")],
+        principal=CURATOR,
+    )  # fmt: skip
+    # Put the index back the way schema 2 built it: no scope column.
+    with made._write_txn() as conn:
+        conn.execute("DROP TABLE chunks_vocab")
+        conn.execute("DROP TABLE chunks_fts")
+        conn.execute(
+            "CREATE VIRTUAL TABLE chunks_fts USING fts5(title, heading, text, content='', "
+            "tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        conn.execute("CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row')")
+        conn.execute(
+            "INSERT INTO chunks_fts (rowid, title, heading, text) SELECT c.id, "
+            "json_extract(v.content, '$.title'), c.heading, c.text "
+            "FROM chunks c JOIN versions v ON v.id = c.version_id"
+        )
+        conn.execute("DELETE FROM schema_migrations WHERE version > 2")
+    made.close()
+
+    upgraded = SqliteStore(path)
+    try:
+        assert upgraded.schema_version == 3
+        red = _where(upgraded, "team/red")
+        assert upgraded.keyword_reach(red) == 1
+        found = upgraded.keyword_search('"replica"', red, 10)
+        rows = upgraded.chunk_rows([chunk_id for chunk_id, _ in found])
+        assert [rows[chunk_id].title for chunk_id, _ in found] == ["red runbook"]
+        assert len(upgraded.keyword_search('"replica"', _where(upgraded, None), 10)) == 5
+    finally:
+        upgraded.close()
