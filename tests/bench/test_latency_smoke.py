@@ -22,7 +22,7 @@ def test_latency_quick_writes_json(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     figures = json.loads(out.read_text())
     assert figures["records"] == 500 and figures["ingest_records_per_s"] > 0
-    for mode in ("keyword", "vector", "hybrid"):
+    for mode in ("keyword", "vector", "hybrid", "hybrid_one_scope"):
         assert figures[mode]["p50_ms"] <= figures[mode]["p95_ms"] <= figures[mode]["p99_ms"]
         assert figures[mode]["mean_items"] > 0, f"{mode} reads found nothing"
     assert "hybrid" in done.stdout and "ingest rec/s" in done.stdout
