@@ -111,8 +111,9 @@ def test_a_schema_2_store_is_upgraded_and_searchable(tmp_path: Path) -> None:
          for name in ("red", "blue", "green", "gold", "grey")],
         principal=CURATOR,
     )  # fmt: skip
-    # Put the index back the way schema 2 built it: no scope column.
+    # Put the index back the way schema 2 built it: no scope column, no scope counts.
     with made._write_txn() as conn:
+        conn.execute("DROP TABLE scope_chunks")
         conn.execute("DROP TABLE chunks_vocab")
         conn.execute("DROP TABLE chunks_fts")
         conn.execute(

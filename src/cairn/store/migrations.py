@@ -195,6 +195,14 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     INSERT INTO chunks_fts (rowid, title, heading, text, scope)
         SELECT c.id, json_extract(v.content, '$.title'), c.heading, c.text, 'zs' || c.scope_id
         FROM chunks c JOIN versions v ON v.id = c.version_id ORDER BY c.id;
+    -- how many chunks each scope holds (chunks are never deleted: counts only grow), read
+    -- before a keyword search to decide whether to confine it inside the index
+    CREATE TABLE scope_chunks (
+        scope_id INTEGER PRIMARY KEY REFERENCES scopes(id),
+        chunks INTEGER NOT NULL
+    );
+    INSERT INTO scope_chunks (scope_id, chunks)
+        SELECT scope_id, COUNT(*) FROM chunks GROUP BY scope_id;
     """,
 )
 

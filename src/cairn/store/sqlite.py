@@ -182,6 +182,12 @@ def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
             "INSERT INTO chunks_fts (rowid, title, heading, text, scope) VALUES (?,?,?,?,?)",
             (cursor.lastrowid, content.title, chunk.heading, chunk.text, _scope_token(scope_id)),
         )
+    if write.chunks:
+        conn.execute(
+            "INSERT INTO scope_chunks (scope_id, chunks) VALUES (?, ?) ON CONFLICT (scope_id) "
+            "DO UPDATE SET chunks = chunks + excluded.chunks",
+            (scope_id, len(write.chunks)),
+        )
 
 
 def _reflect_record_state(conn: sqlite3.Connection, record: Record) -> None:
@@ -362,13 +368,12 @@ class _IndexReads:
         if ids is None or not ids or len(ids) > _FTS_SCOPES_MAX:
             return None
         scopes = sorted(ids)
-        tokens = [_scope_token(i) for i in scopes]
-        # Read fresh (not through doc_freq's cache): a scope can grow from nothing to large
-        # while the store as a whole grows by less than the cache's tenth.
+        # A kept count, not the vocabulary: fts5vocab counts a term's documents by walking
+        # its whole posting list, 500k entries for a reader of half of a 1M-chunk store.
         rows = self._read(
-            "SELECT COALESCE(SUM(doc), 0) FROM chunks_vocab "
-            f"WHERE term IN ({','.join('?' * len(tokens))})",
-            tokens,
+            "SELECT COALESCE(SUM(chunks), 0) FROM scope_chunks "
+            f"WHERE scope_id IN ({','.join('?' * len(scopes))})",
+            scopes,
         )
         reach = int(rows[0][0])
         if reach > _FTS_SCOPES_SHARE * self.chunk_count():
