@@ -9,9 +9,10 @@ import pytest
 
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import Content, Principal, PrincipalKind, Sensitivity
+from cairn.model import Content, Principal, PrincipalKind
 from cairn.store.base import Store
 from cairn.store.sqlite import SqliteStore
+from tests.factories import CURATOR
 
 # Backends every contract test runs on. The PostgreSQL fixture registers itself here.
 BACKENDS: list[str] = ["sqlite"]
@@ -40,14 +41,7 @@ def memory(store: Store, tmp_path: Path) -> Memory:
 
 @pytest.fixture
 def curator() -> Principal:
-    return Principal(
-        id="carol",
-        kind=PrincipalKind.HUMAN,
-        roles=("curator",),
-        scopes=("*",),
-        labels=("*",),
-        sensitivity=Sensitivity.HIGH,
-    )
+    return CURATOR
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Small builders shared by tests that feed retrieval stages by hand."""
+"""Small builders and principals shared by tests."""
 
 from __future__ import annotations
 
@@ -6,9 +6,21 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from cairn.model import Principal, PrincipalKind, Sensitivity
 from cairn.store.base import ChunkMeta
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+# A human curator who may see and decide everything: the ``curator`` fixture, and the
+# writer of module-scoped stores (which cannot use a function-scoped fixture).
+CURATOR = Principal(
+    id="carol",
+    kind=PrincipalKind.HUMAN,
+    roles=("curator",),
+    scopes=("*",),
+    labels=("*",),
+    sensitivity=Sensitivity.HIGH,
+)
 
 
 def chunk_meta(i: int, **changes: Any) -> ChunkMeta:

@@ -18,19 +18,17 @@ import pytest
 
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity
+from cairn.model import Acl, Content, Sensitivity
 from cairn.retrieval import indexer as indexer_module
 from cairn.retrieval.indexer import Indexer
 from cairn.search import catalog as catalog_module
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter, ChunkMeta
 from cairn.store.sqlite import SqliteStore
-from tests.factories import chunk_meta
+from tests.factories import CURATOR, chunk_meta
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 8
-CURATOR = Principal(id="carol", kind=PrincipalKind.HUMAN, roles=("curator",), scopes=("*",),
-                    labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
 WORDS = [
     "alpha",
     "beta",

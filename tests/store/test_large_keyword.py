@@ -18,13 +18,12 @@ import pytest
 import cairn.store.sqlite as sqlite_module
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity, Status
+from cairn.model import Acl, Content, Sensitivity, Status
 from cairn.search.fts import build_match_query
 from cairn.store.base import ChunkFilter
 from cairn.store.sqlite import SqliteStore, _filter_sql
+from tests.factories import CURATOR
 
-CURATOR = Principal(id="carol", kind=PrincipalKind.HUMAN, roles=("curator",), scopes=("*",),
-                    labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
 WORDS = [
     "rotation",
     "password",

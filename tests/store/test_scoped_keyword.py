@@ -16,14 +16,13 @@ import pytest
 import cairn.retrieval.recall as recall
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity
+from cairn.model import Acl, Content
 from cairn.retrieval.recall import keyword_match, keyword_recall
 from cairn.search.fts import build_match_query
 from cairn.store.base import ChunkFilter
 from cairn.store.sqlite import SqliteStore
+from tests.factories import CURATOR
 
-CURATOR = Principal(id="carol", kind=PrincipalKind.HUMAN, roles=("curator",), scopes=("*",),
-                    labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
 BIG = 5_200  # above recall.PRUNE_FROM_CHUNKS: the store-wide query prunes common terms
 
 
