@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cairn.retrieval.fuse import CITED_CHUNKS_PER_HIT, RRF_K, collapse, fuse, max_fused_score
+from cairn.retrieval.types import Hit
+from cairn.search.fusion import FusedHit
 from cairn.store.base import ChunkRow
 from tests.factories import chunk_meta
 
@@ -31,6 +33,14 @@ def _keyword_only(order: list[int]) -> list[tuple[int, float]]:
     return [(chunk_id, 10.0 - n) for n, chunk_id in enumerate(order)]
 
 
+def _ranked(*chunks: tuple[str, str]) -> tuple[list[FusedHit], list[Hit]]:
+    """(version, chunk_key) pairs as chunks 1, 2, ... ranked by keyword in that order:
+    their fused list and the hits it collapses into."""
+    rows = {i: _row(i, version, key) for i, (version, key) in enumerate(chunks, start=1)}
+    fused = fuse(_keyword_only(list(rows)), [], mode="keyword")
+    return fused, collapse(fused, rows, SCOPES, limit=10)
+
+
 def test_weights_decide_which_signal_wins() -> None:
     keyword = [(1, 9.0), (2, 8.0)]
     vector = [(2, 0.9), (1, 0.8)]
@@ -49,14 +59,8 @@ def test_modes_use_only_their_signals() -> None:
 
 
 def test_context_chunks_add_evidence_to_their_version() -> None:
-    rows = {
-        1: _row(1, "a", "body"),  # a alone ranks first
-        2: _row(2, "b", "body"),
-        3: _row(3, "b", "context~1"),
-        4: _row(4, "b", "context~2"),
-    }
-    fused = fuse(_keyword_only([1, 2, 3, 4]), [], mode="keyword")
-    hits = collapse(fused, rows, SCOPES, limit=10)
+    # a alone ranks first; b's own chunk second, then two of its context chunks
+    fused, hits = _ranked(("a", "body"), ("b", "body"), ("b", "context~1"), ("b", "context~2"))
     assert [h.record_id for h in hits] == ["rec_b", "rec_a"]
     by_key = {h.key: h.score for h in fused}
     assert hits[0].scores.fused == pytest.approx(by_key["2"] + by_key["3"] + by_key["4"])
@@ -66,14 +70,7 @@ def test_context_chunks_add_evidence_to_their_version() -> None:
 
 
 def test_more_sections_of_a_document_do_not_add_up() -> None:
-    rows = {
-        1: _row(1, "short", "body"),
-        2: _row(2, "long", "s1"),
-        3: _row(3, "long", "s2"),
-        4: _row(4, "long", "s3"),
-    }
-    fused = fuse(_keyword_only([1, 2, 3, 4]), [], mode="keyword")
-    hits = collapse(fused, rows, SCOPES, limit=10)
+    _, hits = _ranked(("short", "body"), ("long", "s1"), ("long", "s2"), ("long", "s3"))
     assert [h.record_id for h in hits] == ["rec_short", "rec_long"]
     # its other sections are citations, best first
     assert [c.chunk_key for c in hits[1].citations] == ["s1", "s2", "s3"][:CITED_CHUNKS_PER_HIT]
