@@ -1,36 +1,49 @@
-"""SQLite keyword search restricted to the reader's scopes inside the FTS index.
+"""Keyword search restricted to the reader's scopes inside the index, on both stores.
 
-Each chunk's scope is a token of its own FTS column, so a read limited to a few scopes is
-an AND the FTS engine answers by seeking: its cost follows those scopes, not the store.
-Keyword recall then keeps every query term for a small scope, even terms so common in the
-store at large that a store-wide query drops them.
+SQLite: each chunk's scope is a token of its own FTS column, so a read limited to a few
+scopes is an AND the FTS engine answers by seeking. PostgreSQL: a btree on the chunks' scope
+lets the planner take a small scope's rows instead of the whole GIN match. On both, a kept
+per-scope count says how small the scope is, and keyword recall then keeps every query
+term for a small scope, even terms so common in the store at large that a store-wide query
+drops them.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 import cairn.retrieval.recall as recall
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import Acl, Content
+from cairn.model import Acl, Content, ContentPatch
 from cairn.retrieval.recall import keyword_match, keyword_recall
 from cairn.search.fts import build_match_query
-from cairn.store.base import ChunkFilter
+from cairn.store.base import ChunkFilter, Store
+from cairn.store.postgres import PostgresStore
 from cairn.store.sqlite import SqliteStore
+from cairn.store.transfer import export_store, import_store
 from tests.factories import CURATOR
+from tests.pg import PgCluster, make_postgres_store
 
 BIG = 5_200  # above recall.PRUNE_FROM_CHUNKS: the store-wide query prunes common terms
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Store]:
     assert BIG > recall.PRUNE_FROM_CHUNKS
     folder: Path = tmp_path_factory.mktemp("scoped-keyword")
-    made = SqliteStore(folder / "cairn.db")
+    made: Store = (
+        SqliteStore(folder / "cairn.db")
+        if request.param == "sqlite"
+        else make_postgres_store(request, folder)
+    )
     memory = Memory(made, parse_policy(DEFAULT_POLICY_YAML), root=folder, embedder=None)
     # "recommend" is in nearly every chunk of the store: a store-wide query drops it.
     contents = [
@@ -50,7 +63,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
     made.close()
 
 
-def _where(store: SqliteStore, *scopes: str | None) -> ChunkFilter:
+def _where(store: Store, *scopes: str | None) -> ChunkFilter:
     ids = {name: i for i, name in store.scopes().items()}
     return ChunkFilter(
         acl_ids=frozenset(a.id for a in store.acls()),
@@ -59,7 +72,7 @@ def _where(store: SqliteStore, *scopes: str | None) -> ChunkFilter:
     )
 
 
-def test_reach_counts_the_chunks_of_the_readers_scopes(store: SqliteStore) -> None:
+def test_reach_counts_the_chunks_of_the_readers_scopes(store: Store) -> None:
     alice = _where(store, "chat/alice")
     assert store.keyword_reach(alice) == 2
     assert store.keyword_reach(_where(store, "chat/alice", "chat/user-0")) == 2 + BIG // 40
@@ -70,7 +83,7 @@ def test_reach_counts_the_chunks_of_the_readers_scopes(store: SqliteStore) -> No
     assert store.keyword_reach(_where(store, *broad)) is None
 
 
-def test_a_small_scope_keeps_a_term_common_in_the_store(store: SqliteStore) -> None:
+def test_a_small_scope_keeps_a_term_common_in_the_store(store: Store) -> None:
     alice = _where(store, "chat/alice")
     everyone = _where(store, None)
     # Store-wide, "recommend" is in almost every chunk: hopeless, so nothing is searched.
@@ -83,14 +96,12 @@ def test_a_small_scope_keeps_a_term_common_in_the_store(store: SqliteStore) -> N
     assert [rows[chunk_id].title for chunk_id, _ in found] == ["hotel"]
 
 
-def test_a_large_reach_is_pruned_as_before(
-    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_large_reach_is_pruned_as_before(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recall, "FULL_QUERY_REACH", 1)
     assert keyword_match(store, "recommend", _where(store, "chat/alice")) is None
 
 
-def test_query_words_never_match_the_scope_column(store: SqliteStore) -> None:
+def test_query_words_never_match_the_scope_column(store: Store) -> None:
     alice = _where(store, "chat/alice")
     (scope_id,) = alice.scope_ids or ()
     token = f'"zs{scope_id}"'
@@ -139,3 +150,91 @@ def test_a_schema_2_store_is_upgraded_and_searchable(tmp_path: Path) -> None:
         assert len(upgraded.keyword_search('"replica"', _where(upgraded, None), 10)) == 5
     finally:
         upgraded.close()
+
+
+def _titles(store: Store, found: list[tuple[int, float]]) -> list[str]:
+    rows = store.chunk_rows([chunk_id for chunk_id, _ in found])
+    return [rows[chunk_id].title for chunk_id, _ in found]
+
+
+# Enough teams that two of them hold less than a quarter of the store (SCOPED_SEARCH_MAX_SHARE).
+TEAMS = (
+    "red",
+    "blue",
+    "green",
+    "gold",
+    "grey",
+    "teal",
+    "navy",
+    "pink",
+    "plum",
+    "rust",
+    "sand",
+    "jade",
+)
+
+
+def _runbooks(*teams: str) -> list[Content]:
+    return [
+        Content(kind="fact", scope=f"team/{name}", title=f"{name} runbook",
+                body="Rotate the replica password.", acl=Acl(labels=("public",)))
+        for name in teams
+    ]  # fmt: skip
+
+
+def test_postgres_counts_a_scopes_chunks_on_every_write_path(
+    pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    url, copy_url = pg_cluster.new_database(), pg_cluster.new_database()
+    try:
+        with PostgresStore(url) as made:
+            memory = Memory(made, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path, embedder=None)
+            outcomes = memory.remember_many(_runbooks(*TEAMS), principal=CURATOR)
+            assert all(outcome.record is not None for outcome in outcomes)
+            assert made.keyword_reach(_where(made, "team/red")) == 1
+            first = outcomes[0].record
+            assert first is not None
+            # A new version adds its chunks (the old version's stay, as history).
+            memory.update(first.id, ContentPatch(body="Rotate the replica password weekly."),
+                          principal=CURATOR)  # fmt: skip
+            assert made.keyword_reach(_where(made, "team/red")) == 2
+            assert made.keyword_reach(_where(made, "team/red", "team/blue")) == 3
+            buffer = io.StringIO()
+            export_store(made, buffer)
+        # An import re-indexes every version as the owner: the counts come back with it.
+        with PostgresStore(copy_url) as copy:
+            import_store(copy, buffer.getvalue().splitlines())
+            assert copy.keyword_reach(_where(copy, "team/red")) == 2
+            assert copy.keyword_reach(_where(copy, "team/blue")) == 1
+    finally:
+        pg_cluster.drop_database(url)
+        pg_cluster.drop_database(copy_url)
+
+
+def test_a_schema_2_postgres_store_is_upgraded_with_its_scopes_counted(
+    pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    url = pg_cluster.new_database()
+    try:
+        with PostgresStore(url) as made:
+            memory = Memory(made, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path, embedder=None)
+            memory.remember_many(_runbooks("red", "blue", "green", "gold", "grey"),
+                                 principal=CURATOR)  # fmt: skip
+        # Put the database back the way schema 2 left it: no scope index, no counts.
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP TRIGGER chunks_count_scopes ON cairn.chunks")
+            conn.execute("DROP FUNCTION cairn.cairn_count_scope_chunks()")
+            conn.execute("DROP TABLE cairn.scope_chunks")
+            conn.execute("DROP INDEX cairn.chunks_scope")
+            conn.execute("DELETE FROM cairn.schema_migrations WHERE version > 2")
+        with PostgresStore(url) as upgraded:
+            assert upgraded.schema_version == 3
+            red = _where(upgraded, "team/red")
+            assert upgraded.keyword_reach(red) == 1
+            assert _titles(upgraded, keyword_recall(upgraded, "replica", red, 10)) == [
+                "red runbook"
+            ]
+            everyone = _where(upgraded, None)
+            assert len(keyword_recall(upgraded, "replica", everyone, 10)) == 5
+    finally:
+        pg_cluster.drop_database(url)

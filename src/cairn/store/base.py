@@ -152,6 +152,14 @@ Dumped = Record | Version | Proposal | AuditEntry | Baseline | PublishedRow | Ed
 # ---- the retrieval index ----------------------------------------------------------------
 
 
+# Keyword search is confined to the reader's scopes inside the index when they are few and
+# hold a small part of the store: the search then costs what those scopes hold. A broad
+# reader is filtered after the match instead, since confining it to most of the index
+# costs more than it saves (Store.keyword_reach reports which way a read goes).
+SCOPED_SEARCH_MAX_SCOPES = 64
+SCOPED_SEARCH_MAX_SHARE = 0.25
+
+
 def embed_input(title: str, heading: str, text: str) -> str:
     """The text a chunk's vector is computed from; its hash keys the vector cache, so the
     same passage under the same title is embedded once across versions and records."""

@@ -23,7 +23,9 @@ Steps: 1 ``kernel`` (memory tables, ``cairn_commit``); 2 ``retrieval`` (the deri
 chunks with a weighted ``tsvector`` under GIN, interned ACLs and scopes, the embedding cache
 with a pgvector column and per-dimension HNSW indexes; ``cairn_commit`` replaced to index
 versions as it stores them, and ``cairn_put_vectors``, the one other function ``cairn_serving``
-may call, which only adds to the embedding cache).
+may call, which only adds to the embedding cache); 3 ``scope_reach`` (a btree on the chunks'
+scope and a per-scope chunk count kept by a trigger, so keyword search of a few small scopes
+keeps every query word: ``PostgresStore.keyword_reach``).
 """
 
 from __future__ import annotations
@@ -792,12 +794,46 @@ END
 $fn$;
 """
 
+# Keyword search confined to the reader's scopes: a btree on the scope lets the planner
+# intersect (BitmapAnd) or replace the GIN match with the scope's rows, so a small scope's
+# search costs what the scope holds whatever its words' frequency in the store; and a kept
+# count per scope tells keyword recall how small the scope is (PostgresStore.keyword_reach)
+# without counting rows at read time. A statement trigger keeps the count, so every way
+# chunks are written (cairn_commit, import as the owner) keeps it in the same transaction.
+_SCOPE_REACH = r"""
+CREATE INDEX chunks_scope ON chunks (scope_id);
+
+CREATE TABLE scope_chunks (
+    scope_id integer PRIMARY KEY REFERENCES scopes (id),
+    chunks bigint NOT NULL
+);
+INSERT INTO scope_chunks (scope_id, chunks)
+SELECT scope_id, count(*) FROM chunks GROUP BY scope_id;
+
+CREATE FUNCTION cairn_count_scope_chunks() RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = cairn, pg_temp
+AS $fn$
+BEGIN
+    INSERT INTO scope_chunks AS s (scope_id, chunks)
+    SELECT scope_id, count(*) FROM new_chunks GROUP BY scope_id
+    ON CONFLICT (scope_id) DO UPDATE SET chunks = s.chunks + excluded.chunks;
+    RETURN NULL;
+END
+$fn$;
+REVOKE ALL ON FUNCTION cairn_count_scope_chunks() FROM PUBLIC;
+CREATE TRIGGER chunks_count_scopes AFTER INSERT ON chunks
+    REFERENCING NEW TABLE AS new_chunks
+    FOR EACH STATEMENT EXECUTE FUNCTION cairn_count_scope_chunks();
+"""
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration("kernel", _KERNEL),
     # pgvector is not a trusted extension: creating it needs a superuser (or a DBA did it).
     Migration(
         "retrieval", _RETRIEVAL, admin_sql="CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"
     ),
+    Migration("scope_reach", _SCOPE_REACH),
 )
 
 # Tables holding memory: the serving role has SELECT only (tests/store/test_pg_bypass.py).

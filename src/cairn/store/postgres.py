@@ -54,6 +54,8 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import (
+    SCOPED_SEARCH_MAX_SCOPES,
+    SCOPED_SEARCH_MAX_SHARE,
     AclRow,
     ChangeSet,
     ChunkDraft,
@@ -570,8 +572,21 @@ class PostgresStore:
         return common
 
     def keyword_reach(self, where: ChunkFilter) -> int | None:
-        # The GIN index answers the terms for the whole table; the scope test comes after.
-        return None
+        # With the scope btree the planner can answer a few small scopes from their own rows
+        # (or intersect them with the GIN match); for many or large scopes it scans the GIN
+        # match of the whole table and filters after, so there is no bound to give. Same
+        # limits as the SQLite store's.
+        ids = where.scope_ids
+        if not ids or len(ids) > SCOPED_SEARCH_MAX_SCOPES:
+            return None
+        rows = self._read(
+            "SELECT COALESCE(SUM(chunks), 0) AS n FROM scope_chunks WHERE scope_id = ANY(%s)",
+            (sorted(ids),),
+        )
+        reach = int(rows[0]["n"])
+        if reach > SCOPED_SEARCH_MAX_SHARE * self.chunk_count():
+            return None
+        return reach
 
     def chunk_count(self) -> int:
         rows = self._read("SELECT value FROM index_meta WHERE key = 'chunks'")

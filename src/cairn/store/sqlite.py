@@ -34,6 +34,8 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import (
+    SCOPED_SEARCH_MAX_SCOPES,
+    SCOPED_SEARCH_MAX_SHARE,
     AclRow,
     ChangeSet,
     Chunker,
@@ -70,13 +72,11 @@ LOCK_RETRY_SECONDS = 120.0
 # one-step 6.2 ms).
 _KEYWORD_DEPTH_PER_RESULT = 4
 _KEYWORD_DEPTH_MIN = 100
-# A read limited to a few scopes holding a small part of the store is limited inside the
-# FTS query (each chunk's scope is a token of the `scope` column): FTS5 answers the AND by
-# seeking, so the query costs what those scopes hold. A broad reader is filtered after the
-# match as before: an AND with most of the index would make every match seek through the
-# OR of its scope tokens, for nothing.
-_FTS_SCOPES_MAX = 64
-_FTS_SCOPES_SHARE = 0.25
+# A read limited to a few scopes holding a small part of the store (SCOPED_SEARCH_MAX_*)
+# is limited inside the FTS query (each chunk's scope is a token of the `scope` column):
+# FTS5 answers the AND by seeking, so the query costs what those scopes hold. A broad
+# reader is filtered after the match as before: an AND with most of the index would make
+# every match seek through the OR of its scope tokens, for nothing.
 # The query's own terms search these columns only: a user typing "zs12" matches no scope.
 _TEXT_COLUMNS = "{title heading text}"
 # bm25() weights per column: a title hit counts three times a body hit; the scope column
@@ -363,9 +363,9 @@ class _IndexReads:
 
     def _scope_reach(self, where: ChunkFilter) -> tuple[list[int], int] | None:
         """The scopes keyword search restricts to inside the index, and how many chunks
-        they hold; None when it filters after the match instead (see _FTS_SCOPES_SHARE)."""
+        they hold; None when it filters after the match instead (see SCOPED_SEARCH_MAX_SHARE)."""
         ids = where.scope_ids
-        if ids is None or not ids or len(ids) > _FTS_SCOPES_MAX:
+        if ids is None or not ids or len(ids) > SCOPED_SEARCH_MAX_SCOPES:
             return None
         scopes = sorted(ids)
         # A kept count, not the vocabulary: fts5vocab counts a term's documents by walking
@@ -376,7 +376,7 @@ class _IndexReads:
             scopes,
         )
         reach = int(rows[0][0])
-        if reach > _FTS_SCOPES_SHARE * self.chunk_count():
+        if reach > SCOPED_SEARCH_MAX_SHARE * self.chunk_count():
             return None
         return scopes, reach
 
