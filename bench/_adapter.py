@@ -279,6 +279,7 @@ class KernelRetriever:
         workdir: str | None = None,
         date_in_body: bool = True,
         windows: Sequence[int] = (1, 2, 3),
+        db: str | None = None,
     ) -> None:
         import tempfile
         from pathlib import Path
@@ -286,13 +287,14 @@ class KernelRetriever:
         from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
         from cairn.memory import Memory
         from cairn.model import Principal, PrincipalKind, Sensitivity
-        from cairn.store.sqlite import SqliteStore
+        from cairn.store.factory import open_store
 
         self._tmp = tempfile.TemporaryDirectory(prefix="cairn-bench-", dir=workdir)
         root = Path(self._tmp.name)
         vectors = make_embedder(embedder, cache=LRUBytesCache(500_000)) if embedder else None
         self.memory = Memory(
-            SqliteStore(root / "cairn.db"),
+            # db: a PostgreSQL URL (an empty database); default an embedded SQLite store
+            open_store(db, root),
             parse_policy(DEFAULT_POLICY_YAML),
             root=root,
             embedder=vectors,

@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated embedders of the recipe (default minilm,static; --quick: static)",
     )
     parser.add_argument("--no-recipe", action="store_true", help="measure the kernel only")
+    parser.add_argument(
+        "--db", help="the kernel's store: an empty PostgreSQL database URL (default: SQLite)"
+    )
     args = parser.parse_args(argv)
     console = Console()
     if not args.path.is_file():
@@ -126,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         conversations = conversations[:1]
         conversations[0].questions = conversations[0].questions[:40]
 
-    kernel = KernelRetriever(embedder, weights=weights)
+    kernel = KernelRetriever(embedder, weights=weights, db=args.db)
     systems: dict[str, tuple[Retriever, Mode]] = {
         "hybrid": (kernel, "hybrid"),
         "bm25": (kernel, "keyword"),
@@ -176,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "kernel": {
             "embedder": embedder,
+            "backend": "postgresql" if args.db else "sqlite",
             "weights": weights,
             "session_records": True,
             "date_in_body": True,

@@ -121,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         "--recipe-embedders", default="static", help="comma-separated embedders of the recipe"
     )
     parser.add_argument("--no-recipe", action="store_true", help="measure the kernel only")
+    parser.add_argument(
+        "--db", help="the kernel's store: an empty PostgreSQL database URL (default: SQLite)"
+    )
     parser.add_argument("--include-abstention", action="store_true")
     args = parser.parse_args(argv)
     console = Console()
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         vector_weights={n.strip(): 1.0 for n in args.recipe_embedders.split(",") if n.strip()},
     )
     weights = parse_weights(args.weights)
-    kernel = KernelRetriever(args.embedder, weights=weights, date_in_body=False)
+    kernel = KernelRetriever(args.embedder, weights=weights, date_in_body=False, db=args.db)
     systems: dict[str, tuple[Retriever, Mode]] = {
         "hybrid": (kernel, "hybrid"),
         "bm25": (kernel, "keyword"),
@@ -187,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "kernel": {
             "embedder": args.embedder,
+            "backend": "postgresql" if args.db else "sqlite",
             "weights": weights,
             "session_records": True,
             "date_in_body": False,

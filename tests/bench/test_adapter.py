@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from bench._adapter import BlockRetriever, KernelRetriever, Recipe, Retriever, Turn, parse_weights
 
+from tests.pg import PgCluster, as_uri
+
 TURNS = [
     Turn("D1:1", "1", "Ana", "I adopted a grey cat called Pixel.", "8 May, 2023"),
     Turn("D1:2", "1", "Ben", "Lovely! How old is she?", "8 May, 2023"),
@@ -39,6 +41,20 @@ def test_kernel_retriever_keyword() -> None:
         assert retriever.search("conv", "cat", mode="vector", k=3).turns == []
     finally:
         retriever.close()
+
+
+def test_kernel_retriever_on_postgres(pg_cluster: PgCluster) -> None:
+    # The benches' --db: the same records, ranked by the PostgreSQL store's keyword search.
+    url = pg_cluster.new_database()
+    retriever = KernelRetriever(embedder="", db=as_uri(url))
+    try:
+        _check(retriever)
+        assert retriever.rejected == 0
+        assert retriever.memory.store.schema_version >= 3
+        assert type(retriever.memory.store).__name__ == "PostgresStore"
+    finally:
+        retriever.close()
+        pg_cluster.drop_database(url)
 
 
 def test_parse_weights() -> None:

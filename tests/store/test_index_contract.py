@@ -206,6 +206,20 @@ def test_keyword_ranking_prefers_title_hits_and_stems(store: Store) -> None:
     assert len(_search(store, "clusters", _everyone(store))) == 2
 
 
+def test_keyword_ranking_weighs_a_rare_term_over_a_common_one(store: Store) -> None:
+    # "status" is in every chunk and fills one of them; "kestrel" is in one chunk only. BM25
+    # (SQLite) weighs terms by rarity; PostgreSQL's ts_rank_cd does not, so its store sums
+    # idf(term) * ts_rank_cd(term): without that the status-filled chunk comes first.
+    for n in range(30):
+        _create(store, f"Standup {n}", f"Status update number {n}.")
+    _, filled = _create(store, "Status status", "Status of the status: status unchanged.")
+    _, rare = _create(store, "Birds", "A kestrel status sighting.")
+    hits = store.keyword_search(build_match_query("status kestrel") or "", _everyone(store), 3)
+    rows = store.chunk_rows([h[0] for h in hits])
+    ranked = [rows[h[0]].meta.version_id for h in hits]
+    assert ranked[:2] == [rare.id, filled.id]
+
+
 def test_keyword_filter_axes(store: Store) -> None:
     a, va = _create(store, "Alpha deploy", "deploy alpha", kind="decision")
     _, vb = _create(store, "Beta deploy", "deploy beta", scope="globex/app")
