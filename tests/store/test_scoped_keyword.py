@@ -101,6 +101,7 @@ def test_a_large_reach_is_pruned_as_before(store: Store, monkeypatch: pytest.Mon
     assert keyword_match(store, "recommend", _where(store, "chat/alice")) is None
 
 
+@pytest.mark.parametrize("store", ["sqlite"], indirect=True)  # the scope column is SQLite's
 def test_query_words_never_match_the_scope_column(store: Store) -> None:
     alice = _where(store, "chat/alice")
     (scope_id,) = alice.scope_ids or ()
