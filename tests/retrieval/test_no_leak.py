@@ -41,6 +41,7 @@ from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Acl, Content, Principal, PrincipalKind, Selector, Sensitivity
 from cairn.retrieval.context import ReadContextRequest
+from cairn.retrieval.types import Mode
 from cairn.search.embedder import make_embedder
 from cairn.store.base import Store
 from cairn.store.postgres import PostgresStore
@@ -53,7 +54,7 @@ SCOPES = ("acme/app", "acme/ops", "globex/app")
 SCOPE_GLOBS = ("acme/*", "acme/app", "acme/ops", "globex/*", "globex/app", "*")
 ROLES = ("agent", "ops", "curator")
 LABELS = ("public", "internal", "confidential", "pii")
-MODES = ("keyword", "vector", "hybrid")
+MODES: tuple[Mode, ...] = ("keyword", "vector", "hybrid")
 RANK = {Sensitivity.LOW: 0, Sensitivity.MEDIUM: 1, Sensitivity.HIGH: 2}
 MAX_RECORDS = 8
 
@@ -144,15 +145,15 @@ def _dump_without_query(result: Any) -> str:
     return json.dumps(data)
 
 
-def _reads(world: World, reader: Principal, query: str, mode: str) -> dict[str, Any]:
+def _reads(world: World, reader: Principal, query: str, mode: Mode) -> dict[str, Any]:
     memory = world.memory
     reads: dict[str, Any] = {
-        "search": memory.search(query, principal=reader, mode=mode, k=50),  # type: ignore[arg-type]
-        "retrieve": memory.retrieve(query, principal=reader, mode=mode, k=50),  # type: ignore[arg-type]
+        "search": memory.search(query, principal=reader, mode=mode, k=50),
+        "retrieve": memory.retrieve(query, principal=reader, mode=mode, k=50),
     }
     for scope in SCOPES:
         reads[f"context {scope}"] = memory.read_context(
-            ReadContextRequest(scope=scope, query=query, mode=mode, k=50, selector=Selector.head()),  # type: ignore[arg-type]
+            ReadContextRequest(scope=scope, query=query, mode=mode, k=50, selector=Selector.head()),
             principal=reader,
         )
     return reads
@@ -196,7 +197,7 @@ def test_no_read_reveals_a_withheld_record(
     specs: list[Spec],
     reader: Principal,
     query: str,
-    mode: str,
+    mode: Mode,
 ) -> None:
     numbered = list(enumerate(specs))
     visible = [(n, s) for n, s in numbered if may_see(reader, s)]
