@@ -160,6 +160,23 @@ SCOPED_SEARCH_MAX_SCOPES = 64
 SCOPED_SEARCH_MAX_SHARE = 0.25
 
 
+def scoped_reach(
+    scope_ids: frozenset[int] | None,
+    chunks_in: Callable[[list[int]], int],
+    chunk_count: Callable[[], int],
+) -> tuple[list[int], int] | None:
+    """The scopes a keyword search is confined to inside the index (sorted) and how many
+    chunks they hold (``chunks_in``, a store's kept per-scope count); None when the search
+    filters after the match instead. The one rule both stores follow."""
+    if not scope_ids or len(scope_ids) > SCOPED_SEARCH_MAX_SCOPES:
+        return None
+    scopes = sorted(scope_ids)
+    reach = chunks_in(scopes)
+    if reach > SCOPED_SEARCH_MAX_SHARE * chunk_count():
+        return None
+    return scopes, reach
+
+
 def embed_input(title: str, heading: str, text: str) -> str:
     """The text a chunk's vector is computed from; its hash keys the vector cache, so the
     same passage under the same title is embedded once across versions and records."""

@@ -55,8 +55,6 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import (
-    SCOPED_SEARCH_MAX_SCOPES,
-    SCOPED_SEARCH_MAX_SHARE,
     AclRow,
     ChangeSet,
     ChunkDraft,
@@ -79,6 +77,7 @@ from cairn.store.base import (
     SetPublished,
     Write,
     embed_input,
+    scoped_reach,
     text_hash,
 )
 from cairn.store.pg_migrations import (
@@ -605,19 +604,16 @@ class PostgresStore:
     def keyword_reach(self, where: ChunkFilter) -> int | None:
         # With the scope btree the planner can answer a few small scopes from their own rows
         # (or intersect them with the GIN match); for many or large scopes it scans the GIN
-        # match of the whole table and filters after, so there is no bound to give. Same
-        # limits as the SQLite store's.
-        ids = where.scope_ids
-        if not ids or len(ids) > SCOPED_SEARCH_MAX_SCOPES:
-            return None
+        # match of the whole table and filters after, so there is no bound to give.
+        within = scoped_reach(where.scope_ids, self._scope_chunks, self.chunk_count)
+        return within[1] if within else None
+
+    def _scope_chunks(self, scopes: list[int]) -> int:
         rows = self._read(
             "SELECT COALESCE(SUM(chunks), 0) AS n FROM scope_chunks WHERE scope_id = ANY(%s)",
-            (sorted(ids),),
+            (scopes,),
         )
-        reach = int(rows[0]["n"])
-        if reach > SCOPED_SEARCH_MAX_SHARE * self.chunk_count():
-            return None
-        return reach
+        return int(rows[0]["n"])
 
     def chunk_count(self) -> int:
         rows = self._read("SELECT value FROM index_meta WHERE key = 'chunks'")

@@ -34,8 +34,6 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import (
-    SCOPED_SEARCH_MAX_SCOPES,
-    SCOPED_SEARCH_MAX_SHARE,
     AclRow,
     ChangeSet,
     Chunker,
@@ -57,6 +55,7 @@ from cairn.store.base import (
     SetPublished,
     Write,
     embed_input,
+    scoped_reach,
     text_hash,
 )
 from cairn.store.migrations import MEMORY_TABLES, SQLITE_MIGRATIONS
@@ -72,7 +71,7 @@ LOCK_RETRY_SECONDS = 120.0
 # one-step 6.2 ms).
 _KEYWORD_DEPTH_PER_RESULT = 4
 _KEYWORD_DEPTH_MIN = 100
-# A read limited to a few scopes holding a small part of the store (SCOPED_SEARCH_MAX_*)
+# A read limited to a few scopes holding a small part of the store (base.scoped_reach)
 # is limited inside the FTS query (each chunk's scope is a token of the `scope` column):
 # FTS5 answers the AND by seeking, so the query costs what those scopes hold. A broad
 # reader is filtered after the match as before: an AND with most of the index would make
@@ -362,12 +361,9 @@ class _IndexReads:
         return within[1] if within else None
 
     def _scope_reach(self, where: ChunkFilter) -> tuple[list[int], int] | None:
-        """The scopes keyword search restricts to inside the index, and how many chunks
-        they hold; None when it filters after the match instead (see SCOPED_SEARCH_MAX_SHARE)."""
-        ids = where.scope_ids
-        if ids is None or not ids or len(ids) > SCOPED_SEARCH_MAX_SCOPES:
-            return None
-        scopes = sorted(ids)
+        return scoped_reach(where.scope_ids, self._scope_chunks, self.chunk_count)
+
+    def _scope_chunks(self, scopes: list[int]) -> int:
         # A kept count, not the vocabulary: fts5vocab counts a term's documents by walking
         # its whole posting list, 500k entries for a reader of half of a 1M-chunk store.
         rows = self._read(
@@ -375,10 +371,7 @@ class _IndexReads:
             f"WHERE scope_id IN ({','.join('?' * len(scopes))})",
             scopes,
         )
-        reach = int(rows[0][0])
-        if reach > SCOPED_SEARCH_MAX_SHARE * self.chunk_count():
-            return None
-        return scopes, reach
+        return int(rows[0][0])
 
     def chunk_count(self) -> int:
         # Chunks are never deleted, so the largest rowid is the count, read in O(log n).
