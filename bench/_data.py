@@ -12,7 +12,7 @@ import json
 import lzma
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +103,10 @@ def normalise_evidence(raw: list[Any], known: set[str] | frozenset[str]) -> tupl
 
 
 def parse_locomo_date(text: str) -> datetime | None:
-    """``"1:56 pm on 8 May, 2023"`` -> datetime; ``None`` when it does not parse."""
+    """``"1:56 pm on 8 May, 2023"`` -> datetime; ``None`` when it does not parse. The data
+    names no time zone: it is read as UTC (cairn takes aware times only)."""
     try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
     except ValueError:
         return None
 
@@ -206,9 +207,11 @@ def turn_key(session_id: str, index: int) -> str:
 
 
 def parse_lme_date(text: str) -> datetime | None:
-    """``"2023/05/20 (Sat) 07:47"`` -> datetime; ``None`` when it does not parse."""
+    """``"2023/05/20 (Sat) 07:47"`` -> datetime (UTC, as above); ``None`` when it does not
+    parse."""
     try:
-        return datetime.strptime(re.sub(r"\s*\(\w+\)\s*", " ", text.strip()), "%Y/%m/%d %H:%M")
+        plain = re.sub(r"\s*\(\w+\)\s*", " ", text.strip())
+        return datetime.strptime(plain, "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
     except ValueError:
         return None
 

@@ -300,7 +300,7 @@ def _measure(
     args: argparse.Namespace, console: Console, folder: Path, kept: dict[str, Any] | None
 ) -> dict[str, Any]:
     curator = Principal(id="bench-curator", kind=PrincipalKind.HUMAN, roles=("curator",),
-                        labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
+                        scopes=("*",), labels=("*",), sensitivity=Sensitivity.HIGH)  # fmt: skip
     reader = Principal(id="bench-agent", kind=PrincipalKind.AGENT, roles=("agent",),
                        scopes=tuple(f"acme/team-{i}" for i in range(10)),
                        labels=("public", "internal"), sensitivity=Sensitivity.MEDIUM)  # fmt: skip

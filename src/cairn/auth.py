@@ -16,8 +16,10 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError
 
-from cairn.errors import InvalidInput, NotFound, PolicyError, Unauthenticated
+from cairn.errors import InvalidInput, NotFound, PolicyError, Unauthenticated, describe_validation
+from cairn.governance.policy import yaml_problem
 from cairn.model import CairnModel, Principal, new_id, utcnow
+from cairn.private_files import write_private
 
 KEY_PREFIX = "cairn_"
 
@@ -56,30 +58,23 @@ def load_principals(path: Path) -> PrincipalsFile:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         return PrincipalsFile.model_validate(raw)
     except yaml.YAMLError as exc:
-        raise PolicyError(f"{path}: not valid YAML: {exc}") from exc
+        raise PolicyError(yaml_problem(path, exc)) from None
     except ValidationError as exc:
-        where = "; ".join(
-            ".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()
-        )
-        raise PolicyError(f"{path}: {where}") from exc
+        raise PolicyError(f"{path}: {describe_validation(exc)}") from None
 
 
 def save_principals(path: Path, principals: PrincipalsFile) -> None:
     data = principals.model_dump(mode="json")
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(
+    write_private(
+        path,
         "# cairn principals: who may use this store. Keys are stored as SHA-256 hashes only.\n"
         + yaml.safe_dump(data, sort_keys=False),
-        encoding="utf-8",
     )
-    tmp.replace(path)  # atomic: a crash never leaves a half-written principals file
 
 
 def authenticate(principals: PrincipalsFile, key: str | None) -> Principal:
     if not key:
-        raise Unauthenticated(
-            "no API key: pass --key or set CAIRN_API_KEY (cairn init printed one)"
-        )
+        raise Unauthenticated("no API key was given")
     digest = hash_key(key)
     for entry in principals.principals:
         for api_key in entry.keys:

@@ -2,7 +2,8 @@
 
     CairnError
     ├── InvalidInput          the request itself is wrong (unknown kind, bad JSON, bad field)
-    │   └── PolicyError       the policy or principals file is malformed
+    │   ├── PolicyError       the policy or principals file is malformed
+    │   └── PayloadTooLarge   the request is bigger than a door takes
     ├── NotFound              no such thing, or the principal may not see it (never both told apart)
     ├── PermissionDenied      identity missing/unknown, or the role lacks the permission
     │   └── Unauthenticated   no identity or an unknown key
@@ -19,7 +20,10 @@ MCP/A2A error, CLI exit code) from one table, so the rules stay in the kernel.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class CairnError(Exception):
@@ -32,8 +36,13 @@ class CairnError(Exception):
         self.field = field
         self.details = details
 
+    @property
+    def public_message(self) -> str:
+        """What a door may tell a remote caller; ``message`` is for logs and the CLI."""
+        return self.message
+
     def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        body: dict[str, Any] = {"code": self.code, "message": self.public_message}
         if self.field:
             body["field"] = self.field
         if self.details:
@@ -45,9 +54,34 @@ class InvalidInput(CairnError):
     code = "invalid_input"
     exit_code = 2
 
+    @classmethod
+    def from_validation(cls, exc: ValidationError, *, prefix: str = "") -> InvalidInput:
+        """A pydantic refusal in cairn's words: ``field: message; …``, naming the first
+        field, with no input echoed and no links to pydantic's documentation."""
+        errors = exc.errors(include_url=False, include_input=False, include_context=False)
+        first = errors[0]["loc"] if errors else ()
+        field = ".".join(str(p) for p in first if p != "body") or None
+        return cls(prefix + describe_validation(exc), field=field)
+
+
+def describe_validation(exc: ValidationError) -> str:
+    parts: list[str] = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        where = ".".join(str(p) for p in error["loc"] if p != "body")
+        message = str(error["msg"]).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts) or "invalid input"
+
 
 class PolicyError(InvalidInput):
+    """The operator's policy or principals file is broken. The message names the file and
+    line for the operator; remote callers get ``public_message``, which quotes neither."""
+
     code = "policy_error"
+
+    @property
+    def public_message(self) -> str:
+        return "the server's configuration could not be read; its operator should check the log"
 
 
 class NotFound(CairnError):
@@ -85,6 +119,10 @@ class SupersessionCycle(Conflict):
     code = "supersession_cycle"
 
 
+class PayloadTooLarge(InvalidInput):
+    code = "payload_too_large"
+
+
 class StoreError(CairnError):
     code = "store_error"
     exit_code = 6
@@ -97,10 +135,12 @@ __all__ = [
     "InvalidInput",
     "InvalidTransition",
     "NotFound",
+    "PayloadTooLarge",
     "PermissionDenied",
     "PolicyError",
     "StaleProposal",
     "StoreError",
     "SupersessionCycle",
     "Unauthenticated",
+    "describe_validation",
 ]

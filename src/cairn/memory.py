@@ -7,7 +7,9 @@ not see is reported as not found.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -15,11 +17,29 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from cairn.errors import Conflict, InvalidInput, NotFound
+from cairn.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from cairn.governance import access
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
-from cairn.ingest.files import INGESTED_EVIDENCE, IngestReport, document_for, expand, git_info
+from cairn.ingest.files import (
+    INGESTED_EVIDENCE,
+    IngestArea,
+    IngestReport,
+    confined_file,
+    document_for,
+    expand,
+    git_info,
+    read_text,
+)
+from cairn.limits import (
+    MAX_BODY_CHARS,
+    MAX_ID_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_SCOPE_CHARS,
+    LimitExceeded,
+    check_text,
+    is_id,
+)
 from cairn.model import (
     SYSTEM_PRINCIPAL,
     AuditEntry,
@@ -58,9 +78,10 @@ from cairn.retrieval.context import (
     ResearchAnswer,
     ValidationReport,
 )
-from cairn.retrieval.indexer import Indexer
+from cairn.retrieval.fuse import max_fused_score
+from cairn.retrieval.indexer import Indexer, IndexWorker
 from cairn.retrieval.pipeline import SearchPlan, clipped, run_retrieve, run_search
-from cairn.retrieval.preselect import ReadRequest
+from cairn.retrieval.preselect import ReadRequest, preselect
 from cairn.retrieval.researcher import research
 from cairn.retrieval.types import (
     Item,
@@ -70,7 +91,7 @@ from cairn.retrieval.types import (
 )
 from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
-from cairn.store.base import Store
+from cairn.store.base import ChunkFilter, Store
 from cairn.store.factory import open_store
 
 DB_FILE = "cairn.db"
@@ -98,12 +119,13 @@ class VacuumReport(CairnModel):
     archived: list[str]
 
 
-def file_hasher(root: Path) -> Callable[[str], str | None]:
+def file_hasher(area: IngestArea) -> Callable[[str], str | None]:
+    """The hash of a linked repository file, for drift; None for a file ingest could not
+    read either (outside the project, in the store folder, a dot-file)."""
+
     def digest(path: str) -> str | None:
-        target = (root / path).resolve()
-        if not target.is_relative_to(root.resolve()) or not target.is_file():
-            return None
-        return hashlib.sha256(target.read_bytes()).hexdigest()
+        target = confined_file(area, path)
+        return hashlib.sha256(target.read_bytes()).hexdigest() if target else None
 
     return digest
 
@@ -115,19 +137,29 @@ class Memory:
         policy: Policy,
         *,
         root: Path | None = None,
+        folder: Path | None = None,
         clock: Callable[[], datetime] = utcnow,
         embedder: Embedder | str | None = DEFAULT_EMBEDDER,
     ) -> None:
+        """``root`` is the project folder (ingest and path links read files under it);
+        ``folder`` the store folder, which they never read."""
         self.store = store
         # Loading a model takes a moment: only reads that need vectors pay for it.
         self._embedder_spec = embedder
         self._indexer: Indexer | None = None
         self.policy = policy
         self.root = (root or Path.cwd()).resolve()
+        self.folder = folder.resolve() if folder is not None else None
         self.clock = clock
-        self._hash_path = file_hasher(self.root)
+        self._hash_path = file_hasher(IngestArea(self.root, (".",), self.folder))
+        self._worker: IndexWorker | None = None
         self.gate = Gate(
-            store, policy, clock=clock, path_hasher=self._hash_path, chunker=chunks_for
+            store,
+            policy,
+            clock=clock,
+            path_hasher=self._hash_path,
+            chunker=chunks_for,
+            on_commit=self._committed,
         )
 
     @classmethod
@@ -146,7 +178,14 @@ class Memory:
             raise NotFound(f"no cairn store in {folder}: run 'cairn init' first", field="store")
         policy = load_policy(folder / POLICY_FILE)
         store = open_store(db, folder)
-        return cls(store, policy, root=folder.resolve().parent, clock=clock, embedder=embedder)
+        return cls(
+            store,
+            policy,
+            root=folder.resolve().parent,
+            folder=folder,
+            clock=clock,
+            embedder=embedder,
+        )
 
     # ---- indexes -------------------------------------------------------------------------
 
@@ -173,6 +212,21 @@ class Memory:
         indexer.sync()
         return indexer.catch_up(limit=limit, progress=progress)
 
+    def start_indexing(self, *, poll: float = 2.0) -> IndexWorker | None:
+        """Embed new chunks in a background thread from now on (reads never embed); None
+        when this memory runs keyword-only. ``close`` stops it."""
+        indexer = self.indexer
+        if indexer is None:
+            return None
+        if self._worker is None:
+            self._worker = IndexWorker(indexer, poll=poll).start()
+            self._worker.notify()
+        return self._worker
+
+    def _committed(self) -> None:
+        if self._worker is not None:
+            self._worker.notify()
+
     def vector_lag(self) -> int:
         indexer = self.indexer
         return indexer.lag() if indexer is not None else 0
@@ -197,6 +251,13 @@ class Memory:
     ) -> SearchPlan:
         if k < 1 or k > 1000:
             raise InvalidInput("k must be between 1 and 1000", field="k")
+        _check(query, "query", MAX_QUERY_CHARS)
+        if scope is not None:
+            _check(scope, "scope", MAX_SCOPE_CHARS)
+        if weights is not None:
+            _check_weights(weights, mode)
+        if candidates is not None and not 1 <= candidates <= 10_000:
+            raise InvalidInput("candidates must be between 1 and 10000", field="candidates")
         if mode not in ("hybrid", "keyword", "vector"):
             raise InvalidInput(f"unknown mode {mode!r}: hybrid, keyword or vector", field="mode")
         if mode != "keyword":
@@ -295,7 +356,14 @@ class Memory:
             self.store, indexer, principal, plan, max_tokens=max_tokens, now=self.clock()
         )
 
+    def ping(self) -> None:
+        """Raise ``StoreError`` unless the store answers (one indexed lookup)."""
+        self.store.get_record("rec_ping")
+
     def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
         self.store.close()
 
     def __enter__(self) -> Self:
@@ -322,7 +390,7 @@ class Memory:
     ) -> ProposalOutcome:
         """Propose a new record (or record a draft, which any principal may do)."""
         change = CreateChange(content=content, draft=draft, paths=tuple(paths))
-        return self.gate.submit(change, principal, reason=reason)
+        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
 
     def update(
         self,
@@ -334,7 +402,10 @@ class Memory:
         reason: str | None = None,
     ) -> ProposalOutcome:
         change = UpdateChange(record_id=record_id, patch=patch)
-        return self.gate.submit(change, principal, base_version_id=base_version_id, reason=reason)
+        outcome = self.gate.submit(
+            change, principal, base_version_id=base_version_id, reason=reason
+        )
+        return self._shown_outcome(outcome, principal)
 
     def supersede(
         self,
@@ -353,14 +424,14 @@ class Memory:
                 raise InvalidInput("give content or patch, not both", field="patch")
             content = patch.apply(self._visible(record_id, principal).content)
         change = SupersedeChange(record_id=record_id, by=by, content=content)
-        return self.gate.submit(change, principal, reason=reason)
+        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
 
     def transition(
         self, record_id: str, to: Status, *, principal: Principal, reason: str | None = None
     ) -> ProposalOutcome:
         """Move a record along the lifecycle: approve/reject a draft, archive, restore, …"""
         change = TransitionChange(record_id=record_id, to=to)
-        return self.gate.submit(change, principal, reason=reason)
+        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
 
     def archive(
         self, record_id: str, *, principal: Principal, reason: str | None = None
@@ -375,7 +446,8 @@ class Memory:
     def decide(
         self, proposal_id: str, *, approve: bool, principal: Principal, reason: str | None = None
     ) -> ProposalOutcome:
-        return self.gate.decide(proposal_id, approve=approve, principal=principal, reason=reason)
+        outcome = self.gate.decide(proposal_id, approve=approve, principal=principal, reason=reason)
+        return self._shown_outcome(outcome, principal)
 
     def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
         return self.gate.rebase(proposal_id, principal=principal)
@@ -416,14 +488,16 @@ class Memory:
         """Propose many records in one transaction (bulk ingest); each is decided and
         audited on its own, duplicates are rejected item by item."""
         changes = [CreateChange(content=c, draft=draft) for c in contents]
-        return self.gate.submit_many(changes, principal)
+        return [
+            self._shown_outcome(o, principal) for o in self.gate.submit_many(changes, principal)
+        ]
 
     # ---- reads -------------------------------------------------------------------------
 
     def _visible(self, record_id: str, principal: Principal) -> Record:
-        record = self.store.get_record(record_id)
+        record = self.store.get_record(record_id) if is_id(record_id) else None
         if record is None or not access.can_read(principal, record.scope, record.content.acl):
-            raise NotFound(f"no record {record_id}", field="record_id")
+            raise NotFound(f"no record {record_id!r}", field="record_id")
         return record
 
     def get(
@@ -440,42 +514,89 @@ class Memory:
         chosen: Version | None
         if version is not None:
             chosen = self.store.get_version_by_number(record_id, version)
-            if chosen is None:
-                raise NotFound(f"{record_id} has no version {version}", field="version")
-            selector = Selector(kind=SelectorKind.VERSION_REF, version_id=chosen.id)
+            missing = NotFound(f"{record_id} has no version {version}", field="version")
+            selector_kind = SelectorKind.VERSION_REF
         elif selector.kind is SelectorKind.HEAD:
             chosen = self.store.get_version(record.current_version_id)
+            missing = NotFound(f"no record {record_id}", field="record_id")
+            selector_kind = SelectorKind.HEAD
         elif selector.kind is SelectorKind.VERSION_REF:
+            _check(selector.version_id or "", "version_id", MAX_ID_CHARS)
             chosen = self.store.get_version(selector.version_id or "")
-            if chosen is None or chosen.record_id != record_id:
-                raise NotFound(f"{record_id} has no version {selector.version_id}")
+            if chosen is not None and chosen.record_id != record_id:
+                chosen = None
+            missing = NotFound(
+                f"{record_id} has no version {selector.version_id}", field="version_id"
+            )
+            selector_kind = SelectorKind.VERSION_REF
         else:
-            baseline = self._baseline_for(record.scope, selector)
+            baseline = self._baseline_for(record.scope, selector, principal)
             version_id = baseline.pins.get(record_id)
             if version_id is None:
                 raise NotFound(f"{record_id} is not in baseline {baseline.id}", field="selector")
             chosen = self.store.get_version(version_id)
+            missing = NotFound(f"{record_id} is not in baseline {baseline.id}", field="selector")
             selector = Selector(kind=selector.kind, baseline_id=baseline.id)
-        if chosen is None:  # pragma: no cover - the store's foreign keys prevent this
-            raise NotFound(f"version of {record_id} missing")
-        if not access.can_read(principal, chosen.content.scope, chosen.content.acl):
-            raise NotFound(f"no record {record_id}", field="record_id")
+            selector_kind = selector.kind
+        # A version the principal may not read (its ACL was narrower then) answers exactly
+        # like a version that does not exist.
+        if chosen is None or not access.can_read(
+            principal, chosen.content.scope, chosen.content.acl
+        ):
+            raise missing
+        if selector_kind is SelectorKind.VERSION_REF:
+            selector = Selector(kind=SelectorKind.VERSION_REF, version_id=chosen.id)
         resolved = self.resolve(record_id, principal=principal).id
         return RecordView(
-            record=record, version=chosen, selector_used=selector, resolved_id=resolved
+            record=self._shown_record(record, principal),
+            version=self._shown_version(chosen, principal),
+            selector_used=selector,
+            resolved_id=resolved,
         )
 
-    def _baseline_for(self, scope: str, selector: Selector) -> Baseline:
+    def _baseline_for(self, scope: str, selector: Selector, principal: Principal) -> Baseline:
         if selector.kind is SelectorKind.PUBLISHED:
             baseline_id = self.store.published_baseline_id(scope)
             if baseline_id is None:
                 raise NotFound(f"scope {scope} has nothing published yet", field="selector")
         else:
-            baseline_id = selector.baseline_id or ""
+            baseline_id = _check(selector.baseline_id or "", "baseline_id", MAX_ID_CHARS)
         baseline = self.store.get_baseline(baseline_id)
-        if baseline is None:
+        # A baseline of a scope the principal may not read does not exist for it.
+        if baseline is None or not access.in_scope(principal, baseline.scope):
             raise NotFound(f"no baseline {baseline_id}", field="baseline_id")
         return baseline
+
+    # ---- what a response may name ------------------------------------------------------
+
+    def _shown_record(self, record: Record, principal: Principal) -> Record:
+        """``record`` as ``principal`` may see it: the id of a successor it may not read
+        is left out (the record still reads as superseded in ``validate``)."""
+        if record.superseded_by is None:
+            return record
+        successor = self.store.get_record(record.superseded_by)
+        if successor is not None and access.can_read(
+            principal, successor.scope, successor.content.acl
+        ):
+            return record
+        return record.model_copy(update={"superseded_by": None})
+
+    def _shown_version(self, version: Version, principal: Principal) -> Version:
+        """A version names the proposal that made it only to those who may see that
+        proposal: its author and the scope's curators."""
+        if version.proposal_id is None or version.created_by == principal.id:
+            return version
+        if access.is_curator(principal) and access.in_scope(principal, version.content.scope):
+            return version
+        return version.model_copy(update={"proposal_id": None})
+
+    def _shown_outcome(self, outcome: ProposalOutcome, principal: Principal) -> ProposalOutcome:
+        updates: dict[str, object] = {}
+        if outcome.record is not None:
+            updates["record"] = self._shown_record(outcome.record, principal)
+        if outcome.version is not None:
+            updates["version"] = self._shown_version(outcome.version, principal)
+        return outcome.model_copy(update=updates) if updates else outcome
 
     def resolve(self, record_id: str, *, principal: Principal) -> Record:
         """Follow the supersession chain to its end (A→B→C resolves to C)."""
@@ -494,7 +615,7 @@ class Memory:
     def history(self, record_id: str, *, principal: Principal) -> list[Version]:
         self._visible(record_id, principal)
         return [
-            v
+            self._shown_version(v, principal)
             for v in self.store.list_versions(record_id)
             if access.can_read(principal, v.content.scope, v.content.acl)
         ]
@@ -505,13 +626,14 @@ class Memory:
 
     def list_records(self, query: RecordQuery, *, principal: Principal) -> list[Record]:
         visible = self._visible_records(query, principal)
-        return visible[query.offset : query.offset + query.limit]
+        return [
+            self._shown_record(r, principal)
+            for r in visible[query.offset : query.offset + query.limit]
+        ]
 
     def proposal(self, proposal_id: str, *, principal: Principal) -> Proposal:
-        proposal = self.store.get_proposal(proposal_id)
-        if proposal is None or not (
-            access.is_curator(principal) or proposal.principal_id == principal.id
-        ):
+        proposal = self.store.get_proposal(proposal_id) if is_id(proposal_id) else None
+        if proposal is None or not access.can_see_proposal(principal, proposal):
             raise NotFound(f"no proposal {proposal_id}", field="proposal_id")
         return proposal
 
@@ -523,28 +645,66 @@ class Memory:
         limit: int = 100,
         offset: int = 0,
     ) -> list[Proposal]:
-        """The review queue (curators see all; others see only their own proposals)."""
+        """The review queue: curators see the proposals of their scopes, anyone else only
+        their own."""
         found = self.store.list_proposals(status=status, limit=100_000, offset=0)
-        if not access.is_curator(principal):
-            found = [p for p in found if p.principal_id == principal.id]
+        found = [p for p in found if access.can_see_proposal(principal, p)]
         return found[offset : offset + limit]
 
     def is_stale(self, proposal: Proposal) -> bool:
         return self.gate.is_stale(proposal)
 
     def audit(self, query: AuditQuery, *, principal: Principal) -> list[AuditEntry]:
+        """The audit log names records, proposals and baselines of every scope, so only a
+        curator of every scope (``"*"``) reads it."""
         access.require_curator(principal, "read the audit log")
+        if not access.sees_everything(principal):
+            raise PermissionDenied(
+                "the audit log covers every scope: only a curator of every scope ('*') may read it"
+            )
         return self.store.list_audit(query)
 
     def baselines(self, scope: str | None, *, principal: Principal) -> list[Baseline]:
-        return [b for b in self.store.list_baselines(scope) if access.in_scope(principal, b.scope)]
+        """Baselines of the scopes the principal reads, each with only the pins of records
+        it may read."""
+        if scope is not None:
+            _check(scope, "scope", MAX_SCOPE_CHARS)
+        shown: list[Baseline] = []
+        for baseline in self.store.list_baselines(scope):
+            if not access.in_scope(principal, baseline.scope):
+                continue
+            records = self.store.get_records(list(baseline.pins))
+            pins = {
+                record_id: version_id
+                for record_id, version_id in baseline.pins.items()
+                if (record := records.get(record_id)) is not None
+                and access.can_read(principal, record.scope, record.content.acl)
+            }
+            shown.append(baseline.model_copy(update={"pins": pins}))
+        return shown
 
-    def status(self) -> dict[str, int]:
-        """Row counts, the chunk count and the dense index's lag (chunks not embedded yet)."""
-        counts = self.store.counts()
-        counts["chunks"] = self.store.chunk_count()
-        if self.indexer is not None:
-            counts["vector_lag"] = self.vector_lag()
+    def status(self, *, principal: Principal) -> dict[str, int]:
+        """Counts of what ``principal`` may see. A curator of every scope gets the store's
+        row counts, its chunk count and the vector index's lag (chunks not embedded yet);
+        anyone else the records it may read, by status, and the proposals it may see."""
+        if access.sees_everything(principal):
+            counts = self.store.counts()
+            counts["chunks"] = self.store.chunk_count()
+            if self.indexer is not None:
+                counts["vector_lag"] = self.vector_lag()
+            return counts
+        request = ReadRequest(include_drafts=True)
+        where = _preselect_filter(self.store, principal, request)
+        every_state = dataclasses.replace(
+            where, statuses=frozenset(s.value for s in Status), include_superseded=True
+        )
+        by_status = self.store.count_records(every_state)
+        counts = {"records": sum(by_status.values())}
+        counts.update({f"records.{name}": n for name, n in sorted(by_status.items())})
+        mine = self.proposals(principal=principal, status=None, limit=100_000)
+        counts["proposals"] = len(mine)
+        for status in ProposalStatus:
+            counts[f"proposals.{status.value}"] = sum(1 for p in mine if p.status is status)
         return counts
 
     def ingest(
@@ -556,9 +716,12 @@ class Memory:
         kind: str = "document",
         progress: Callable[[int, int, str], None] | None = None,
     ) -> IngestReport:
-        """Ingest files as evidence records (see ``cairn.ingest.files``)."""
+        """Ingest files as evidence records (see ``cairn.ingest.files``), from the ingest
+        roots the policy opens to the principal's roles only."""
+        _check(scope, "scope", MAX_SCOPE_CHARS)
         report = IngestReport()
-        files = expand(paths, self.root)
+        area = IngestArea(self.root, self.policy.ingest_roots(principal.roles), self.folder)
+        files = expand(paths, area)
         git = git_info(files[0].parent if files else self.root, self.root)
         known = self._ingested_by_path(scope)
         creates: list[CreateChange] = []
@@ -566,9 +729,11 @@ class Memory:
             if progress:
                 progress(n, len(files), path.name)
             try:
-                text = path.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
-                report.skipped.append(str(path))
+                text = read_text(path, MAX_BODY_CHARS)
+            except OSError:
+                text = None
+            if text is None:  # not UTF-8 text, or larger than a record's body may be
+                report.skipped.append(path.relative_to(self.root).as_posix())
                 continue
             content = document_for(path, text, scope=scope, git=git, kind=kind)
             relative = content.provenance.path or path.name
@@ -582,9 +747,18 @@ class Memory:
             patch = ContentPatch(
                 title=content.title, body=content.body, provenance=content.provenance
             )
-            outcome = self.update(existing.id, patch, principal=principal, reason="re-ingest")
-            _file_outcome(report, outcome, updated=True)
-        for outcome in self.gate.submit_many(creates, principal) if creates else []:
+            # The kernel's own provenance (ingested evidence) is kept: kernel_provenance.
+            outcome = self.gate.submit(
+                UpdateChange(record_id=existing.id, patch=patch),
+                principal,
+                reason="re-ingest",
+                kernel_provenance=True,
+            )
+            _file_outcome(report, self._shown_outcome(outcome, principal), updated=True)
+        outcomes = (
+            self.gate.submit_many(creates, principal, kernel_provenance=True) if creates else []
+        )
+        for outcome in outcomes:
             _file_outcome(report, outcome, updated=False)
         return report
 
@@ -627,9 +801,10 @@ class Memory:
             include_drafts=request.include_drafts,
         )
         warnings = list(result.warnings)
-        if (
-            request.selector.kind is SelectorKind.PUBLISHED
-            and self.store.published_baseline_id(request.scope) is None
+        if request.selector.kind is SelectorKind.PUBLISHED and (
+            # a scope the principal may not read reads exactly like one never published
+            not access.in_scope(principal, request.scope)
+            or self.store.published_baseline_id(request.scope) is None
         ):
             warnings.append(f"nothing is published in {request.scope} yet")
         return ReadContextResponse(
@@ -649,7 +824,7 @@ class Memory:
         checks: list[RecordCheck] = []
         items: list[Item] = []
         for record_id in record_ids:
-            record = self.store.get_record(record_id)
+            record = self.store.get_record(record_id) if is_id(record_id) else None
             if record is None or not access.can_read(principal, record.scope, record.content.acl):
                 checks.append(
                     RecordCheck(record_id=record_id, valid=False, problems=("not_found",))
@@ -833,6 +1008,39 @@ class Memory:
                 )
                 archived.append(record.id)
         return VacuumReport(archived=archived)
+
+
+def _preselect_filter(store: Store, principal: Principal, request: ReadRequest) -> ChunkFilter:
+    return preselect(
+        principal,
+        request,
+        acls=store.acls(),
+        scopes=store.scopes(),
+        baseline_pins=lambda _baseline_id: None,
+        published_baseline=lambda _scope: None,
+    ).where
+
+
+def _check_weights(weights: Mapping[str, float], mode: Mode) -> None:
+    for name, weight in weights.items():
+        if name not in ("keyword", "vector"):
+            raise InvalidInput(
+                f"unknown weight {name!r}: weights name 'keyword' and 'vector'", field="weights"
+            )
+        if not math.isfinite(weight) or weight < 0:
+            raise InvalidInput(
+                f"the weight of {name!r} must be a finite number of at least 0", field="weights"
+            )
+    if max_fused_score(weights, mode) <= 0:
+        raise InvalidInput(f"every weight used by {mode} search is 0", field="weights")
+
+
+def _check(value: str, what: str, limit: int) -> str:
+    """A plain string a verb takes, within ``cairn.limits``; refusals are ``InvalidInput``."""
+    try:
+        return check_text(value, what, limit)
+    except LimitExceeded as exc:
+        raise InvalidInput(str(exc), field=what) from None
 
 
 def _file_outcome(report: IngestReport, outcome: ProposalOutcome, *, updated: bool) -> None:

@@ -7,14 +7,38 @@ to ``cairn.store``; everything crossing a module boundary is one of these.
 from __future__ import annotations
 
 import hashlib
-import json
 import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    model_validator,
+)
 from ulid import ULID
+
+from cairn.limits import (
+    MAX_BODY_CHARS,
+    MAX_CONTEXT_CHARS,
+    MAX_CONTEXT_ITEMS,
+    MAX_ID_CHARS,
+    MAX_KIND_CHARS,
+    MAX_LIST_ITEMS,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SCOPE_CHARS,
+    MAX_TITLE_CHARS,
+    JsonLimit,
+    TextLimit,
+    is_stored,
+)
 
 BUILTIN_KINDS: tuple[str, ...] = ("decision", "belief", "episode", "skill", "fact", "document")
 
@@ -25,6 +49,42 @@ class CairnModel(BaseModel):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def _not_a_number(value: object) -> object:
+    # pydantic would read 1700000000 (or "0.5") as a Unix time: the contract is RFC 3339.
+    if isinstance(value, bool | int | float):
+        raise ValueError("must be an RFC 3339 date-time with a time zone, not a number")
+    return value
+
+
+def _aware(value: datetime, info: ValidationInfo) -> datetime:
+    if value.tzinfo is None and is_stored(info):
+        # Stores written before times were required to be aware: one rule, UTC.
+        return value.replace(tzinfo=UTC)
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            "a date-time needs a time zone, e.g. 2026-01-31T12:00:00Z or 2026-01-31T14:00:00+02:00"
+        )
+    return value
+
+
+# Every time a caller gives cairn: RFC 3339 with a time zone. Times without one are refused
+# rather than guessed at, since comparing them with the aware times cairn keeps would fail.
+Timestamp = Annotated[datetime, BeforeValidator(_not_a_number), AfterValidator(_aware)]
+
+# Text fields, with the limits of ``cairn.limits``.
+Name = Annotated[str, TextLimit(MAX_NAME_CHARS, min_chars=1)]
+ShortText = Annotated[str, TextLimit(MAX_NAME_CHARS * 4)]
+Names = Annotated[tuple[Name, ...], Field(max_length=MAX_LIST_ITEMS)]
+RepoPath = Annotated[str, TextLimit(MAX_NAME_CHARS * 4, min_chars=1)]
+RepoPaths = Annotated[tuple[RepoPath, ...], Field(max_length=MAX_LIST_ITEMS)]
+# What callers name and say in requests (the doors declare these in their schemas).
+Id = Annotated[str, TextLimit(MAX_ID_CHARS, min_chars=1), Field(examples=["rec_01J…"])]
+Reason = Annotated[str, TextLimit(MAX_REASON_CHARS)]
+QueryText = Annotated[str, TextLimit(MAX_QUERY_CHARS)]
+# Text that must say something: at least one character that is not white space.
+Question = Annotated[str, TextLimit(MAX_QUERY_CHARS, min_chars=1), Field(pattern=r"\S")]
 
 
 def new_id(prefix: str) -> str:
@@ -75,67 +135,74 @@ class Role(StrEnum):
 
 
 class Acl(CairnModel):
-    """Who may read a record. Empty ``roles`` means any role; every label must be held."""
+    """Who may read a record. Empty ``roles`` means any role; every label must be held.
+    Curators of the record's scope read it whatever its ACL says (``governance.access``)."""
 
-    roles: tuple[str, ...] = ()
-    labels: tuple[str, ...] = ("internal",)
+    roles: Names = ()
+    labels: Names = ("internal",)
     sensitivity: Sensitivity = Sensitivity.LOW
 
 
 class Provenance(CairnModel):
-    source: str | None = None
-    source_kind: str | None = None  # e.g. INGESTED_EVIDENCE: evidence, never canonical truth
-    source_repo: str | None = None
-    commit_sha: str | None = None
-    path: str | None = None
-    tool: str | None = None
+    """Where a record came from. ``source_kind`` is stamped by the kernel (ingest sets
+    ``INGESTED_EVIDENCE``); a caller's own value is dropped. The rest are the caller's claims."""
+
+    source: ShortText | None = None
+    source_kind: ShortText | None = None
+    source_repo: ShortText | None = None
+    commit_sha: ShortText | None = None
+    path: ShortText | None = None
+    tool: ShortText | None = None
 
 
 JsonDict = dict[str, Any]
 
 
+def _scope_is_a_path(value: str, info: ValidationInfo) -> str:
+    parts = value.split("/")
+    if not is_stored(info) and any(not p or p.strip() != p for p in parts):
+        raise ValueError("scope must be a path like 'acme/product' with no empty segments")
+    return value
+
+
+def _not_blank(value: str, info: ValidationInfo) -> str:
+    if not is_stored(info) and not value.strip():
+        raise ValueError(f"{info.field_name or 'text'} must not be blank")
+    return value
+
+
+Kind = Annotated[str, TextLimit(MAX_KIND_CHARS, min_chars=1)]
+ScopePath = Annotated[
+    str,
+    TextLimit(MAX_SCOPE_CHARS, min_chars=1),
+    AfterValidator(_scope_is_a_path),
+    Field(examples=["acme/product"]),
+]
+Title = Annotated[str, TextLimit(MAX_TITLE_CHARS, min_chars=1), AfterValidator(_not_blank)]
+Body = Annotated[str, TextLimit(MAX_BODY_CHARS)]
+ContextText = Annotated[str, TextLimit(MAX_CONTEXT_CHARS)]
+# Plain JSON within the metadata limits (depth, keys, sizes): see ``cairn.limits``.
+Metadata = Annotated[JsonDict, JsonLimit()]
+
+
 class Content(CairnModel):
     """The versioned part of a record: everything a version snapshots."""
 
-    kind: str
-    scope: str
-    title: str
-    body: str = ""
-    tags: tuple[str, ...] = ()
-    metadata: JsonDict = Field(default_factory=dict)
+    kind: Kind
+    scope: ScopePath
+    title: Title
+    body: Body = ""
+    tags: Names = ()
+    metadata: Metadata = Field(default_factory=dict)
     acl: Acl = Field(default_factory=Acl)
     origin: Origin = Origin.AGENT
     confidence: Confidence = Confidence.INFERRED
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
     provenance: Provenance = Field(default_factory=Provenance)
     # Text that helps find this record without being part of it, such as the turns around
     # a conversation turn. It is indexed for search, never shown, cited or hashed.
-    context: tuple[str, ...] = ()
-
-    @field_validator("scope")
-    @classmethod
-    def _scope_is_a_path(cls, value: str) -> str:
-        parts = value.split("/")
-        if not value or any(not p or p.strip() != p for p in parts):
-            raise ValueError("scope must be a path like 'acme/product' with no empty segments")
-        return value
-
-    @field_validator("title")
-    @classmethod
-    def _title_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("title must not be blank")
-        return value
-
-    @field_validator("metadata")
-    @classmethod
-    def _metadata_is_json(cls, value: JsonDict) -> JsonDict:
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"metadata must be plain JSON: {exc}") from exc
-        return value
+    context: Annotated[tuple[ContextText, ...], Field(max_length=MAX_CONTEXT_ITEMS)] = ()
 
     @model_validator(mode="after")
     def _validity_ordered(self) -> Content:
@@ -164,15 +231,18 @@ def content_hash(kind: str, title: str, body: str) -> str:
 class ContentPatch(CairnModel):
     """A partial update: fields left ``None`` keep the current version's value."""
 
-    title: str | None = None
-    body: str | None = None
-    tags: tuple[str, ...] | None = None
-    metadata: JsonDict | None = None
+    title: Title | None = None
+    body: Body | None = None
+    tags: Names | None = None
+    metadata: Metadata | None = None
     acl: Acl | None = None
     confidence: Confidence | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
     provenance: Provenance | None = None
+    # Set by cairn from who proposes the edit (the new version is theirs); a value a caller
+    # gives is replaced, like a new record's origin.
+    origin: Origin | None = None
 
     def apply(self, base: Content) -> Content:
         changes = self.model_dump(exclude_none=True)
@@ -180,7 +250,8 @@ class ContentPatch(CairnModel):
         return Content.model_validate(merged)
 
     def is_empty(self) -> bool:
-        return not self.model_dump(exclude_none=True)
+        """True when the patch changes no field a caller chooses (``origin`` is cairn's)."""
+        return not self.model_dump(exclude_none=True, exclude={"origin"})
 
 
 class Version(CairnModel):
@@ -221,10 +292,13 @@ class PathLink(CairnModel):
 
 
 class Principal(CairnModel):
+    """Who asks. ``scopes`` are globs; none given means no scope at all (fail closed):
+    every scope is written out as ``"*"``."""
+
     id: str
     kind: PrincipalKind = PrincipalKind.AGENT
     roles: tuple[str, ...] = (Role.AGENT.value,)
-    scopes: tuple[str, ...] = ("*",)
+    scopes: tuple[str, ...] = ()
     labels: tuple[str, ...] = ("public", "internal")
     sensitivity: Sensitivity = Sensitivity.LOW
     purpose: str | None = None
@@ -253,7 +327,7 @@ class CreateChange(CairnModel):
     op: Literal["create"] = "create"
     content: Content
     draft: bool = False
-    paths: tuple[str, ...] = ()
+    paths: RepoPaths = ()
 
 
 class UpdateChange(CairnModel):
@@ -405,20 +479,20 @@ class ProposalOutcome(CairnModel):
 
 
 class RecordQuery(CairnModel):
-    kinds: tuple[str, ...] = ()
+    kinds: Annotated[tuple[Kind, ...], Field(max_length=MAX_LIST_ITEMS)] = ()
     statuses: tuple[Status, ...] = ()
-    scope: str | None = None  # glob
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    metadata: JsonDict = Field(default_factory=dict)
+    scope: Name | None = None  # glob
+    created_after: Timestamp | None = None
+    created_before: Timestamp | None = None
+    metadata: Metadata = Field(default_factory=dict)
     limit: int = Field(default=100, ge=1, le=10_000)
     offset: int = Field(default=0, ge=0)
 
 
 class AuditQuery(CairnModel):
-    actor: str | None = None
-    action: str | None = None
-    subject_id: str | None = None
-    proposal_id: str | None = None
-    since: datetime | None = None
+    actor: Name | None = None
+    action: Name | None = None
+    subject_id: Name | None = None
+    proposal_id: Name | None = None
+    since: Timestamp | None = None
     limit: int = Field(default=100, ge=1, le=100_000)

@@ -21,6 +21,7 @@ from cairn.errors import InvalidInput
 from cairn.governance.policy import DEFAULT_POLICY_YAML, load_policy
 from cairn.memory import DEFAULT_EMBEDDER, POLICY_FILE, PRINCIPALS_FILE, Memory
 from cairn.model import Principal, PrincipalKind, Sensitivity
+from cairn.private_files import make_private_folder, tighten, write_private
 from cairn.store.factory import open_store, sqlite_path
 
 
@@ -56,9 +57,9 @@ class Workspace:
         """Create the store and default files; existing files are never overwritten."""
         if self.exists():
             raise InvalidInput(f"{self.folder} already holds a cairn store", field="store")
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_private_folder(self.folder)
         if not self.policy_path.exists():
-            self.policy_path.write_text(DEFAULT_POLICY_YAML, encoding="utf-8")
+            write_private(self.policy_path, DEFAULT_POLICY_YAML)
         load_policy(self.policy_path)  # refuse to create a store under a broken policy
         keys: dict[str, str] = {}
         if not self.principals_path.exists():
@@ -88,11 +89,12 @@ class Workspace:
                 principals, key, _ = add_key(principals, principal_id, label="created by init")
                 keys[principal_id] = key
             save_principals(self.principals_path, principals)
-            self.principals_path.chmod(0o600)
         open_store(self.db, self.folder).close()  # creates the schema (migrations)
         return InitResult(folder=self.folder, keys=keys)
 
     def open_memory(self, *, embedder: str | None = DEFAULT_EMBEDDER) -> Memory:
+        # Stores made before files were private get their modes fixed on the way in.
+        tighten(self.folder)
         return Memory.open(self.folder, db=self.db, embedder=embedder)
 
     def principals(self) -> PrincipalsFile:

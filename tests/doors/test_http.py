@@ -26,11 +26,11 @@ def _operations(live: Live) -> list[tuple[str, str]]:
     ]
 
 
-def test_health_is_ready_and_shows_config_without_secrets(live: Live) -> None:
-    body = httpx.get(f"{live.url}/health").json()
-    assert body["ready"] is True
-    assert body["config"]["mcp"].endswith("/mcp")
-    assert live.agent not in str(body) and live.curator not in str(body)
+def test_health_says_only_that_the_server_is_up(live: Live) -> None:
+    response = httpx.get(f"{live.url}/health")
+    assert response.status_code == 200
+    # no key needed, so nothing about the store: no counts, no path, no principals
+    assert response.json() == {"status": "ok", "ready": True}
 
 
 @pytest.mark.parametrize("key", [None, "cairn_wrong"])

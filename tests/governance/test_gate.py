@@ -27,6 +27,7 @@ from cairn.model import (
     Status,
 )
 from tests.conftest import content
+from tests.factories import CURATOR
 
 
 def _active(memory: Memory, curator: Principal, title: str = "Tests run with make test") -> str:
@@ -36,7 +37,7 @@ def _active(memory: Memory, curator: Principal, title: str = "Tests run with mak
 
 
 def _snapshot(memory: Memory) -> tuple[dict[str, int], int]:
-    return memory.status(), memory.store.count_audit()
+    return memory.status(principal=CURATOR), memory.store.count_audit()
 
 
 # ---- policy ----------------------------------------------------------------------------
@@ -53,7 +54,9 @@ def test_beliefs_wait_for_a_curator(memory: Memory, agent: Principal, curator: P
     outcome = memory.remember(content("User prefers squash merges", kind="belief"), principal=agent)
     assert outcome.decision is Decision.QUEUE
     assert outcome.record is None
-    assert memory.status()["records"] == 0, "a queued proposal must not write a record"
+    assert memory.status(principal=CURATOR)["records"] == 0, (
+        "a queued proposal must not write a record"
+    )
     queue = memory.proposals(principal=curator)
     assert [p.id for p in queue] == [outcome.proposal.id]
     accepted = memory.decide(outcome.proposal.id, approve=True, principal=curator)
@@ -212,7 +215,7 @@ def test_duplicates_are_refused_with_feedback(
     assert info.value.details["existing_record_id"] == record_id
     rejected = memory.store.list_proposals(status=ProposalStatus.REJECTED)
     assert len(rejected) == 1 and rejected[0].rule == "duplicate_content"
-    assert memory.status()["records"] == 1
+    assert memory.status(principal=CURATOR)["records"] == 1
     # the same text in another scope is not a duplicate
     elsewhere = memory.remember(
         content("Tests run with make test", scope="acme/web"), principal=curator

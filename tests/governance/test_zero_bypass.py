@@ -59,6 +59,7 @@ PRINCIPALS = [
         id="cur",
         kind=PrincipalKind.HUMAN,
         roles=("curator",),
+        scopes=("*",),
         labels=("*",),
         sensitivity=Sensitivity.HIGH,
     ),

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from cairn.errors import InvalidInput
+from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Principal, Status
 from cairn.store.sqlite import SqliteStore
+from tests.factories import CURATOR
 
 
 def test_ingest_is_idempotent_and_versions_changes(tmp_path: Path, curator: Principal) -> None:
@@ -49,9 +50,14 @@ def test_ingest_is_idempotent_and_versions_changes(tmp_path: Path, curator: Prin
 
 def test_agents_ingest_through_the_gate(tmp_path: Path, agent: Principal) -> None:
     (tmp_path / "n.md").write_text("# Note\n\nbody\n")
+    opened = DEFAULT_POLICY_YAML.replace(
+        "    - path: .\n      roles: [curator, admin]\n",
+        "    - path: .\n      roles: [curator, admin, agent]\n",
+    )
+    assert opened != DEFAULT_POLICY_YAML
     memory = Memory(
         SqliteStore(tmp_path / "c.db"),
-        parse_policy(DEFAULT_POLICY_YAML),
+        parse_policy(opened),
         root=tmp_path,
         embedder=None,
     )
@@ -79,7 +85,12 @@ def test_nothing_outside_the_repository_can_be_ingested(tmp_path: Path, curator:
     memory = Memory(
         SqliteStore(tmp_path / "c.db"), parse_policy(DEFAULT_POLICY_YAML), root=repo, embedder=None
     )
-    for pattern in (str(secret), "../secret.md", "link.md"):
-        with pytest.raises(InvalidInput, match="outside"):
+    refusals = {
+        str(secret): (InvalidInput, "relative to the project"),
+        "../secret.md": (InvalidInput, "without '..'"),
+        "link.md": (PermissionDenied, "outside its root"),
+    }
+    for pattern, (error, message) in refusals.items():
+        with pytest.raises(error, match=message):
             memory.ingest([pattern], principal=curator, scope="acme/app")
-    assert memory.status()["records"] == 0
+    assert memory.status(principal=CURATOR)["records"] == 0

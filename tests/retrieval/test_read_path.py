@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cairn.errors import InvalidInput
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import (
@@ -25,6 +26,7 @@ from cairn.model import (
 )
 from cairn.store.base import Store
 from tests.conftest import content
+from tests.factories import CURATOR
 
 
 @pytest.fixture
@@ -56,6 +58,7 @@ def test_trimming_happens_before_ranking(
         _add(rmemory, curator, "Password policy", "Passwords rotate; ask the team."),
         _add(rmemory, curator, "Rotation of on-call", "The on-call rotation changes weekly."),
     }
+    rmemory.index_pending()  # reads never embed: vectors come from the indexer
     for mode in ("keyword", "vector", "hybrid"):
         result = rmemory.retrieve(
             "database password rotation schedule", principal=agent, mode=mode, k=2
@@ -194,8 +197,14 @@ def test_budget_clips_in_order_without_reranking(rmemory: Memory, curator: Princ
 )
 @given(st.text(max_size=60) | st.sampled_from(['"', "*", "NEAR(", "-x", "a AND", "(", "é", ""]))
 def test_any_text_is_a_valid_keyword_query(memory: Memory, curator: Principal, text: str) -> None:
-    if not memory.status()["records"]:
+    """Any text searches (query syntax is never the caller's problem), except text no store
+    can hold, which is refused as bad input rather than failing inside a store."""
+    if not memory.status(principal=CURATOR)["records"]:
         memory.remember(content("Stable anchor"), principal=curator)
+    if "\x00" in text:
+        with pytest.raises(InvalidInput, match="NUL"):
+            memory.search(text, principal=curator, mode="keyword")
+        return
     result = memory.search(text, principal=curator, mode="keyword")
     assert isinstance(result.hits, tuple)
 
@@ -209,10 +218,10 @@ def test_keyword_sees_a_write_at_once_and_status_shows_vector_lag(
     rmemory: Memory, curator: Principal
 ) -> None:
     _add(rmemory, curator, "Fresh fact", "Zebra crossings are striped.")
-    assert rmemory.status()["vector_lag"] == 1
+    assert rmemory.status(principal=CURATOR)["vector_lag"] == 1
     assert rmemory.search("zebra", principal=curator, mode="keyword").hits
     assert rmemory.index_pending() == 1
-    assert rmemory.status()["vector_lag"] == 0
+    assert rmemory.status(principal=CURATOR)["vector_lag"] == 0
     assert rmemory.search("zebra crossing", principal=curator, mode="vector").hits
 
 

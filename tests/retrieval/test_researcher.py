@@ -50,6 +50,7 @@ def test_answers_with_citations_and_stops_when_confident(
         )
         assert outcome.record is not None
         ids.add(outcome.record.id)
+    memory.index_pending()  # reads never embed: vectors come from the indexer
     answer = memory.research(
         "What decisions have been made about database migrations?", principal=curator
     )

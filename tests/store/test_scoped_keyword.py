@@ -24,6 +24,8 @@ from cairn.model import Acl, Content, ContentPatch
 from cairn.retrieval.recall import keyword_match, keyword_recall
 from cairn.search.fts import build_match_query
 from cairn.store.base import ChunkFilter, Store
+from cairn.store.migrations import SQLITE_MIGRATIONS
+from cairn.store.pg_migrations import latest_version
 from cairn.store.postgres import PostgresStore
 from cairn.store.sqlite import SqliteStore
 from cairn.store.transfer import export_store, import_store
@@ -142,7 +144,7 @@ def test_a_schema_2_store_is_upgraded_and_searchable(tmp_path: Path) -> None:
 
     upgraded = SqliteStore(path)
     try:
-        assert upgraded.schema_version == 3
+        assert upgraded.schema_version == len(SQLITE_MIGRATIONS)
         red = _where(upgraded, "team/red")
         assert upgraded.keyword_reach(red) == 1
         found = upgraded.keyword_search('"replica"', red, 10)
@@ -229,7 +231,7 @@ def test_a_schema_2_postgres_store_is_upgraded_with_its_scopes_counted(
             conn.execute("DROP INDEX cairn.chunks_scope")
             conn.execute("DELETE FROM cairn.schema_migrations WHERE version > 2")
         with PostgresStore(url) as upgraded:
-            assert upgraded.schema_version == 3
+            assert upgraded.schema_version == latest_version()
             red = _where(upgraded, "team/red")
             assert upgraded.keyword_reach(red) == 1
             assert _titles(upgraded, keyword_recall(upgraded, "replica", red, 10)) == [

@@ -6,6 +6,7 @@ it. Keeping the three tables side by side makes a new error code a one-line chan
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -15,11 +16,16 @@ from cairn.errors import CairnError
 __all__ = [
     "HTTP_STATUS",
     "JSONRPC_CODE",
+    "PROBLEM_JSON",
     "ErrorBody",
     "error_body",
     "http_status",
     "jsonrpc_code",
+    "problem",
 ]
+
+# The media type of every HTTP error body (RFC 9457 problem details).
+PROBLEM_JSON = "application/problem+json"
 
 
 # code → HTTP status. Unknown codes fall back on their base class's entry (see http_status).
@@ -28,7 +34,8 @@ HTTP_STATUS: dict[str, int] = {
     "invalid_input": 422,
     "malformed_json": 400,
     # a broken policy or principals file is the operator's fault, not the caller's
-    "policy_error": 500,
+    "policy_error": 503,
+    "payload_too_large": 413,
     "not_found": 404,
     "permission_denied": 403,
     "unauthenticated": 401,
@@ -72,18 +79,38 @@ def jsonrpc_code(error: CairnError) -> int:
 
 
 class ErrorBody(BaseModel):
-    """Every error a door returns: a stable machine ``code`` and a human ``message``."""
+    """Every HTTP error, in the shape of RFC 9457 problem details: ``status`` and its
+    ``title``, a human ``detail``, and cairn's stable machine ``code`` (the same on every
+    door), with the request ``field`` at fault when there is one."""
 
-    code: str = Field(examples=["not_found"])
-    message: str = Field(examples=["no record rec_01JABCDEF"])
+    type: str = Field(default="about:blank", description="always about:blank: see code")
+    title: str = Field(examples=["Not Found"], description="the HTTP status phrase")
+    status: int = Field(examples=[404])
+    detail: str = Field(examples=["no record 'rec_01JABCDEF'"])
+    code: str = Field(examples=["not_found"], description="cairn's error code")
     field: str | None = Field(default=None, examples=["record_id"])
     details: dict[str, Any] | None = None
 
 
-def error_body(error: CairnError) -> ErrorBody:
+def problem(
+    status: int, code: str, detail: str, *, field: str | None = None, **details: Any
+) -> ErrorBody:
     return ErrorBody(
-        code=error.code,
-        message=error.message,
+        title=HTTPStatus(status).phrase,
+        status=status,
+        detail=detail,
+        code=code,
+        field=field,
+        details=details or None,
+    )
+
+
+def error_body(error: CairnError) -> ErrorBody:
+    """The problem body of a kernel error (``public_message``: never a config file's words)."""
+    return problem(
+        http_status(error),
+        error.code,
+        error.public_message,
         field=error.field,
-        details=error.details or None,
+        **error.details,
     )

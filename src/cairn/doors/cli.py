@@ -11,7 +11,6 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -23,7 +22,7 @@ from rich.table import Table
 
 from cairn.config import load_settings
 from cairn.doors import _render as render
-from cairn.errors import CairnError, InvalidInput
+from cairn.errors import CairnError, InvalidInput, Unauthenticated
 from cairn.memory import Memory
 from cairn.model import (
     Acl,
@@ -73,6 +72,7 @@ EmbedderOpt = Annotated[
     ),
 ]
 DEFAULT_STORE = Path(".cairn")
+TIME_HELP = "A date-time with a time zone (RFC 3339), e.g. 2026-01-31T12:00:00Z."
 _GLOBAL_OPTIONS: dict[str, Any] = {}
 
 
@@ -86,12 +86,7 @@ def _fail(exc: CairnError) -> None:
 
 
 def _validation_error(exc: ValidationError) -> InvalidInput:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or None
-    message = "; ".join(
-        (".".join(str(p) for p in e["loc"]) or "input") + ": " + e["msg"] for e in exc.errors()
-    )
-    return InvalidInput(message, field=where)
+    return InvalidInput.from_validation(exc)
 
 
 @contextmanager
@@ -109,11 +104,20 @@ def _session(store: Path | None, key: str | None) -> Iterator[tuple[Memory, Prin
     """Open the store and authenticate; fail closed on a missing or unknown key."""
     with _errors():
         workspace = _workspace(store)
-        principal = workspace.authenticate(key) if workspace.exists() else None
+        principal = _authenticate(workspace, key)
         with workspace.open_memory() as memory:
             if principal is None:  # pragma: no cover - open_memory raises first
                 raise InvalidInput(f"no store in {store}")
             yield memory, principal
+
+
+def _authenticate(workspace: Workspace, key: str | None) -> Principal | None:
+    """The caller, or None when there is no store here (opening it then says so)."""
+    if not workspace.exists():
+        return None
+    if not key:
+        raise Unauthenticated("no API key: pass --key or set CAIRN_API_KEY")
+    return workspace.authenticate(key)
 
 
 def _json_arg(raw: str | None, name: str) -> dict[str, Any]:
@@ -234,8 +238,8 @@ def remember(
     label: Annotated[list[str] | None, typer.Option(help="ACL: a label readers must hold.")] = None,
     sensitivity: Annotated[Sensitivity, typer.Option(help="ACL sensitivity.")] = Sensitivity.LOW,
     confidence: Annotated[Confidence, typer.Option()] = Confidence.INFERRED,
-    valid_from: Annotated[datetime | None, typer.Option(help="ISO date/time.")] = None,
-    valid_to: Annotated[datetime | None, typer.Option(help="ISO date/time.")] = None,
+    valid_from: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    valid_to: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
     path: Annotated[
         list[str] | None, typer.Option(help="A repository path it describes (drift).")
     ] = None,
@@ -410,8 +414,8 @@ def list_(
     kind: Annotated[list[str] | None, typer.Option(help="Filter by kind (repeatable).")] = None,
     status: Annotated[list[Status] | None, typer.Option(help="Filter by status.")] = None,
     scope: Annotated[str | None, typer.Option(help="A scope glob, e.g. 'acme/*'.")] = None,
-    created_after: Annotated[datetime | None, typer.Option()] = None,
-    created_before: Annotated[datetime | None, typer.Option()] = None,
+    created_after: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    created_before: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
     metadata: Annotated[
         str | None, typer.Option(help="JSON object the metadata must match.")
     ] = None,
@@ -577,7 +581,7 @@ def audit(
     action: Annotated[str | None, typer.Option(help="propose, approve, reject, rebase…")] = None,
     subject: Annotated[str | None, typer.Option(help="A record id.")] = None,
     proposal: Annotated[str | None, typer.Option()] = None,
-    since: Annotated[datetime | None, typer.Option()] = None,
+    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
     limit: Annotated[int, typer.Option(min=1)] = 100,
     store: StoreOpt = None,
     key: KeyOpt = None,
@@ -618,9 +622,10 @@ def status(
     key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Counts of records, versions, proposals and audit entries, and the vector lag."""
-    with _reader(store, key, embedder) as (memory, _principal):
-        counts = memory.status()
+    """Counts of what you may see: the whole store (records, versions, proposals, audit, the
+    vector lag) for a curator of every scope; your readable records and proposals otherwise."""
+    with _reader(store, key, embedder) as (memory, principal):
+        counts = memory.status(principal=principal)
         if _want_json(as_json):
             render.print_json({"store": str(_store_path(store)), "counts": counts})
             return
@@ -637,7 +642,7 @@ def _reader(
     with _errors():
         workspace = _workspace(store)
         embedder = load_settings(store=workspace.folder, embedder=embedder).embedder
-        principal = workspace.authenticate(key) if workspace.exists() else None
+        principal = _authenticate(workspace, key)
         with workspace.open_memory(embedder=embedder) as memory:
             if principal is None:  # pragma: no cover - open raises first
                 raise InvalidInput(f"no store in {workspace.folder}")

@@ -16,7 +16,7 @@ import typer
 
 from cairn.auth import add_key, revoke_key, save_principals
 from cairn.config import load_settings
-from cairn.errors import CairnError
+from cairn.errors import CairnError, Unauthenticated
 from cairn.workspace import Workspace
 
 __all__ = ["register"]
@@ -114,10 +114,13 @@ def mcp_command(
     workspace = _workspace(ctx)
     secret = key or os.environ.get("CAIRN_API_KEY")
     try:
+        if not secret:
+            raise Unauthenticated("no API key: pass --key or set CAIRN_API_KEY")
         workspace.authenticate(secret)  # fail fast with a clear message, before any protocol
         memory = workspace.open_memory()
     except CairnError as exc:
         raise _fail(exc) from exc
+    memory.start_indexing()  # vectors are made in the background, never in a read
 
     def principal_for(_ctx: object) -> Any:
         # Re-checked per call so a key revoked while the session runs stops working.

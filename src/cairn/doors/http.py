@@ -9,11 +9,12 @@ pool and the event loop stays free for MCP and A2A streams.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
@@ -29,10 +30,12 @@ from pydantic import (
     ValidationError,
 )
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cairn.doors._errors import ErrorBody, error_body, http_status
-from cairn.errors import CairnError, InvalidInput, Unauthenticated
+from cairn.doors._errors import PROBLEM_JSON, ErrorBody, error_body, problem
+from cairn.errors import CairnError, InvalidInput, PolicyError, Unauthenticated
 from cairn.ingest.files import IngestReport
+from cairn.limits import MAX_LIST_ITEMS, MAX_REQUEST_BYTES
 from cairn.memory import DEFAULT_EMBEDDER, Memory, RecordView, RefreshReport, VacuumReport
 from cairn.model import (
     AuditEntry,
@@ -40,12 +43,21 @@ from cairn.model import (
     Baseline,
     Content,
     ContentPatch,
+    Id,
+    Kind,
+    Name,
     Principal,
     Proposal,
     ProposalOutcome,
     ProposalStatus,
+    QueryText,
+    Question,
+    Reason,
     Record,
     RecordQuery,
+    RepoPath,
+    RepoPaths,
+    ScopePath,
     Selector,
     SelectorKind,
     Status,
@@ -61,9 +73,68 @@ from cairn.retrieval.context import (
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
 from cairn.workspace import Workspace
 
-__all__ = ["API_PREFIX", "create_app", "door_health"]
+__all__ = [
+    "API_PREFIX",
+    "BodyLimit",
+    "authenticate_http",
+    "create_app",
+    "door_health",
+    "error_response",
+]
 
 API_PREFIX = "/v1"
+log = logging.getLogger("cairn.http")
+
+
+class _TooLarge(StarletteHTTPException):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is over the limit of {limit:,} bytes")
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413, for every route of the app (the
+    HTTP API, MCP and A2A): by ``Content-Length`` before anything is read, and by counting
+    when a body streams without one. Nothing of a refused request reaches a handler."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope["headers"]:
+            if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
+                error = _TooLarge(self.limit)
+                await _send_problem(send, problem(413, "payload_too_large", error.detail))
+                return
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    # Raised into the handler reading the body; the app's exception handler
+                    # answers it like any HTTP error (FastAPI passes HTTPExceptions through).
+                    raise _TooLarge(self.limit)
+            return message
+
+        await self.app(scope, counted, send)
+
+
+async def _send_problem(send: Send, body: ErrorBody) -> None:
+    payload = body.model_dump_json(exclude_none=True).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": body.status,
+            "headers": [(b"content-type", PROBLEM_JSON.encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
 class _Body(BaseModel):
@@ -92,37 +163,53 @@ def _json_number(value: object) -> object:
 
 JsonInt = Annotated[int, BeforeValidator(_json_number)]
 JsonFloat = Annotated[float, BeforeValidator(_json_number)]
-Id = Annotated[str, Field(min_length=1)]
+# Weights of the two recall signals: finite and not negative (the kernel also refuses a
+# set whose signals in play are all 0, which a schema cannot say).
+Weights = Annotated[
+    dict[Literal["keyword", "vector"], Annotated[JsonFloat, Field(ge=0, allow_inf_nan=False)]],
+    Field(max_length=2),
+]
 RecordId = Annotated[str, PathParam(min_length=1, description="a record id, e.g. rec_01J…")]
 ProposalId = Annotated[str, PathParam(min_length=1, description="a proposal id, e.g. prp_01J…")]
 
 
-def _err(description: str, code: str, message: str) -> dict[str, Any]:
+def _err(status: int, description: str, code: str, detail: str) -> dict[str, Any]:
+    example = problem(status, code, detail).model_dump(exclude_none=True)
     return {
         "model": ErrorBody,
         "description": description,
-        "content": {"application/json": {"example": {"code": code, "message": message}}},
+        "content": {PROBLEM_JSON: {"example": example}},
     }
 
 
 # Every route may answer these; declaring them keeps the OpenAPI document honest.
 COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: _err("The body is not valid JSON", "malformed_json", "Expecting value: line 1"),
-    401: _err("No key, or an unknown or revoked key", "unauthenticated", "unknown API key"),
+    400: _err(400, "The body is not valid JSON", "malformed_json", "the body is not valid JSON"),
+    401: _err(401, "No key, or an unknown or revoked key", "unauthenticated", "unknown API key"),
     403: _err(
+        403,
         "The principal's role lacks the permission",
         "permission_denied",
         "only a curator may publish; agent is not one",
     ),
-    405: _err("The path does not take this method", "method_not_allowed", "Method Not Allowed"),
-    404: _err("No such thing, or not visible to this principal", "not_found", "no record rec_1"),
+    405: _err(405, "The path does not take this method", "method_not_allowed", "Not Allowed"),
+    404: _err(
+        404, "No such thing, or not visible to this principal", "not_found", "no record 'rec_1'"
+    ),
     409: _err(
+        409,
         "The world changed under the request",
         "stale_proposal",
-        "proposal prop_1 is based on version 1; rebase first",
+        "proposal prp_1 is stale: rebase it first",
     ),
-    422: _err("The request is invalid", "invalid_input", "title: must not be blank"),
-    503: _err("The store failed", "store_error", "store stayed locked for 120s"),
+    413: _err(
+        413,
+        "The request body is larger than the server takes",
+        "payload_too_large",
+        f"the request body is over the limit of {MAX_REQUEST_BYTES:,} bytes",
+    ),
+    422: _err(422, "The request is invalid", "invalid_input", "title: must not be blank"),
+    503: _err(503, "The store or the server's configuration failed", "store_error", "store locked"),
 }
 
 
@@ -132,95 +219,95 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
 class RememberBody(_Body):
     content: Content
     draft: StrictBool = False
-    paths: list[str] = Field(default_factory=list)
-    reason: str | None = None
+    paths: RepoPaths = ()
+    reason: Reason | None = None
 
 
 class UpdateBody(_Body):
     patch: ContentPatch
-    base_version_id: str | None = None
-    reason: str | None = None
+    base_version_id: Id | None = None
+    reason: Reason | None = None
 
 
 class SupersedeBody(_Body):
-    by: str | None = None
+    by: Id | None = None
     content: Content | None = None
-    reason: str | None = None
+    reason: Reason | None = None
 
 
 class TransitionBody(_Body):
     to: Status
-    reason: str | None = None
+    reason: Reason | None = None
 
 
 class ReasonBody(_Body):
-    reason: str | None = None
+    reason: Reason | None = None
 
 
 class DecisionBody(_Body):
     approve: StrictBool
-    reason: str | None = None
+    reason: Reason | None = None
 
 
 class PublishBody(_Body):
-    scope: str
-    record_ids: list[Id] | None = None
-    pins: dict[str, str | None] | None = None
-    name: str | None = None
+    scope: ScopePath
+    record_ids: Annotated[list[Id], Field(max_length=10_000)] | None = None
+    pins: Annotated[dict[Id, Id | None], Field(max_length=10_000)] | None = None
+    name: Name | None = None
     replace: StrictBool = False
-    reason: str | None = None
+    reason: Reason | None = None
 
 
 class _ReadBody(_Body):
-    scope: str | None = Field(default=None, description="a scope or glob, e.g. acme/*")
+    scope: Name | None = Field(default=None, description="a scope or glob, e.g. acme/*")
     selector: Selector | None = Field(default=None, description="default: head")
-    kinds: list[str] = Field(default_factory=list)
+    kinds: Annotated[list[Kind], Field(max_length=MAX_LIST_ITEMS)] = Field(default_factory=list)
     include_drafts: StrictBool = False
     created_after: DateTime | None = None
     created_before: DateTime | None = None
-    record_ids: list[Id] | None = None
-    weights: dict[str, JsonFloat] | None = Field(
+    record_ids: Annotated[list[Id], Field(max_length=10_000)] | None = None
+    weights: Weights | None = Field(
         default=None, description="fusion weights, e.g. {'keyword': 0.4, 'vector': 0.6}"
     )
 
 
 class RetrieveBody(_ReadBody):
-    query: str
+    query: QueryText
     mode: Mode = "hybrid"
     top_k: JsonInt = Field(default=10, ge=1, le=1000)
     max_tokens: JsonInt = Field(default=8000, ge=1)
 
 
 class SearchBody(_ReadBody):
-    query: str
+    query: QueryText
     mode: Mode = "hybrid"
     top_k: JsonInt = Field(default=10, ge=1, le=1000)
 
 
 class ValidateBody(_Body):
-    ids: list[Id]
+    ids: Annotated[list[Id], Field(min_length=1, max_length=1000)]
 
 
 class ForPathBody(_Body):
-    path: str
+    path: RepoPath
     top_k: JsonInt = Field(default=10, ge=1, le=1000)
     max_tokens: JsonInt = Field(default=8000, ge=1)
 
 
 class ForSymbolBody(_Body):
-    symbol: str
+    symbol: Question
     top_k: JsonInt = Field(default=10, ge=1, le=1000)
     max_tokens: JsonInt = Field(default=8000, ge=1)
 
 
 class ClaimsBody(_Body):
-    text: str
-    scope: str | None = None
+    text: Question
+    scope: Name | None = None
 
 
 class ResearchBody(_Body):
-    question: str
-    scope: str | None = None
+    question: Question
+    scope: Name | None = None
     max_tokens: JsonInt = Field(default=4000, ge=1)
 
 
@@ -231,11 +318,14 @@ _RELATIVE_PATH = rf"^{_SEGMENT}(?:[/\\]{_SEGMENT})*[/\\]?$"
 
 
 class IngestBody(_Body):
-    paths: list[Annotated[str, Field(pattern=_RELATIVE_PATH)]] = Field(
-        min_length=1, description="files, folders or globs relative to the repository root"
+    paths: list[Annotated[RepoPath, Field(pattern=_RELATIVE_PATH)]] = Field(
+        min_length=1,
+        max_length=MAX_LIST_ITEMS,
+        description="files, folders or globs relative to the project folder, under an ingest "
+        "root the policy opens to the caller",
     )
-    scope: str
-    kind: str = "document"
+    scope: ScopePath
+    kind: Kind = "document"
 
 
 class BulkBody(_Body):
@@ -243,12 +333,10 @@ class BulkBody(_Body):
 
 
 class Health(BaseModel):
-    status: str
+    """Whether the server is up. Anyone may ask, so it says nothing about the store."""
+
+    status: str = Field(examples=["ok"])
     ready: bool
-    store: str
-    counts: dict[str, int] = Field(default_factory=dict)
-    config: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
 
 
 # ---- authentication ------------------------------------------------------------------------
@@ -262,42 +350,61 @@ def _principal(
 ) -> Principal:
     # The principals file is re-read per request so a revoked key stops working at once.
     workspace: Workspace = request.app.state.cairn_workspace
-    return workspace.authenticate(creds.credentials if creds else None)
+    return authenticate_http(workspace, creds.credentials if creds else None)
+
+
+def authenticate_http(workspace: Workspace, key: str | None) -> Principal:
+    """The principal of a bearer key, for every HTTP door (``/v1``, ``/mcp``, A2A)."""
+    if not key:
+        raise Unauthenticated("no API key: send the header 'Authorization: Bearer <key>'")
+    return workspace.authenticate(key)
 
 
 Who = Annotated[Principal, Depends(_principal)]
 
 
-def door_health(workspace: Workspace, memory: Memory | None, config: dict[str, Any]) -> Health:
-    """Ready only when the store answers and the principals file parses."""
+def door_health(workspace: Workspace, memory: Memory | None) -> Health:
+    """Ready only when the store answers and the principals file parses. What failed goes
+    to the log, never to the (unauthenticated) caller."""
     if memory is None:
-        return Health(status="starting", ready=False, store=str(workspace.folder), config=config)
+        return Health(status="starting", ready=False)
     try:
-        counts = memory.status()
+        memory.ping()
         workspace.principals()
     except CairnError as exc:
-        return Health(
-            status="unavailable",
-            ready=False,
-            store=str(workspace.folder),
-            config=config,
-            error=exc.message,
-        )
-    return Health(
-        status="ok", ready=True, store=str(workspace.folder), counts=counts, config=config
+        log.error("health check failed", extra={"fields": {"error": exc.message}})
+        return Health(status="unavailable", ready=False)
+    return Health(status="ok", ready=True)
+
+
+def problem_response(body: ErrorBody, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(
+        body.model_dump(exclude_none=True),
+        status_code=body.status,
+        headers=headers,
+        media_type=PROBLEM_JSON,
     )
 
 
-def _error_response(exc: CairnError) -> JSONResponse:
+def error_response(exc: CairnError) -> JSONResponse:
+    if isinstance(exc, PolicyError):
+        # The operator reads which file and line; the caller reads that it is broken.
+        log.error("configuration error", extra={"fields": {"error": exc.message}})
     headers = (
         {"WWW-Authenticate": 'Bearer realm="cairn"'} if isinstance(exc, Unauthenticated) else None
     )
-    return JSONResponse(
-        error_body(exc).model_dump(exclude_none=True), status_code=http_status(exc), headers=headers
-    )
+    return problem_response(error_body(exc), headers)
 
 
-_HTTP_CODES = {400: "malformed_json", 404: "not_found", 405: "method_not_allowed"}
+_HTTP_CODES = {
+    400: "malformed_json",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
+# Starlette's own words are fine except for 400, which FastAPI also raises when the JSON
+# parser gives up on a body nested too deeply.
+_HTTP_DETAILS = {400: "the request body is not valid JSON (or is nested too deeply)"}
 
 
 def _allowed_methods(request: Request) -> list[str]:
@@ -318,48 +425,44 @@ _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "p
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CairnError)
     async def _cairn_error(request: Request, exc: CairnError) -> JSONResponse:
-        return _error_response(exc)
+        return error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
-            body = ErrorBody(code="malformed_json", message="the request body is not valid JSON")
-            return JSONResponse(body.model_dump(exclude_none=True), status_code=400)
-        where = "; ".join(
-            ".".join(str(p) for p in e.get("loc", ()) if p != "body") + ": " + str(e.get("msg"))
-            for e in errors
-        )
-        body = ErrorBody(code="invalid_input", message=where or "invalid request")
-        return JSONResponse(body.model_dump(exclude_none=True), status_code=422)
+            return problem_response(
+                problem(400, "malformed_json", "the request body is not valid JSON")
+            )
+        parts: list[str] = []
+        for error in errors:
+            where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(f"{where}: {message}" if where else message)
+        return problem_response(problem(422, "invalid_input", "; ".join(parts) or "invalid"))
 
     @app.exception_handler(ValidationError)
     async def _model_refused(request: Request, exc: ValidationError) -> JSONResponse:
         # A kernel model's validator refused arguments the route's schema let through.
-        where = "; ".join(
-            ".".join(str(p) for p in e.get("loc", ())) + ": " + str(e.get("msg"))
-            for e in exc.errors()
-        )
-        body = ErrorBody(code="invalid_input", message=where.lstrip(": ") or "invalid request")
-        return JSONResponse(body.model_dump(exclude_none=True), status_code=422)
+        return error_response(InvalidInput.from_validation(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         # Starlette's own refusals (unreadable body, unknown path, wrong method) in our shape.
         code = _HTTP_CODES.get(exc.status_code, "http_error")
-        body = ErrorBody(code=code, message=str(exc.detail))
+        detail = _HTTP_DETAILS.get(exc.status_code, str(exc.detail))
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(_allowed_methods(request))
-        return JSONResponse(
-            body.model_dump(exclude_none=True), status_code=exc.status_code, headers=headers
-        )
+        return problem_response(problem(exc.status_code, code, detail), headers)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
         # One failing request never takes the server down; the details stay in the log.
-        body = ErrorBody(code="internal_error", message="internal error; see the server log")
-        return JSONResponse(body.model_dump(exclude_none=True), status_code=500)
+        log.exception("request failed", extra={"fields": {"path": request.url.path}})
+        return problem_response(
+            problem(500, "internal_error", "internal error; the server log has the details")
+        )
 
 
 def _selector(kind: SelectorKind, baseline_id: str | None, version_id: str | None) -> Selector:
@@ -637,10 +740,13 @@ def build_router(memory: Memory) -> APIRouter:
         return memory.vacuum(principal=who)
 
     @router.get(
-        "/status", response_model=dict[str, int], tags=["admin"], summary="Row counts of the store"
+        "/status",
+        response_model=dict[str, int],
+        tags=["admin"],
+        summary="Counts of what the caller may see (the whole store for curators of every scope)",
     )
     def status(who: Who) -> dict[str, int]:
-        return memory.status()
+        return memory.status(principal=who)
 
     # ---- retrieval ---------------------------------------------------------------------
 
@@ -766,7 +872,6 @@ def create_app(
     workspace: Workspace,
     *,
     memory: Memory | None = None,
-    config: dict[str, Any] | None = None,
     lifespan: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     embedder: str = DEFAULT_EMBEDDER,
 ) -> FastAPI:
@@ -775,7 +880,6 @@ def create_app(
     doors' start-up and shut-down."""
     owned = memory is None
     opened: Memory = memory if memory is not None else workspace.open_memory(embedder=embedder)
-    shown_config = dict(config or {"store": str(workspace.folder)})
 
     @asynccontextmanager
     async def app_lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -804,13 +908,15 @@ def create_app(
         "/health",
         response_model=Health,
         tags=["ops"],
-        summary="Readiness and config",
+        summary="Whether the server is up (no key needed; says nothing about the store)",
         responses={503: {"model": Health, "description": "Not ready"}},
     )
     def health() -> JSONResponse:
-        report = door_health(workspace, opened, shown_config)
+        report = door_health(workspace, opened)
         return JSONResponse(
             report.model_dump(mode="json"), status_code=200 if report.ready else 503
         )
+
+    app.add_middleware(BodyLimit, limit=MAX_REQUEST_BYTES)
 
     return app

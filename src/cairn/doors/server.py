@@ -28,9 +28,8 @@ from mcp.server.mcpserver import Context
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cairn.doors._errors import error_body
 from cairn.doors.a2a_agent import build_a2a_routes
-from cairn.doors.http import create_app
+from cairn.doors.http import authenticate_http, create_app, error_response
 from cairn.doors.mcp_server import bearer_key, build_mcp_server
 from cairn.errors import CairnError
 from cairn.memory import DEFAULT_EMBEDDER
@@ -120,20 +119,9 @@ class BearerGate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
-            self.workspace.authenticate(bearer_key(headers))
+            authenticate_http(self.workspace, bearer_key(headers))
         except CairnError as exc:
-            body = json.dumps(error_body(exc).model_dump(exclude_none=True)).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b'Bearer realm="cairn"'),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            await error_response(exc)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -167,7 +155,7 @@ def build_server_app(
     def principal_for(ctx: Context) -> Principal:
         # Each MCP message carries its HTTP request's headers; the key is checked every time
         # so a key revoked mid-session stops working at once.
-        return workspace.authenticate(bearer_key(ctx.headers))
+        return authenticate_http(workspace, bearer_key(ctx.headers))
 
     mcp = build_mcp_server(memory, principal_for)
     mcp_app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
@@ -182,6 +170,7 @@ def build_server_app(
     @asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
         log.info("starting", extra={"fields": config})
+        memory.start_indexing()  # vectors are made in the background, never in a read
         try:
             async with mcp.session_manager.run():
                 yield
@@ -190,7 +179,7 @@ def build_server_app(
             memory.close()  # the memory outlives every door; close it last
             log.info("stopped", extra={"fields": {"store": str(workspace.folder)}})
 
-    app = create_app(workspace, memory=memory, config=config, lifespan=lifespan)
+    app = create_app(workspace, memory=memory, lifespan=lifespan)
     for route in mcp_app.routes:
         if isinstance(route, Route) and route.path == MCP_PATH:
             app.router.routes.append(Route(MCP_PATH, endpoint=BearerGate(route.app, workspace)))

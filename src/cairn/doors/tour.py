@@ -122,7 +122,7 @@ def run_tour(console: Console | None = None) -> None:
 
             entries = memory.audit(AuditQuery(limit=1000), principal=curator)
             out.print(render.audit_table(entries))
-            counts = memory.status()
+            counts = memory.status(principal=curator)
             say(
                 "audit",
                 f"{len(entries)} audit entries: {counts['proposals']} proposals, "

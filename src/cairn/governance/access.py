@@ -1,7 +1,10 @@
 """Who may see and change what: scope globs, roles, labels and the sensitivity ceiling.
 
-Reads of something a principal may not see answer "not found", never "forbidden", so a
-withheld id cannot be probed for.
+The read rule, once: a principal reads a record when the record's scope matches one of its
+scope globs and the record's ACL admits it. Curators (and admins) of a scope read everything
+in it whatever the ACL says, so that no writer can lock the people who govern a scope out
+of it. Reads of something a principal may not see answer "not found", never "forbidden", so
+a withheld id cannot be probed for.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 
 from cairn.errors import PermissionDenied
-from cairn.model import Acl, Principal
+from cairn.model import Acl, Principal, Proposal
 
 AGENT_OPS = frozenset({"create", "update", "supersede"})
 
@@ -19,6 +22,9 @@ def in_scope(principal: Principal, scope: str) -> bool:
 
 
 def acl_allows(principal: Principal, acl: Acl) -> bool:
+    """Whether the ACL admits the principal (the scope is checked apart, by ``in_scope``)."""
+    if is_curator(principal):
+        return True
     if acl.roles and not set(acl.roles) & set(principal.roles):
         return False
     if "*" not in principal.labels and not set(acl.labels) <= set(principal.labels):
@@ -32,6 +38,18 @@ def can_read(principal: Principal, scope: str, acl: Acl) -> bool:
 
 def is_curator(principal: Principal) -> bool:
     return principal.can_curate()
+
+
+def can_see_proposal(principal: Principal, proposal: Proposal) -> bool:
+    """A proposal is seen by whoever proposed it and by the curators of its scope."""
+    if proposal.principal_id == principal.id:
+        return True
+    return is_curator(principal) and in_scope(principal, proposal.scope)
+
+
+def sees_everything(principal: Principal) -> bool:
+    """A curator of every scope: reads every record, proposal and audit entry."""
+    return is_curator(principal) and "*" in principal.scopes
 
 
 def require_curator(principal: Principal, action: str) -> None:

@@ -18,12 +18,12 @@ from cairn.errors import (
     DuplicateContent,
     InvalidInput,
     NotFound,
-    PermissionDenied,
     StaleProposal,
     SupersessionCycle,
 )
 from cairn.governance import access, lifecycle
 from cairn.governance.policy import Policy, ProposalFacts, evaluate
+from cairn.limits import MAX_REASON_CHARS, LimitExceeded, check_text, is_id
 from cairn.model import (
     AuditEntry,
     Baseline,
@@ -84,6 +84,22 @@ class _Plan:
     subject: str | None = None
 
 
+_ORIGIN_OF: dict[PrincipalKind, Origin] = {
+    PrincipalKind.AGENT: Origin.AGENT,
+    PrincipalKind.HUMAN: Origin.HUMAN,
+    PrincipalKind.SYSTEM: Origin.SYSTEM,
+}
+
+
+def _checked_reason(reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    try:
+        return check_text(reason, "reason", MAX_REASON_CHARS)
+    except LimitExceeded as exc:
+        raise InvalidInput(str(exc), field="reason") from None
+
+
 def _no_files(path: str) -> str | None:
     return None
 
@@ -119,6 +135,7 @@ class Gate:
         clock: Callable[[], datetime] = utcnow,
         path_hasher: PathHasher = _no_files,
         chunker: Chunker = _no_chunks,
+        on_commit: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.policy = policy
@@ -126,9 +143,16 @@ class Gate:
         self.path_hasher = path_hasher
         # Index updates commit in the same transaction as the change they index.
         self.chunker = chunker
+        self.on_commit = on_commit
         self._local = threading.local()
 
     # ---- batching: many proposals, one transaction ---------------------------------------
+
+    def _write(self, changesets: list[ChangeSet]) -> None:
+        """The one call to ``Store.commit``; ``on_commit`` hears of every commit (the
+        background indexer wakes up on it)."""
+        self.store.commit(changesets)
+        self.on_commit()
 
     def _batch(self) -> list[ChangeSet] | None:
         return getattr(self._local, "batch", None)
@@ -140,21 +164,28 @@ class Gate:
     def _commit(self, changeset: ChangeSet) -> None:
         batch = self._batch()
         if batch is None:
-            self.store.commit([changeset])
+            self._write([changeset])
         else:
             batch.append(changeset)
 
     def submit_many(
-        self, changes: Sequence[CreateChange], principal: Principal
+        self,
+        changes: Sequence[CreateChange],
+        principal: Principal,
+        *,
+        kernel_provenance: bool = False,
     ) -> list[ProposalOutcome]:
         """Propose many new records; every decision (each with its own audit entry) commits
         in one transaction, or none does. Duplicates are rejected item by item."""
         self._local.batch, self._local.hashes = [], {}
         try:
-            outcomes = [self.submit(change, principal) for change in changes]
+            outcomes = [
+                self.submit(change, principal, kernel_provenance=kernel_provenance)
+                for change in changes
+            ]
             batch = self._batch()
             if batch:
-                self.store.commit(batch)
+                self._write(batch)
         finally:
             self._local.batch = self._local.hashes = None
         return outcomes
@@ -168,11 +199,18 @@ class Gate:
         *,
         base_version_id: str | None = None,
         reason: str | None = None,
+        kernel_provenance: bool = False,
     ) -> ProposalOutcome:
-        """Propose ``change``; commit it at once if the policy approves, else queue it."""
+        """Propose ``change``; commit it at once if the policy approves, else queue it.
+
+        ``kernel_provenance`` is for the kernel's own writers (ingest): it keeps the origin
+        and ``provenance.source_kind`` they set. Doors never pass it, so a caller's claim to
+        be ingested evidence or the system is replaced by what the kernel knows."""
         access.require_op(principal, change.op)
-        change = self._stamp(change, principal)
+        reason = _checked_reason(reason)
         target = self._target(change, principal)
+        if not kernel_provenance:
+            change = self._stamp(change, principal)
         scope = self._scope_of(change, target)
         access.require_scope(principal, scope)
         if target is not None:
@@ -204,7 +242,7 @@ class Gate:
             reason=reason,
         )
         self._validate(proposal, principal)
-        duplicate = self._duplicate_of(proposal)
+        duplicate = self._duplicate_of(proposal, principal)
         if duplicate is not None:
             return self._reject_duplicate(proposal, principal, duplicate)
         if principal.kind is PrincipalKind.SYSTEM:
@@ -213,6 +251,10 @@ class Gate:
             return self._accept(proposal, principal, rule="system", reason=reason, auto=True)
         decision, rule, why = evaluate(self.policy, self._facts(proposal, principal))
         if decision is Decision.APPROVE:
+            forced = self._needs_review(proposal, principal, target)
+            if forced is not None:
+                rule, why = forced
+                return self._queue(proposal, principal, rule=rule, reason=why)
             return self._accept(proposal, principal, rule=rule, reason=why or reason, auto=True)
         if decision is Decision.REJECT:
             return self._reject(proposal, principal, rule=rule, reason=why or "refused by policy")
@@ -223,7 +265,8 @@ class Gate:
     ) -> ProposalOutcome:
         """A curator approves or rejects a queued proposal."""
         access.require_curator(principal, "approve or reject proposals")
-        proposal = self._pending(proposal_id)
+        reason = _checked_reason(reason)
+        proposal = self._pending(proposal_id, principal)
         if not approve:
             if not reason or not reason.strip():
                 raise InvalidInput("a rejection needs a reason", field="reason")
@@ -235,16 +278,22 @@ class Gate:
                 proposal_id=proposal.id,
             )
         self._validate(proposal, principal)
-        duplicate = self._duplicate_of(proposal)
+        duplicate = self._duplicate_of(proposal, principal)
         if duplicate is not None:
-            return self._reject_duplicate(proposal, principal, duplicate)
+            # Nothing is written: an automatic rejection would store the duplicate's id and
+            # title in a reason the proposer reads, and the proposer may not see that record.
+            raise DuplicateContent(
+                f"proposal {proposal.id} duplicates record {duplicate.id} "
+                f"({duplicate.content.title!r}) in {duplicate.scope}; reject it with a reason, "
+                f"or update {duplicate.id} instead",
+                proposal_id=proposal.id,
+                existing_record_id=duplicate.id,
+            )
         return self._accept(proposal, principal, rule="curator", reason=reason, auto=False)
 
     def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
         """Re-pin a stale proposal on the current version as a new, linked proposal."""
-        old = self._pending(proposal_id)
-        if old.principal_id != principal.id and not access.is_curator(principal):
-            raise PermissionDenied("only the proposer or a curator may rebase a proposal")
+        old = self._pending(proposal_id, principal)
         if not self.is_stale(old):
             raise Conflict(f"proposal {old.id} is not stale; review it as it is")
         now = self.clock()
@@ -273,7 +322,7 @@ class Gate:
             reason="rebased on head",
             details={"from_proposal": old.id, "base_version_id": new.base_version_id},
         )
-        self.store.commit(
+        self._write(
             [
                 ChangeSet(
                     audit=audit,
@@ -298,28 +347,65 @@ class Gate:
     # ---- checks ----------------------------------------------------------------------
 
     def _stamp(self, change: Change, principal: Principal) -> Change:
-        """Origin and confidence are facts about who wrote, not claims: agents write agent
-        memories and cannot vouch for them beyond "supported"."""
-        if principal.kind is not PrincipalKind.AGENT:
-            return change
+        """Origin and provenance are facts about who wrote, not claims: the origin is the
+        principal's kind, ``provenance.source_kind`` is the kernel's to set (ingest), and
+        agents cannot vouch for a memory beyond "supported"."""
+        origin = _ORIGIN_OF[principal.kind]
+
+        def confidence(value: Confidence) -> Confidence:
+            if principal.kind is PrincipalKind.AGENT and value is Confidence.VERIFIED:
+                return Confidence.SUPPORTED
+            return value
 
         def fix(content: Content) -> Content:
-            confidence = content.confidence
-            if confidence is Confidence.VERIFIED:
-                confidence = Confidence.SUPPORTED
-            return content.model_copy(update={"origin": Origin.AGENT, "confidence": confidence})
+            return content.model_copy(
+                update={
+                    "origin": origin,
+                    "confidence": confidence(content.confidence),
+                    "provenance": content.provenance.model_copy(update={"source_kind": None}),
+                }
+            )
 
         if isinstance(change, CreateChange):
             return change.model_copy(update={"content": fix(change.content)})
         if isinstance(change, SupersedeChange) and change.content is not None:
             return change.model_copy(update={"content": fix(change.content)})
-        if isinstance(change, UpdateChange) and change.patch.confidence is Confidence.VERIFIED:
-            patch = change.patch.model_copy(update={"confidence": Confidence.SUPPORTED})
-            return change.model_copy(update={"patch": patch})
+        if isinstance(change, UpdateChange):
+            patch = change.patch
+            updates: dict[str, object] = {"origin": origin}
+            if patch.confidence is not None:
+                updates["confidence"] = confidence(patch.confidence)
+            if patch.provenance is not None:
+                updates["provenance"] = patch.provenance.model_copy(update={"source_kind": None})
+            return change.model_copy(update={"patch": patch.model_copy(update=updates)})
         return change
 
+    def _needs_review(
+        self, proposal: Proposal, principal: Principal, target: Record | None
+    ) -> tuple[str, str] | None:
+        """Changes a policy may never approve by itself for a non-curator: an edit that
+        changes who may read a record, and any edit of a record someone else wrote or a
+        human wrote or verified. Returns the rule and reason that queue it, or None."""
+        if access.is_curator(principal) or target is None:
+            return None
+        change = proposal.change
+        if isinstance(change, UpdateChange):
+            acl = change.patch.acl
+            if acl is not None and acl != target.content.acl:
+                return "acl-change-needs-review", "changing who may read a record needs a curator"
+        elif not isinstance(change, SupersedeChange):
+            return None
+        if target.created_by != principal.id:
+            return "others-records-need-review", "the record was written by someone else"
+        if (
+            target.content.origin is Origin.HUMAN
+            or target.content.confidence is Confidence.VERIFIED
+        ):
+            return "human-records-need-review", "a human wrote or verified this record"
+        return None
+
     def _visible(self, record_id: str, principal: Principal) -> Record:
-        record = self.store.get_record(record_id)
+        record = self.store.get_record(record_id) if is_id(record_id) else None
         if record is None or not access.can_read(principal, record.scope, record.content.acl):
             raise NotFound(f"no record {record_id}", field="record_id")
         return record
@@ -354,7 +440,7 @@ class Gate:
                 raise InvalidInput("an update must change at least one field", field="patch")
             record = self._record(change.record_id)
             new = change.patch.apply(record.content)
-            if new == record.content:
+            if new.model_copy(update={"origin": record.content.origin}) == record.content:
                 raise InvalidInput("the update changes nothing", field="patch")
             if record.status in (Status.ARCHIVED, Status.REJECTED):
                 raise InvalidInput(f"{record.status.value} records cannot be updated")
@@ -369,8 +455,16 @@ class Gate:
     def _check_supersede(self, change: SupersedeChange, principal: Principal) -> None:
         old = self._record(change.record_id)
         if old.superseded_by:
+            successor = self.store.get_record(old.superseded_by)
+            # Name the successor only to a principal who may read it.
+            named = (
+                f" by {successor.id}"
+                if successor is not None
+                and access.can_read(principal, successor.scope, successor.content.acl)
+                else ""
+            )
             raise Conflict(
-                f"{old.id} is already superseded by {old.superseded_by}; supersede that instead",
+                f"{old.id} is already superseded{named}; supersede its successor instead",
                 field="record_id",
             )
         if change.content is not None:
@@ -408,7 +502,9 @@ class Gate:
                     field="pins",
                 )
 
-    def _duplicate_of(self, proposal: Proposal) -> Record | None:
+    def _duplicate_of(self, proposal: Proposal, principal: Principal) -> Record | None:
+        """An existing record with the same content in the scope, among those ``principal``
+        may read: a record it may not read is never named, so the check is no oracle."""
         change = proposal.change
         if isinstance(change, CreateChange):
             content: Content | None = change.content
@@ -425,9 +521,10 @@ class Gate:
             if earlier is not None:
                 return self.store.get_record(earlier) or _pending_record(earlier, content)
         for record in self.store.find_by_hash(content.scope, content.content_hash()):
-            if record.id != proposal.record_id and record.status not in (
-                Status.REJECTED,
-                Status.ARCHIVED,
+            if (
+                record.id != proposal.record_id
+                and record.status not in (Status.REJECTED, Status.ARCHIVED)
+                and access.can_read(principal, record.scope, record.content.acl)
             ):
                 return record
         return None
@@ -613,10 +710,11 @@ class Gate:
         assert proposal.record_id is not None
         record = self._record(proposal.record_id)
         if proposal.base_version_id and record.current_version_id != proposal.base_version_id:
+            # The proposal may not be stored (an automatic decision): name only the record.
             raise StaleProposal(
-                f"proposal {proposal.id} is stale: {record.id} moved on to "
-                f"v{record.current_version}; rebase it first",
-                proposal_id=proposal.id,
+                f"{record.id} moved on to v{record.current_version} meanwhile; "
+                "read it again and propose the change on the new version",
+                record_id=record.id,
             )
         return record
 
@@ -783,9 +881,9 @@ class Gate:
         record = self.store.get_record(proposal.record_id)
         return record.current_version_id if record else None
 
-    def _pending(self, proposal_id: str) -> Proposal:
-        proposal = self.store.get_proposal(proposal_id)
-        if proposal is None:
+    def _pending(self, proposal_id: str, principal: Principal) -> Proposal:
+        proposal = self.store.get_proposal(proposal_id) if is_id(proposal_id) else None
+        if proposal is None or not access.can_see_proposal(principal, proposal):
             raise NotFound(f"no proposal {proposal_id}", field="proposal_id")
         if proposal.status is not ProposalStatus.PENDING:
             raise Conflict(f"proposal {proposal_id} is already {proposal.status.value}")
@@ -864,7 +962,7 @@ class Gate:
             to_status=to,
             details={"op": "transition", "auto": True, "paths": [link.path for link in links]},
         )
-        self.store.commit(
+        self._write(
             [
                 ChangeSet(
                     audit=audit,

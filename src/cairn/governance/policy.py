@@ -8,7 +8,7 @@ field, so a typo can never silently widen what agents may do.
 from __future__ import annotations
 
 import fnmatch
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
@@ -58,12 +58,49 @@ class Retention(CairnModel):
     stale_days: int = Field(default=90, ge=0)
 
 
+class IngestRoot(CairnModel):
+    """A folder whose files principals holding one of ``roles`` may ingest. ``path`` is
+    relative to the project folder (the one that holds the store folder); ``.`` is the
+    whole project."""
+
+    path: str
+    roles: tuple[str, ...] = Field(min_length=1)
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if not value or path.is_absolute() or ".." in path.parts or "\\" in value:
+            raise ValueError(
+                f"{value!r} must be a folder relative to the project, without '..' (e.g. docs)"
+            )
+        return path.as_posix()
+
+
+def _project_to_curators() -> tuple[IngestRoot, ...]:
+    return (IngestRoot(path=".", roles=("curator", "admin")),)
+
+
+class IngestPolicy(CairnModel):
+    """Where ingest may read files from, by role. Whatever the roots say, ingest never
+    reads the store folder, nor dot-files and dot-folders a root does not name itself,
+    and a symbolic link may not lead out of its root (``cairn.ingest.files``). Without an
+    ``ingest`` section curators may ingest the project and agents nothing."""
+
+    roots: tuple[IngestRoot, ...] = Field(default_factory=_project_to_curators)
+
+
 class Policy(CairnModel):
     version: Literal[1] = 1
     kinds: tuple[str, ...] = ()
     default: Literal["queue", "reject"] = "queue"
     retention: Retention = Field(default_factory=Retention)
+    ingest: IngestPolicy = Field(default_factory=IngestPolicy)
     rules: tuple[Rule, ...] = ()
+
+    def ingest_roots(self, roles: tuple[str, ...]) -> tuple[str, ...]:
+        """The ingest roots open to a principal holding ``roles``."""
+        return tuple(root.path for root in self.ingest.roots if set(root.roles) & set(roles))
 
     @model_validator(mode="after")
     def _rules_name_known_kinds(self) -> Policy:
@@ -138,11 +175,20 @@ def _format_errors(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
+def yaml_problem(path: Path | str, exc: yaml.YAMLError) -> str:
+    """Where a YAML file is broken, by line and column, without quoting the file (it may
+    hold secrets, and the message can reach a log)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{path}: not valid YAML{where}" + (f": {problem}" if problem else "")
+
+
 def parse_policy(text: str, *, source: str = "policy") -> Policy:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise PolicyError(f"{source}: not valid YAML: {exc}") from exc
+        raise PolicyError(yaml_problem(source, exc)) from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -150,7 +196,7 @@ def parse_policy(text: str, *, source: str = "policy") -> Policy:
     try:
         return Policy.model_validate(raw)
     except ValidationError as exc:
-        raise PolicyError(f"{source}: {_format_errors(exc)}") from exc
+        raise PolicyError(f"{source}: {_format_errors(exc)}") from None
 
 
 def load_policy(path: Path) -> Policy:
@@ -183,6 +229,17 @@ retention:
   draft_days: 30
   rejected_days: 30
   stale_days: 90
+
+# Which folders `cairn ingest` may read, by role. Paths are relative to the folder that holds
+# the store (.cairn). Whatever is listed, ingest never reads the store folder, nor dot-files or
+# dot-folders unless a root names one itself (e.g. `.github`), and a symbolic link may not
+# lead out of its root. Agents may ingest nothing unless a root lists their role, e.g.
+#   - path: docs
+#     roles: [agent]
+ingest:
+  roots:
+    - path: .
+      roles: [curator, admin]
 
 rules:
   - name: curators-decide

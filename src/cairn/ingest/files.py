@@ -9,17 +9,20 @@ creates nothing; a changed file becomes a new version through the gate.
 from __future__ import annotations
 
 import glob as globlib
+import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import Field
 
-from cairn.errors import InvalidInput
+from cairn.errors import InvalidInput, PermissionDenied
+from cairn.limits import LimitExceeded, check_text
 from cairn.model import CairnModel, Content, Origin, Provenance
 
 INGESTED_EVIDENCE = "INGESTED_EVIDENCE"
+MAX_PATH_CHARS = 4096
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
 
 
@@ -58,33 +61,156 @@ def git_info(directory: Path, fallback_root: Path) -> GitInfo:
     return GitInfo(root=root, repo=repo, commit=_git(["rev-parse", "HEAD"], root))
 
 
-def expand(patterns: Sequence[str], base: Path) -> list[Path]:
-    """Files named by paths or globs (``**`` allowed) under ``base``, in order.
+@dataclass(frozen=True)
+class IngestArea:
+    """Where ingest may read: the project folder, the roots open to the caller (relative to
+    the project, from the policy) and the store folder, which is never read."""
 
-    Nothing outside ``base`` can be ingested, whatever the pattern says (absolute paths,
-    ``..``, symlinks pointing out): a door must not become a way to read the machine.
-    """
-    root = base.resolve()
+    project: Path
+    roots: tuple[str, ...]
+    store: Path | None = None
+
+
+def _refuse(pattern: str, why: str) -> PermissionDenied:
+    return PermissionDenied(f"cannot ingest {pattern!r}: {why}", field="paths")
+
+
+def _has_dot_part(parts: Sequence[str]) -> bool:
+    return any(part.startswith(".") and part != "." for part in parts)
+
+
+def _root_of(relative: PurePosixPath, roots: Sequence[str]) -> PurePosixPath | None:
+    """The first root that ``relative`` lies under, lexically (no file is touched)."""
+    for root in roots:
+        candidate = PurePosixPath(root)
+        if root == "." or relative == candidate or relative.is_relative_to(candidate):
+            return candidate
+    return None
+
+
+def _inside(path: Path, root: Path, store: Path | None) -> bool:
+    """Whether the file ``path`` really lies in ``root``: after following every symbolic
+    link, it is under the root, not in the store folder and not a dot-file below the root."""
+    real = path.resolve()
+    if not real.is_relative_to(root):
+        return False
+    if store is not None and real.is_relative_to(store):
+        return False
+    return not _has_dot_part(real.relative_to(root).parts)
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Text files under ``folder``, skipping dot-files and dot-folders, never following a
+    symbolic link to a folder."""
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
+                yield Path(top) / name
+
+
+def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
+    """Files named by paths or globs (``**`` allowed), in order, confined to ``area``.
+
+    A pattern is relative to the project and must lie under a root open to the caller; it
+    may not climb out with ``..``, name the store folder, or name a dot-file or dot-folder
+    below its root. Every file found must still be inside its root once symbolic links are
+    followed. A pattern breaking a rule is refused before the file system is consulted, so
+    refusals say nothing about files outside the roots."""
+    if not area.roots:
+        raise PermissionDenied(
+            "no ingest root is open to your roles; a curator can add one under "
+            "'ingest.roots' in the policy file",
+            field="paths",
+        )
+    project = area.project.resolve()
+    store = area.store.resolve() if area.store is not None else None
     found: list[Path] = []
     for pattern in patterns:
-        full = pattern if Path(pattern).is_absolute() else str(base / pattern)
-        matches = sorted(globlib.glob(full, recursive=True))
+        try:
+            check_text(pattern, "path", MAX_PATH_CHARS)
+        except LimitExceeded as exc:
+            raise InvalidInput(str(exc), field="paths") from None
+        relative = _relative_pattern(pattern, area.project, project)
+        if relative is None:
+            raise InvalidInput(
+                f"{pattern!r}: ingest paths are relative to the project folder, without '..'",
+                field="paths",
+            )
+        root = _root_of(relative, area.roots)
+        if root is None:
+            open_roots = ", ".join(area.roots)
+            raise _refuse(pattern, f"it is not under an ingest root open to you ({open_roots})")
+        below = relative.relative_to(root) if root.parts else relative
+        if _has_dot_part(below.parts):
+            raise _refuse(pattern, "ingest does not read dot-files or dot-folders")
+        root_real = (project / root).resolve()
+        if store is not None and (project / relative).resolve().is_relative_to(store):
+            raise _refuse(pattern, "ingest never reads the store folder")
+        matches = sorted(
+            globlib.glob(str(project / relative), recursive=True, include_hidden=False)
+        )
         if not matches:
             raise InvalidInput(f"nothing matches {pattern!r}", field="paths")
         for match in matches:
             path = Path(match)
-            if path.is_dir():
-                found += sorted(p for p in path.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES)
-            elif path.is_file():
-                found.append(path)
-    resolved = list(dict.fromkeys(p.resolve() for p in found))
-    outside = [p for p in resolved if not p.is_relative_to(root)]
-    if outside:
-        raise InvalidInput(
-            f"{len(outside)} path(s) lie outside {root}; only files under it can be ingested",
-            field="paths",
-        )
-    return resolved
+            files = list(_walk(path)) if path.is_dir() and not path.is_symlink() else [path]
+            for file in files:
+                if not _inside(file, root_real, store) or not file.resolve().is_file():
+                    raise _refuse(
+                        pattern, "a file it names lies outside its root (a symbolic link?)"
+                    )
+                found.append(file.resolve())
+    return list(dict.fromkeys(found))
+
+
+def _relative_pattern(pattern: str, *projects: Path) -> PurePosixPath | None:
+    """``pattern`` relative to the project, judged by its text alone: an absolute pattern
+    must name the project folder itself (as given or resolved), and ``..`` never passes."""
+    path = PurePosixPath(pattern)
+    if not pattern or ".." in path.parts:
+        return None
+    if not path.is_absolute():
+        return path
+    for project in projects:
+        if path.is_relative_to(project.as_posix()):
+            return path.relative_to(project.as_posix())
+    return None
+
+
+def confined_file(area: IngestArea, relative: str) -> Path | None:
+    """The file a path link names, if it may be read at all (the same rules as ingest,
+    under the project as a whole); None otherwise."""
+    try:
+        check_text(relative, "path", MAX_PATH_CHARS)
+    except LimitExceeded:
+        return None
+    pure = PurePosixPath(relative)
+    if not relative or pure.is_absolute() or ".." in pure.parts or _has_dot_part(pure.parts):
+        return None
+    project = area.project.resolve()
+    path = project / pure
+    store = area.store.resolve() if area.store is not None else None
+    if not path.is_file() or not _inside(path, project, store):
+        return None
+    return path.resolve()
+
+
+def read_text(path: Path, limit: int) -> str | None:
+    """The file's text, or None when it is not UTF-8 or larger than ``limit`` characters
+    could be (read no further than that: a huge file costs nothing)."""
+    with path.open("rb") as handle:
+        data = handle.read(limit * 4 + 1)
+    if len(data) > limit * 4:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    try:
+        return check_text(text, str(path.name), limit)
+    except LimitExceeded:
+        return None
 
 
 def title_of(text: str, path: Path) -> str:

@@ -6,6 +6,7 @@ up. ``lag`` is what ``cairn status`` reports.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 
@@ -21,6 +22,7 @@ BATCH = 256
 # higher than 10k at a time (metadata alone; their vectors add ~1 KB each).
 SYNC_BATCH = 10_000
 Progress = Callable[[int, int], None]
+log = logging.getLogger("cairn.indexer")
 
 
 class Indexer:
@@ -33,8 +35,10 @@ class Indexer:
         self._documents = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
         self.catalog = VectorCatalog(embedder.dim)
         # A server shares one indexer between request threads; the catalog is not
-        # thread-safe to mutate, so syncs and catch-ups take turns.
+        # thread-safe to mutate, so syncs, searches and the catalog side of catch-ups take
+        # turns. The model itself runs under ``_embedding`` only, never under ``_lock``.
         self._lock = threading.RLock()
+        self._embedding = threading.Lock()
 
     @property
     def model(self) -> str:
@@ -44,33 +48,45 @@ class Indexer:
         return self.store.vector_lag(self.model)
 
     def catch_up(self, *, limit: int | None = None, progress: Progress | None = None) -> int:
-        """Embed up to ``limit`` pending chunk texts (all when None); return how many."""
-        with self._lock:
-            return self._catch_up(limit, progress)
+        """Embed up to ``limit`` pending chunk texts (all when None); return how many.
 
-    def _catch_up(self, limit: int | None, progress: Progress | None) -> int:
-        total = self.lag() if progress else 0
-        done = 0
-        while limit is None or done < limit:
-            want = BATCH if limit is None else min(BATCH, limit - done)
-            pending = self.store.pending_vectors(self.model, want)
-            if not pending:
-                break
-            vectors = self._documents.embed([text for _, text in pending]).astype(np.float32)
-            self.store.put_vectors(
-                self.model,
-                self.embedder.dim,
-                [(h, vectors[i].tobytes()) for i, (h, _) in enumerate(pending)],
+        The model runs outside the catalog's lock, so reads go on while a batch embeds;
+        catch-ups take turns among themselves (``_embedding``)."""
+        with self._embedding:
+            total = self.lag() if progress else 0
+            done = 0
+            while limit is None or done < limit:
+                want = BATCH if limit is None else min(BATCH, limit - done)
+                pending = self.store.pending_vectors(self.model, want)
+                if not pending:
+                    break
+                texts = [text for _, text in pending]
+                vectors = self._documents.embed(texts).astype(np.float32)
+                self.store.put_vectors(
+                    self.model,
+                    self.embedder.dim,
+                    [(h, vectors[i].tobytes()) for i, (h, _) in enumerate(pending)],
+                )
+                with self._lock:
+                    self.catalog.add_vectors({h: vectors[i] for i, (h, _) in enumerate(pending)})
+                    self._rescan()
+                done += len(pending)
+                if progress:
+                    progress(done, max(total, done))
+            # Everything is embedded now (or the limit was reached): take in what a full
+            # pending left for later.
+            with self._lock:
+                self._rescan(drain=limit is None)
+            return done
+
+    def pending_for(self, where: ChunkFilter) -> int:
+        """How many chunks ``where`` admits still wait for a vector (as far as this
+        catalog has seen): only what the reader may see is counted, so the number says
+        nothing about other principals' writes."""
+        with self._lock:
+            return sum(
+                1 for metas in self.catalog.pending.values() for m in metas if where.admits(m)
             )
-            self.catalog.add_vectors({h: vectors[i] for i, (h, _) in enumerate(pending)})
-            done += len(pending)
-            self._rescan()
-            if progress:
-                progress(done, max(total, done))
-        # Everything is embedded now (or the limit was reached): take in what a full
-        # pending left for later.
-        self._rescan(drain=limit is None)
-        return done
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         with self._lock:
@@ -129,3 +145,62 @@ class Indexer:
             catalog.rescan(changes, self._vectors_for(changes))
             if catalog.rescan_from == start:
                 return  # nothing could be taken in (pending filled at once)
+
+
+class IndexWorker:
+    """Embeds pending chunks in the background, so that no read ever has to.
+
+    ``cairn serve`` and ``cairn mcp`` start one. It wakes when this process commits a write
+    (``notify``) and every ``poll`` seconds for writes of other processes sharing the
+    store, embeds ``batch`` chunk texts at a time (so that ``stop`` never waits long) and
+    keeps the catalog in step. A failure is logged and retried at the next wake-up.
+    """
+
+    def __init__(self, indexer: Indexer, *, poll: float = 2.0, batch: int = 64) -> None:
+        self.indexer = indexer
+        self.poll = poll
+        self.batch = batch
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._idle = threading.Event()
+        # Bumped by every notify: idle is declared only by a pass that began after the
+        # latest notify, so a write landing mid-pass is never reported as done.
+        self._generation = 0
+        self._thread = threading.Thread(target=self._run, name="cairn-indexer", daemon=True)
+
+    def start(self) -> IndexWorker:
+        self._thread.start()
+        return self
+
+    def notify(self) -> None:
+        """Something was written: look for chunks to embed now."""
+        self._generation += 1
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until the worker has found nothing left to embed since the last
+        ``notify`` (True), or ``timeout`` seconds pass (False)."""
+        return self._idle.wait(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()
+            generation = self._generation
+            try:
+                done = self.indexer.catch_up(limit=self.batch)
+                self.indexer.sync()
+            except Exception:  # the worker must outlive a failing batch; the log has it
+                log.exception("background indexing failed; retrying at the next wake-up")
+                done = 0
+            if done:
+                continue  # there may be more
+            if generation == self._generation:
+                self._idle.set()
+            self._wake.wait(self.poll)

@@ -31,7 +31,6 @@ from cairn.retrieval.types import (
 from cairn.retrieval.validate import validate
 from cairn.store.base import Store
 
-VECTOR_CATCH_UP = 512  # pending chunks embedded inline before a vector read
 _RECALL_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cairn-recall")
 
 
@@ -95,11 +94,12 @@ def run_search(
         wants_keyword = plan.mode in ("hybrid", "keyword")
         live = indexer() if plan.mode in ("hybrid", "vector") and indexer is not None else None
         if live is not None:
+            # A read never embeds: it mirrors what is already indexed and says how many of
+            # the chunks it may see still wait for a vector (the background worker or
+            # `cairn reindex` embeds them). Keyword search sees them meanwhile.
             with _timed(trace, "index.sync"):
                 live.sync()
-                if live.catalog.pending:
-                    live.catch_up(limit=VECTOR_CATCH_UP)
-            trace.vector_lag = sum(len(v) for v in live.catalog.pending.values())
+            trace.vector_lag = live.pending_for(chosen.where)
         if wants_keyword and live is not None:
             # SQLite's FTS scoring and numpy's product both release the GIL: on two cores
             # the two signals genuinely overlap.

@@ -2,6 +2,24 @@
 
 from __future__ import annotations
 
+
+def _utc_repair(table: str, column: str, paths: tuple[str, ...]) -> str:
+    """UPDATEs that add a UTC zone to date-times stored without one at the JSON ``paths``
+    of ``table.column`` (cairn accepted such times before it required a zone)."""
+    statements = []
+    for path in paths:
+        value = f"json_extract({column}, '{path}')"
+        statements.append(
+            f"UPDATE {table} SET {column} = json_set({column}, '{path}', {value} || 'Z') "
+            f"WHERE json_type({column}, '{path}') = 'text' "
+            f"AND {value} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9][T ]*' "
+            f"AND NOT {value} GLOB '*[Zz+]*' AND NOT {value} GLOB '*[T ]*-*';"
+        )
+    return "\n".join(statements)
+
+
+_TIMES = ("$.valid_from", "$.valid_to")
+
 SQLITE_MIGRATIONS: tuple[str, ...] = (
     # 1: the kernel
     """
@@ -203,6 +221,22 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     );
     INSERT INTO scope_chunks (scope_id, chunks)
         SELECT scope_id, COUNT(*) FROM chunks GROUP BY scope_id;
+    """,
+    # 4: a one-time repair. Validity times given without a time zone were accepted once and
+    # broke later reads; they are read as UTC, the rule the index already applied to them.
+    # The repair rewrites how those versions spell the same instants, nothing else, so the
+    # append-only trigger steps aside for it.
+    "DROP TRIGGER versions_no_update;\n"
+    + _utc_repair("versions", "content", _TIMES)
+    + "\n"
+    + _utc_repair(
+        "proposals",
+        "change",
+        tuple(f"$.{part}{path[1:]}" for part in ("content", "patch") for path in _TIMES),
+    )
+    + """
+    CREATE TRIGGER versions_no_update BEFORE UPDATE ON versions
+        BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END;
     """,
 )
 

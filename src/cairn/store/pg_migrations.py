@@ -827,6 +827,39 @@ CREATE TRIGGER chunks_count_scopes AFTER INSERT ON chunks
     FOR EACH STATEMENT EXECUTE FUNCTION cairn_count_scope_chunks();
 """
 
+
+def _utc_repair(table: str, column: str, paths: tuple[tuple[str, ...], ...]) -> str:
+    """UPDATEs that add a UTC zone to date-times stored without one at the JSON ``paths``
+    of ``table.column`` (cairn accepted such times before it required a zone)."""
+    statements = []
+    for path in paths:
+        at = "{" + ",".join(path) + "}"
+        statements.append(
+            f"UPDATE {table} SET {column} = jsonb_set({column}, '{at}', "
+            f"to_jsonb(({column} #>> '{at}') || 'Z')) "
+            f"WHERE {column} #>> '{at}' ~ '^\\d{{4}}-\\d{{2}}-\\d{{2}}[T ][0-9:.]+$';"
+        )
+    return "\n".join(statements)
+
+
+_TIMES = (("valid_from",), ("valid_to",))
+
+# A one-time repair. Validity times given without a time zone were accepted once and broke
+# later reads; they are read as UTC, the rule the index's timestamptz casts applied to them
+# (the server's time zone is UTC by default). The repair rewrites how those versions spell
+# the same instants, nothing else, so the append-only trigger steps aside for it.
+_UTC_TIMES = (
+    "ALTER TABLE versions DISABLE TRIGGER versions_append_only;\n"
+    + _utc_repair("versions", "content", _TIMES)
+    + "\n"
+    + _utc_repair(
+        "proposals",
+        "change",
+        tuple((part, *path) for part in ("content", "patch") for path in _TIMES),
+    )
+    + "\nALTER TABLE versions ENABLE TRIGGER versions_append_only;\n"
+)
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration("kernel", _KERNEL),
     # pgvector is not a trusted extension: creating it needs a superuser (or a DBA did it).
@@ -834,6 +867,7 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
         "retrieval", _RETRIEVAL, admin_sql="CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"
     ),
     Migration("scope_reach", _SCOPE_REACH),
+    Migration("utc_times", _UTC_TIMES),
 )
 
 # Tables holding memory: the serving role has SELECT only (tests/store/test_pg_bypass.py).

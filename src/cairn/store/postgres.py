@@ -41,6 +41,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import DictRow, dict_row
 
 from cairn.errors import Conflict, InvalidInput, StoreError
+from cairn.limits import STORED
 from cairn.model import (
     AuditEntry,
     AuditQuery,
@@ -615,6 +616,15 @@ class PostgresStore:
         )
         return int(rows[0]["n"])
 
+    def count_records(self, where: ChunkFilter) -> dict[str, int]:
+        sql, params = _filter_sql(where)
+        rows = self._read(
+            "SELECT c.status AS status, count(DISTINCT c.record_id) AS n FROM chunks c "
+            f"WHERE {sql} GROUP BY c.status",
+            params,
+        )
+        return {str(r["status"]): int(r["n"]) for r in rows}
+
     def chunk_count(self) -> int:
         rows = self._read("SELECT value FROM index_meta WHERE key = 'chunks'")
         return int(rows[0]["value"]) if rows else 0
@@ -1023,7 +1033,7 @@ def _record(row: DictRow) -> Record:
         updated_at=_utc(row["updated_at"]),
         status_changed_at=_utc(row["status_changed_at"]),
         created_by=row["created_by"],
-        content=Content.model_validate_json(row["content"]),
+        content=Content.model_validate_json(row["content"], context=STORED),
     )
 
 
@@ -1032,7 +1042,7 @@ def _version(row: DictRow) -> Version:
         id=row["id"],
         record_id=row["record_id"],
         number=row["number"],
-        content=Content.model_validate_json(row["content"]),
+        content=Content.model_validate_json(row["content"], context=STORED),
         content_hash=row["content_hash"],
         created_at=_utc(row["created_at"]),
         created_by=row["created_by"],
@@ -1061,7 +1071,8 @@ def _proposal(row: DictRow) -> Proposal:
             "rebased_to": row["rebased_to"],
             "result_record_id": row["result_record_id"],
             "result_version_id": row["result_version_id"],
-        }
+        },
+        context=STORED,
     )
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cairn.errors import Conflict, InvalidInput, StoreError
+from cairn.limits import STORED
 from cairn.model import (
     AuditEntry,
     AuditQuery,
@@ -33,6 +34,7 @@ from cairn.model import (
     Status,
     Version,
 )
+from cairn.private_files import create_private_file
 from cairn.store.base import (
     AclRow,
     ChangeSet,
@@ -373,6 +375,15 @@ class _IndexReads:
         )
         return int(rows[0][0])
 
+    def count_records(self, where: ChunkFilter) -> dict[str, int]:
+        sql, params = _filter_sql(where)
+        rows = self._read(
+            "SELECT c.status AS status, COUNT(DISTINCT c.record_id) AS n FROM chunks c "
+            f"WHERE {sql} GROUP BY c.status",
+            params,
+        )
+        return {str(r["status"]): int(r["n"]) for r in rows}
+
     def chunk_count(self) -> int:
         # Chunks are never deleted, so the largest rowid is the count, read in O(log n).
         return int(self._read("SELECT COALESCE(MAX(id), 0) FROM chunks")[0][0])
@@ -460,6 +471,13 @@ class SqliteStore(_IndexReads):
     def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
         self._lock = threading.RLock()
+        # Created 0600 before SQLite opens it: SQLite gives its -wal and -shm files the
+        # database file's mode, so the store stays private to its owner.
+        if self.path != ":memory:":
+            try:
+                create_private_file(Path(self.path))
+            except OSError as exc:
+                raise StoreError(f"cannot create store {self.path}: {exc.strerror}") from exc
         try:
             self._conn = sqlite3.connect(
                 self.path,
@@ -833,7 +851,7 @@ def _record(row: sqlite3.Row) -> Record:
         updated_at=datetime.fromisoformat(row["updated_at"]),
         status_changed_at=datetime.fromisoformat(row["status_changed_at"]),
         created_by=row["created_by"],
-        content=Content.model_validate_json(row["content"]),
+        content=Content.model_validate_json(row["content"], context=STORED),
     )
 
 
@@ -842,7 +860,7 @@ def _version(row: sqlite3.Row) -> Version:
         id=row["id"],
         record_id=row["record_id"],
         number=row["number"],
-        content=Content.model_validate_json(row["content"]),
+        content=Content.model_validate_json(row["content"], context=STORED),
         content_hash=row["content_hash"],
         created_at=datetime.fromisoformat(row["created_at"]),
         created_by=row["created_by"],
@@ -871,7 +889,8 @@ def _proposal(row: sqlite3.Row) -> Proposal:
             "rebased_to": row["rebased_to"],
             "result_record_id": row["result_record_id"],
             "result_version_id": row["result_version_id"],
-        }
+        },
+        context=STORED,
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ValidationError
 
 from cairn.errors import InvalidInput
+from cairn.limits import STORED
 from cairn.model import AuditEntry, Baseline, PathLink, Proposal, Record, Version
 from cairn.store.base import Chunker, Dumped, EdgeRow, PublishedRow, Store
 
@@ -95,7 +96,7 @@ def _parse(kind: str, data: Any, lineno: int) -> Dumped:
     cls = _CLASS_OF[kind]
     try:
         if issubclass(cls, BaseModel):
-            parsed: Dumped = cls.model_validate(data)  # type: ignore[assignment]
+            parsed: Dumped = cls.model_validate(data, context=STORED)  # type: ignore[assignment]
             return parsed
         fields = {f.name for f in dataclasses.fields(cls)}
         if not isinstance(data, dict) or set(data) != fields:

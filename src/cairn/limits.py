@@ -1,0 +1,214 @@
+"""How big and how deep anything a caller sends may be, and what text cairn accepts.
+
+Every door reaches the kernel with the same limits, so a refusal reads the same wherever it
+came from and always names the limit and its value. The checks here are pure; the models in
+``cairn.model`` attach them to their fields with ``TextLimit`` and ``JsonLimit`` (which also
+declares them in the OpenAPI document), and ``Memory`` applies them to the plain strings its
+verbs take.
+
+Data read back from a store was checked when it was written. Reads validate it with the
+``STORED`` context, which skips these limits, so that lowering a limit later never makes
+existing memory unreadable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationInfo
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+__all__ = [
+    "MAX_BODY_CHARS",
+    "MAX_CONTEXT_CHARS",
+    "MAX_CONTEXT_ITEMS",
+    "MAX_ID_CHARS",
+    "MAX_KIND_CHARS",
+    "MAX_LIST_ITEMS",
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_DEPTH",
+    "MAX_METADATA_KEYS",
+    "MAX_METADATA_STRING_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_QUERY_CHARS",
+    "MAX_REASON_CHARS",
+    "MAX_REQUEST_BYTES",
+    "MAX_SCOPE_CHARS",
+    "MAX_TITLE_CHARS",
+    "STORED",
+    "JsonLimit",
+    "LimitExceeded",
+    "TextLimit",
+    "check_id",
+    "check_json",
+    "check_text",
+    "is_id",
+    "is_stored",
+]
+
+# ---- the limits -------------------------------------------------------------------------
+
+# A record's body: about a megabyte of text. Longer documents are better split (ingest cuts
+# markdown at its headings anyway); a bigger body mostly costs index and embedding time.
+MAX_BODY_CHARS = 1_000_000
+MAX_TITLE_CHARS = 1_000
+MAX_SCOPE_CHARS = 256
+MAX_KIND_CHARS = 64
+# Short names: tags, roles, labels, provenance fields, rule and principal names.
+MAX_NAME_CHARS = 256
+MAX_LIST_ITEMS = 64
+MAX_CONTEXT_ITEMS = 64
+MAX_CONTEXT_CHARS = 100_000
+MAX_REASON_CHARS = 10_000
+MAX_QUERY_CHARS = 10_000
+MAX_ID_CHARS = 128
+# Metadata is for filtering and policy matching, not for storing documents: 32 levels is
+# far more than any real use, and far below where JSON libraries run out of recursion.
+MAX_METADATA_DEPTH = 32
+MAX_METADATA_KEYS = 1_000
+MAX_METADATA_STRING_CHARS = 10_000
+MAX_METADATA_BYTES = 65_536
+# One HTTP request body (every door of `cairn serve`): room for a batch of records.
+MAX_REQUEST_BYTES = 8 * 1024 * 1024
+
+# The validation context that marks data read back from a store (see the module docstring).
+STORED: dict[str, bool] = {"cairn_stored": True}
+
+
+class LimitExceeded(ValueError):
+    """A value broke a limit; the message names the limit and its value."""
+
+
+def is_stored(info: ValidationInfo | None) -> bool:
+    context = info.context if info is not None else None
+    return isinstance(context, dict) and bool(context.get("cairn_stored"))
+
+
+# ---- text -------------------------------------------------------------------------------
+
+
+def check_text(value: str, what: str, max_chars: int) -> str:
+    """Refuse text that is too long, holds a NUL character or is not valid Unicode (a lone
+    surrogate, which JSON's ``\\ud800`` escapes can produce and no store can encode)."""
+    if len(value) > max_chars:
+        raise LimitExceeded(f"{what} has {len(value):,} characters; the limit is {max_chars:,}")
+    if "\x00" in value:
+        raise LimitExceeded(f"{what} contains a NUL character, which cairn does not store")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LimitExceeded(
+            f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
+        ) from None
+    return value
+
+
+def check_id(value: str, what: str = "id") -> str:
+    """An id a caller names: short, printable text. Ids that cannot exist are still answered
+    as "not found" by the lookups; this only keeps odd bytes away from the stores."""
+    check_text(value, what, MAX_ID_CHARS)
+    if not value or any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise LimitExceeded(f"{what} must be non-empty printable text without spaces")
+    return value
+
+
+@dataclass(frozen=True)
+class TextLimit:
+    """``Annotated[str, TextLimit(n)]``: ``check_text`` on the field, declared in its JSON
+    schema as well. A validator rather than ``Field(max_length=…)`` so that the ``STORED``
+    context can skip it (see the module docstring)."""
+
+    max_chars: int
+    min_chars: int = 0
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.with_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        declared = handler(schema)
+        declared["maxLength"] = self.max_chars
+        if self.min_chars:
+            declared["minLength"] = self.min_chars
+        return declared
+
+    def _check(self, value: str, info: ValidationInfo) -> str:
+        if is_stored(info):
+            return value
+        name = info.field_name or "text"
+        if len(value) < self.min_chars:
+            raise LimitExceeded(f"{name} must have at least {self.min_chars} character(s)")
+        return check_text(value, name, self.max_chars)
+
+
+def is_id(value: str) -> bool:
+    """Whether ``value`` could be an id at all; text that cannot (a NUL, a lone surrogate)
+    is answered as "not found" like any other unknown id, without reaching a store."""
+    try:
+        check_id(value)
+    except LimitExceeded:
+        return False
+    return True
+
+
+# ---- JSON -------------------------------------------------------------------------------
+
+
+def check_json(value: Any, what: str = "metadata") -> Any:
+    """Plain JSON within the metadata limits: depth, keys, string length and total size.
+
+    Walks with an explicit stack, never by recursion, so that a hostile nesting depth is
+    refused instead of exhausting the interpreter's stack."""
+    keys = 0
+    stack: list[tuple[Any, int, str]] = [(value, 1, what)]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, dict | list | tuple) and depth > MAX_METADATA_DEPTH:
+            raise LimitExceeded(
+                f"{path} is nested more than {MAX_METADATA_DEPTH} levels deep "
+                f"(the limit for {what})"
+            )
+        if isinstance(item, dict):
+            keys += len(item)
+            if keys > MAX_METADATA_KEYS:
+                raise LimitExceeded(f"{what} has more than {MAX_METADATA_KEYS:,} keys in all")
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise LimitExceeded(f"{path} has a key that is not a string")
+                check_text(key, f"a key of {path}", MAX_NAME_CHARS)
+                stack.append((child, depth + 1, f"{path}.{key}"))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1, f"{path}[{i}]") for i, child in enumerate(item))
+        elif isinstance(item, str):
+            check_text(item, path, MAX_METADATA_STRING_CHARS)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise LimitExceeded(f"{path} is not a finite number (JSON has no NaN or Infinity)")
+        elif item is not None and not isinstance(item, bool | int | float):
+            raise LimitExceeded(f"{path} is not plain JSON ({type(item).__name__})")
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > MAX_METADATA_BYTES:
+        raise LimitExceeded(
+            f"{what} takes {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class JsonLimit:
+    """``Annotated[dict[str, Any], JsonLimit()]``: ``check_json`` unless the data comes from
+    a store."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.with_info_after_validator_function(self._check, handler(source))
+
+    def _check(self, value: Any, info: ValidationInfo) -> Any:
+        return value if is_stored(info) else check_json(value, info.field_name or "metadata")
