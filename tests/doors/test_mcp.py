@@ -66,10 +66,14 @@ async def _protocol_edges(client: Client, record_id: str, tag: str) -> None:
     assert done.completion.values == [record_id]
     # Up to protocol 2025-11-25 a missing resource is -32002; from 2026-07-28 on, -32602.
     legacy = client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-    for uri in ("cairn://record/rec_nope", f"cairn://record/{record_id}@x"):
+    not_found = -32002 if legacy else -32602
+    for uri, expected in [
+        ("cairn://record/rec_nope", not_found),
+        ("cairn://nothing/here", not_found),
+        (f"cairn://record/{record_id}@x", -32602),
+    ]:
         with pytest.raises(MCPError) as caught:
             await client.read_resource(uri)
-        expected = -32002 if legacy and uri.endswith("nope") else -32602
         assert caught.value.code == expected, (uri, caught.value.error)
     with pytest.raises(MCPError) as caught:
         await client.get_prompt("no_such_prompt")

@@ -139,6 +139,17 @@ async def test_missing_and_invisible_records_read_alike(door: Door, mode: Any) -
     assert answers[0][1] == "[not_found] no record ID"
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_uri_matching_no_template_is_not_found(door: Door, mode: Any) -> None:
+    expected = RESOURCE_NOT_FOUND if mode == "legacy" else INVALID_PARAMS
+    async with Client(door.server, mode=mode) as client:
+        for uri in ("cairn://nothing/here", "test://static-text"):
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(uri)
+            assert caught.value.code == expected, caught.value.error
+            assert caught.value.data == {"uri": uri}
+
+
 # ---- prompts -----------------------------------------------------------------------------
 
 

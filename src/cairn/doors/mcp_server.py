@@ -23,8 +23,9 @@ from typing import Annotated, Any, Literal, TypeVar
 import anyio.to_thread
 from mcp import MCPError
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -40,7 +41,7 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AnyUrl, BaseModel, Field, ValidationError
 
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.memory import Memory, RecordView
@@ -220,6 +221,7 @@ class _CairnMCPServer(MCPServer[Any]):
     - tool arguments that fail their schema are reported as ``[invalid_input] field: message``,
       like the kernel's own refusals, without pydantic's links or the rejected value;
     - an unknown prompt, or one missing a required argument, is invalid params, not a crash;
+    - a resource that is not there is -32002 for clients of protocol 2025-11-25 and earlier;
     - ``logging/setLevel`` and ``completion/complete`` are served, registered on the
       low-level server: ``MCPServer`` has no hook for the first (the SDK points to the
       low-level API for it), and its ``completion()`` hook does not see the request, while
@@ -247,6 +249,18 @@ class _CairnMCPServer(MCPServer[Any]):
             # the SDK logs only the field names.
             text = f"Error executing tool {name}: [invalid_input] {validation_text(cause)}"
             raise ToolError(text) from cause
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError as exc:
+            # No template matches the URI: the SDK answers -32602, the code of protocol
+            # 2026-07-28 on. Earlier clients get -32002, like a record that is not there.
+            if context is None or context.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                raise
+            raise MCPError(RESOURCE_NOT_FOUND, str(exc), data={"uri": str(uri)}) from exc
 
     async def get_prompt(
         self,
