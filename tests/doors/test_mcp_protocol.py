@@ -354,6 +354,17 @@ async def test_complete_unknown_references(door: Door) -> None:
         assert none.values == []
 
 
+async def test_descriptions_are_sent_without_source_indentation(door: Door) -> None:
+    async with Client(door.server) as client:
+        tools = (await client.list_tools()).tools
+        prompts = (await client.list_prompts()).prompts
+    described = [(t.name, t.description) for t in tools] + [
+        (p.name, p.description) for p in prompts
+    ]
+    for name, description in described:
+        assert description and "\n " not in description, name
+
+
 # ---- validation errors -------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ see fails exactly like one that does not exist.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import re
@@ -35,6 +36,7 @@ from mcp_types import (
     Completion,
     EmptyResult,
     GetPromptResult,
+    Icon,
     InputRequiredResult,
     PromptReference,
     SetLevelRequestParams,
@@ -218,6 +220,7 @@ def _completion(found: Sequence[str], *, complete: bool = True) -> Completion:
 class _CairnMCPServer(MCPServer[Any]):
     """``MCPServer`` plus the protocol behaviour cairn needs and the SDK leaves to servers.
 
+    - tool descriptions are sent dedented;
     - tool arguments that fail their schema are reported as ``[invalid_input] field: message``,
       like the kernel's own refusals, without pydantic's links or the rejected value;
     - an unknown prompt, or one missing a required argument, is invalid params, not a crash;
@@ -235,6 +238,30 @@ class _CairnMCPServer(MCPServer[Any]):
         lowlevel = self._lowlevel_server
         lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
         lowlevel.add_request_handler("completion/complete", CompleteRequestParams, self._complete)
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        # The SDK takes a docstring as it is in the source, indentation and all: clients show
+        # it and models read it, so it goes out dedented.
+        super().add_tool(
+            fn,
+            name=name,
+            title=title,
+            description=description or inspect.cleandoc(fn.__doc__ or "") or None,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
