@@ -9,10 +9,12 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import ResourceTemplateReference
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from cairn.doors.mcp_server import MCP_TOOLS
+from cairn.doors.mcp_server import MCP_PROMPTS, MCP_TOOLS
 from tests.doors.conftest import Live
 
 pytestmark = pytest.mark.anyio
@@ -49,9 +51,33 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def _http(live: Live, key: str | None) -> Client:
+def _http(live: Live, key: str | None, mode: Any = "auto") -> Client:
     client = httpx2.AsyncClient(headers=live.headers(key), timeout=30)
-    return Client(streamable_http_client(f"{live.url}/mcp", http_client=client))
+    return Client(streamable_http_client(f"{live.url}/mcp", http_client=client), mode=mode)
+
+
+async def _protocol_edges(client: Client, record_id: str, tag: str) -> None:
+    """Prompts, completions and resource errors: each transport carries the caller's key."""
+    assert {p.name for p in (await client.list_prompts()).prompts} == set(MCP_PROMPTS)
+    prompt = await client.get_prompt("task_context", {"task": f"stored over {tag}"})
+    assert record_id in str(prompt.messages[0].content)
+    template = ResourceTemplateReference(uri="cairn://record/{id}")
+    done = await client.complete(template, {"name": "id", "value": record_id[:-4]})
+    assert done.completion.values == [record_id]
+    # Up to protocol 2025-11-25 a missing resource is -32002; from 2026-07-28 on, -32602.
+    legacy = client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+    not_found = -32002 if legacy else -32602
+    for uri, expected in [
+        ("cairn://record/rec_nope", not_found),
+        ("cairn://nothing/here", not_found),
+        (f"cairn://record/{record_id}@x", -32602),
+    ]:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(uri)
+        assert caught.value.code == expected, (uri, caught.value.error)
+    with pytest.raises(MCPError) as caught:
+        await client.get_prompt("no_such_prompt")
+    assert caught.value.code == -32602
 
 
 async def _exercise(client: Client, tag: str) -> None:
@@ -95,11 +121,28 @@ async def _exercise(client: Client, tag: str) -> None:
     assert approve.is_error
     sneaky = await client.call_tool("memory_propose", {"op": "transition", "record_id": record_id})
     assert sneaky.is_error
+    await _protocol_edges(client, record_id, tag)
 
 
 async def test_streamable_http_with_agent_key(live: Live) -> None:
     async with _http(live, live.agent) as client:
         await _exercise(client, "http")
+
+
+# The client itself warns that logging/setLevel is gone from protocol 2026-07-28.
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")
+async def test_streamable_http_legacy_client(live: Live) -> None:
+    # Clients of protocol 2025-11-25 and earlier (the conformance suite among them) handshake
+    # with initialize and send logging/setLevel.
+    async with _http(live, live.agent, mode="legacy") as client:
+        assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+        assert client.server_capabilities.logging is not None
+        await client.set_logging_level("debug")
+        stored = await client.call_tool(
+            "memory_store", {"type": "episode", "content": "MCP stored this over legacy http"}
+        )
+        assert not stored.is_error, stored.content
+        await _protocol_edges(client, stored.structured_content["id"], "legacy http")
 
 
 @pytest.mark.parametrize("key", [None, "cairn_wrong"])

@@ -1,25 +1,51 @@
-"""The MCP door: memory tools and record resources for coding agents.
+"""The MCP door: memory tools, record resources, prompts and completions for coding agents.
 
 One ``MCPServer`` serves both transports: ``cairn mcp`` (stdio, the principal fixed by the
 key given at start-up) and streamable HTTP at ``/mcp`` inside ``cairn serve`` (the principal
 taken from each request's ``Authorization: Bearer`` key). Tools only read, propose or record
 drafts: nothing that approves, rejects, archives, publishes or promotes is registered here,
 so no MCP client can reach a curator action whatever key it holds.
+
+Every answer is trimmed to what the caller may read: resources, prompts and completions use
+only ``Memory`` calls that apply the caller's permissions, and a record the caller may not
+see fails exactly like one that does not exist.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable
+import logging
+import re
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio.to_thread
+from mcp import MCPError
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
+    EmptyResult,
+    GetPromptResult,
+    Icon,
+    InputRequiredResult,
+    PromptReference,
+    SetLevelRequestParams,
+    ToolAnnotations,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import AnyUrl, BaseModel, Field, ValidationError
 
-from cairn.errors import CairnError, InvalidInput
+from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.memory import Memory, RecordView
 from cairn.model import (
     Content,
@@ -40,9 +66,19 @@ from cairn.retrieval.context import (
     ResearchAnswer,
     ValidationReport,
 )
-from cairn.retrieval.types import RetrievalResult, SearchResult
+from cairn.retrieval.types import Item, RetrievalResult, SearchResult
 
-__all__ = ["MCP_TOOLS", "PrincipalFor", "StoreResult", "bearer_key", "build_mcp_server"]
+__all__ = [
+    "MCP_PROMPTS",
+    "MCP_TOOLS",
+    "PrincipalFor",
+    "StoreResult",
+    "bearer_key",
+    "build_mcp_server",
+    "validation_text",
+]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 PrincipalFor = Callable[[Context], Principal]
@@ -63,6 +99,20 @@ MCP_TOOLS = (
     "memory_validate_claims",
     "memory_research",
 )
+
+MCP_PROMPTS = ("task_context", "propose_memory", "check_claims")
+
+RECORD_URI = "cairn://record/{id}"
+RECORD_VERSION_URI = "cairn://record/{id}@{version}"
+# "Resource not found" up to protocol 2025-11-25. The 2026-07-28 revision retired the code and
+# answers an unknown resource with invalid params (-32602) instead, as the SDK does.
+RESOURCE_NOT_FOUND = -32002
+# The spec caps one completion answer at 100 values.
+COMPLETION_CAP = 100
+# Completions scan at most this many readable records (the kernel's largest page): a store
+# with more may complete only part of it, and then says so with has_more.
+COMPLETION_SCAN = 10_000
+_VERSION_NUMBER = re.compile(r"[0-9]+")
 
 _DEFAULT_SCOPE = "default"
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -104,13 +154,28 @@ def _stored(outcome: ProposalOutcome) -> StoreResult:
     )
 
 
+def validation_text(exc: ValidationError) -> str:
+    """``field: message; ...`` for each error: no links to pydantic's documentation and no
+    echo of the rejected value (the caller has it, and a log line or a model's context
+    window should not collect it twice)."""
+    parts: list[str] = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        # A validator's own ValueError reads "Value error, <its text>": keep only its text.
+        message = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        field = ".".join(str(part) for part in error["loc"])
+        parts.append(f"{field}: {message}" if field else message)
+    return "; ".join(parts)
+
+
 def _run(fn: Callable[[], T]) -> T:
     """Turn a kernel error into a tool error the agent can read: ``[code] message``."""
     try:
         return fn()
     except CairnError as exc:
         raise ToolError(f"[{exc.code}] {exc.message}") from exc
-    except ValueError as exc:  # a model validator refused the arguments
+    except ValidationError as exc:  # a kernel model refused the arguments
+        raise ToolError(f"[invalid_input] {validation_text(exc)}") from exc
+    except ValueError as exc:  # a plain check refused them; its text is ours
         raise ToolError(f"[invalid_input] {exc}") from exc
 
 
@@ -134,16 +199,207 @@ def bearer_key(headers: Any) -> str | None:
     return key.strip() or None if scheme.lower() == "bearer" else None
 
 
+def _literal_glob(text: str) -> str:
+    """``text`` as a glob that matches only itself (scopes are matched with globs)."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _cited(item: Item) -> str:
+    return f"[{item.record_id}@{item.version_id}]"
+
+
+def _completion(found: Sequence[str], *, complete: bool = True) -> Completion:
+    """At most ``COMPLETION_CAP`` values; ``total`` only when the count is known."""
+    return Completion(
+        values=list(found[:COMPLETION_CAP]),
+        total=len(found) if complete else None,
+        has_more=len(found) > COMPLETION_CAP or not complete,
+    )
+
+
+class _CairnMCPServer(MCPServer[Any]):
+    """``MCPServer`` plus the protocol behaviour cairn needs and the SDK leaves to servers.
+
+    - tool descriptions are sent dedented;
+    - tool arguments that fail their schema are reported as ``[invalid_input] field: message``,
+      like the kernel's own refusals, without pydantic's links or the rejected value;
+    - an unknown prompt, or one missing a required argument, is invalid params, not a crash;
+    - a resource that is not there is -32002 for clients of protocol 2025-11-25 and earlier;
+    - ``logging/setLevel`` and ``completion/complete`` are served, registered on the
+      low-level server: ``MCPServer`` has no hook for the first (the SDK points to the
+      low-level API for it), and its ``completion()`` hook does not see the request, while
+      completions must know who asks to offer only what that principal may read.
+    """
+
+    def __init__(self, memory: Memory, principal_for: PrincipalFor, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.memory = memory
+        self.principal_for = principal_for
+        lowlevel = self._lowlevel_server
+        lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
+        lowlevel.add_request_handler("completion/complete", CompleteRequestParams, self._complete)
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        # The SDK takes a docstring as it is in the source, indentation and all: clients show
+        # it and models read it, so it goes out dedented.
+        super().add_tool(
+            fn,
+            name=name,
+            title=title,
+            description=description or inspect.cleandoc(fn.__doc__ or "") or None,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=structured_output,
+        )
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            # The arguments failed the tool's input schema. Chained to the ValidationError so
+            # the SDK logs only the field names.
+            text = f"Error executing tool {name}: [invalid_input] {validation_text(cause)}"
+            raise ToolError(text) from cause
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> Iterable[ReadResourceContents] | InputRequiredResult:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError as exc:
+            # No template matches the URI: the SDK answers -32602, the code of protocol
+            # 2026-07-28 on. Earlier clients get -32002, like a record that is not there.
+            if context is None or context.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                raise
+            raise MCPError(RESOURCE_NOT_FOUND, str(exc), data={"uri": str(uri)}) from exc
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        known = {prompt.name: prompt for prompt in await self.list_prompts()}
+        prompt = known.get(name)
+        if prompt is None:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt: {name}; prompts: {', '.join(known)}")
+        accepted = {argument.name: argument.required for argument in prompt.arguments or ()}
+        given = set(arguments or {})
+        missing = sorted(n for n, required in accepted.items() if required and n not in given)
+        unknown = sorted(given - set(accepted))
+        if missing or unknown:
+            problems = [f"missing argument {n}" for n in missing]
+            problems += [f"no argument {n}" for n in unknown]
+            raise MCPError(INVALID_PARAMS, f"prompt {name}: {'; '.join(problems)}")
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except MCPError:
+            raise
+        except Exception as exc:  # a crash while rendering: keep its text on the server
+            log.exception("prompt %r failed", name)
+            raise MCPError(INTERNAL_ERROR, f"prompt {name} could not be rendered") from exc
+
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
+    ) -> EmptyResult:
+        # cairn sends no log notifications to clients (its log goes to stderr), so there is
+        # nothing to filter: the request is accepted so that clients which always send it work.
+        return EmptyResult()
+
+    async def _complete(
+        self, ctx: ServerRequestContext[Any, Any], params: CompleteRequestParams
+    ) -> CompleteResult:
+        context = Context(request_context=ctx, mcp_server=self)
+        resolved = params.context.arguments if params.context else None
+
+        def work() -> Completion:
+            try:
+                principal = self.principal_for(context)
+                return self._completions(principal, params, resolved or {})
+            except CairnError as exc:
+                raise _protocol_error(exc, context) from exc
+
+        if isinstance(params.ref, PromptReference):
+            prompts = {prompt.name for prompt in await self.list_prompts()}
+            if params.ref.name not in prompts:
+                raise MCPError(INVALID_PARAMS, f"unknown prompt: {params.ref.name}")
+        elif params.ref.uri not in (RECORD_URI, RECORD_VERSION_URI):
+            raise MCPError(INVALID_PARAMS, f"unknown resource template: {params.ref.uri}")
+        return CompleteResult(completion=await anyio.to_thread.run_sync(work))
+
+    def _completions(
+        self, principal: Principal, params: CompleteRequestParams, resolved: dict[str, str]
+    ) -> Completion:
+        name, value = params.argument.name, params.argument.value
+        if isinstance(params.ref, PromptReference):
+            return self._scopes(principal, value) if name == "scope" else _completion([])
+        if name == "id":
+            return self._record_ids(principal, value)
+        if name == "version" and params.ref.uri == RECORD_VERSION_URI and "id" in resolved:
+            return self._versions(principal, resolved["id"], value)
+        return _completion([])
+
+    def _readable(
+        self, principal: Principal, scope: str | None = None
+    ) -> tuple[list[Record], bool]:
+        """Records the principal may read (``list_records`` trims by permission), and
+        whether that is all of them."""
+        query = RecordQuery(scope=scope, limit=COMPLETION_SCAN)
+        records = self.memory.list_records(query, principal=principal)
+        return records, len(records) < COMPLETION_SCAN
+
+    def _record_ids(self, principal: Principal, prefix: str) -> Completion:
+        records, complete = self._readable(principal)
+        return _completion([r.id for r in records if r.id.startswith(prefix)], complete=complete)
+
+    def _scopes(self, principal: Principal, prefix: str) -> Completion:
+        # The prefix narrows the scan in the store; it is typed text, so its glob
+        # characters must match themselves.
+        records, complete = self._readable(
+            principal, _literal_glob(prefix) + "*" if prefix else None
+        )
+        scopes = sorted({r.scope for r in records if r.scope.startswith(prefix)})
+        return _completion(scopes, complete=complete)
+
+    def _versions(self, principal: Principal, record_id: str, prefix: str) -> Completion:
+        try:
+            versions = self.memory.history(record_id, principal=principal)
+        except NotFound:  # unknown or unreadable: nothing to offer, and nothing to tell apart
+            return _completion([])
+        numbers = [str(v.number) for v in sorted(versions, key=lambda v: v.number)]
+        return _completion([n for n in numbers if n.startswith(prefix)])
+
+
 def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
-    server: MCPServer = MCPServer(
-        "cairn",
+    server = _CairnMCPServer(
+        memory,
+        principal_for,
+        name="cairn",
         title="cairn memory",
         version="0.1.0",
         instructions=(
             "Governed memory. Read with memory_get_context / memory_retrieve / memory_search; "
             "cite records by (id, version_id). You may only propose changes (memory_store, "
             "memory_propose) or record drafts (memory_record_candidate): a policy or a human "
-            "curator decides. Treat draft and 'inferred' records as non-authoritative."
+            "curator decides. Treat draft and 'inferred' records as non-authoritative. "
+            "Prompts: task_context (cited memory for a task), propose_memory (how to propose "
+            "a memory so it is not a duplicate), check_claims (check a plan or an answer)."
         ),
     )
 
@@ -473,31 +729,241 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             )
         )
 
-    def _read(record_id: str, version: int | None, ctx: Context) -> str:
+    def _read(uri: str, record_id: str, version: str | None, ctx: Context) -> str:
+        if version is not None and not _VERSION_NUMBER.fullmatch(version):
+            raise MCPError(
+                INVALID_PARAMS,
+                "[invalid_input] version must be a whole number, as in cairn://record/<id>@2",
+                data={"uri": uri},
+            )
         try:
             principal = principal_for(ctx)
-            view = memory.get(record_id, principal=principal, version=version)
+            view = memory.get(
+                record_id, principal=principal, version=None if version is None else int(version)
+            )
         except CairnError as exc:
-            raise ResourceError(f"[{exc.code}] {exc.message}") from exc
+            raise _protocol_error(exc, ctx, data={"uri": uri}, resource=True) from exc
         return json.dumps(view.model_dump(mode="json"), ensure_ascii=False)
 
     @server.resource(
-        "cairn://record/{id}",
+        RECORD_URI,
         mime_type="application/json",
-        description="A record at its head version",
+        description="A record at its head version, with its current state",
     )
     def record_resource(id: str, ctx: Context) -> str:
-        record_id, _, version = id.partition("@")
-        return _read(record_id, int(version) if version.isdigit() else None, ctx)
+        # Record ids never hold "@", and this template's {id} also matches "<id>@<version>"
+        # (it is tried first): read such a URI as the versioned one, so that a version which
+        # is not a number is refused instead of silently answering the head.
+        record_id, at, version = id.partition("@")
+        uri = RECORD_URI.format(id=id)
+        return _read(uri, record_id, version if at else None, ctx)
 
     @server.resource(
-        "cairn://record/{id}@{version}",
+        RECORD_VERSION_URI,
         mime_type="application/json",
-        description="A record at one version number",
+        description="A record at one version number (1 is the first)",
     )
     def record_version_resource(id: str, version: str, ctx: Context) -> str:
-        if not version.isdigit():
-            raise ResourceError("[invalid_input] version must be a number")
-        return _read(id, int(version), ctx)
+        return _read(RECORD_VERSION_URI.format(id=id, version=version), id, version, ctx)
 
+    _register_prompts(server, memory, principal_for)
     return server
+
+
+def _protocol_error(
+    exc: CairnError, ctx: Context, *, data: Any = None, resource: bool = False
+) -> MCPError:
+    """A kernel error as a JSON-RPC error outside tools (resources, prompts, completions)."""
+    if isinstance(exc, NotFound) and resource:
+        legacy = ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+        code = RESOURCE_NOT_FOUND if legacy else INVALID_PARAMS
+    elif isinstance(exc, InvalidInput | NotFound):
+        code = INVALID_PARAMS
+    else:
+        code = INTERNAL_ERROR
+    return MCPError(code, f"[{exc.code}] {exc.message}", data=data)
+
+
+def _items(items: Iterable[Item]) -> list[str]:
+    lines: list[str] = []
+    for number, item in enumerate(items, 1):
+        # dict.fromkeys: the confidence label and a flag may both say "inferred".
+        notes = dict.fromkeys([item.kind, item.status, item.confidence_label, *item.flags])
+        lines.append(f"{number}. {_cited(item)} {item.title} ({', '.join(notes)})")
+        lines.extend(f"   {line}" for line in item.content.splitlines() if line.strip())
+    return lines
+
+
+# Prompt descriptions are given whole: the SDK would pass a docstring on with its indentation.
+_TASK_CONTEXT = (
+    "The governed memory relevant to a task, most relevant first, each item cited as "
+    "[record_id@version_id], drafts and inferred items marked, contradictions listed. Only "
+    "records you may read are included."
+)
+_PROPOSE_MEMORY = (
+    "How to add something to governed memory without duplicating or overwriting it: the "
+    "similar records you may read in that scope (with the version to base an update on), then "
+    "the steps to cite, update, supersede, store or draft."
+)
+_CHECK_CLAIMS = (
+    "Each sentence of a plan or an answer checked against the memory you may read: supported, "
+    "contradicted or unknown, with the records it was checked against cited, and what to do "
+    "about each."
+)
+
+
+def _register_prompts(server: MCPServer, memory: Memory, principal_for: PrincipalFor) -> None:
+    """Prompts for the three things an agent does with governed memory: read it for a task
+    (with citations), add to it the right way, and check its own claims against it."""
+
+    def mode() -> Literal["hybrid", "keyword"]:
+        # Without an embedder the memory answers keyword searches only.
+        return "hybrid" if memory.indexer else "keyword"
+
+    def kernel(fn: Callable[[], T], ctx: Context) -> T:
+        try:
+            return fn()
+        except CairnError as exc:
+            raise _protocol_error(exc, ctx) from exc
+        except ValidationError as exc:
+            raise MCPError(INVALID_PARAMS, f"[invalid_input] {validation_text(exc)}") from exc
+
+    def who(ctx: Context) -> Principal:
+        return kernel(lambda: principal_for(ctx), ctx)
+
+    @server.prompt(title="Memory for a task", description=_TASK_CONTEXT)
+    def task_context(
+        task: Annotated[str, Field(description="what you are about to do")],
+        ctx: Context,
+        scope: Annotated[
+            str | None, Field(description="limit to a scope or scope glob, e.g. acme/*")
+        ] = None,
+    ) -> str:
+        scope = scope or None  # clients often send an empty string for "not given"
+        principal = who(ctx)
+        found = kernel(
+            lambda: memory.retrieve(
+                task, principal=principal, scope=scope, k=8, max_tokens=4000, mode=mode()
+            ),
+            ctx,
+        )
+        where = f" in scope {scope}" if scope else ""
+        if not found.items:
+            return (
+                f"Task: {task}\n\nNo readable memory{where} matches this task. Go ahead "
+                "without it, and do not cite records you have not read."
+            )
+        lines = [
+            f"Task: {task}",
+            "",
+            f"Governed memory{where} relevant to this task, most relevant first. Each item is "
+            "cited as [record_id@version_id]: cite it that way when you rely on it, and read "
+            "the whole record at cairn://record/<record_id> if you need more. Items marked "
+            "draft_non_authoritative or inferred are not settled: check them before relying "
+            "on them.",
+            "",
+            *_items(found.items),
+        ]
+        if found.contradictions:
+            lines += ["", "These items contradict each other; do not rely on either blindly:"]
+            lines += [
+                f"- [{c.record_ids[0]}@{c.version_ids[0]}] and "
+                f"[{c.record_ids[1]}@{c.version_ids[1]}]: {c.reason}"
+                for c in found.contradictions
+            ]
+        if found.excluded_count:
+            lines += [
+                "",
+                f"{found.excluded_count} more relevant item(s) did not fit; ask memory_retrieve "
+                "for them if you need them.",
+            ]
+        lines += [
+            "",
+            "If you learn something worth keeping while you work, propose it (see the "
+            "propose_memory prompt): nothing is stored until a result says approved.",
+        ]
+        return "\n".join(lines)
+
+    @server.prompt(title="Propose a memory", description=_PROPOSE_MEMORY)
+    def propose_memory(
+        memory_text: Annotated[str, Field(alias="memory", description="what should be remembered")],
+        scope: Annotated[str, Field(description="the scope it belongs in, e.g. acme/app")],
+        ctx: Context,
+        kind: Annotated[
+            str | None, Field(description="record kind: fact, decision, belief, skill, …")
+        ] = None,
+    ) -> str:
+        principal = who(ctx)
+        similar = kernel(
+            lambda: memory.search(
+                memory_text,
+                principal=principal,
+                scope=scope,
+                k=5,
+                include_drafts=True,
+                mode=mode(),
+            ),
+            ctx,
+        )
+        if similar.hits:
+            found = [
+                f"   - [{hit.record_id}@{hit.version_id}] {hit.title} "
+                f"({hit.kind}, {hit.status}, version {hit.version})"
+                for hit in similar.hits
+            ]
+        else:
+            found = ["   - none among the records you may read."]
+        kind_word = kind or "fact"
+        return "\n".join(
+            [
+                f"You want to remember, in scope {scope}: {memory_text}",
+                "",
+                "This memory is governed: you propose, a policy or a curator decides. Go step "
+                "by step:",
+                f"1. Check it is new. Similar records in {scope}:",
+                *found,
+                "2. If one of them already says it, do not propose it again: cite that record "
+                "as [record_id@version_id] instead.",
+                '3. If one of them should change, call memory_propose with op "update", its '
+                "record_id, base_version_id set to the version id shown above, and a patch "
+                "with only the fields that change. If you are told the base is stale, read "
+                "the record again (memory_get) and redo the patch on the new version.",
+                "4. If it replaces an old record outright, call memory_propose with op "
+                '"supersede", the old record_id and the new content (or by, an existing '
+                "record's id).",
+                f'5. Otherwise call memory_store with type "{kind_word}", scope "{scope}" and '
+                "content whose first line is a short title. If it is not settled yet (a "
+                "guess, a hand-off, a to-do), call memory_record_candidate instead: a draft "
+                "is non-authoritative until a person approves it.",
+                '6. Read the result. "approved": it is stored; cite its id and version_id. '
+                '"pending": a curator will decide; do not rely on it yet. "rejected": read '
+                "the reason and fix the cause; do not send the same proposal again.",
+            ]
+        )
+
+    @server.prompt(title="Check claims against memory", description=_CHECK_CLAIMS)
+    def check_claims(
+        text: Annotated[str, Field(description="a plan, an answer or notes to check")],
+        ctx: Context,
+        scope: Annotated[str | None, Field(description="a scope or scope glob to check in")] = (
+            None
+        ),
+    ) -> str:
+        scope = scope or None
+        principal = who(ctx)
+        report = kernel(lambda: memory.validate_claims(text, principal=principal, scope=scope), ctx)
+        where = f" in scope {scope}" if scope else ""
+        lines = [f"Each claim checked against governed memory{where}:", ""]
+        for check in report.claims:
+            lines.append(f"- {check.verdict}: {check.claim}")
+            if check.verdict != "unknown":  # an unknown claim's near misses are only noise
+                lines += [
+                    f"    checked against {_cited(item)} {item.title}" for item in check.evidence
+                ]
+        lines += [
+            "",
+            "Revise or drop each contradicted claim, citing the record that contradicts it. "
+            "Cite the evidence for supported claims as [record_id@version_id]. Present unknown "
+            "claims as unverified, not as settled.",
+        ]
+        return "\n".join(lines)
