@@ -70,3 +70,108 @@ def test_tasks_belong_to_their_principal(live: Live) -> None:
     mine = _rpc(live, "message/send", _message("Hello again"), live.agent).json()["result"]
     theirs = _rpc(live, "tasks/get", {"id": mine["id"]}, live.curator).json()
     assert theirs["error"]["code"] == -32001
+
+
+def _rpc10(live: Live, method: str, params: dict[str, Any], key: str | None) -> httpx.Response:
+    """A JSON-RPC call in A2A 1.0 (``SendMessage``…), which the header selects."""
+    body = {"jsonrpc": "2.0", "id": "t1", "method": method, "params": params}
+    headers = {**live.headers(key), "A2A-Version": "1.0"}
+    return httpx.post(f"{live.url}/", json=body, headers=headers, timeout=30)
+
+
+def _stored_metadata(live: Live, record_id: str) -> Any:
+    got = httpx.get(f"{live.url}/v1/records/{record_id}", headers=live.headers(live.agent))
+    assert got.status_code == 200, got.text
+    return got.json()["version"]["content"]["metadata"]
+
+
+# Integers, floats, nesting and lists: what a data part's metadata must store unchanged.
+METADATA = {"count": 3, "ratio": 0.5, "big": 2**53, "nested": {"ids": [1, 2.5, {"n": -7}]}}
+
+
+def _same_json(left: Any, right: Any) -> bool:
+    """Equal *and* of the same JSON types (3 == 3.0 in Python, but not for a JSON reader)."""
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_same_json(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(_same_json, left, right))
+    return type(left) is type(right) and left == right
+
+
+def test_data_part_keeps_integers_v03(live: Live) -> None:
+    data = {"skill": "remember", "content": "integers stay integers (0.3)", "metadata": METADATA}
+    params = {
+        "message": {
+            "kind": "message",
+            "messageId": "m-ints-03",
+            "role": "user",
+            "parts": [{"kind": "data", "data": data}],
+        }
+    }
+    task = _rpc(live, "message/send", params, live.agent).json()["result"]
+    assert task["status"]["state"] == "completed", task["status"]
+    record_id = task["artifacts"][0]["parts"][0]["data"]["id"]
+    stored = _stored_metadata(live, record_id)
+    assert _same_json(stored, METADATA), stored
+
+
+def test_data_part_keeps_integers_v10(live: Live) -> None:
+    data = {"skill": "remember", "content": "integers stay integers (1.0)", "metadata": METADATA}
+    params = {"message": {"messageId": "m-ints-10", "role": "ROLE_USER", "parts": [{"data": data}]}}
+    task = _rpc10(live, "SendMessage", params, live.agent).json()["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task["status"]
+    record_id = task["artifacts"][0]["parts"][0]["data"]["id"]
+    stored = _stored_metadata(live, record_id)
+    assert _same_json(stored, METADATA), stored
+
+
+def test_refuses_an_integer_a_double_cannot_hold(live: Live) -> None:
+    """Past 2**53 a protobuf Struct would round the integer: refuse it rather than store
+    another number than the caller sent."""
+    data = {"skill": "remember", "content": "too big", "metadata": {"n": 2**53 + 1}}
+    message = {"kind": "message", "messageId": "m-big", "role": "user"}
+    parts = [{"kind": "text", "text": "remember"}, {"kind": "data", "data": data}]
+    body = _rpc(live, "message/send", {"message": {**message, "parts": parts}}, live.agent)
+    error = body.json()["error"]
+    assert error["code"] == -32602 and "parts[1]" in error["message"], error
+    params10 = {
+        "message": {"messageId": "m-big-10", "role": "ROLE_USER", "parts": [{"data": data}]}
+    }
+    error10 = _rpc10(live, "SendMessage", params10, live.agent).json()["error"]
+    assert error10["code"] == -32602 and "parts[0]" in error10["message"], error10
+
+
+def test_refuses_a_v03_part_without_kind(live: Live) -> None:
+    """In 0.3 ``kind`` is what makes a part text, file or data: a part without it is not a
+    text part by default."""
+    parts = [
+        {"kind": "text", "text": "recall: release schedule"},
+        {"type": "unsupported_type", "text": "This should be rejected"},
+    ]
+    message = {"kind": "message", "messageId": "m-nokind", "role": "user", "parts": parts}
+    for method in ("message/send", "message/stream"):
+        error = _rpc(live, method, {"message": message}, live.agent).json()["error"]
+        assert error["code"] == -32602, error
+        assert "parts[1]" in error["message"] and "kind" in error["message"], error
+
+
+def test_card_provider_url_is_this_server(live: Live) -> None:
+    card = httpx.get(f"{live.url}/.well-known/agent-card.json").json()
+    provider_url = card["provider"]["url"]
+    assert provider_url.startswith(live.url + "/"), provider_url
+    assert httpx.get(provider_url, timeout=30).status_code == 200
+
+
+def test_a_fractional_count_is_refused_not_rounded(live: Live) -> None:
+    data = {"skill": "recall", "query": "release schedule", "top_k": 2.5}
+    message = {"kind": "message", "messageId": "m-frac", "role": "user"}
+    params = {"message": {**message, "parts": [{"kind": "data", "data": data}]}}
+    task = _rpc(live, "message/send", params, live.agent).json()["result"]
+    assert task["status"]["state"] == "failed", task["status"]
+    text = task["status"]["message"]["parts"][0]["text"]
+    assert "top_k" in text and "integer" in text, text
+    whole = {**data, "top_k": 2}
+    parts = [{"kind": "data", "data": whole}]
+    params = {"message": {**message, "messageId": "m-whole", "parts": parts}}
+    done = _rpc(live, "message/send", params, live.agent).json()["result"]
+    assert done["status"]["state"] == "completed", done["status"]

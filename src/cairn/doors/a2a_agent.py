@@ -11,7 +11,8 @@ Three things are cairn's own:
   message whose skill is unclear moves the task to ``input-required`` and the task can be
   continued by id.
 - ``A2AEndpoint``: the edge. It refuses a missing or wrong key with HTTP 401 before anything
-  runs, and answers invalid 0.3 params with -32602 (the SDK's 0.3 layer says -32600).
+  runs, and answers invalid 0.3 params with -32602 (the SDK's 0.3 layer says -32600), among
+  them a 0.3 part without ``kind`` and a data part with an integer a double cannot hold.
 """
 
 from __future__ import annotations
@@ -168,6 +169,28 @@ class SqliteTaskStore(TaskStore):
 
 # ---- the executor ---------------------------------------------------------------------------
 
+# Every integer up to 2**53 has an exact double; past it a double skips integers.
+EXACT_INTEGERS = 2**53
+
+
+def _json_numbers(value: Any) -> Any:
+    """A data part's JSON with its integers back.
+
+    The SDK carries a data part as a protobuf ``Struct``/``Value``, whose only number type is
+    a double: ``{"count": 3}`` arrives here as ``3.0``, and ``metadata`` would be stored so.
+    Turn every integral double back into an int, at any depth. JSON itself does not tell 3
+    from 3.0, so a ``3.0`` that was sent as such comes back as 3 (the same JSON number).
+    Integers past 2**53 cannot survive the ``Struct`` at all: ``A2AEndpoint`` refuses them
+    before they reach it (``_inexact_integer``), so none is silently rounded here.
+    """
+    if isinstance(value, float) and value.is_integer() and abs(value) <= EXACT_INTEGERS:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _json_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_numbers(item) for item in value]
+    return value
+
 
 def _intent(message: Message | None) -> tuple[str | None, dict[str, Any]]:
     """The skill and its arguments: a data part's ``skill`` wins, then a text prefix."""
@@ -177,7 +200,7 @@ def _intent(message: Message | None) -> tuple[str | None, dict[str, Any]]:
     texts: list[str] = []
     for part in message.parts:
         if part.HasField("data"):
-            data = MessageToDict(part.data)
+            data = _json_numbers(MessageToDict(part.data))
             if isinstance(data, dict):
                 params.update(data)
         elif part.HasField("text"):
@@ -209,10 +232,12 @@ class CairnExecutor(AgentExecutor):
             return value
 
         def number(name: str, default: int) -> int:
+            # Integers arrive as ints (see _json_numbers), so 2.5 is a real fraction: refuse
+            # it rather than round it down.
             value = args.get(name, default)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
-                raise InvalidInput(f"{skill}: '{name}' must be a positive number", field=name)
-            return int(value)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInput(f"{skill}: '{name}' must be a positive integer", field=name)
+            return value
 
         scope = args.get("scope")
         if scope is not None and not isinstance(scope, str):
@@ -371,7 +396,8 @@ def build_agent_card(base_url: str, *, require_key: bool = True) -> AgentCard:
         description="Governed, citeable memory: research, recall and remember with "
         "version-pinned citations; agents propose, a policy or a curator decides.",
         version="0.1.0",
-        provider=AgentProvider(organization="cairn", url="https://github.com/cairn"),
+        # A URL that is true wherever cairn runs: this server's own API documentation.
+        provider=AgentProvider(organization="cairn", url=url + "docs"),
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
@@ -418,6 +444,48 @@ _V03_REQUESTS: dict[str, type[BaseModel]] = {
 }
 
 
+_SEND_METHODS = {"message/send", "message/stream", "SendMessage", "SendStreamingMessage"}
+
+
+def _message_parts(body: dict[str, Any]) -> list[Any]:
+    """The parts of a send request's message (0.3 and 1.0 alike), or [] for anything else."""
+    if body.get("method") not in _SEND_METHODS:
+        return []
+    params = body.get("params")
+    message = params.get("message") if isinstance(params, dict) else None
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return parts if isinstance(parts, list) else []
+
+
+def _has_inexact_integer(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) > EXACT_INTEGERS
+    if isinstance(value, dict):
+        return any(_has_inexact_integer(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_inexact_integer(item) for item in value)
+    return False
+
+
+def _inexact_integer(body: Any) -> str | None:
+    """Which data part holds an integer a protobuf ``Struct`` would round, or None.
+
+    Past 2**53 a double cannot hold every integer, and the SDK carries data parts as doubles:
+    ``2**53 + 1`` would be stored as ``2**53``. A memory must store what it was sent or refuse
+    it, so such a request is refused (send the number as a string instead)."""
+    if not isinstance(body, dict):
+        return None
+    for index, part in enumerate(_message_parts(body)):
+        if isinstance(part, dict) and _has_inexact_integer(part.get("data")):
+            return (
+                f"params.message.parts[{index}].data: an integer beyond +/-2**53 cannot be "
+                "carried exactly; send it as a string"
+            )
+    return None
+
+
 def _bad_v03_params(body: Any) -> str | None:
     """Why a well-formed 0.3 request has invalid params, or None (the SDK says -32600)."""
     if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
@@ -437,6 +505,12 @@ def _bad_v03_params(body: Any) -> str | None:
         return "; ".join(
             ".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()[:5]
         )
+    # In 0.3 ``kind`` is what says a part is text, file or data. The SDK's model defaults a
+    # missing ``kind`` to text, so {"type": "image", "text": …} would pass as a text part:
+    # refuse it instead of guessing what the caller meant.
+    for index, part in enumerate(_message_parts(body)):
+        if isinstance(part, dict) and "kind" not in part:
+            return f"params.message.parts[{index}]: 'kind' is required (text, file or data)"
     return None
 
 
@@ -494,7 +568,7 @@ class A2AEndpoint:
             body = json.loads(raw)
         except ValueError:
             return _rpc_error(None, -32700, "Parse error: the body is not valid JSON")
-        why = _bad_v03_params(body)
+        why = _bad_v03_params(body) or _inexact_integer(body)
         if why is not None:
             return _rpc_error(body.get("id"), -32602, f"Invalid params: {why}")
         return await self.dispatcher.handle_requests(request)
