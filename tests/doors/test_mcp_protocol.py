@@ -136,7 +136,7 @@ async def test_missing_and_invisible_records_read_alike(door: Door, mode: Any) -
             await client.read_resource(RECORD_AT.format(id=door.seen, version=9))
         assert caught.value.code == expected
     assert len(set(answers)) == 1, answers
-    assert answers[0][1] == "[not_found] no record ID"
+    assert answers[0][1] == "[not_found] no record 'ID'"
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

@@ -60,6 +60,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from cairn.doors._errors import error_body
+from cairn.doors.http import authenticate_http, error_response
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
 from cairn.memory import Memory
 from cairn.model import Content, Decision, Principal
@@ -322,7 +323,7 @@ class CairnExecutor(AgentExecutor):
             body = error_body(exc).model_dump(exclude_none=True)
             await updater.failed(
                 updater.new_agent_message(
-                    [new_text_part(f"[{exc.code}] {exc.message}"), new_data_part(body)]
+                    [new_text_part(f"[{exc.code}] {exc.public_message}"), new_data_part(body)]
                 )
             )
             return
@@ -548,17 +549,14 @@ class A2AEndpoint:
         # the principals file is re-read per request, so removing the principal ends it.
         if key is None and self.anonymous is not None:
             return anonymous_principal(self.workspace, self.anonymous)
-        return self.workspace.authenticate(key)
+        return authenticate_http(self.workspace, key)
 
     async def handle(self, request: Request) -> Response:
         key = _bearer(request.headers.get("authorization"))
         try:
             principal = self._principal(key)
         except CairnError as exc:
-            body = error_body(exc).model_dump(exclude_none=True)
-            return JSONResponse(
-                body, status_code=401, headers={"WWW-Authenticate": 'Bearer realm="cairn"'}
-            )
+            return error_response(exc)
         request.scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
         media = request.headers.get("content-type", "application/json").split(";")[0].strip()
         if media and media != "application/json" and not media.endswith("+json"):

@@ -172,7 +172,7 @@ def _run(fn: Callable[[], T]) -> T:
     try:
         return fn()
     except CairnError as exc:
-        raise ToolError(f"[{exc.code}] {exc.message}") from exc
+        raise ToolError(f"[{exc.code}] {exc.public_message}") from exc
     except ValidationError as exc:  # a kernel model refused the arguments
         raise ToolError(f"[invalid_input] {validation_text(exc)}") from exc
     except ValueError as exc:  # a plain check refused them; its text is ours
@@ -781,7 +781,7 @@ def _protocol_error(
         code = INVALID_PARAMS
     else:
         code = INTERNAL_ERROR
-    return MCPError(code, f"[{exc.code}] {exc.message}", data=data)
+    return MCPError(code, f"[{exc.code}] {exc.public_message}", data=data)
 
 
 def _items(items: Iterable[Item]) -> list[str]:
