@@ -97,3 +97,9 @@ def test_readme_links_every_docs_page() -> None:
         if f"(docs/{page.name})" not in readme and f"(docs/{page.name}#" not in readme
     ]
     assert not missing, f"README.md does not link: {', '.join(missing)}"
+
+
+def test_policy_md_shows_the_default_policy_verbatim() -> None:
+    from cairn.governance.policy import DEFAULT_POLICY_YAML
+
+    assert DEFAULT_POLICY_YAML in _read(DOCS / "policy.md")

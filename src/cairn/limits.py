@@ -43,6 +43,7 @@ __all__ = [
     "JsonLimit",
     "LimitExceeded",
     "TextLimit",
+    "check_depth",
     "check_id",
     "check_json",
     "check_text",
@@ -159,6 +160,19 @@ def is_id(value: str) -> bool:
 
 
 # ---- JSON -------------------------------------------------------------------------------
+
+
+def check_depth(value: Any, what: str, limit: int) -> Any:
+    """Refuse JSON nested more than ``limit`` levels (an explicit stack, never recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth > limit:
+                raise LimitExceeded(f"{what} is nested more than {limit} levels deep")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return value
 
 
 def check_json(value: Any, what: str = "metadata") -> Any:

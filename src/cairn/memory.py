@@ -781,7 +781,8 @@ class Memory:
     def read_context(
         self, request: ReadContextRequest, *, principal: Principal
     ) -> ReadContextResponse:
-        """Spec 000 §1.1: version-pinned, permission-trimmed context for a scope."""
+        """Version-pinned, permission-trimmed context for a scope: what an agent reads before it
+        works (a query ranks the scope's records; a ``record_id`` fetches one directly)."""
         if request.record_id is not None:
             view = self.get(request.record_id, principal=principal, selector=request.selector)
             if view.record.scope != request.scope:
@@ -863,7 +864,7 @@ class Memory:
         self, path: str, *, principal: Principal, k: int = 10, max_tokens: int = 8000
     ) -> RetrievalResult:
         """Records tied to a repository path (or anything under a directory), drafts
-        included so that handoff notes are seen (spec 002)."""
+        included so that handoff notes are seen."""
         wanted = path.strip("/")
         record_ids = {
             link.record_id
@@ -885,7 +886,7 @@ class Memory:
     def for_symbol(
         self, symbol: str, *, principal: Principal, k: int = 10, max_tokens: int = 8000
     ) -> RetrievalResult:
-        """Records that mention a code symbol, drafts included (spec 002)."""
+        """Records that mention a code symbol, drafts included."""
         return self.retrieve(
             symbol,
             principal=principal,
@@ -930,7 +931,7 @@ class Memory:
         scope: str | None = None,
         max_tokens: int = 4000,
     ) -> ResearchAnswer:
-        """The Researcher role (spec 001 FR-09): plan, retrieve, retry ≤ 3 times, summarise."""
+        """The Researcher: plan, retrieve, retry ≤ 3 times, summarise with citations."""
         if not question.strip():
             raise InvalidInput("the question is empty", field="question")
 
@@ -945,7 +946,7 @@ class Memory:
 
     def refresh(self, *, principal: Principal) -> RefreshReport:
         """Re-hash linked files: changed files make active records stale; files that match
-        their linked hash again re-activate records that drift made stale (spec 002)."""
+        their linked hash again re-activate records that drift made stale."""
         access.require_curator(principal, "refresh drift")
         by_record: dict[str, list[PathLink]] = {}
         for link in self.store.list_path_links():

@@ -30,7 +30,7 @@ def test_ingest_index_search_context_validate_research(tmp_path: Path) -> None:
     assert len(created["created"]) == 2
     assert run("ingest", str(docs), "--scope", "acme/app")["unchanged"] != []
     assert run("status")["counts"]["vector_lag"] == 2
-    assert run("index")["embedded"] == 2
+    assert run("reindex")["embedded"] == 2
     found = run("search", "how do I run the tests", "--k", "1")
     assert found["items"][0]["title"] == "Testing SOP"
     citation = found["items"][0]["citations"][0]

@@ -62,6 +62,7 @@ from starlette.routing import Route
 from cairn.doors._errors import error_body
 from cairn.doors.http import authenticate_http, error_response
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
+from cairn.limits import MAX_METADATA_DEPTH, LimitExceeded, check_depth
 from cairn.memory import Memory
 from cairn.model import Content, Decision, Principal
 from cairn.workspace import Workspace
@@ -566,10 +567,24 @@ class A2AEndpoint:
             body = json.loads(raw)
         except ValueError:
             return _rpc_error(None, -32700, "Parse error: the body is not valid JSON")
-        why = _bad_v03_params(body) or _inexact_integer(body)
+        why = _too_deep(body) or _bad_v03_params(body) or _inexact_integer(body)
         if why is not None:
             return _rpc_error(body.get("id"), -32602, f"Invalid params: {why}")
         return await self.dispatcher.handle_requests(request)
+
+
+# A request's JSON may nest this deep: a data part's metadata at the kernel's limit, plus
+# the envelope around it. Deeper JSON would otherwise fail inside the SDK's protobuf decoder
+# as an internal error.
+_MAX_REQUEST_DEPTH = MAX_METADATA_DEPTH + 8
+
+
+def _too_deep(body: Any) -> str | None:
+    try:
+        check_depth(body, "the request", _MAX_REQUEST_DEPTH)
+    except LimitExceeded as exc:
+        return str(exc)
+    return None
 
 
 def _bearer(header: str | None) -> str | None:

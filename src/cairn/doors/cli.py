@@ -738,7 +738,8 @@ def context(
     key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """read_context (spec 000): version-pinned context of a scope, published by default."""
+    """What an agent reads before it works: version-pinned context of a scope, published by
+    default."""
     with _reader(store, key, embedder) as (memory, principal):
         request = ReadContextRequest(
             scope=scope,
@@ -834,13 +835,14 @@ def ingest(
 
 
 @app.command()
-def index(
+def reindex(
     embedder: EmbedderOpt = None,
     store: StoreOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Embed every chunk that has no vector yet (the dense index catches up)."""
+    """Embed every chunk that has no vector yet (the dense index catches up). Reads never
+    embed; `cairn serve` and `cairn mcp` embed new writes in the background."""
     with _reader(store, key, embedder) as (memory, _principal), _progress(as_json) as bar:
         task = bar.add_task("embedding", total=None)
         done = memory.index_pending(
@@ -850,6 +852,10 @@ def index(
         render.print_json({"embedded": done})
     else:
         render.out.print(f"embedded {done} chunk texts")
+
+
+# The command's name before reads stopped embedding; kept so existing scripts still run.
+app.command("index", hidden=True)(reindex)
 
 
 @contextmanager

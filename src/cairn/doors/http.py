@@ -754,7 +754,7 @@ def build_router(memory: Memory) -> APIRouter:
         "/read_context",
         response_model=ReadContextResponse,
         tags=["retrieval"],
-        summary="Citeable context for a scope, version-pinned (spec 000 §1.1)",
+        summary="Citeable context for a scope, version-pinned",
     )
     def read_context(body: ReadContextRequest, who: Who) -> ReadContextResponse:
         return memory.read_context(body, principal=who)

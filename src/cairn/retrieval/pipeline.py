@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cairn.governance import access
+from cairn.limits import is_id
 from cairn.model import Principal, Selector
 from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
 from cairn.retrieval.fuse import collapse, fuse, max_fused_score
@@ -55,8 +57,11 @@ def _timed(trace: Trace, stage: str) -> Iterator[None]:
 
 def _preselect(store: Store, principal: Principal, request: ReadRequest) -> Preselection:
     def pins(baseline_id: str) -> Mapping[str, str] | None:
-        baseline = store.get_baseline(baseline_id)
-        return baseline.pins if baseline else None
+        # A baseline of a scope the principal may not read does not exist for it.
+        baseline = store.get_baseline(baseline_id) if is_id(baseline_id) else None
+        if baseline is None or not access.in_scope(principal, baseline.scope):
+            return None
+        return baseline.pins
 
     return preselect(
         principal,

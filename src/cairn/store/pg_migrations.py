@@ -25,7 +25,8 @@ with a pgvector column and per-dimension HNSW indexes; ``cairn_commit`` replaced
 versions as it stores them, and ``cairn_put_vectors``, the one other function ``cairn_serving``
 may call, which only adds to the embedding cache); 3 ``scope_reach`` (a btree on the chunks'
 scope and a per-scope chunk count kept by a trigger, so keyword search of a few small scopes
-keeps every query word: ``PostgresStore.keyword_reach``).
+keeps every query word: ``PostgresStore.keyword_reach``); 4 ``utc_times`` (a one-time repair:
+validity times stored without a time zone are given UTC's).
 """
 
 from __future__ import annotations

@@ -1,0 +1,122 @@
+"""Reads never embed: vectors are made in the background, and a read says what it lacks.
+
+The attack this closes: pending chunks were embedded inside reads, so a read after a big
+write took a minute or more, and other principals' hidden writes showed as read latency.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import Acl, Principal, PrincipalKind
+from cairn.search.embedder import Embedder, Vectors, make_embedder
+from cairn.store.base import Store
+from tests.conftest import content
+from tests.factories import CURATOR
+
+
+class Watched:
+    """The static embedder, counting document embeds; ``gate`` (when set) holds each
+    document batch until released, to show what a read does meanwhile."""
+
+    def __init__(self) -> None:
+        self.inner: Embedder = make_embedder("static", cached=False)
+        self.documents = 0
+        self.started = threading.Event()
+        self.gate: threading.Event | None = None
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.documents += len(texts)
+        self.started.set()
+        if self.gate is not None:
+            assert self.gate.wait(60), "the test never released the embedder"
+        return self.inner.embed(texts)
+
+    def embed_query(self, text: str) -> Vectors:
+        return np.asarray(self.inner.embed([text])[0], dtype=np.float32)
+
+
+def _memory(store: Store, tmp_path: Path, embedder: Watched) -> Memory:
+    return Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path, embedder=embedder)
+
+
+def test_a_read_after_a_big_write_embeds_nothing(store: Store, tmp_path: Path) -> None:
+    embedder = Watched()
+    memory = _memory(store, tmp_path, embedder)
+    agent = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+    memory.remember_many(
+        [content(f"Shared note {n}", body=f"visible kafka note {n}") for n in range(30)]
+        + [
+            content(f"Hidden note {n}", body=f"hidden kafka note {n}", acl=Acl(roles=("x",)))
+            for n in range(20)
+        ],
+        principal=CURATOR,
+    )
+    result = memory.retrieve("kafka note", principal=agent, mode="hybrid")
+    assert embedder.documents == 0, "a read embedded pending chunks"
+    # keyword recall sees the writes at once; the trace counts only what the reader may see
+    assert result.items and all(i.why_included == ("keyword_match",) for i in result.items)
+    assert result.trace.vector_lag == 30
+    assert any("30 chunks are not embedded yet" in w for w in result.warnings)
+    assert memory.status(principal=CURATOR)["vector_lag"] == 50
+    assert memory.index_pending() == 50
+    again = memory.retrieve("kafka note", principal=agent, mode="hybrid")
+    assert again.trace.vector_lag == 0 and not again.warnings
+    assert any("vector_match" in i.why_included for i in again.items)
+
+
+def test_the_background_worker_embeds_what_is_written(store: Store, tmp_path: Path) -> None:
+    embedder = Watched()
+    memory = _memory(store, tmp_path, embedder)
+    worker = memory.start_indexing(poll=60)  # woken by commits, not by the poll
+    assert worker is not None
+    try:
+        assert worker.wait_idle(60)
+        memory.remember(content("Zebra crossings", body="Zebra crossings are striped."),
+                        principal=CURATOR)  # fmt: skip
+        assert worker.wait_idle(60), "the worker never caught up"
+        assert memory.vector_lag() == 0
+        found = memory.search("striped crossing", principal=CURATOR, mode="vector")
+        assert found.hits and embedder.documents >= 1
+    finally:
+        memory.close()
+
+
+def test_reads_go_on_while_a_batch_embeds(store: Store, tmp_path: Path) -> None:
+    embedder = Watched()
+    memory = _memory(store, tmp_path, embedder)
+    memory.remember_many([content(f"Runbook {n}") for n in range(5)], principal=CURATOR)
+    embedder.gate = threading.Event()
+    embedding = threading.Thread(target=memory.index_pending)
+    embedding.start()
+    try:
+        assert embedder.started.wait(60)
+        # The model is busy with a batch; a hybrid read must not wait for it.
+        done = threading.Event()
+
+        def read() -> None:
+            memory.retrieve("runbook", principal=CURATOR, mode="hybrid")
+            done.set()
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        assert done.wait(30), "a read waited for the embedding batch"
+        reader.join()
+    finally:
+        embedder.gate.set()
+        embedding.join(60)
+    assert memory.vector_lag() == 0

@@ -1,0 +1,162 @@
+"""Every door refuses oversized and malformed requests with a clear error in one shape.
+
+The attacks this closes: a 20 MB body was stored; deeply nested JSON answered 500; error
+bodies quoted pydantic internals and linked to pydantic's documentation; the MCP door's 401
+told an HTTP client to pass a CLI flag.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from cairn.doors.mcp_server import build_mcp_server
+from cairn.limits import MAX_BODY_CHARS, MAX_METADATA_DEPTH, MAX_REQUEST_BYTES
+from cairn.memory import Memory
+from tests.factories import CURATOR
+from tests.security.conftest import Served
+
+PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
+
+
+def _problem(response: Any, status: int, code: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body: dict[str, Any] = response.json()
+    assert set(body) >= PROBLEM_KEYS and body["status"] == status and body["code"] == code
+    assert "pydantic" not in response.text and "errors.pydantic.dev" not in response.text
+    return body
+
+
+def _records(served: Served) -> int:
+    status = served.client.get("/v1/status", headers=served.as_("curator")).json()
+    return int(status["records"]) + int(status["proposals"])
+
+
+def test_a_body_over_the_request_limit_is_413_on_every_door(served: Served) -> None:
+    before = _records(served)
+    huge = json.dumps(
+        {"content": {"kind": "fact", "scope": "acme/big", "title": "t",
+                     "body": "x" * (MAX_REQUEST_BYTES + 10)}}
+    )  # fmt: skip
+    for path in ("/v1/records", "/mcp", "/"):
+        response = served.client.post(
+            path,
+            content=huge,
+            headers={**served.as_("curator"), "content-type": "application/json"},
+        )
+        body = _problem(response, 413, "payload_too_large")
+        assert f"{MAX_REQUEST_BYTES:,}" in body["detail"]
+    # a body streamed without a Content-Length is counted as it arrives
+    chunks = (b"x" * 1_000_000 for _ in range(MAX_REQUEST_BYTES // 1_000_000 + 2))
+    streamed = served.client.post(
+        "/v1/records",
+        content=chunks,
+        headers={**served.as_("curator"), "content-type": "application/json"},
+    )
+    _problem(streamed, 413, "payload_too_large")
+    assert _records(served) == before
+
+
+def test_a_record_body_over_its_limit_is_422_naming_the_limit(served: Served) -> None:
+    before = _records(served)
+    body = {"content": {"kind": "fact", "scope": "acme/big", "title": "t",
+                        "body": "x" * (MAX_BODY_CHARS + 1)}}  # fmt: skip
+    response = served.client.post("/v1/records", json=body, headers=served.as_("curator"))
+    problem = _problem(response, 422, "invalid_input")
+    assert f"{MAX_BODY_CHARS:,}" in problem["detail"] and "body" in problem["detail"]
+    assert _records(served) == before
+
+
+@pytest.mark.parametrize("depth", [MAX_METADATA_DEPTH + 1, 250, 300, 900, 20_000])
+def test_deep_json_is_refused_not_crashed_on(served: Served, depth: int) -> None:
+    before = _records(served)
+    metadata = '{"k":' * depth + "1" + "}" * depth
+    raw = (
+        '{"content": {"kind": "fact", "scope": "acme/deep", "title": "deep", "metadata": '
+        + metadata
+        + "}}"
+    )
+    response = served.client.post(
+        "/v1/records",
+        content=raw,
+        headers={**served.as_("curator"), "content-type": "application/json"},
+    )
+    assert response.status_code in (400, 422), response.text
+    problem = _problem(response, response.status_code, response.json()["code"])
+    assert "nested" in problem["detail"]
+    assert _records(served) == before
+    # the store still answers everyone afterwards
+    assert served.client.get("/v1/records", headers=served.as_("agent")).status_code == 200
+
+
+def test_the_mcp_door_refuses_a_missing_key_in_http_terms(served: Served) -> None:
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    response = served.client.post(
+        "/mcp", json=request, headers={"accept": "application/json, text/event-stream"}
+    )
+    problem = _problem(response, 401, "unauthenticated")
+    assert "Authorization: Bearer" in problem["detail"] and "--key" not in problem["detail"]
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.anyio
+async def test_the_mcp_door_refuses_deep_metadata_and_big_bodies(memory: Memory) -> None:
+    deep: dict[str, Any] = {"leaf": 1}
+    for _ in range(MAX_METADATA_DEPTH + 5):
+        deep = {"k": deep}
+    server = build_mcp_server(memory, lambda _ctx: CURATOR)
+    async with Client(server) as client:
+        for arguments in (
+            {"type": "fact", "content": "deep", "scope": "acme/t", "metadata": deep},
+            {"type": "fact", "content": "x" * (MAX_BODY_CHARS + 1), "scope": "acme/t"},
+        ):
+            result = await client.call_tool("memory_store", arguments)
+            assert result.is_error
+            text = str(result.content)
+            assert "[invalid_input]" in text and "pydantic" not in text
+    assert memory.status(principal=CURATOR)["records"] == 0
+
+
+def test_the_a2a_door_refuses_deep_metadata(served: Served) -> None:
+    before = _records(served)
+    deep: dict[str, Any] = {"leaf": 1}
+    for _ in range(MAX_METADATA_DEPTH + 5):
+        deep = {"k": deep}
+    message = {
+        "jsonrpc": "2.0",
+        "id": "deep-1",
+        "method": "message/send",
+        "params": {
+            "message": {
+                "kind": "message",
+                "messageId": "deep-message-1",
+                "role": "user",
+                "parts": [
+                    {
+                        "kind": "data",
+                        "data": {
+                            "skill": "remember",
+                            "content": "deep",
+                            "type": "episode",
+                            "metadata": deep,
+                        },
+                    }
+                ],
+            }
+        },
+    }
+    response = served.client.post("/", json=message, headers=served.as_("curator"))
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["error"]["code"] == -32602  # invalid params, not an internal error
+    assert "nested more than" in answer["error"]["message"] and "Traceback" not in response.text
+    assert _records(served) == before
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
