@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_SCOPE_CHARS",
     "MAX_TITLE_CHARS",
     "STORED",
+    "WHITE_SPACE",
     "JsonLimit",
     "LimitExceeded",
     "TextLimit",
@@ -117,14 +119,32 @@ def check_id(value: str, what: str = "id") -> str:
     return value
 
 
+# White space, spelled out: the union of what JSON Schema's (ECMAScript's) ``\s`` and
+# Python's mean, so that one pattern string says the same thing to a client validating
+# against the OpenAPI document and to cairn (the two ``\s`` differ on a few characters).
+WHITE_SPACE = (
+    r"\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+# The JSON schema patterns of TextLimit: no NUL, and, for text that must say something, one
+# character that is neither a NUL nor white space.
+_NO_NUL = r"^[^\x00]*$"
+_SAYS_SOMETHING = rf"^[^\x00]*[^\x00{WHITE_SPACE}][^\x00]*$"
+_SOMETHING = re.compile(rf"[^\x00{WHITE_SPACE}]")
+
+
 @dataclass(frozen=True)
 class TextLimit:
     """``Annotated[str, TextLimit(n)]``: ``check_text`` on the field, declared in its JSON
-    schema as well. A validator rather than ``Field(max_length=…)`` so that the ``STORED``
+    schema as well (``maxLength``, ``minLength`` and a ``pattern`` refusing NUL, so that a
+    schema-valid request is one cairn accepts). ``not_blank`` also refuses text that is
+    only white space. A validator rather than ``Field(max_length=…)`` so that the ``STORED``
     context can skip it (see the module docstring)."""
 
     max_chars: int
     min_chars: int = 0
+    not_blank: bool = False
+    # A rule of the text's own, stated in the schema and checked (``re.fullmatch``).
+    pattern: str | None = None
 
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
@@ -136,8 +156,10 @@ class TextLimit:
     ) -> JsonSchemaValue:
         declared = handler(schema)
         declared["maxLength"] = self.max_chars
-        if self.min_chars:
-            declared["minLength"] = self.min_chars
+        minimum = max(self.min_chars, 1 if self.not_blank else 0)
+        if minimum:
+            declared["minLength"] = minimum
+        declared["pattern"] = self.pattern or (_SAYS_SOMETHING if self.not_blank else _NO_NUL)
         return declared
 
     def _check(self, value: str, info: ValidationInfo) -> str:
@@ -146,7 +168,12 @@ class TextLimit:
         name = info.field_name or "text"
         if len(value) < self.min_chars:
             raise LimitExceeded(f"{name} must have at least {self.min_chars} character(s)")
-        return check_text(value, name, self.max_chars)
+        check_text(value, name, self.max_chars)
+        if self.not_blank and not _SOMETHING.search(value):
+            raise LimitExceeded(f"{name} must not be blank")
+        if self.pattern is not None and not re.fullmatch(self.pattern, value):
+            raise LimitExceeded(f"{name} must match {self.pattern}")
+        return value
 
 
 def is_id(value: str) -> bool:
@@ -224,5 +251,34 @@ class JsonLimit:
     ) -> core_schema.CoreSchema:
         return core_schema.with_info_after_validator_function(self._check, handler(source))
 
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        declared = handler(schema)
+        declared.update(_json_object_schema(levels=3))
+        declared["maxProperties"] = MAX_METADATA_KEYS
+        return declared
+
     def _check(self, value: Any, info: ValidationInfo) -> Any:
         return value if is_stored(info) else check_json(value, info.field_name or "metadata")
+
+
+def _json_object_schema(levels: int) -> dict[str, Any]:
+    """A JSON object whose keys and strings hold no NUL, stated ``levels`` deep (a schema
+    cannot say "at most 32 levels" or "65,536 bytes in all"; those are checked)."""
+    string = {"type": "string", "maxLength": MAX_METADATA_STRING_CHARS, "pattern": _NO_NUL}
+    scalars: list[dict[str, Any]] = [string, {"type": "number"}, {"type": "boolean"},
+                                     {"type": "null"}]  # fmt: skip
+    value: dict[str, Any] = {"anyOf": [*scalars, {"type": "array"}, {"type": "object"}]}
+    for _ in range(levels - 1):
+        nested = {
+            "type": "object",
+            "propertyNames": {"maxLength": MAX_NAME_CHARS, "pattern": _NO_NUL},
+            "additionalProperties": value,
+        }
+        value = {"anyOf": [*scalars, {"type": "array", "items": value}, nested]}
+    return {
+        "type": "object",
+        "propertyNames": {"maxLength": MAX_NAME_CHARS, "pattern": _NO_NUL},
+        "additionalProperties": value,
+    }

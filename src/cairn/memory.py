@@ -78,7 +78,7 @@ from cairn.retrieval.context import (
     ResearchAnswer,
     ValidationReport,
 )
-from cairn.retrieval.fuse import max_fused_score
+from cairn.retrieval.fuse import chosen_weights
 from cairn.retrieval.indexer import Indexer, IndexWorker
 from cairn.retrieval.pipeline import SearchPlan, clipped, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest, preselect
@@ -256,6 +256,8 @@ class Memory:
             _check(scope, "scope", MAX_SCOPE_CHARS)
         if weights is not None:
             _check_weights(weights, mode)
+        for kind in kinds:
+            self.policy.check_kind(kind)
         if candidates is not None and not 1 <= candidates <= 10_000:
             raise InvalidInput("candidates must be between 1 and 10000", field="candidates")
         if mode not in ("hybrid", "keyword", "vector"):
@@ -621,6 +623,8 @@ class Memory:
         ]
 
     def _visible_records(self, query: RecordQuery, principal: Principal) -> list[Record]:
+        for kind in query.kinds:
+            self.policy.check_kind(kind)
         rows = self.store.query_records(query, scope_globs=principal.scopes)
         return [r for r in rows if access.can_read(principal, r.scope, r.content.acl)]
 
@@ -1022,6 +1026,13 @@ def _preselect_filter(store: Store, principal: Principal, request: ReadRequest) 
     ).where
 
 
+_SIGNALS: dict[str, tuple[str, ...]] = {
+    "hybrid": ("keyword", "vector"),
+    "keyword": ("keyword",),
+    "vector": ("vector",),
+}
+
+
 def _check_weights(weights: Mapping[str, float], mode: Mode) -> None:
     for name, weight in weights.items():
         if name not in ("keyword", "vector"):
@@ -1032,7 +1043,8 @@ def _check_weights(weights: Mapping[str, float], mode: Mode) -> None:
             raise InvalidInput(
                 f"the weight of {name!r} must be a finite number of at least 0", field="weights"
             )
-    if max_fused_score(weights, mode) <= 0:
+    chosen = chosen_weights(weights)
+    if sum(chosen[name] for name in _SIGNALS[mode]) <= 0:
         raise InvalidInput(f"every weight used by {mode} search is 0", field="weights")
 
 

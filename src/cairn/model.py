@@ -7,6 +7,7 @@ to ``cairn.store``; everything crossing a module boundary is one of these.
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -35,6 +36,7 @@ from cairn.limits import (
     MAX_REASON_CHARS,
     MAX_SCOPE_CHARS,
     MAX_TITLE_CHARS,
+    WHITE_SPACE,
     JsonLimit,
     TextLimit,
     is_stored,
@@ -84,7 +86,7 @@ Id = Annotated[str, TextLimit(MAX_ID_CHARS, min_chars=1), Field(examples=["rec_0
 Reason = Annotated[str, TextLimit(MAX_REASON_CHARS)]
 QueryText = Annotated[str, TextLimit(MAX_QUERY_CHARS)]
 # Text that must say something: at least one character that is not white space.
-Question = Annotated[str, TextLimit(MAX_QUERY_CHARS, min_chars=1), Field(pattern=r"\S")]
+Question = Annotated[str, TextLimit(MAX_QUERY_CHARS, not_blank=True)]
 
 
 def new_id(prefix: str) -> str:
@@ -158,27 +160,31 @@ class Provenance(CairnModel):
 JsonDict = dict[str, Any]
 
 
+# A scope is a path of segments that are neither empty nor padded with white space.
+_SCOPE_SEGMENT = rf"[^/\x00{WHITE_SPACE}](?:[^/\x00]*[^/\x00{WHITE_SPACE}])?"
+SCOPE_PATTERN = rf"^{_SCOPE_SEGMENT}(?:/{_SCOPE_SEGMENT})*$"
+_SCOPE = re.compile(SCOPE_PATTERN)
+
+
 def _scope_is_a_path(value: str, info: ValidationInfo) -> str:
-    parts = value.split("/")
-    if not is_stored(info) and any(not p or p.strip() != p for p in parts):
+    if not is_stored(info) and not _SCOPE.match(value):
         raise ValueError("scope must be a path like 'acme/product' with no empty segments")
     return value
 
 
-def _not_blank(value: str, info: ValidationInfo) -> str:
-    if not is_stored(info) and not value.strip():
-        raise ValueError(f"{info.field_name or 'text'} must not be blank")
-    return value
-
-
-Kind = Annotated[str, TextLimit(MAX_KIND_CHARS, min_chars=1)]
+# A record kind. Which kinds exist is the policy's to say, so a door that knows the policy
+# declares them (the HTTP API's OpenAPI document turns this marker into an enum).
+KIND_MARKER = "x-cairn-record-kind"
+Kind = Annotated[
+    str, TextLimit(MAX_KIND_CHARS, min_chars=1), Field(json_schema_extra={KIND_MARKER: True})
+]
 ScopePath = Annotated[
     str,
     TextLimit(MAX_SCOPE_CHARS, min_chars=1),
     AfterValidator(_scope_is_a_path),
-    Field(examples=["acme/product"]),
+    Field(examples=["acme/product"], json_schema_extra={"pattern": SCOPE_PATTERN}),
 ]
-Title = Annotated[str, TextLimit(MAX_TITLE_CHARS, min_chars=1), AfterValidator(_not_blank)]
+Title = Annotated[str, TextLimit(MAX_TITLE_CHARS, not_blank=True)]
 Body = Annotated[str, TextLimit(MAX_BODY_CHARS)]
 ContextText = Annotated[str, TextLimit(MAX_CONTEXT_CHARS)]
 # Plain JSON within the metadata limits (depth, keys, sizes): see ``cairn.limits``.

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.errors import InvalidInput, PermissionDenied
+from cairn.errors import InvalidInput, NotFound, PermissionDenied
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Principal, Status
@@ -72,7 +72,7 @@ def test_a_pattern_matching_nothing_is_an_error(tmp_path: Path, curator: Princip
         root=tmp_path,
         embedder=None,
     )
-    with pytest.raises(InvalidInput, match="nothing matches"):
+    with pytest.raises(NotFound, match="nothing matches"):
         memory.ingest(["missing/*.md"], principal=curator, scope="acme/app")
 
 

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cairn.doors.cli import app
-from cairn.errors import CairnError, InvalidInput, PermissionDenied
+from cairn.errors import CairnError, NotFound, PermissionDenied
 from cairn.ingest.files import IngestArea, confined_file
 from tests.doors.conftest import free_port, start_server, stop_server, wait_ready
 from tests.security.conftest import AGENT_INGESTS_DOCS, Project
@@ -219,5 +219,5 @@ def test_a_pattern_outside_every_root_is_refused_before_the_file_system_is_read(
             project.memory.ingest([pattern], principal=project.agent, scope="acme/app")
         messages.append(refused.value.message.replace(pattern, "<pattern>"))
     assert messages[0] == messages[1]
-    with pytest.raises(InvalidInput, match="nothing matches"):
+    with pytest.raises(NotFound, match="nothing matches"):
         project.memory.ingest(["docs/none.md"], principal=project.agent, scope="acme/app")

@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from annotated_types import Gt
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import (
+    AllowInfNan,
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     StrictBool,
+    Tag,
     ValidationError,
 )
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -35,9 +39,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from cairn.doors._errors import PROBLEM_JSON, ErrorBody, error_body, problem
 from cairn.errors import CairnError, InvalidInput, PolicyError, Unauthenticated
 from cairn.ingest.files import IngestReport
-from cairn.limits import MAX_LIST_ITEMS, MAX_REQUEST_BYTES
+from cairn.limits import MAX_LIST_ITEMS, MAX_REQUEST_BYTES, TextLimit
 from cairn.memory import DEFAULT_EMBEDDER, Memory, RecordView, RefreshReport, VacuumReport
 from cairn.model import (
+    KIND_MARKER,
     AuditEntry,
     AuditQuery,
     Baseline,
@@ -163,10 +168,14 @@ def _json_number(value: object) -> object:
 
 JsonInt = Annotated[int, BeforeValidator(_json_number)]
 JsonFloat = Annotated[float, BeforeValidator(_json_number)]
-# Weights of the two recall signals: finite and not negative (the kernel also refuses a
-# set whose signals in play are all 0, which a schema cannot say).
+# Weights of the two recall signals: finite and positive over HTTP (to leave a signal out,
+# choose the mode that does: keyword or vector).
 Weights = Annotated[
-    dict[Literal["keyword", "vector"], Annotated[JsonFloat, Field(ge=0, allow_inf_nan=False)]],
+    dict[
+        Literal["keyword", "vector"],
+        # the constraints come before the JSON-number check so that the schema states them
+        Annotated[float, Gt(0), AllowInfNan(False), BeforeValidator(_json_number)],
+    ],
     Field(max_length=2),
 ]
 RecordId = Annotated[str, PathParam(min_length=1, description="a record id, e.g. rec_01J…")]
@@ -229,10 +238,56 @@ class UpdateBody(_Body):
     reason: Reason | None = None
 
 
-class SupersedeBody(_Body):
-    by: Id | None = None
-    content: Content | None = None
+class SupersedeByRecord(_Body):
+    by: Id = Field(description="the existing record that replaces this one")
     reason: Reason | None = None
+
+
+class SupersedeWithContent(_Body):
+    content: Content = Field(description="a new record that replaces this one")
+    reason: Reason | None = None
+
+
+def _has_key(key: str, otherwise: str) -> Callable[[Any], str]:
+    def tag(value: Any) -> str:
+        return key if isinstance(value, dict) and key in value else otherwise
+
+    return tag
+
+
+# Exactly one of the two, said in the schema: a replacement by id or by new content. The
+# body's own keys choose the branch, so an error speaks of that branch's fields only.
+SupersedeBody = Annotated[
+    Annotated[SupersedeByRecord, Tag("by")] | Annotated[SupersedeWithContent, Tag("content")],
+    Discriminator(_has_key("by", "content")),
+]
+
+
+class _ContextBody(ReadContextRequest):
+    # JSON types only, as in every other body: no "1" for a number, no 0 for a boolean.
+    max_tokens: JsonInt = Field(default=8000, ge=1, le=1_000_000)
+    k: JsonInt = Field(default=10, ge=1, le=100)
+    include_drafts: StrictBool = False
+
+
+class ContextByQuery(_ContextBody):
+    """Ranked context for a query."""
+
+    query: QueryText
+    record_id: None = None
+
+
+class ContextOfRecord(_ContextBody):
+    """One record of the scope, fetched directly."""
+
+    query: None = None
+    record_id: Id
+
+
+ContextBody = Annotated[
+    Annotated[ContextOfRecord, Tag("record_id")] | Annotated[ContextByQuery, Tag("query")],
+    Discriminator(_has_key("record_id", "query")),
+]
 
 
 class TransitionBody(_Body):
@@ -313,12 +368,12 @@ class ResearchBody(_Body):
 
 # Repository-relative only: over the network a caller must not name files outside the tree
 # (no leading slash, no ".." segment). Written without look-arounds for pydantic's regex.
-_SEGMENT = r"(?:[^./\\][^/\\]*|\.[^./\\][^/\\]*|\.\.[^/\\]+|\.)"
+_SEGMENT = r"(?:[^./\\\x00][^/\\\x00]*|\.[^./\\\x00][^/\\\x00]*|\.\.[^/\\\x00]+|\.)"
 _RELATIVE_PATH = rf"^{_SEGMENT}(?:[/\\]{_SEGMENT})*[/\\]?$"
 
 
 class IngestBody(_Body):
-    paths: list[Annotated[RepoPath, Field(pattern=_RELATIVE_PATH)]] = Field(
+    paths: list[Annotated[str, TextLimit(4096, min_chars=1, pattern=_RELATIVE_PATH)]] = Field(
         min_length=1,
         max_length=MAX_LIST_ITEMS,
         description="files, folders or globs relative to the project folder, under an ingest "
@@ -422,6 +477,18 @@ def _allowed_methods(request: Request) -> list[str]:
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 
 
+# The tags of the bodies that are one of two shapes (``_has_key``): an error's location
+# starts with the tag of the branch it was checked against, which the caller never wrote.
+_BRANCH_TAGS = frozenset({"by", "content", "query", "record_id"})
+
+
+def _where(loc: Sequence[Any]) -> list[str]:
+    parts = [str(p) for p in loc if p != "body"]
+    if len(parts) >= 2 and parts[0] == parts[1] and parts[0] in _BRANCH_TAGS:
+        parts = parts[1:]
+    return parts
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(CairnError)
     async def _cairn_error(request: Request, exc: CairnError) -> JSONResponse:
@@ -436,7 +503,7 @@ def install_error_handlers(app: FastAPI) -> None:
             )
         parts: list[str] = []
         for error in errors:
-            where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+            where = ".".join(_where(error.get("loc", ())))
             message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
             parts.append(f"{where}: {message}" if where else message)
         return problem_response(problem(422, "invalid_input", "; ".join(parts) or "invalid"))
@@ -468,8 +535,8 @@ def install_error_handlers(app: FastAPI) -> None:
 def _selector(kind: SelectorKind, baseline_id: str | None, version_id: str | None) -> Selector:
     try:
         return Selector(kind=kind, baseline_id=baseline_id, version_id=version_id)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), field="selector") from exc
+    except ValidationError as exc:
+        raise InvalidInput.from_validation(exc) from None
 
 
 # Query parameters that are lists; any other parameter given twice is refused, not guessed at.
@@ -513,9 +580,9 @@ def build_router(memory: Memory) -> APIRouter:
     )
     def list_records(
         who: Who,
-        kind: Annotated[list[str] | None, Query()] = None,
+        kind: Annotated[list[Kind] | None, Query(max_length=MAX_LIST_ITEMS)] = None,
         status: Annotated[list[Status] | None, Query()] = None,
-        scope: str | None = None,
+        scope: Name | None = None,
         created_after: DateTime | None = None,
         created_before: DateTime | None = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
@@ -542,8 +609,8 @@ def build_router(memory: Memory) -> APIRouter:
         record_id: RecordId,
         who: Who,
         selector: SelectorKind = SelectorKind.HEAD,
-        baseline_id: str | None = None,
-        version_id: str | None = None,
+        baseline_id: Id | None = None,
+        version_id: Id | None = None,
     ) -> RecordView:
         chosen = _selector(selector, baseline_id, version_id)
         return memory.get(record_id, principal=who, selector=chosen)
@@ -599,9 +666,9 @@ def build_router(memory: Memory) -> APIRouter:
         summary="Propose superseding a record",
     )
     def supersede(record_id: RecordId, body: SupersedeBody, who: Who) -> ProposalOutcome:
-        return memory.supersede(
-            record_id, principal=who, by=body.by, content=body.content, reason=body.reason
-        )
+        if isinstance(body, SupersedeByRecord):
+            return memory.supersede(record_id, principal=who, by=body.by, reason=body.reason)
+        return memory.supersede(record_id, principal=who, content=body.content, reason=body.reason)
 
     @router.post(
         "/records/{record_id}/transition",
@@ -693,7 +760,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["review"],
         summary="Baselines in the caller's scopes",
     )
-    def baselines(who: Who, scope: str | None = None) -> list[Baseline]:
+    def baselines(who: Who, scope: ScopePath | None = None) -> list[Baseline]:
         return memory.baselines(scope, principal=who)
 
     @router.get(
@@ -704,10 +771,10 @@ def build_router(memory: Memory) -> APIRouter:
     )
     def audit(
         who: Who,
-        actor: str | None = None,
-        action: str | None = None,
-        subject_id: str | None = None,
-        proposal_id: str | None = None,
+        actor: Name | None = None,
+        action: Name | None = None,
+        subject_id: Name | None = None,
+        proposal_id: Name | None = None,
         since: DateTime | None = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 100,
     ) -> list[AuditEntry]:
@@ -756,7 +823,7 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["retrieval"],
         summary="Citeable context for a scope, version-pinned",
     )
-    def read_context(body: ReadContextRequest, who: Who) -> ReadContextResponse:
+    def read_context(body: ContextBody, who: Who) -> ReadContextResponse:
         return memory.read_context(body, principal=who)
 
     def _read_options(body: _ReadBody) -> dict[str, Any]:
@@ -868,6 +935,32 @@ def build_router(memory: Memory) -> APIRouter:
     return router
 
 
+def describe_kinds(app: FastAPI, kinds: Sequence[str]) -> None:
+    """Declare the record kinds this store's policy knows in the OpenAPI document, so that a
+    schema-valid request names a kind the server takes (the kinds come from the policy file,
+    not from the code)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            _enumerate_kinds(generate(), list(kinds))
+        return app.openapi_schema or generate()
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _enumerate_kinds(node: Any, kinds: list[str]) -> None:
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.pop(KIND_MARKER, False):
+                item["enum"] = kinds
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def create_app(
     workspace: Workspace,
     *,
@@ -903,6 +996,7 @@ def create_app(
     install_error_handlers(app)
     app.state.cairn_workspace = workspace
     app.include_router(build_router(opened))
+    describe_kinds(app, opened.policy.all_kinds)
 
     @app.get(
         "/health",

@@ -423,18 +423,10 @@ class Gate:
         assert target is not None
         return target.scope
 
-    def _check_kind(self, kind: str) -> None:
-        if kind not in self.policy.all_kinds:
-            raise InvalidInput(
-                f"unknown kind {kind!r}; known kinds: {', '.join(self.policy.all_kinds)} "
-                "(declare more under 'kinds' in the policy file)",
-                field="kind",
-            )
-
     def _validate(self, proposal: Proposal, principal: Principal) -> None:
         change = proposal.change
         if isinstance(change, CreateChange):
-            self._check_kind(change.content.kind)
+            self.policy.check_kind(change.content.kind)
         elif isinstance(change, UpdateChange):
             if change.patch.is_empty():
                 raise InvalidInput("an update must change at least one field", field="patch")
@@ -468,7 +460,7 @@ class Gate:
                 field="record_id",
             )
         if change.content is not None:
-            self._check_kind(change.content.kind)
+            self.policy.check_kind(change.content.kind)
             if change.content.scope != old.scope:
                 raise InvalidInput("a replacement must live in the same scope", field="scope")
             return

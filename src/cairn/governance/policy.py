@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from cairn.errors import PolicyError
+from cairn.errors import InvalidInput, PolicyError
 from cairn.model import BUILTIN_KINDS, CairnModel, Decision, Origin
 
 Op = Literal["create", "update", "supersede", "transition", "publish"]
@@ -97,6 +97,15 @@ class Policy(CairnModel):
     retention: Retention = Field(default_factory=Retention)
     ingest: IngestPolicy = Field(default_factory=IngestPolicy)
     rules: tuple[Rule, ...] = ()
+
+    def check_kind(self, kind: str) -> None:
+        """Refuse a kind the policy does not know (writing one, or filtering by one)."""
+        if kind not in self.all_kinds:
+            raise InvalidInput(
+                f"unknown kind {kind!r}; known kinds: {', '.join(self.all_kinds)} "
+                "(declare more under 'kinds' in the policy file)",
+                field="kind",
+            )
 
     def ingest_roots(self, roles: tuple[str, ...]) -> tuple[str, ...]:
         """The ingest roots open to a principal holding ``roles``."""

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import Field
 
-from cairn.errors import InvalidInput, PermissionDenied
+from cairn.errors import InvalidInput, NotFound, PermissionDenied
 from cairn.limits import LimitExceeded, check_text
 from cairn.model import CairnModel, Content, Origin, Provenance
 
@@ -151,7 +151,7 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
             globlib.glob(str(project / relative), recursive=True, include_hidden=False)
         )
         if not matches:
-            raise InvalidInput(f"nothing matches {pattern!r}", field="paths")
+            raise NotFound(f"nothing matches {pattern!r}", field="paths")
         for match in matches:
             path = Path(match)
             files = list(_walk(path)) if path.is_dir() and not path.is_symlink() else [path]

@@ -6,17 +6,17 @@ from datetime import datetime
 
 from pydantic import Field, model_validator
 
-from cairn.model import CairnModel, Selector
+from cairn.model import CairnModel, Id, Name, QueryText, Selector
 from cairn.retrieval.types import Contradiction, Item, Mode, Trace
 
 
 class ReadContextRequest(CairnModel):
     """Either a ``query`` (ranked recall) or a ``record_id`` (direct fetch), within a scope."""
 
-    scope: str
+    scope: Name
     selector: Selector = Field(default_factory=Selector.published)
-    query: str | None = None
-    record_id: str | None = None
+    query: QueryText | None = None
+    record_id: Id | None = None
     max_tokens: int = Field(default=8000, ge=1, le=1_000_000)
     k: int = Field(default=10, ge=1, le=100)
     mode: Mode = "hybrid"

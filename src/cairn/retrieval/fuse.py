@@ -39,13 +39,18 @@ def fuse(
     if mode in ("hybrid", "vector"):
         lists["vector"] = [str(i) for i, _ in vector]
         raw["vector"] = {str(i): s for i, s in vector}
-    chosen = dict(weights or DEFAULT_WEIGHTS)
+    chosen = chosen_weights(weights)
     return rrf(lists, {name: chosen.get(name, 0.0) for name in lists}, RRF_K, raw_scores=raw)
+
+
+def chosen_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+    """The defaults, with the signals ``weights`` names weighed as it says."""
+    return {**DEFAULT_WEIGHTS, **(weights or {})}
 
 
 def max_fused_score(weights: Mapping[str, float] | None, mode: Mode) -> float:
     """The fused score of a chunk ranked first by every signal in play (for normalising)."""
-    chosen = dict(weights or DEFAULT_WEIGHTS)
+    chosen = chosen_weights(weights)
     names = {"hybrid": ("keyword", "vector"), "keyword": ("keyword",), "vector": ("vector",)}
     return sum(chosen.get(n, 0.0) for n in names[mode]) / (RRF_K + 1)
 
