@@ -687,6 +687,37 @@ class Memory:
             shown.append(baseline.model_copy(update={"pins": pins}))
         return shown
 
+    def record_ids(self, prefix: str, *, principal: Principal, limit: int = 100) -> list[str]:
+        """Ids of records the principal may read that start with ``prefix``, in order, at
+        most ``limit`` (for completions: one bounded query on the index)."""
+        _check(prefix, "prefix", MAX_ID_CHARS)
+        where = self._everything_readable(principal)
+        return self.store.record_ids(where, prefix, max(0, min(limit, 1000)))
+
+    def scopes(self, prefix: str, *, principal: Principal, limit: int = 100) -> list[str]:
+        """Scopes starting with ``prefix`` that hold a record the principal may read, in
+        order, at most ``limit`` (for completions)."""
+        _check(prefix, "prefix", MAX_SCOPE_CHARS)
+        where = self._everything_readable(principal)
+        names = self.store.scopes()
+        found: list[str] = []
+        for scope_id in sorted(where.scope_ids or (), key=lambda i: names[i]):
+            if len(found) >= limit:
+                break
+            if names[scope_id].startswith(prefix) and self.store.record_ids(
+                dataclasses.replace(where, scope_ids=frozenset({scope_id})), "", 1
+            ):
+                found.append(names[scope_id])
+        return found
+
+    def _everything_readable(self, principal: Principal) -> ChunkFilter:
+        """The filter admitting the head of every record the principal may read, in any
+        state (drafts, archived and superseded ones too)."""
+        where = _preselect_filter(self.store, principal, ReadRequest(include_drafts=True))
+        return dataclasses.replace(
+            where, statuses=frozenset(s.value for s in Status), include_superseded=True
+        )
+
     def status(self, *, principal: Principal) -> dict[str, int]:
         """Counts of what ``principal`` may see. A curator of every scope gets the store's
         row counts, its chunk count and the vector index's lag (chunks not embedded yet);
@@ -697,12 +728,7 @@ class Memory:
             if self.indexer is not None:
                 counts["vector_lag"] = self.vector_lag()
             return counts
-        request = ReadRequest(include_drafts=True)
-        where = _preselect_filter(self.store, principal, request)
-        every_state = dataclasses.replace(
-            where, statuses=frozenset(s.value for s in Status), include_superseded=True
-        )
-        by_status = self.store.count_records(every_state)
+        by_status = self.store.count_records(self._everything_readable(principal))
         counts = {"records": sum(by_status.values())}
         counts.update({f"records.{name}": n for name, n in sorted(by_status.items())})
         mine = self.proposals(principal=principal, status=None, limit=100_000)

@@ -143,3 +143,29 @@ def test_get_and_validate_of_a_hidden_record_read_like_a_missing_one(
     a = memory.validate([hidden.id], principal=agent).records[0].model_dump()
     b = memory.validate([NEVER], principal=agent).records[0].model_dump()
     assert {**a, "record_id": "X"} == {**b, "record_id": "X"}
+
+
+def test_completions_offer_only_readable_ids_and_scopes(memory: Memory, curator: Principal) -> None:
+    agent = _agent()
+    shown = {
+        memory.remember(
+            content(f"Shown {n}", kind="fact", scope=scope), principal=curator
+        ).record.id  # type: ignore[union-attr]
+        for n, scope in enumerate(("acme/app", "acme/ops", "acme/app"))
+    }
+    hidden_record = memory.remember(
+        content("Hidden", kind="fact", scope="acme/vault", acl=Acl(roles=("curator",))),
+        principal=curator,
+    ).record
+    memory.remember(content("Elsewhere", kind="fact", scope="globex/app"), principal=curator)
+    assert hidden_record is not None
+    assert set(memory.record_ids("rec_", principal=agent)) == shown
+    assert memory.record_ids(hidden_record.id[:-1], principal=agent) == []
+    assert memory.scopes("", principal=agent) == ["acme/app", "acme/ops"]
+    assert memory.scopes("acme/o", principal=agent) == ["acme/ops"]
+    assert memory.scopes("acme/v", principal=agent) == []  # holds only a hidden record
+    assert memory.scopes("", principal=curator) == [
+        "acme/app", "acme/ops", "acme/vault", "globex/app"
+    ]  # fmt: skip
+    ordered = memory.record_ids("", principal=curator, limit=2)
+    assert ordered == sorted(ordered) and len(ordered) == 2

@@ -109,9 +109,6 @@ RECORD_VERSION_URI = "cairn://record/{id}@{version}"
 RESOURCE_NOT_FOUND = -32002
 # The spec caps one completion answer at 100 values.
 COMPLETION_CAP = 100
-# Completions scan at most this many readable records (the kernel's largest page): a store
-# with more may complete only part of it, and then says so with has_more.
-COMPLETION_SCAN = 10_000
 _VERSION_NUMBER = re.compile(r"[0-9]+")
 
 _DEFAULT_SCOPE = "default"
@@ -197,11 +194,6 @@ def bearer_key(headers: Any) -> str | None:
         return None
     scheme, _, key = value.partition(" ")
     return key.strip() or None if scheme.lower() == "bearer" else None
-
-
-def _literal_glob(text: str) -> str:
-    """``text`` as a glob that matches only itself (scopes are matched with globs)."""
-    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def _cited(item: Item) -> str:
@@ -355,27 +347,13 @@ class _CairnMCPServer(MCPServer[Any]):
             return self._versions(principal, resolved["id"], value)
         return _completion([])
 
-    def _readable(
-        self, principal: Principal, scope: str | None = None
-    ) -> tuple[list[Record], bool]:
-        """Records the principal may read (``list_records`` trims by permission), and
-        whether that is all of them."""
-        query = RecordQuery(scope=scope, limit=COMPLETION_SCAN)
-        records = self.memory.list_records(query, principal=principal)
-        return records, len(records) < COMPLETION_SCAN
-
     def _record_ids(self, principal: Principal, prefix: str) -> Completion:
-        records, complete = self._readable(principal)
-        return _completion([r.id for r in records if r.id.startswith(prefix)], complete=complete)
+        found = self.memory.record_ids(prefix, principal=principal, limit=COMPLETION_CAP + 1)
+        return _completion(found, complete=len(found) <= COMPLETION_CAP)
 
     def _scopes(self, principal: Principal, prefix: str) -> Completion:
-        # The prefix narrows the scan in the store; it is typed text, so its glob
-        # characters must match themselves.
-        records, complete = self._readable(
-            principal, _literal_glob(prefix) + "*" if prefix else None
-        )
-        scopes = sorted({r.scope for r in records if r.scope.startswith(prefix)})
-        return _completion(scopes, complete=complete)
+        found = self.memory.scopes(prefix, principal=principal, limit=COMPLETION_CAP + 1)
+        return _completion(found, complete=len(found) <= COMPLETION_CAP)
 
     def _versions(self, principal: Principal, record_id: str, prefix: str) -> Completion:
         try:

@@ -350,6 +350,11 @@ class Store(Protocol):
 
     def chunk_count(self) -> int: ...
 
+    def record_ids(self, where: ChunkFilter, prefix: str, limit: int) -> list[str]:
+        """Up to ``limit`` ids of records whose chunks ``where`` admits that start with
+        ``prefix``, in order (completions)."""
+        ...
+
     def count_records(self, where: ChunkFilter) -> dict[str, int]:
         """Records whose head chunks ``where`` admits, counted by status (what ``cairn
         status`` shows a principal that may not see the whole store)."""

@@ -375,6 +375,15 @@ class _IndexReads:
         )
         return int(rows[0][0])
 
+    def record_ids(self, where: ChunkFilter, prefix: str, limit: int) -> list[str]:
+        sql, params = _filter_sql(where)
+        rows = self._read(
+            "SELECT DISTINCT c.record_id AS id FROM chunks c "
+            f"WHERE {sql} AND c.record_id >= ? ORDER BY c.record_id LIMIT ?",
+            [*params, prefix, limit],
+        )
+        return [str(r["id"]) for r in rows if str(r["id"]).startswith(prefix)][:limit]
+
     def count_records(self, where: ChunkFilter) -> dict[str, int]:
         sql, params = _filter_sql(where)
         rows = self._read(
