@@ -132,8 +132,20 @@ _SAYS_SOMETHING = rf"^[^\x00]*[^\x00{WHITE_SPACE}][^\x00]*$"
 _SOMETHING = re.compile(rf"[^\x00{WHITE_SPACE}]")
 
 
+class _AfterCheck:
+    """A field annotation whose ``_check`` runs after the field's own validation."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.with_info_after_validator_function(self._check, handler(source))
+
+    def _check(self, value: Any, info: ValidationInfo) -> Any:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
-class TextLimit:
+class TextLimit(_AfterCheck):
     """``Annotated[str, TextLimit(n)]``: ``check_text`` on the field, declared in its JSON
     schema as well (``maxLength``, ``minLength`` and a ``pattern`` refusing NUL, so that a
     schema-valid request is one cairn accepts). ``not_blank`` also refuses text that is
@@ -145,11 +157,6 @@ class TextLimit:
     not_blank: bool = False
     # A rule of the text's own, stated in the schema and checked (``re.fullmatch``).
     pattern: str | None = None
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.with_info_after_validator_function(self._check, handler(source))
 
     def __get_pydantic_json_schema__(
         self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
@@ -242,14 +249,9 @@ def check_json(value: Any, what: str = "metadata") -> Any:
 
 
 @dataclass(frozen=True)
-class JsonLimit:
+class JsonLimit(_AfterCheck):
     """``Annotated[dict[str, Any], JsonLimit()]``: ``check_json`` unless the data comes from
     a store."""
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return core_schema.with_info_after_validator_function(self._check, handler(source))
 
     def __get_pydantic_json_schema__(
         self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
