@@ -390,3 +390,16 @@ def test_cached_openai_client_sends_each_text_once(endpoint: str) -> None:
     cached.embed(["a", "b"])
     cached.embed(["b", "a", "c"])
     assert [r["body"]["input"] for r in FakeEmbeddingsHandler.requests] == [["a", "b"], ["c"]]
+
+
+def test_the_minilm_tokenizer_ships_inside_cairn() -> None:
+    """No unrelated package is installed for one data file: the tokenizer is cairn's own
+    package data, with its licence notice, checked against its pinned hash."""
+    import cairn
+    from cairn.search import onnx_minilm
+    from cairn.search.embedder import sha256_file
+
+    path = onnx_minilm.default_tokenizer_path()
+    assert path.is_relative_to(Path(cairn.__file__).parent)
+    assert sha256_file(path) == onnx_minilm.TOKENIZER_SHA256
+    assert "Apache License" in (path.parent / "NOTICE").read_text()

