@@ -612,7 +612,7 @@ class Memory:
                 break  # the reader sees the newest version it may see, never a hidden id
             seen.add(nxt.id)
             record = nxt
-        return record
+        return self._shown_record(record, principal)
 
     def history(self, record_id: str, *, principal: Principal) -> list[Version]:
         self._visible(record_id, principal)
@@ -678,13 +678,31 @@ class Memory:
             if not access.in_scope(principal, baseline.scope):
                 continue
             records = self.store.get_records(list(baseline.pins))
-            pins = {
-                record_id: version_id
-                for record_id, version_id in baseline.pins.items()
-                if (record := records.get(record_id)) is not None
-                and access.can_read(principal, record.scope, record.content.acl)
-            }
-            shown.append(baseline.model_copy(update={"pins": pins}))
+            pins: dict[str, str] = {}
+            for record_id, version_id in baseline.pins.items():
+                record = records.get(record_id)
+                if record is None or not access.can_read(
+                    principal, record.scope, record.content.acl
+                ):
+                    continue
+                # The pinned version must be readable too: its ACL may be narrower.
+                version = self.store.get_version(version_id)
+                if version is not None and access.can_read(
+                    principal, version.content.scope, version.content.acl
+                ):
+                    pins[record_id] = version_id
+            curates = access.is_curator(principal)
+            shown.append(
+                baseline.model_copy(
+                    update={
+                        "pins": pins,
+                        # the publish proposal is the curators' (and its proposer's) to see
+                        "proposal_id": baseline.proposal_id
+                        if curates or baseline.created_by == principal.id
+                        else None,
+                    }
+                )
+            )
         return shown
 
     def record_ids(self, prefix: str, *, principal: Principal, limit: int = 100) -> list[str]:

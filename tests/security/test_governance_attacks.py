@@ -320,3 +320,73 @@ def test_content_of_other_agents_proposals_stays_theirs(memory: Memory, curator:
     assert memory.proposal(queued.proposal.id, principal=curator).id == queued.proposal.id
     content_check = Content.model_validate(queued.proposal.change.model_dump()["content"])
     assert content_check.title == "Hiring plan"
+
+
+def test_resolve_never_names_a_hidden_successor(memory: Memory, curator: Principal) -> None:
+    agent = _agent()
+    old = _create(memory, curator, "Deploys on Tuesdays", kind="decision")
+    new = _create(memory, curator, "Deploys on Wednesdays", kind="decision", acl=CURATOR_ONLY)
+    memory.supersede(old, by=new, principal=curator)
+    resolved = memory.resolve(old, principal=agent)
+    assert resolved.id == old and resolved.superseded_by is None
+    assert new not in resolved.model_dump_json()
+
+
+def test_a_baseline_shows_only_readable_pins_and_no_hidden_proposal(
+    memory: Memory, curator: Principal
+) -> None:
+    agent = _agent()
+    record_id = _create(memory, curator, "Salary bands", kind="fact", acl=CURATOR_ONLY)
+    first = memory.get(record_id, principal=curator).version.id
+    memory.publish("acme/app", principal=curator)  # pins the curator-only v1
+    memory.update(record_id, ContentPatch(acl=Acl()), principal=curator)  # v2 opens it up
+    (baseline,) = memory.baselines("acme/app", principal=agent)
+    assert baseline.pins == {} and first not in baseline.model_dump_json()
+    assert baseline.proposal_id is None
+    (as_curator,) = memory.baselines("acme/app", principal=curator)
+    assert as_curator.pins == {record_id: first} and as_curator.proposal_id is not None
+
+
+def test_reads_through_a_baseline_follow_the_records_current_acl(
+    memory: Memory, curator: Principal
+) -> None:
+    agent = _agent()
+    record_id = _create(memory, curator, "Launch plan zeta", kind="fact")
+    memory.publish("acme/app", principal=curator)  # pins v1, readable by agents
+    memory.update(record_id, ContentPatch(acl=CURATOR_ONLY), principal=curator)  # v2 closes it
+    from cairn.model import Selector
+
+    published = Selector.published()
+    with pytest.raises(NotFound):
+        memory.get(record_id, principal=agent, selector=published)
+    found = memory.search("launch plan zeta", principal=agent, mode="keyword", selector=published)
+    assert found.hits == ()
+    context = memory.read_context(
+        ReadContextRequest(scope="acme/app", query="launch plan zeta", mode="keyword"),
+        principal=agent,
+    )
+    assert context.items == () and record_id not in context.model_dump_json()
+    # the curator still reads the published version
+    assert memory.search(
+        "launch plan zeta", principal=curator, mode="keyword", selector=published
+    ).hits
+
+
+def test_vector_reads_through_a_baseline_follow_the_current_acl_too(
+    memory: Memory, curator: Principal
+) -> None:
+    from cairn.model import Selector
+
+    vectors = Memory(memory.store, memory.policy, embedder="static")
+    agent = _agent()
+    record_id = _create(vectors, curator, "Launch plan omega", kind="fact")
+    _create(vectors, curator, "Unrelated but public", kind="fact")
+    vectors.publish("acme/app", principal=curator)
+    vectors.update(record_id, ContentPatch(acl=CURATOR_ONLY), principal=curator)
+    vectors.index_pending()
+    published = Selector.published()
+    for mode in ("vector", "hybrid"):
+        found = vectors.search("launch plan omega", principal=agent, mode=mode, selector=published)
+        assert record_id not in {hit.record_id for hit in found.hits}, mode
+        mine = vectors.search("launch plan omega", principal=curator, mode=mode, selector=published)
+        assert record_id in {hit.record_id for hit in mine.hits}, mode

@@ -537,6 +537,11 @@ class VectorCatalog:
             keep &= _member(self._kind[:n], kinds, len(self._kinds.by_value))
         if where.version_ids is not None:
             keep &= np.isin(self._version[:n], _hashes(where.version_ids))
+            # A pinned older version only when the record's head may be read as well (its
+            # current ACL still governs every version). Rows of the head are in this
+            # catalog once embedded; a record whose head is not yet is left out meanwhile.
+            heads = self._head[:n] & _member(self._acl[:n], where.acl_ids, self._acl_upper)
+            keep &= self._head[:n] | np.isin(self._record[:n], self._record[:n][heads])
         elif where.head_only:
             keep &= self._head[:n]
         if where.record_ids is not None:

@@ -209,7 +209,7 @@ class ChunkFilter:
     def admits(self, meta: ChunkMeta) -> bool:
         """Whether this filter admits one chunk: the rule the stores apply in SQL and the
         vector catalog with numpy, for a chunk held in memory (e.g. one waiting for its
-        vector)."""
+        vector). It may say no where they say yes, never the reverse."""
         if meta.acl_id not in self.acl_ids or meta.status not in self.statuses:
             return False
         if self.scope_ids is not None and meta.scope_id not in self.scope_ids:
@@ -217,7 +217,9 @@ class ChunkFilter:
         if self.kinds is not None and meta.kind not in self.kinds:
             return False
         if self.version_ids is not None:
-            if meta.version_id not in self.version_ids:
+            # An older pinned version passes only when its record's head may be read,
+            # which one chunk alone does not tell: such a chunk is not admitted here.
+            if meta.version_id not in self.version_ids or not meta.is_head:
                 return False
         elif self.head_only and not meta.is_head:
             return False

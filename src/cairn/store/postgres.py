@@ -839,6 +839,14 @@ def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
         within("c.kind", where.kinds)
     if where.version_ids is not None:
         within("c.version_id", where.version_ids)
+        # A pinned older version is read only if the record's head may be read as well:
+        # the record's current ACL still governs who reads any of its versions.
+        if where.acl_ids:
+            clauses.append(
+                "(c.is_head OR EXISTS (SELECT 1 FROM chunks h WHERE h.record_id = c.record_id "
+                "AND h.is_head AND h.acl_id = ANY(%s)))"
+            )
+            params.append(sorted(where.acl_ids))
     elif where.head_only:
         clauses.append("c.is_head")
     if where.record_ids is not None:

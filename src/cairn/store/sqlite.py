@@ -222,6 +222,15 @@ def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
         within("c.kind", where.kinds)
     if where.version_ids is not None:
         within("c.version_id", where.version_ids)
+        # A pinned older version is read only if the record's head may be read as well:
+        # the record's current ACL still governs who reads any of its versions.
+        if where.acl_ids:
+            marks = ",".join("?" * len(where.acl_ids))
+            clauses.append(
+                "(c.is_head = 1 OR EXISTS (SELECT 1 FROM chunks h WHERE h.record_id = "
+                f"c.record_id AND h.is_head = 1 AND h.acl_id IN ({marks})))"
+            )
+            params.extend(sorted(where.acl_ids))
     elif where.head_only:
         clauses.append("c.is_head = 1")
     if where.record_ids is not None:
