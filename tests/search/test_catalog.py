@@ -55,6 +55,19 @@ def _ids(catalog: VectorCatalog, where: ChunkFilter) -> set[int]:
 # ---- mask semantics ----------------------------------------------------------------------
 
 
+def test_an_old_version_is_read_only_when_its_records_head_may_be() -> None:
+    metas = [
+        _meta(0, record_id="rec-a", version_id="a-1", is_head=False, acl_id=1),
+        _meta(1, record_id="rec-a", version_id="a-2", acl_id=1),  # head readable
+        _meta(2, record_id="rec-b", version_id="b-1", is_head=False, acl_id=1),
+        _meta(3, record_id="rec-b", version_id="b-2", acl_id=2),  # head closed to acl 1 readers
+    ]
+    catalog = _catalog(metas, _clustered(len(metas), DIM, 0))
+    pinned = frozenset({"a-1", "b-1"})
+    assert _ids(catalog, _where(version_ids=pinned)) == {1000}
+    assert _ids(catalog, _where(version_ids=pinned, acl_ids=frozenset({1, 2}))) == {1000, 1002}
+
+
 def test_mask_each_filter_field() -> None:
     metas = [
         _meta(0),
@@ -80,8 +93,9 @@ def test_mask_each_filter_field() -> None:
     assert _ids(catalog, _where(kinds=frozenset({"decision"}))) == {1004}
     assert _ids(catalog, _where(kinds=frozenset({"unknown-kind"}))) == set()
     assert _ids(catalog, _where(head_only=False)) == base | {1005}
-    # Pinned versions override head_only: an old version is visible when asked for.
-    assert _ids(catalog, _where(version_ids=frozenset({"ver-5", "ver-0"}))) == {1000, 1005}
+    # Pinned versions override head_only, but an old version is read only with its record's
+    # head: rec-5 has no head here, so ver-5 stays out (the next test has the other side).
+    assert _ids(catalog, _where(version_ids=frozenset({"ver-5", "ver-0"}))) == {1000}
     assert _ids(catalog, _where(record_ids=frozenset({"rec-3", "rec-4", "nope"}))) == {
         1003,
         1004,

@@ -15,6 +15,7 @@ import numpy as np
 from cairn.search.catalog import FloatArray, VectorCatalog
 from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
+from cairn.store.filters import admits
 
 BATCH = 256
 # Chunk changes read per store call while mirroring: at most this many ChunkMeta (with
@@ -85,7 +86,7 @@ class Indexer:
         nothing about other principals' writes."""
         with self._lock:
             return sum(
-                1 for metas in self.catalog.pending.values() for m in metas if where.admits(m)
+                1 for metas in self.catalog.pending.values() for m in metas if admits(where, m)
             )
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:

@@ -31,6 +31,16 @@ import numpy.typing as npt
 from threadpoolctl import threadpool_limits
 
 from cairn.store.base import ChunkFilter, ChunkMeta
+from cairn.store.filters import (
+    AtLeast,
+    Condition,
+    Flag,
+    HeadReadable,
+    In,
+    NotAfter,
+    StillValid,
+    conditions,
+)
 
 FloatArray = npt.NDArray[np.float32]
 BoolArray = npt.NDArray[np.bool_]
@@ -526,36 +536,54 @@ class VectorCatalog:
     # ---- search ------------------------------------------------------------------------
 
     def mask(self, where: ChunkFilter) -> BoolArray:
-        n = self._n
-        keep = _member(self._acl[:n], where.acl_ids, self._acl_upper)
-        statuses = [_STATUS_CODES[s] for s in where.statuses]
-        keep &= _member(self._status[:n], statuses, len(_STATUS_CODES))
-        if where.scope_ids is not None:
-            keep &= _member(self._scope[:n], where.scope_ids, self._scope_upper)
-        if where.kinds is not None:
-            kinds = self._kinds.codes(where.kinds).tolist()
-            keep &= _member(self._kind[:n], kinds, len(self._kinds.by_value))
-        if where.version_ids is not None:
-            keep &= np.isin(self._version[:n], _hashes(where.version_ids))
-            # A pinned older version only when the record's head may be read as well (its
-            # current ACL still governs every version). Rows of the head are in this
-            # catalog once embedded; a record whose head is not yet is left out meanwhile.
-            heads = self._head[:n] & _member(self._acl[:n], where.acl_ids, self._acl_upper)
-            keep &= self._head[:n] | np.isin(self._record[:n], self._record[:n][heads])
-        elif where.head_only:
-            keep &= self._head[:n]
-        if where.record_ids is not None:
-            keep &= np.isin(self._record[:n], _hashes(where.record_ids))
-        if not where.include_superseded:
-            keep &= ~self._superseded[:n]
-        if where.valid_at is not None and self._bounded > 0:
-            at = _epoch(where.valid_at, 0.0)
-            keep &= (self._valid_from[:n] <= at) & (self._valid_to[:n] > at)
-        if where.created_after is not None:
-            keep &= self._created[:n] >= _epoch(where.created_after, 0.0)
-        if where.created_before is not None:
-            keep &= self._created[:n] < _epoch(where.created_before, 0.0)
+        """The rows ``where`` admits: ``store.filters``' conditions, as numpy."""
+        keep = np.ones(self._n, dtype=bool)
+        for condition in conditions(where):
+            keep &= self._passes(condition)
         return keep
+
+    def _passes(self, cond: Condition) -> BoolArray:
+        n = self._n
+        if isinstance(cond, In):
+            return self._member_of(cond.column, cond.values)
+        if isinstance(cond, Flag):
+            flags = {"is_head": self._head, "superseded": self._superseded}[cond.column][:n]
+            return flags.copy() if cond.value else ~flags
+        if isinstance(cond, HeadReadable):
+            # Rows of a head are here once embedded; a record whose head is not yet is left
+            # out meanwhile (never let in).
+            heads = self._head[:n] & self._member_of("acl_id", cond.acl_ids)
+            return self._head[:n] | np.isin(self._record[:n], self._record[:n][heads])
+        times = {
+            "valid_from": self._valid_from,
+            "valid_to": self._valid_to,
+            "created_at": self._created,
+        }[cond.column][:n]
+        at = _epoch(cond.at, 0.0)
+        if isinstance(cond, NotAfter | StillValid) and self._bounded == 0:
+            return np.ones(n, dtype=bool)  # no row has a bounded validity interval
+        if isinstance(cond, NotAfter):
+            return times <= at  # unset starts are stored as -inf
+        if isinstance(cond, StillValid):
+            return times > at  # unset ends are stored as +inf
+        if isinstance(cond, AtLeast):
+            return times >= at
+        return times < at
+
+    def _member_of(self, column: str, values: frozenset[Any]) -> BoolArray:
+        n = self._n
+        if column == "acl_id":
+            return _member(self._acl[:n], values, self._acl_upper)
+        if column == "scope_id":
+            return _member(self._scope[:n], values, self._scope_upper)
+        if column == "status":
+            codes = [_STATUS_CODES[s] for s in values if s in _STATUS_CODES]
+            return _member(self._status[:n], codes, len(_STATUS_CODES))
+        if column == "kind":
+            kinds = self._kinds.codes(values).tolist()
+            return _member(self._kind[:n], kinds, len(self._kinds.by_value))
+        hashed = {"version_id": self._version, "record_id": self._record}[column][:n]
+        return np.isin(hashed, _hashes(values))
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         """Top-``k`` chunk ids by cosine similarity among the chunks ``where`` admits."""

@@ -206,36 +206,6 @@ class ChunkFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
 
-    def admits(self, meta: ChunkMeta) -> bool:
-        """Whether this filter admits one chunk: the rule the stores apply in SQL and the
-        vector catalog with numpy, for a chunk held in memory (e.g. one waiting for its
-        vector). It may say no where they say yes, never the reverse."""
-        if meta.acl_id not in self.acl_ids or meta.status not in self.statuses:
-            return False
-        if self.scope_ids is not None and meta.scope_id not in self.scope_ids:
-            return False
-        if self.kinds is not None and meta.kind not in self.kinds:
-            return False
-        if self.version_ids is not None:
-            # An older pinned version passes only when its record's head may be read,
-            # which one chunk alone does not tell: such a chunk is not admitted here.
-            if meta.version_id not in self.version_ids or not meta.is_head:
-                return False
-        elif self.head_only and not meta.is_head:
-            return False
-        if self.record_ids is not None and meta.record_id not in self.record_ids:
-            return False
-        if meta.superseded and not self.include_superseded:
-            return False
-        if self.valid_at is not None and not (
-            (meta.valid_from is None or meta.valid_from <= self.valid_at)
-            and (meta.valid_to is None or meta.valid_to > self.valid_at)
-        ):
-            return False
-        if self.created_after is not None and meta.created_at < self.created_after:
-            return False
-        return self.created_before is None or meta.created_at < self.created_before
-
 
 @dataclass(frozen=True)
 class ChunkMeta:

@@ -81,6 +81,7 @@ from cairn.store.base import (
     scoped_reach,
     text_hash,
 )
+from cairn.store.filters import to_sql
 from cairn.store.pg_migrations import (
     AUDIT_LOCK,
     CONFLICT_SQLSTATE,
@@ -819,52 +820,27 @@ def _floats(blob: bytes, dim: int) -> list[float]:
     return values.tolist()
 
 
+class PostgresDialect:
+    """How PostgreSQL spells what ``filters.to_sql`` needs."""
+
+    placeholder = "%s"
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(%s)", [list(values)]
+
+    def flag(self, column: str, value: bool) -> str:
+        return column if value else f"NOT {column}"
+
+    def time(self, value: datetime) -> Any:
+        return _as_utc(value)
+
+
+DIALECT = PostgresDialect()
+
+
 def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
     """``where`` as SQL over ``chunks c``; timestamps compare as UTC instants."""
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def within(column: str, values: frozenset[Any]) -> None:
-        if not values:
-            clauses.append("false")
-            return
-        clauses.append(f"{column} = ANY(%s)")
-        params.append(sorted(values))
-
-    within("c.acl_id", where.acl_ids)
-    within("c.status", where.statuses)
-    if where.scope_ids is not None:
-        within("c.scope_id", where.scope_ids)
-    if where.kinds is not None:
-        within("c.kind", where.kinds)
-    if where.version_ids is not None:
-        within("c.version_id", where.version_ids)
-        # A pinned older version is read only if the record's head may be read as well:
-        # the record's current ACL still governs who reads any of its versions.
-        if where.acl_ids:
-            clauses.append(
-                "(c.is_head OR EXISTS (SELECT 1 FROM chunks h WHERE h.record_id = c.record_id "
-                "AND h.is_head AND h.acl_id = ANY(%s)))"
-            )
-            params.append(sorted(where.acl_ids))
-    elif where.head_only:
-        clauses.append("c.is_head")
-    if where.record_ids is not None:
-        within("c.record_id", where.record_ids)
-    if not where.include_superseded:
-        clauses.append("NOT c.superseded")
-    if where.valid_at is not None:
-        at = _as_utc(where.valid_at)
-        clauses.append("(c.valid_from IS NULL OR c.valid_from <= %s)")
-        clauses.append("(c.valid_to IS NULL OR c.valid_to > %s)")
-        params.extend([at, at])
-    if where.created_after is not None:
-        clauses.append("c.created_at >= %s")
-        params.append(_as_utc(where.created_after))
-    if where.created_before is not None:
-        clauses.append("c.created_at < %s")
-        params.append(_as_utc(where.created_before))
-    return " AND ".join(clauses) or "true", params
+    return to_sql(where, DIALECT)
 
 
 def _as_utc(value: datetime) -> datetime:

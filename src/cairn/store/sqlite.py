@@ -60,6 +60,7 @@ from cairn.store.base import (
     scoped_reach,
     text_hash,
 )
+from cairn.store.filters import to_sql
 from cairn.store.migrations import MEMORY_TABLES, SQLITE_MIGRATIONS
 
 T = TypeVar("T")
@@ -203,52 +204,26 @@ def _reflect_record_state(conn: sqlite3.Connection, record: Record) -> None:
     )  # fmt: skip
 
 
+class SqliteDialect:
+    """How SQLite spells what ``filters.to_sql`` needs."""
+
+    placeholder = "?"
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({','.join('?' * len(values))})", list(values)
+
+    def flag(self, column: str, value: bool) -> str:
+        return f"{column} = {int(value)}"
+
+    def time(self, value: datetime) -> Any:
+        return _utc(value)
+
+
+DIALECT = SqliteDialect()
+
+
 def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-
-    def within(column: str, values: frozenset[Any]) -> None:
-        if not values:
-            clauses.append("0")
-            return
-        clauses.append(f"{column} IN ({','.join('?' * len(values))})")
-        params.extend(sorted(values))
-
-    within("c.acl_id", where.acl_ids)
-    within("c.status", where.statuses)
-    if where.scope_ids is not None:
-        within("c.scope_id", where.scope_ids)
-    if where.kinds is not None:
-        within("c.kind", where.kinds)
-    if where.version_ids is not None:
-        within("c.version_id", where.version_ids)
-        # A pinned older version is read only if the record's head may be read as well:
-        # the record's current ACL still governs who reads any of its versions.
-        if where.acl_ids:
-            marks = ",".join("?" * len(where.acl_ids))
-            clauses.append(
-                "(c.is_head = 1 OR EXISTS (SELECT 1 FROM chunks h WHERE h.record_id = "
-                f"c.record_id AND h.is_head = 1 AND h.acl_id IN ({marks})))"
-            )
-            params.extend(sorted(where.acl_ids))
-    elif where.head_only:
-        clauses.append("c.is_head = 1")
-    if where.record_ids is not None:
-        within("c.record_id", where.record_ids)
-    if not where.include_superseded:
-        clauses.append("c.superseded = 0")
-    if where.valid_at is not None:
-        at = _utc(where.valid_at)
-        clauses.append("(c.valid_from IS NULL OR c.valid_from <= ?)")
-        clauses.append("(c.valid_to IS NULL OR c.valid_to > ?)")
-        params.extend([at, at])
-    if where.created_after is not None:
-        clauses.append("c.created_at >= ?")
-        params.append(_utc(where.created_after))
-    if where.created_before is not None:
-        clauses.append("c.created_at < ?")
-        params.append(_utc(where.created_before))
-    return " AND ".join(clauses) or "1", params
+    return to_sql(where, DIALECT)
 
 
 _META_COLUMNS = (

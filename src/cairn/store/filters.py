@@ -1,0 +1,199 @@
+"""Which chunks a read may see, as one rule compiled three ways.
+
+``conditions`` turns a ``ChunkFilter`` (built before ranking by ``retrieval.preselect``) into
+a list of conditions on a chunk's filter columns. That one list is then compiled to SQL for
+both SQL stores (``to_sql``, with a dialect's small differences), to a numpy mask by the
+in-memory vector catalog (``search.catalog``), and to a predicate over one chunk held in
+memory (``admits``). A rule added here holds in every index at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from cairn.store.base import ChunkFilter, ChunkMeta
+
+__all__ = [
+    "AtLeast",
+    "Before",
+    "Condition",
+    "Flag",
+    "HeadReadable",
+    "In",
+    "NotAfter",
+    "SqlDialect",
+    "StillValid",
+    "admits",
+    "conditions",
+    "to_sql",
+]
+
+
+@dataclass(frozen=True)
+class In:
+    """The column's value is one of ``values`` (none: nothing passes)."""
+
+    column: str
+    values: frozenset[Any]
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A boolean column has this value."""
+
+    column: str
+    value: bool
+
+
+@dataclass(frozen=True)
+class NotAfter:
+    """The column is unset or at most ``at`` (a validity start)."""
+
+    column: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class StillValid:
+    """The column is unset or later than ``at`` (a validity end)."""
+
+    column: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    column: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Before:
+    column: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class HeadReadable:
+    """The chunk is of its record's head version, or the head of its record passes these
+    ACLs: a record's current ACL still governs who reads any of its older versions."""
+
+    acl_ids: frozenset[int]
+
+
+Condition = In | Flag | NotAfter | StillValid | AtLeast | Before | HeadReadable
+
+
+def conditions(where: ChunkFilter) -> list[Condition]:
+    """The rule, once: every condition a chunk must meet to be read under ``where``."""
+    found: list[Condition] = [In("acl_id", where.acl_ids), In("status", where.statuses)]
+    if where.scope_ids is not None:
+        found.append(In("scope_id", where.scope_ids))
+    if where.kinds is not None:
+        found.append(In("kind", where.kinds))
+    if where.version_ids is not None:
+        found.append(In("version_id", where.version_ids))
+        found.append(HeadReadable(where.acl_ids))
+    elif where.head_only:
+        found.append(Flag("is_head", True))
+    if where.record_ids is not None:
+        found.append(In("record_id", where.record_ids))
+    if not where.include_superseded:
+        found.append(Flag("superseded", False))
+    if where.valid_at is not None:
+        found.append(NotAfter("valid_from", where.valid_at))
+        found.append(StillValid("valid_to", where.valid_at))
+    if where.created_after is not None:
+        found.append(AtLeast("created_at", where.created_after))
+    if where.created_before is not None:
+        found.append(Before("created_at", where.created_before))
+    return found
+
+
+# ---- to SQL -----------------------------------------------------------------------------
+
+
+class SqlDialect(Protocol):
+    """What differs between the SQL stores when a filter becomes SQL."""
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``values`` (never empty), as SQL and its parameters."""
+        ...
+
+    def flag(self, column: str, value: bool) -> str: ...
+
+    def time(self, value: datetime) -> Any:
+        """A time as the stores' time columns compare (UTC either way)."""
+        ...
+
+    @property
+    def placeholder(self) -> str: ...
+
+
+def to_sql(where: ChunkFilter, dialect: SqlDialect, alias: str = "c") -> tuple[str, list[Any]]:
+    """``where`` as a SQL condition over ``chunks {alias}`` and its parameters."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    mark = dialect.placeholder
+    for cond in conditions(where):
+        if isinstance(cond, In):
+            if not cond.values:
+                clauses.append("1 = 0")
+                continue
+            sql, values = dialect.in_list(f"{alias}.{cond.column}", sorted(cond.values))
+            clauses.append(sql)
+            params.extend(values)
+        elif isinstance(cond, Flag):
+            clauses.append(dialect.flag(f"{alias}.{cond.column}", cond.value))
+        elif isinstance(cond, NotAfter):
+            clauses.append(f"({alias}.{cond.column} IS NULL OR {alias}.{cond.column} <= {mark})")
+            params.append(dialect.time(cond.at))
+        elif isinstance(cond, StillValid):
+            clauses.append(f"({alias}.{cond.column} IS NULL OR {alias}.{cond.column} > {mark})")
+            params.append(dialect.time(cond.at))
+        elif isinstance(cond, AtLeast):
+            clauses.append(f"{alias}.{cond.column} >= {mark}")
+            params.append(dialect.time(cond.at))
+        elif isinstance(cond, Before):
+            clauses.append(f"{alias}.{cond.column} < {mark}")
+            params.append(dialect.time(cond.at))
+        else:
+            if not cond.acl_ids:
+                clauses.append(dialect.flag(f"{alias}.is_head", True))
+                continue
+            acl_sql, acl_params = dialect.in_list("h.acl_id", sorted(cond.acl_ids))
+            clauses.append(
+                f"({dialect.flag(f'{alias}.is_head', True)} OR EXISTS (SELECT 1 FROM chunks h "
+                f"WHERE h.record_id = {alias}.record_id AND {dialect.flag('h.is_head', True)} "
+                f"AND {acl_sql}))"
+            )
+            params.extend(acl_params)
+    return " AND ".join(clauses) or "1 = 1", params
+
+
+# ---- for one chunk ------------------------------------------------------------------------
+
+_TESTS: dict[type, Callable[[Any, Any], bool]] = {
+    In: lambda cond, value: value in cond.values,
+    Flag: lambda cond, value: bool(value) is cond.value,
+    NotAfter: lambda cond, value: value is None or value <= cond.at,
+    StillValid: lambda cond, value: value is None or value > cond.at,
+    AtLeast: lambda cond, value: value >= cond.at,
+    Before: lambda cond, value: value < cond.at,
+}
+
+
+def admits(where: ChunkFilter, meta: ChunkMeta) -> bool:
+    """Whether ``where`` admits one chunk held in memory. An older version's chunk is not
+    admitted: whether its record's head may be read is not a fact of the chunk alone, so
+    this may say no where the indexes say yes, never the reverse."""
+    for cond in conditions(where):
+        if isinstance(cond, HeadReadable):
+            if not meta.is_head:
+                return False
+        elif not _TESTS[type(cond)](cond, getattr(meta, cond.column)):
+            return False
+    return True
