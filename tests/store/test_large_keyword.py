@@ -21,7 +21,8 @@ from cairn.memory import Memory
 from cairn.model import Acl, Content, Sensitivity, Status
 from cairn.search.fts import build_match_query
 from cairn.store.base import ChunkFilter
-from cairn.store.sqlite import SqliteStore, _filter_sql
+from cairn.store.filters import to_sql
+from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
 
 WORDS = [
@@ -70,14 +71,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
 
 
 def _one_step(store: SqliteStore, match: str, where: ChunkFilter, limit: int) -> list[Any]:
-    clause, params = _filter_sql(where)
+    clause, params = to_sql(where, store.dialect)
     rows = store._read(
         "SELECT c.id, -bm25(chunks_fts, 3.0, 1.5, 1.0) AS score "
         "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
         f"WHERE chunks_fts MATCH ? AND {clause} ORDER BY score DESC, c.id LIMIT ?",
         [match, *params, limit],
     )
-    return [(int(r[0]), float(r[1])) for r in rows]
+    return [(int(r["id"]), float(r["score"])) for r in rows]
 
 
 def test_two_step_keyword_search_equals_the_one_step_query(

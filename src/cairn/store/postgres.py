@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Self, TypeVar
 
@@ -41,28 +41,19 @@ from psycopg import errors as pg_errors
 from psycopg.rows import DictRow, dict_row
 
 from cairn.errors import Conflict, InvalidInput, StoreError
-from cairn.limits import STORED
 from cairn.model import (
     AuditEntry,
-    AuditQuery,
     Baseline,
-    Content,
     PathLink,
     Proposal,
-    ProposalStatus,
     Record,
-    RecordQuery,
-    Status,
     Version,
 )
 from cairn.store.base import (
-    AclRow,
     ChangeSet,
     ChunkDraft,
     Chunker,
     ChunkFilter,
-    ChunkMeta,
-    ChunkRow,
     Dumped,
     EdgeRow,
     ExpectProposal,
@@ -93,8 +84,12 @@ from cairn.store.pg_migrations import (
     latest_version,
     migrate,
 )
+from cairn.store.sql import rows
+from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.reads import SqlReads
 
 T = TypeVar("T")
+Row = Mapping[str, Any]
 Conn = psycopg.Connection[DictRow]
 
 RECONNECT_SECONDS = 30.0
@@ -163,7 +158,46 @@ def glob_to_like(pattern: str) -> tuple[str, str]:
     return "~", "".join(out)
 
 
-class PostgresStore:
+class PostgresDialect(Dialect):
+    """How PostgreSQL spells the shared statements (``store.sql.dialect``)."""
+
+    def sql(self, statement: str) -> str:
+        return statement.replace("?", "%s")
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?)", [list(values)]
+
+    def flag(self, column: str, value: bool) -> str:
+        return column if value else f"NOT {column}"
+
+    def time(self, value: datetime) -> Any:
+        return _as_utc(value)
+
+    def json_text(self, column: str) -> str:
+        return f"{column}::text"
+
+    def json_field(self, column: str, key: str) -> str:
+        return f"{column} ->> '{key}'"
+
+    def glob(self, column: str, pattern: str) -> tuple[str, list[Any]]:
+        op, translated = glob_to_like(pattern)
+        return f"{column} {op} ?", [translated]
+
+    def json_equals(self, column: str, path: Sequence[str], value: Any) -> tuple[str, list[Any]]:
+        return f"({column} #> ?) = ?::jsonb", [list(path), json.dumps(value)]
+
+
+DIALECT = PostgresDialect()
+
+
+def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
+    """``where`` as SQL over ``chunks c``; timestamps compare as UTC instants."""
+    return to_sql(where, DIALECT)
+
+
+class PostgresStore(SqlReads):
+    dialect: Dialect = DIALECT
+
     def __init__(self, url: str, *, auto_migrate: bool = True) -> None:
         """Connect to ``url`` and make sure its schema is current.
 
@@ -258,8 +292,10 @@ class PostgresStore:
                     raise StoreError(f"PostgreSQL read failed: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _read(self, query: str, params: Sequence[Any] = ()) -> list[DictRow]:
-        return self._run(lambda conn: conn.execute(query.encode(), params).fetchall())
+    def _read(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
+        sql = self.dialect.sql(query).encode()
+        found: list[Row] = list(self._run(lambda conn: conn.execute(sql, params).fetchall()))
+        return found
 
     @property
     def schema_version(self) -> int:
@@ -318,194 +354,17 @@ class PostgresStore:
         A commit is atomic and every change set carries a unique audit id, so its audit ids
         are either all stored or none are.
         """
-        rows = self._conn.execute(
+        landed = self._conn.execute(
             "SELECT id, seq FROM audit WHERE id = ANY(%s)", (audit_ids,)
         ).fetchall()
-        if not rows:
+        if not landed:
             return None
-        found = {r["id"]: int(r["seq"]) for r in rows}
+        found = {r["id"]: int(r["seq"]) for r in landed}
         if len(found) != len(audit_ids):  # pragma: no cover - atomic commits prevent this
             raise StoreError("a commit was partly applied; the database is inconsistent")
         return [found[i] for i in audit_ids]
 
-    # ---- reads -----------------------------------------------------------------------
-
-    def get_record(self, record_id: str) -> Record | None:
-        rows = self._read(f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} WHERE r.id = %s", (record_id,))
-        return _record(rows[0]) if rows else None
-
-    def get_records(self, record_ids: Sequence[str]) -> dict[str, Record]:
-        ids = list(dict.fromkeys(record_ids))
-        if not ids:
-            return {}
-        rows = self._read(f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} WHERE r.id = ANY(%s)", (ids,))
-        return {row["id"]: _record(row) for row in rows}
-
-    def get_version(self, version_id: str) -> Version | None:
-        rows = self._read(f"SELECT {_VERSION_COLUMNS} FROM versions WHERE id = %s", (version_id,))
-        return _version(rows[0]) if rows else None
-
-    def get_version_by_number(self, record_id: str, number: int) -> Version | None:
-        rows = self._read(
-            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE record_id = %s AND number = %s",
-            (record_id, number),
-        )
-        return _version(rows[0]) if rows else None
-
-    def list_versions(self, record_id: str) -> list[Version]:
-        rows = self._read(
-            f"SELECT {_VERSION_COLUMNS} FROM versions WHERE record_id = %s ORDER BY number",
-            (record_id,),
-        )
-        return [_version(r) for r in rows]
-
-    def query_records(self, query: RecordQuery, *, scope_globs: Sequence[str]) -> list[Record]:
-        where: list[str] = []
-        params: list[Any] = []
-        if scope_globs:
-            parts = []
-            for glob in scope_globs:
-                op, pattern = glob_to_like(glob)
-                parts.append(f"r.scope {op} %s")
-                params.append(pattern)
-            where.append("(" + " OR ".join(parts) + ")")
-        if query.scope:
-            op, pattern = glob_to_like(query.scope)
-            where.append(f"r.scope {op} %s")
-            params.append(pattern)
-        if query.kinds:
-            where.append("r.kind = ANY(%s)")
-            params.append(list(query.kinds))
-        if query.statuses:
-            where.append("r.status = ANY(%s)")
-            params.append([s.value for s in query.statuses])
-        if query.created_after:
-            where.append("r.created_at >= %s")
-            params.append(query.created_after)
-        if query.created_before:
-            where.append("r.created_at < %s")
-            params.append(query.created_before)
-        for key, value in query.metadata.items():
-            where.append("(v.content -> 'metadata' -> %s) = %s::jsonb")
-            params.extend([key, json.dumps(value)])
-        sql = (
-            f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN}"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + " ORDER BY r.id"
-        )
-        return [_record(r) for r in self._read(sql, params)]
-
-    def find_by_hash(self, scope: str, content_hash: str) -> list[Record]:
-        rows = self._read(
-            f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} "
-            "WHERE r.scope = %s AND r.content_hash = %s ORDER BY r.id",
-            (scope, content_hash),
-        )
-        return [_record(r) for r in rows]
-
-    def get_proposal(self, proposal_id: str) -> Proposal | None:
-        rows = self._read(
-            f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE id = %s", (proposal_id,)
-        )
-        return _proposal(rows[0]) if rows else None
-
-    def list_proposals(
-        self, *, status: ProposalStatus | None = None, limit: int = 100, offset: int = 0
-    ) -> list[Proposal]:
-        if status is None:
-            rows = self._read(
-                f"SELECT {_PROPOSAL_COLUMNS} FROM proposals ORDER BY id LIMIT %s OFFSET %s",
-                (limit, offset),
-            )
-        else:
-            rows = self._read(
-                f"SELECT {_PROPOSAL_COLUMNS} FROM proposals WHERE status = %s "
-                "ORDER BY id LIMIT %s OFFSET %s",
-                (status.value, limit, offset),
-            )
-        return [_proposal(r) for r in rows]
-
-    def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("actor", query.actor),
-            ("action", query.action),
-            ("subject_id", query.subject_id),
-            ("proposal_id", query.proposal_id),
-        ):
-            if value is not None:
-                where.append(f"{column} = %s")
-                params.append(value)
-        if query.since:
-            where.append("at >= %s")
-            params.append(query.since)
-        sql = (
-            "SELECT * FROM audit"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + " ORDER BY seq LIMIT %s"
-        )
-        return [_audit(r) for r in self._read(sql, [*params, query.limit])]
-
-    def count_audit(self) -> int:
-        return int(self._read("SELECT count(*) AS n FROM audit")[0]["n"])
-
-    def get_baseline(self, baseline_id: str) -> Baseline | None:
-        rows = self._read(f"{_BASELINE_SELECT} WHERE b.id = %s", (baseline_id,))
-        return _baseline(rows[0]) if rows else None
-
-    def published_baseline_id(self, scope: str) -> str | None:
-        rows = self._read("SELECT baseline_id FROM published WHERE scope = %s", (scope,))
-        return str(rows[0]["baseline_id"]) if rows else None
-
-    def list_baselines(self, scope: str | None = None) -> list[Baseline]:
-        if scope is None:
-            rows = self._read(f"{_BASELINE_SELECT} ORDER BY b.id")
-        else:
-            rows = self._read(f"{_BASELINE_SELECT} WHERE b.scope = %s ORDER BY b.id", (scope,))
-        return [_baseline(r) for r in rows]
-
-    def list_path_links(self, record_id: str | None = None) -> list[PathLink]:
-        if record_id is None:
-            rows = self._read("SELECT * FROM path_links ORDER BY record_id, path")
-        else:
-            rows = self._read(
-                "SELECT * FROM path_links WHERE record_id = %s ORDER BY path", (record_id,)
-            )
-        return [_path_link(r) for r in rows]
-
-    def list_edges(self, node_id: str) -> list[tuple[str, str, str]]:
-        rows = self._read(
-            "SELECT src, dst, type FROM edges WHERE src = %s OR dst = %s ORDER BY created_at, ord",
-            (node_id, node_id),
-        )
-        return [(r["src"], r["dst"], r["type"]) for r in rows]
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for table in ("records", "versions", "proposals", "audit", "baselines"):
-            out[table] = int(self._read(f"SELECT count(*) AS n FROM {table}")[0]["n"])
-        for row in self._read("SELECT status, count(*) AS n FROM records GROUP BY status"):
-            out[f"records.{row['status']}"] = int(row["n"])
-        for row in self._read("SELECT status, count(*) AS n FROM proposals GROUP BY status"):
-            out[f"proposals.{row['status']}"] = int(row["n"])
-        return out
-
-    # ---- retrieval index reads (and the derived vector cache) ----------------------------
-
-    def acls(self) -> list[AclRow]:
-        return [
-            AclRow(
-                id=int(r["id"]),
-                roles=tuple(r["roles"]),
-                labels=tuple(r["labels"]),
-                sensitivity=int(r["sensitivity"]),
-            )
-            for r in self._read("SELECT id, roles, labels, sensitivity FROM acls ORDER BY id")
-        ]
-
-    def scopes(self) -> dict[int, str]:
-        return {int(r["id"]): r["scope"] for r in self._read("SELECT id, scope FROM scopes")}
+    # ---- what only PostgreSQL says ------------------------------------------------------
 
     def keyword_search(self, match: str, where: ChunkFilter, limit: int) -> list[tuple[int, float]]:
         """Chunks matching any term of ``match``, best first (higher is better), among those
@@ -534,13 +393,13 @@ class PostgresStore:
         rank_params: list[Any] = []
         for term, idf in weighted:
             rank_params += [idf, list(RANK_WEIGHTS), term]
-        rows = self._read(
+        found = self._read(
             f"SELECT c.id, ({rank}) AS score FROM chunks c "
             f"WHERE c.tsv @@ ({match_any}) AND {clause} "
             "ORDER BY score DESC, c.id LIMIT %s",
             [*rank_params, *(term for term, _ in weighted), *params, limit],
         )
-        return [(int(r["id"]), float(r["score"])) for r in rows]
+        return [(int(r["id"]), float(r["score"])) for r in found]
 
     def doc_freq(self, term: str) -> int:
         """About how many chunks contain ``term`` (after 'english' stemming).
@@ -567,21 +426,21 @@ class PostgresStore:
         words = match_terms(term)
         if not words:
             return 0
-        rows = self._read(
+        found = self._read(
             "SELECT tsvector_to_array(to_tsvector('english', %s)) AS lexemes", (" ".join(words),)
         )
-        lexemes: list[str] = rows[0]["lexemes"]
+        lexemes: list[str] = found[0]["lexemes"]
         if not lexemes:
             return 0  # only stopwords: they match nothing
         common = self._common_lexemes()
         if all(lexeme in common for lexeme in lexemes):
             return round(min(common[lexeme] for lexeme in lexemes) * total)
-        rows = self._read(
+        found = self._read(
             "SELECT count(*) AS n FROM (SELECT 1 FROM chunks "
             "WHERE tsv @@ plainto_tsquery('english', %s) LIMIT %s) s",
             (" ".join(words), DOC_FREQ_CAP),
         )
-        return int(rows[0]["n"])
+        return int(found[0]["n"])
 
     def _common_lexemes(self) -> dict[str, float]:
         """Lexeme -> share of chunks, for the most common lexemes ANALYZE found (cached for
@@ -590,16 +449,16 @@ class PostgresStore:
         cached = self._common
         if cached is not None and now - cached[0] < COMMON_LEXEMES_TTL_S:
             return cached[1]
-        rows = self._read(
+        found = self._read(
             "SELECT most_common_elems::text::text[] AS elems, "
             "most_common_elem_freqs AS freqs FROM pg_stats "
             "WHERE schemaname = %s AND tablename = 'chunks' AND attname = 'tsv'",
             (SCHEMA,),
         )
         common: dict[str, float] = {}
-        if rows and rows[0]["elems"] and rows[0]["freqs"]:
+        if found and found[0]["elems"] and found[0]["freqs"]:
             # freqs holds one frequency per element, then min, max and null frequency
-            common = dict(zip(rows[0]["elems"], rows[0]["freqs"], strict=False))
+            common = dict(zip(found[0]["elems"], found[0]["freqs"], strict=False))
         self._common = (now, common)
         return common
 
@@ -611,67 +470,18 @@ class PostgresStore:
         return within[1] if within else None
 
     def _scope_chunks(self, scopes: list[int]) -> int:
-        rows = self._read(
+        found = self._read(
             "SELECT COALESCE(SUM(chunks), 0) AS n FROM scope_chunks WHERE scope_id = ANY(%s)",
             (scopes,),
         )
-        return int(rows[0]["n"])
-
-    def record_ids(self, where: ChunkFilter, prefix: str, limit: int) -> list[str]:
-        sql, params = _filter_sql(where)
-        rows = self._read(
-            "SELECT DISTINCT c.record_id AS id FROM chunks c "
-            f"WHERE {sql} AND c.record_id >= %s ORDER BY c.record_id LIMIT %s",
-            [*params, prefix, limit],
-        )
-        return [str(r["id"]) for r in rows if str(r["id"]).startswith(prefix)][:limit]
-
-    def count_records(self, where: ChunkFilter) -> dict[str, int]:
-        sql, params = _filter_sql(where)
-        rows = self._read(
-            "SELECT c.status AS status, count(DISTINCT c.record_id) AS n FROM chunks c "
-            f"WHERE {sql} GROUP BY c.status",
-            params,
-        )
-        return {str(r["status"]): int(r["n"]) for r in rows}
+        return int(found[0]["n"])
 
     def chunk_count(self) -> int:
-        rows = self._read("SELECT value FROM index_meta WHERE key = 'chunks'")
-        return int(rows[0]["value"]) if rows else 0
-
-    def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
-        ids = list(dict.fromkeys(int(i) for i in chunk_ids))
-        if not ids:
-            return {}
-        rows = self._read(
-            f"SELECT {_META_COLUMNS}, c.version_no, c.chunk_key, c.heading, c.span_start, "
-            "c.span_end, c.text, v.content ->> 'title' AS title "
-            "FROM chunks c JOIN versions v ON v.id = c.version_id WHERE c.id = ANY(%s)",
-            (ids,),
-        )
-        return {
-            int(r["id"]): ChunkRow(
-                meta=_chunk_meta(r),
-                version_no=r["version_no"],
-                chunk_key=r["chunk_key"],
-                heading=r["heading"],
-                start=r["span_start"],
-                end=r["span_end"],
-                text=r["text"],
-                title=r["title"],
-            )
-            for r in rows
-        }
-
-    def chunk_changes(self, since_seq: int, limit: int = 50_000) -> list[ChunkMeta]:
-        rows = self._read(
-            f"SELECT {_META_COLUMNS} FROM chunks c WHERE c.seq > %s ORDER BY c.seq, c.id LIMIT %s",
-            (since_seq, limit),
-        )
-        return [_chunk_meta(r) for r in rows]
+        found = self._read("SELECT value FROM index_meta WHERE key = 'chunks'")
+        return int(found[0]["value"]) if found else 0
 
     def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
-        rows = self._read(
+        found = self._read(
             "SELECT c.text_hash, c.heading, c.text, v.content ->> 'title' AS title "
             "FROM chunks c JOIN versions v ON v.id = c.version_id "
             "WHERE c.id IN (SELECT min(p.id) FROM chunks p WHERE NOT EXISTS "
@@ -680,15 +490,7 @@ class PostgresStore:
             "ORDER BY c.id",
             (model, limit),
         )
-        return [(r["text_hash"], embed_input(r["title"], r["heading"], r["text"])) for r in rows]
-
-    def vector_lag(self, model: str) -> int:
-        rows = self._read(
-            "SELECT count(DISTINCT c.text_hash) AS n FROM chunks c WHERE NOT EXISTS "
-            "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = %s)",
-            (model,),
-        )
-        return int(rows[0]["n"])
+        return [(r["text_hash"], embed_input(r["title"], r["heading"], r["text"])) for r in found]
 
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
         """Cache embeddings through ``cairn_put_vectors`` (the serving role cannot write
@@ -707,16 +509,6 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL could not store vectors: {exc}") from exc
 
-    def get_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
-        hashes = list(dict.fromkeys(text_hashes))
-        if not hashes:
-            return {}
-        rows = self._read(
-            "SELECT text_hash, vector FROM vectors WHERE model = %s AND text_hash = ANY(%s)",
-            (model, hashes),
-        )
-        return {r["text_hash"]: bytes(r["vector"]) for r in rows}
-
     # ---- whole-store dump and load (cairn.store.transfer only) --------------------------
 
     def iter_all(self) -> Iterator[Dumped]:
@@ -724,15 +516,17 @@ class PostgresStore:
         with self._lock, self._conn.transaction():
             conn = self._conn
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            for query, convert in _DUMP_QUERIES:
+
+            def run(sql: str) -> Iterator[DictRow]:
                 # A named (server-side) cursor streams big tables instead of loading them.
                 with conn.cursor(name="cairn_dump", row_factory=dict_row) as cur:
                     cur.itersize = 1000
-                    cur.execute(query.encode())
-                    for row in cur:
-                        yield convert(row)
+                    cur.execute(self.dialect.sql(sql).encode())
+                    yield from cur
 
-    def import_rows(self, rows: Iterable[Dumped], *, chunker: Chunker | None = None) -> int:
+            yield from self._dump(run)
+
+    def import_rows(self, dumped: Iterable[Dumped], *, chunker: Chunker | None = None) -> int:
         """Load a dump into this store, which must be empty; return the rows loaded.
 
         Not a gate bypass: it replays a history the gate already audited (audit entries with
@@ -756,7 +550,7 @@ class PostgresStore:
                                 f"cannot import into a store that is not empty ({table} has rows)"
                             )
                     batch: list[Dumped] = []
-                    for row in rows:
+                    for row in dumped:
                         if batch and type(row) is not type(batch[0]):
                             loaded += _load_batch(conn, batch, chunker)
                             batch = []
@@ -820,57 +614,9 @@ def _floats(blob: bytes, dim: int) -> list[float]:
     return values.tolist()
 
 
-class PostgresDialect:
-    """How PostgreSQL spells what ``filters.to_sql`` needs."""
-
-    placeholder = "%s"
-
-    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        return f"{column} = ANY(%s)", [list(values)]
-
-    def flag(self, column: str, value: bool) -> str:
-        return column if value else f"NOT {column}"
-
-    def time(self, value: datetime) -> Any:
-        return _as_utc(value)
-
-
-DIALECT = PostgresDialect()
-
-
-def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
-    """``where`` as SQL over ``chunks c``; timestamps compare as UTC instants."""
-    return to_sql(where, DIALECT)
-
-
 def _as_utc(value: datetime) -> datetime:
     """Naive datetimes are UTC, as in the SQLite index."""
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-_META_COLUMNS = (
-    "c.id, c.record_id, c.version_id, c.text_hash, c.kind, c.scope_id, c.acl_id, c.status, "
-    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq"
-)
-
-
-def _chunk_meta(row: DictRow) -> ChunkMeta:
-    return ChunkMeta(
-        id=int(row["id"]),
-        record_id=row["record_id"],
-        version_id=row["version_id"],
-        text_hash=row["text_hash"],
-        kind=row["kind"],
-        scope_id=int(row["scope_id"]),
-        acl_id=int(row["acl_id"]),
-        status=row["status"],
-        is_head=bool(row["is_head"]),
-        superseded=bool(row["superseded"]),
-        valid_from=_opt_utc(row["valid_from"]),
-        valid_to=_opt_utc(row["valid_to"]),
-        created_at=_utc(row["created_at"]),
-        seq=int(row["seq"]),
-    )
 
 
 # ---- change sets to the JSON cairn_commit takes (private) --------------------------------
@@ -889,66 +635,20 @@ def _expect_json(expect: Precondition) -> dict[str, Any]:
     return {"t": "published", "scope": expect.scope, "baseline_id": expect.baseline_id}
 
 
-def _record_row(r: Record) -> dict[str, Any]:
-    return {
-        "id": r.id, "kind": r.kind, "scope": r.scope, "status": r.status.value,
-        "current_version_id": r.current_version_id, "current_version": r.current_version,
-        "content_hash": r.content.content_hash(), "sensitivity": r.content.acl.sensitivity.rank,
-        "superseded_by": r.superseded_by, "created_at": _ts(r.created_at),
-        "updated_at": _ts(r.updated_at), "status_changed_at": _ts(r.status_changed_at),
-        "created_by": r.created_by,
-    }  # fmt: skip
-
-
-def _version_row(v: Version) -> dict[str, Any]:
-    return {
-        "id": v.id, "record_id": v.record_id, "number": v.number,
-        "content": v.content.model_dump(mode="json"), "content_hash": v.content_hash,
-        "created_at": _ts(v.created_at), "created_by": v.created_by,
-        "proposal_id": v.proposal_id,
-    }  # fmt: skip
-
-
-def _proposal_row(p: Proposal) -> dict[str, Any]:
-    return {
-        "id": p.id, "op": p.change.op, "scope": p.scope, "record_id": p.record_id,
-        "base_version_id": p.base_version_id, "base_baseline_id": p.base_baseline_id,
-        "principal_id": p.principal_id, "principal_roles": list(p.principal_roles),
-        "status": p.status.value, "change": p.change.model_dump(mode="json"),
-        "created_at": _ts(p.created_at), "reason": p.reason, "rule": p.rule,
-        "decided_by": p.decided_by, "decided_at": _ts(p.decided_at),
-        "rebased_from": p.rebased_from, "rebased_to": p.rebased_to,
-        "result_record_id": p.result_record_id, "result_version_id": p.result_version_id,
-    }  # fmt: skip
-
-
-def _audit_row(a: AuditEntry) -> dict[str, Any]:
-    return {
-        "id": a.id, "at": _ts(a.at), "actor": a.actor, "actor_roles": list(a.actor_roles),
-        "action": a.action, "subject_id": a.subject_id, "proposal_id": a.proposal_id,
-        "rule": a.rule, "reason": a.reason, "from_status": a.from_status,
-        "to_status": a.to_status, "details": json.loads(_json(a.details)),
-    }  # fmt: skip
-
-
 def _write_json(write: Write) -> dict[str, Any]:
     if isinstance(write, PutRecord):
-        return {"t": "record", "row": _record_row(write.record)}
+        return {"t": "record", "row": rows.record_row(write.record)}
     if isinstance(write, PutVersion):
         return {
             "t": "version",
-            "row": _version_row(write.version),
+            "row": rows.version_row(write.version),
             "chunks": _chunks_json(write.version, write.chunks),
         }
     if isinstance(write, PutProposal):
-        return {"t": "proposal", "row": _proposal_row(write.proposal)}
+        return {"t": "proposal", "row": rows.proposal_row(write.proposal)}
     if isinstance(write, PutBaseline):
         b = write.baseline
-        row = {
-            "id": b.id, "scope": b.scope, "name": b.name, "created_at": _ts(b.created_at),
-            "created_by": b.created_by, "proposal_id": b.proposal_id,
-        }  # fmt: skip
-        return {"t": "baseline", "row": row, "pins": dict(sorted(b.pins.items()))}
+        return {"t": "baseline", "row": rows.baseline_row(b), "pins": dict(sorted(b.pins.items()))}
     if isinstance(write, SetPublished):
         now = datetime.now(UTC).isoformat()
         return {
@@ -994,157 +694,25 @@ def _chunks_json(version: Version, chunks: Sequence[ChunkDraft]) -> list[dict[st
 
 def _changeset_json(cs: ChangeSet) -> dict[str, Any]:
     return {
-        "audit": _audit_row(cs.audit),
+        "audit": rows.audit_row(cs.audit),
         "expects": [_expect_json(e) for e in cs.expects],
         "writes": [_write_json(w) for w in cs.writes],
     }
 
 
-# ---- rows to domain values (private) -----------------------------------------------------
-
-_PROPOSAL_COLUMNS = (
-    "id, scope, record_id, base_version_id, base_baseline_id, principal_id, principal_roles, "
-    "status, change::text AS change, created_at, reason, rule, decided_by, decided_at, "
-    "rebased_from, rebased_to, result_record_id, result_version_id"
-)
-_BASELINE_SELECT = (
-    "SELECT b.*, coalesce((SELECT jsonb_object_agg(p.record_id, p.version_id) "
-    "FROM baseline_pins p WHERE p.baseline_id = b.id), '{}'::jsonb) AS pins FROM baselines b"
-)
-
-
-def _record(row: DictRow) -> Record:
-    return Record(
-        id=row["id"],
-        kind=row["kind"],
-        scope=row["scope"],
-        status=Status(row["status"]),
-        current_version_id=row["current_version_id"],
-        current_version=row["current_version"],
-        superseded_by=row["superseded_by"],
-        created_at=_utc(row["created_at"]),
-        updated_at=_utc(row["updated_at"]),
-        status_changed_at=_utc(row["status_changed_at"]),
-        created_by=row["created_by"],
-        content=Content.model_validate_json(row["content"], context=STORED),
-    )
-
-
-def _version(row: DictRow) -> Version:
-    return Version(
-        id=row["id"],
-        record_id=row["record_id"],
-        number=row["number"],
-        content=Content.model_validate_json(row["content"], context=STORED),
-        content_hash=row["content_hash"],
-        created_at=_utc(row["created_at"]),
-        created_by=row["created_by"],
-        proposal_id=row["proposal_id"],
-    )
-
-
-def _proposal(row: DictRow) -> Proposal:
-    return Proposal.model_validate(
-        {
-            "id": row["id"],
-            "change": json.loads(row["change"]),
-            "scope": row["scope"],
-            "record_id": row["record_id"],
-            "base_version_id": row["base_version_id"],
-            "base_baseline_id": row["base_baseline_id"],
-            "principal_id": row["principal_id"],
-            "principal_roles": row["principal_roles"],
-            "status": row["status"],
-            "created_at": _utc(row["created_at"]),
-            "reason": row["reason"],
-            "rule": row["rule"],
-            "decided_by": row["decided_by"],
-            "decided_at": _opt_utc(row["decided_at"]),
-            "rebased_from": row["rebased_from"],
-            "rebased_to": row["rebased_to"],
-            "result_record_id": row["result_record_id"],
-            "result_version_id": row["result_version_id"],
-        },
-        context=STORED,
-    )
-
-
-def _audit(row: DictRow) -> AuditEntry:
-    return AuditEntry(
-        seq=row["seq"],
-        id=row["id"],
-        at=_utc(row["at"]),
-        actor=row["actor"],
-        actor_roles=tuple(row["actor_roles"]),
-        action=row["action"],
-        subject_id=row["subject_id"],
-        proposal_id=row["proposal_id"],
-        rule=row["rule"],
-        reason=row["reason"],
-        from_status=row["from_status"],
-        to_status=row["to_status"],
-        details=row["details"],
-    )
-
-
-def _baseline(row: DictRow) -> Baseline:
-    return Baseline(
-        id=row["id"],
-        scope=row["scope"],
-        name=row["name"],
-        pins=dict(row["pins"]),
-        created_at=_utc(row["created_at"]),
-        created_by=row["created_by"],
-        proposal_id=row["proposal_id"],
-    )
-
-
-def _path_link(row: DictRow) -> PathLink:
-    return PathLink(
-        record_id=row["record_id"],
-        path=row["path"],
-        content_hash=row["content_hash"],
-        drifted=bool(row["drifted"]),
-    )
-
-
-def _published(row: DictRow) -> PublishedRow:
-    return PublishedRow(
-        scope=row["scope"], baseline_id=row["baseline_id"], updated_at=_utc(row["updated_at"])
-    )
-
-
-def _edge(row: DictRow) -> EdgeRow:
-    return EdgeRow(
-        src=row["src"], dst=row["dst"], type=row["type"], created_at=_utc(row["created_at"])
-    )
-
-
-_DUMP_QUERIES: tuple[tuple[str, Callable[[DictRow], Dumped]], ...] = (
-    (f"SELECT {_RECORD_COLUMNS} {_RECORDS_JOIN} ORDER BY r.id", _record),
-    (f"SELECT {_VERSION_COLUMNS} FROM versions ORDER BY record_id, number", _version),
-    (f"SELECT {_PROPOSAL_COLUMNS} FROM proposals ORDER BY id", _proposal),
-    ("SELECT * FROM audit ORDER BY seq", _audit),
-    (f"{_BASELINE_SELECT} ORDER BY b.id", _baseline),
-    ("SELECT * FROM published ORDER BY scope", _published),
-    ("SELECT * FROM edges ORDER BY src, dst, type", _edge),
-    ("SELECT * FROM path_links ORDER BY record_id, path", _path_link),
-)
-
-
 # ---- import (private) --------------------------------------------------------------------
 
 
-def _insert_json(cur: psycopg.Cursor[DictRow], table: str, rows: list[dict[str, Any]]) -> None:
+def _insert_json(cur: psycopg.Cursor[DictRow], table: str, items: list[dict[str, Any]]) -> None:
     """Insert JSON rows through ``jsonb_populate_record``, naming the columns so tables may
     grow columns (e.g. generated search columns) in later migrations."""
-    if not rows:
+    if not items:
         return
-    cols = ", ".join(rows[0])
+    cols = ", ".join(items[0])
     cur.executemany(
         f"INSERT INTO {table} ({cols}) SELECT {cols} "
         f"FROM jsonb_populate_record(NULL::{table}, %s::jsonb)".encode(),
-        [(_json(row),) for row in rows],
+        [(_json(row),) for row in items],
     )
 
 
@@ -1186,32 +754,23 @@ def _load_batch(conn: Conn, batch: list[Dumped], chunker: Chunker | None = None)
         for item in batch:
             if isinstance(item, AuditEntry) and item.seq is None:
                 raise InvalidInput(f"audit entry {item.id} has no seq")
-        _insert_json(cur, "records", [_record_row(r) for r in batch if isinstance(r, Record)])
+        _insert_json(cur, "records", [rows.record_row(r) for r in batch if isinstance(r, Record)])
         versions = [v for v in batch if isinstance(v, Version)]
-        _insert_json(cur, "versions", [_version_row(v) for v in versions])
+        _insert_json(cur, "versions", [rows.version_row(v) for v in versions])
         if versions and chunker is not None:
             _index_imported(cur, versions, chunker)
-        _insert_json(cur, "proposals", [_proposal_row(p) for p in batch if isinstance(p, Proposal)])
+        proposals = [rows.proposal_row(p) for p in batch if isinstance(p, Proposal)]
+        _insert_json(cur, "proposals", proposals)
         _insert_json(
             cur,
             "audit",
-            [{"seq": a.seq, **_audit_row(a)} for a in batch if isinstance(a, AuditEntry)],
+            [{"seq": a.seq, **rows.audit_row(a)} for a in batch if isinstance(a, AuditEntry)],
         )
         baselines = [b for b in batch if isinstance(b, Baseline)]
         _insert_json(
             cur,
             "baselines",
-            [
-                {
-                    "id": b.id,
-                    "scope": b.scope,
-                    "name": b.name,
-                    "created_at": _ts(b.created_at),
-                    "created_by": b.created_by,
-                    "proposal_id": b.proposal_id,
-                }
-                for b in baselines
-            ],
+            [rows.baseline_row(b) for b in baselines],
         )
         _insert_json(
             cur,

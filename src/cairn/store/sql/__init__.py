@@ -1,0 +1,1 @@
+"""What both SQL stores share: the dialect hooks, the rows, the read statements."""

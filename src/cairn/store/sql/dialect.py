@@ -1,0 +1,74 @@
+"""What differs between the two SQL stores when they say the same thing.
+
+The shared SQL (``store.sql.reads``) is written once with ``?`` placeholders; a dialect
+turns it into its own spelling and says how values cross the boundary (times, JSON,
+booleans, lists, globs). Everything else is the same statement on both stores.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["Dialect"]
+
+
+class Dialect:
+    """The base spelling, SQLite's: subclasses override what their database says otherwise.
+
+    Shared statements use ``?`` for parameters, ``IN_LIST(column)`` never appears in them:
+    ``in_list`` builds membership tests, since SQLite wants ``IN (?, ?, …)`` and PostgreSQL
+    one array parameter."""
+
+    placeholder = "?"
+
+    def sql(self, statement: str) -> str:
+        """A shared statement (``?`` placeholders) in this dialect."""
+        return statement
+
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({','.join('?' * len(values))})", list(values)
+
+    def flag(self, column: str, value: bool) -> str:
+        return f"{column} = {int(value)}"
+
+    def time(self, value: datetime) -> Any:
+        """A time as a parameter: UTC either way (text on SQLite, so it sorts as text)."""
+        return _utc(value).isoformat()
+
+    def when(self, value: Any) -> datetime:
+        """A stored time as an aware ``datetime``."""
+        if isinstance(value, datetime):
+            return _utc(value)
+        return _utc(datetime.fromisoformat(str(value)))
+
+    def maybe_when(self, value: Any) -> datetime | None:
+        return None if value is None else self.when(value)
+
+    def json(self, value: Any) -> Any:
+        """A stored JSON value as Python (text on SQLite, already decoded on PostgreSQL)."""
+        return json.loads(value) if isinstance(value, str | bytes) else value
+
+    def json_text(self, column: str) -> str:
+        """A JSON column selected as text (for pydantic's ``model_validate_json``)."""
+        return column
+
+    def json_field(self, column: str, key: str) -> str:
+        """One top-level text field of a JSON column."""
+        return f"json_extract({column}, '$.{key}')"
+
+    def glob(self, column: str, pattern: str) -> tuple[str, list[Any]]:
+        """``column`` matches a scope glob (``*``, ``?``, ``[…]``)."""
+        return f"{column} GLOB ?", [pattern]
+
+    def json_equals(self, column: str, path: Sequence[str], value: Any) -> tuple[str, list[Any]]:
+        """The JSON value at ``path`` inside ``column`` equals ``value``."""
+        where = "$." + ".".join(f'"{part}"' for part in path)
+        return f"({column} -> ?) = json(?)", [where, json.dumps(value)]
+
+
+def _utc(value: datetime) -> datetime:
+    # Times without a zone reach a store only from before zones were required: UTC.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -1,0 +1,335 @@
+"""The reads both SQL stores answer with the same statements.
+
+``SqlReads`` is mixed into ``SqliteStore`` and ``PostgresStore``; each provides ``_read``
+(one statement, one snapshot, in its dialect) and ``dialect``. What only one database can
+say (keyword search, the chunk count, the pending-vector scan, writes) stays in its store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from cairn.model import (
+    AuditEntry,
+    AuditQuery,
+    Baseline,
+    PathLink,
+    Proposal,
+    ProposalStatus,
+    Record,
+    RecordQuery,
+    Version,
+)
+from cairn.store.base import AclRow, ChunkFilter, ChunkMeta, ChunkRow, Dumped
+from cairn.store.filters import to_sql
+from cairn.store.sql import rows
+from cairn.store.sql.dialect import Dialect
+
+__all__ = ["SqlReads"]
+
+Row = Mapping[str, Any]
+BATCH = 500  # ids per membership test
+
+
+class SqlReads:
+    dialect: Dialect
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Run one shared statement (``?`` placeholders) and return its rows."""
+        raise NotImplementedError
+
+    # ---- statements ---------------------------------------------------------------------
+
+    def _records_sql(self) -> str:
+        content = self.dialect.json_text("v.content")
+        return (
+            "SELECT r.id, r.kind, r.scope, r.status, r.current_version_id, r.current_version, "
+            "r.superseded_by, r.created_at, r.updated_at, r.status_changed_at, r.created_by, "
+            f"{content} AS content FROM records r JOIN versions v ON v.id = r.current_version_id"
+        )
+
+    def _versions_sql(self) -> str:
+        content = self.dialect.json_text("content")
+        return (
+            f"SELECT id, record_id, number, {content} AS content, content_hash, created_at, "
+            "created_by, proposal_id FROM versions"
+        )
+
+    def _proposals_sql(self) -> str:
+        columns = ", ".join(
+            f"{self.dialect.json_text(c)} AS {c}" if c in ("change", "principal_roles") else c
+            for c in rows.PROPOSAL_COLUMNS
+        )
+        return f"SELECT {columns} FROM proposals"
+
+    def _by_ids(self, sql: str, ids: Sequence[Any], column: str) -> list[Row]:
+        """``sql`` (ending before its WHERE) for many ids, ``BATCH`` at a time."""
+        found: list[Row] = []
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), BATCH):
+            test, params = self.dialect.in_list(column, unique[start : start + BATCH])
+            found += self._read(f"{sql} WHERE {test}", params)
+        return found
+
+    # ---- records and versions -------------------------------------------------------------
+
+    def get_record(self, record_id: str) -> Record | None:
+        found = self._read(f"{self._records_sql()} WHERE r.id = ?", (record_id,))
+        return rows.to_record(found[0], self.dialect) if found else None
+
+    def get_records(self, record_ids: Sequence[str]) -> dict[str, Record]:
+        found = self._by_ids(self._records_sql(), record_ids, "r.id")
+        return {row["id"]: rows.to_record(row, self.dialect) for row in found}
+
+    def get_version(self, version_id: str) -> Version | None:
+        found = self._read(f"{self._versions_sql()} WHERE id = ?", (version_id,))
+        return rows.to_version(found[0], self.dialect) if found else None
+
+    def get_version_by_number(self, record_id: str, number: int) -> Version | None:
+        found = self._read(
+            f"{self._versions_sql()} WHERE record_id = ? AND number = ?", (record_id, number)
+        )
+        return rows.to_version(found[0], self.dialect) if found else None
+
+    def list_versions(self, record_id: str) -> list[Version]:
+        found = self._read(
+            f"{self._versions_sql()} WHERE record_id = ? ORDER BY number", (record_id,)
+        )
+        return [rows.to_version(row, self.dialect) for row in found]
+
+    def query_records(self, query: RecordQuery, *, scope_globs: Sequence[str]) -> list[Record]:
+        d = self.dialect
+        where: list[str] = []
+        params: list[Any] = []
+
+        def add(sql: str, values: Sequence[Any]) -> None:
+            where.append(sql)
+            params.extend(values)
+
+        if scope_globs:
+            tests = [d.glob("r.scope", glob) for glob in scope_globs]
+            add("(" + " OR ".join(t for t, _ in tests) + ")", [p for _, ps in tests for p in ps])
+        if query.scope:
+            add(*d.glob("r.scope", query.scope))
+        if query.kinds:
+            add(*d.in_list("r.kind", list(query.kinds)))
+        if query.statuses:
+            add(*d.in_list("r.status", [s.value for s in query.statuses]))
+        if query.created_after:
+            add("r.created_at >= ?", [d.time(query.created_after)])
+        if query.created_before:
+            add("r.created_at < ?", [d.time(query.created_before)])
+        for key, value in query.metadata.items():
+            add(*d.json_equals("v.content", ("metadata", key), value))
+        sql = self._records_sql() + (" WHERE " + " AND ".join(where) if where else "")
+        return [rows.to_record(row, d) for row in self._read(sql + " ORDER BY r.id", params)]
+
+    def find_by_hash(self, scope: str, content_hash: str) -> list[Record]:
+        found = self._read(
+            f"{self._records_sql()} WHERE r.scope = ? AND r.content_hash = ? ORDER BY r.id",
+            (scope, content_hash),
+        )
+        return [rows.to_record(row, self.dialect) for row in found]
+
+    # ---- proposals, audit, baselines, links ----------------------------------------------
+
+    def get_proposal(self, proposal_id: str) -> Proposal | None:
+        found = self._read(f"{self._proposals_sql()} WHERE id = ?", (proposal_id,))
+        return rows.to_proposal(found[0], self.dialect) if found else None
+
+    def list_proposals(
+        self, *, status: ProposalStatus | None = None, limit: int = 100, offset: int = 0
+    ) -> list[Proposal]:
+        where, params = ("", []) if status is None else (" WHERE status = ?", [status.value])
+        found = self._read(
+            f"{self._proposals_sql()}{where} ORDER BY id LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [rows.to_proposal(row, self.dialect) for row in found]
+
+    def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("actor", query.actor),
+            ("action", query.action),
+            ("subject_id", query.subject_id),
+            ("proposal_id", query.proposal_id),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if query.since:
+            where.append("at >= ?")
+            params.append(self.dialect.time(query.since))
+        sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "")
+        found = self._read(sql + " ORDER BY seq LIMIT ?", [*params, query.limit])
+        return [rows.to_audit(row, self.dialect) for row in found]
+
+    def count_audit(self) -> int:
+        return int(self._read("SELECT COUNT(*) AS n FROM audit")[0]["n"])
+
+    def _baselines(self, where: str, params: Sequence[Any]) -> list[Baseline]:
+        found = self._read(f"SELECT * FROM baselines b {where} ORDER BY b.id", params)
+        pins: dict[str, dict[str, str]] = {row["id"]: {} for row in found}
+        if pins:
+            for pin in self._by_ids(
+                "SELECT baseline_id, record_id, version_id FROM baseline_pins",
+                list(pins),
+                "baseline_id",
+            ):
+                pins[pin["baseline_id"]][pin["record_id"]] = pin["version_id"]
+        return [rows.to_baseline(row, pins[row["id"]], self.dialect) for row in found]
+
+    def get_baseline(self, baseline_id: str) -> Baseline | None:
+        found = self._baselines("WHERE b.id = ?", (baseline_id,))
+        return found[0] if found else None
+
+    def published_baseline_id(self, scope: str) -> str | None:
+        found = self._read("SELECT baseline_id FROM published WHERE scope = ?", (scope,))
+        return str(found[0]["baseline_id"]) if found else None
+
+    def list_baselines(self, scope: str | None = None) -> list[Baseline]:
+        if scope is None:
+            return self._baselines("", ())
+        return self._baselines("WHERE b.scope = ?", (scope,))
+
+    def list_path_links(self, record_id: str | None = None) -> list[PathLink]:
+        if record_id is None:
+            found = self._read("SELECT * FROM path_links ORDER BY record_id, path")
+        else:
+            found = self._read(
+                "SELECT * FROM path_links WHERE record_id = ? ORDER BY path", (record_id,)
+            )
+        return [rows.to_path_link(row) for row in found]
+
+    def list_edges(self, node_id: str) -> list[tuple[str, str, str]]:
+        found = self._read(
+            "SELECT src, dst, type FROM edges WHERE src = ? OR dst = ? "
+            "ORDER BY created_at, src, dst, type",
+            (node_id, node_id),
+        )
+        return [(row["src"], row["dst"], row["type"]) for row in found]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for table in ("records", "versions", "proposals", "audit", "baselines"):
+            out[table] = int(self._read(f"SELECT COUNT(*) AS n FROM {table}")[0]["n"])
+        for table in ("records", "proposals"):
+            for row in self._read(f"SELECT status, COUNT(*) AS n FROM {table} GROUP BY status"):
+                out[f"{table}.{row['status']}"] = int(row["n"])
+        return out
+
+    # ---- the retrieval index --------------------------------------------------------------
+
+    def acls(self) -> list[AclRow]:
+        d = self.dialect
+        return [
+            AclRow(
+                id=int(row["id"]),
+                roles=tuple(d.json(row["roles"])),
+                labels=tuple(d.json(row["labels"])),
+                sensitivity=int(row["sensitivity"]),
+            )
+            for row in self._read("SELECT id, roles, labels, sensitivity FROM acls ORDER BY id")
+        ]
+
+    def scopes(self) -> dict[int, str]:
+        return {int(row["id"]): row["scope"] for row in self._read("SELECT id, scope FROM scopes")}
+
+    def record_ids(self, where: ChunkFilter, prefix: str, limit: int) -> list[str]:
+        sql, params = to_sql(where, self.dialect)
+        found = self._read(
+            f"SELECT DISTINCT c.record_id AS id FROM chunks c WHERE {sql} AND c.record_id >= ? "
+            "ORDER BY c.record_id LIMIT ?",
+            [*params, prefix, limit],
+        )
+        return [str(row["id"]) for row in found if str(row["id"]).startswith(prefix)][:limit]
+
+    def count_records(self, where: ChunkFilter) -> dict[str, int]:
+        sql, params = to_sql(where, self.dialect)
+        found = self._read(
+            "SELECT c.status AS status, COUNT(DISTINCT c.record_id) AS n FROM chunks c "
+            f"WHERE {sql} GROUP BY c.status",
+            params,
+        )
+        return {str(row["status"]): int(row["n"]) for row in found}
+
+    def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]:
+        title = self.dialect.json_field("v.content", "title")
+        found = self._by_ids(
+            f"SELECT {rows.META_COLUMNS}, c.version_no, c.chunk_key, c.heading, c.span_start, "
+            f"c.span_end, c.text, {title} AS title "
+            "FROM chunks c JOIN versions v ON v.id = c.version_id",
+            [int(i) for i in chunk_ids],
+            "c.id",
+        )
+        return {
+            int(row["id"]): ChunkRow(
+                meta=rows.to_meta(row, self.dialect),
+                version_no=row["version_no"],
+                chunk_key=row["chunk_key"],
+                heading=row["heading"],
+                start=row["span_start"],
+                end=row["span_end"],
+                text=row["text"],
+                title=row["title"],
+            )
+            for row in found
+        }
+
+    def chunk_changes(self, since_seq: int, limit: int = 50_000) -> list[ChunkMeta]:
+        found = self._read(
+            f"SELECT {rows.META_COLUMNS} FROM chunks c WHERE c.seq > ? "
+            "ORDER BY c.seq, c.id LIMIT ?",
+            (since_seq, limit),
+        )
+        return [rows.to_meta(row, self.dialect) for row in found]
+
+    def vector_lag(self, model: str) -> int:
+        found = self._read(
+            "SELECT COUNT(DISTINCT c.text_hash) AS n FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = ?)",
+            (model,),
+        )
+        return int(found[0]["n"])
+
+    def get_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        unique = list(dict.fromkeys(text_hashes))
+        for start in range(0, len(unique), BATCH):
+            test, params = self.dialect.in_list("text_hash", unique[start : start + BATCH])
+            for row in self._read(
+                f"SELECT text_hash, vector FROM vectors WHERE model = ? AND {test}",
+                [model, *params],
+            ):
+                found[row["text_hash"]] = bytes(row["vector"])
+        return found
+
+    # ---- the whole store, in load order ---------------------------------------------------
+
+    def _dump(self, run: Callable[[str], Iterator[Row]]) -> Iterator[Dumped]:
+        """Every stored row in ``import_rows`` order; ``run`` streams one statement's rows
+        from the store's snapshot."""
+        d = self.dialect
+        for row in run(f"{self._records_sql()} ORDER BY r.id"):
+            yield rows.to_record(row, d)
+        for row in run(f"{self._versions_sql()} ORDER BY record_id, number"):
+            yield rows.to_version(row, d)
+        for row in run(f"{self._proposals_sql()} ORDER BY id"):
+            yield rows.to_proposal(row, d)
+        for row in run("SELECT * FROM audit ORDER BY seq"):
+            yield rows.to_audit(row, d)
+        baseline_rows = list(run("SELECT * FROM baselines ORDER BY id"))
+        pins: dict[str, dict[str, str]] = {row["id"]: {} for row in baseline_rows}
+        for pin in run("SELECT baseline_id, record_id, version_id FROM baseline_pins"):
+            pins[pin["baseline_id"]][pin["record_id"]] = pin["version_id"]
+        for row in baseline_rows:
+            yield rows.to_baseline(row, pins[row["id"]], d)
+        for row in run("SELECT * FROM published ORDER BY scope"):
+            yield rows.to_published(row, d)
+        for row in run("SELECT * FROM edges ORDER BY src, dst, type"):
+            yield rows.to_edge(row, d)
+        for row in run("SELECT * FROM path_links ORDER BY record_id, path"):
+            yield rows.to_path_link(row)

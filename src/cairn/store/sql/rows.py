@@ -1,0 +1,237 @@
+"""Domain values to table rows and back, for both SQL stores.
+
+Writes go out as plain dicts of column values (the SQLite store inserts them, the PostgreSQL
+store hands them to ``cairn_commit`` as JSON); reads come back through a ``Dialect``, which
+knows how each database returns times and JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cairn.limits import STORED
+from cairn.model import (
+    AuditEntry,
+    Baseline,
+    Content,
+    PathLink,
+    Proposal,
+    Record,
+    Status,
+    Version,
+)
+from cairn.store.base import ChunkMeta, EdgeRow, PublishedRow
+from cairn.store.sql.dialect import Dialect
+
+__all__ = [
+    "AUDIT_COLUMNS",
+    "META_COLUMNS",
+    "PROPOSAL_COLUMNS",
+    "audit_row",
+    "baseline_row",
+    "dumps",
+    "proposal_row",
+    "record_row",
+    "to_audit",
+    "to_baseline",
+    "to_edge",
+    "to_meta",
+    "to_path_link",
+    "to_proposal",
+    "to_published",
+    "to_record",
+    "to_version",
+    "version_row",
+]
+
+Row = Mapping[str, Any]
+
+PROPOSAL_COLUMNS = (
+    "id", "op", "scope", "record_id", "base_version_id", "base_baseline_id", "principal_id",
+    "principal_roles", "status", "change", "created_at", "reason", "rule", "decided_by",
+    "decided_at", "rebased_from", "rebased_to", "result_record_id", "result_version_id",
+)  # fmt: skip
+AUDIT_COLUMNS = (
+    "id", "at", "actor", "actor_roles", "action", "subject_id", "proposal_id", "rule",
+    "reason", "from_status", "to_status", "details",
+)  # fmt: skip
+META_COLUMNS = (
+    "c.id, c.record_id, c.version_id, c.text_hash, c.kind, c.scope_id, c.acl_id, c.status, "
+    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq"
+)
+
+
+def dumps(value: Any) -> str:
+    """Compact, key-sorted JSON: one spelling for the same value on both stores."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+# ---- domain -> rows -----------------------------------------------------------------------
+
+
+def record_row(r: Record) -> dict[str, Any]:
+    return {
+        "id": r.id, "kind": r.kind, "scope": r.scope, "status": r.status.value,
+        "current_version_id": r.current_version_id, "current_version": r.current_version,
+        "content_hash": r.content.content_hash(), "sensitivity": r.content.acl.sensitivity.rank,
+        "superseded_by": r.superseded_by, "created_at": _iso(r.created_at),
+        "updated_at": _iso(r.updated_at), "status_changed_at": _iso(r.status_changed_at),
+        "created_by": r.created_by,
+    }  # fmt: skip
+
+
+def version_row(v: Version) -> dict[str, Any]:
+    """``content`` stays a dict; each store stores it as its JSON."""
+    return {
+        "id": v.id, "record_id": v.record_id, "number": v.number,
+        "content": v.content.model_dump(mode="json"), "content_hash": v.content_hash,
+        "created_at": _iso(v.created_at), "created_by": v.created_by,
+        "proposal_id": v.proposal_id,
+    }  # fmt: skip
+
+
+def proposal_row(p: Proposal) -> dict[str, Any]:
+    return {
+        "id": p.id, "op": p.change.op, "scope": p.scope, "record_id": p.record_id,
+        "base_version_id": p.base_version_id, "base_baseline_id": p.base_baseline_id,
+        "principal_id": p.principal_id, "principal_roles": list(p.principal_roles),
+        "status": p.status.value, "change": p.change.model_dump(mode="json"),
+        "created_at": _iso(p.created_at), "reason": p.reason, "rule": p.rule,
+        "decided_by": p.decided_by, "decided_at": _iso(p.decided_at),
+        "rebased_from": p.rebased_from, "rebased_to": p.rebased_to,
+        "result_record_id": p.result_record_id, "result_version_id": p.result_version_id,
+    }  # fmt: skip
+
+
+def audit_row(a: AuditEntry) -> dict[str, Any]:
+    return {
+        "id": a.id, "at": _iso(a.at), "actor": a.actor, "actor_roles": list(a.actor_roles),
+        "action": a.action, "subject_id": a.subject_id, "proposal_id": a.proposal_id,
+        "rule": a.rule, "reason": a.reason, "from_status": a.from_status,
+        "to_status": a.to_status, "details": json.loads(dumps(a.details)),
+    }  # fmt: skip
+
+
+def baseline_row(b: Baseline) -> dict[str, Any]:
+    return {
+        "id": b.id, "scope": b.scope, "name": b.name, "created_at": _iso(b.created_at),
+        "created_by": b.created_by, "proposal_id": b.proposal_id,
+    }  # fmt: skip
+
+
+# ---- rows -> domain -----------------------------------------------------------------------
+
+
+def to_record(row: Row, d: Dialect) -> Record:
+    return Record(
+        id=row["id"],
+        kind=row["kind"],
+        scope=row["scope"],
+        status=Status(row["status"]),
+        current_version_id=row["current_version_id"],
+        current_version=row["current_version"],
+        superseded_by=row["superseded_by"],
+        created_at=d.when(row["created_at"]),
+        updated_at=d.when(row["updated_at"]),
+        status_changed_at=d.when(row["status_changed_at"]),
+        created_by=row["created_by"],
+        content=Content.model_validate_json(row["content"], context=STORED),
+    )
+
+
+def to_version(row: Row, d: Dialect) -> Version:
+    return Version(
+        id=row["id"],
+        record_id=row["record_id"],
+        number=row["number"],
+        content=Content.model_validate_json(row["content"], context=STORED),
+        content_hash=row["content_hash"],
+        created_at=d.when(row["created_at"]),
+        created_by=row["created_by"],
+        proposal_id=row["proposal_id"],
+    )
+
+
+def to_proposal(row: Row, d: Dialect) -> Proposal:
+    fields = {name: row[name] for name in PROPOSAL_COLUMNS if name != "op"}
+    fields["change"] = d.json(row["change"])
+    fields["principal_roles"] = d.json(row["principal_roles"])
+    fields["created_at"] = d.when(row["created_at"])
+    fields["decided_at"] = d.maybe_when(row["decided_at"])
+    return Proposal.model_validate(fields, context=STORED)
+
+
+def to_audit(row: Row, d: Dialect) -> AuditEntry:
+    return AuditEntry(
+        seq=row["seq"],
+        id=row["id"],
+        at=d.when(row["at"]),
+        actor=row["actor"],
+        actor_roles=tuple(d.json(row["actor_roles"])),
+        action=row["action"],
+        subject_id=row["subject_id"],
+        proposal_id=row["proposal_id"],
+        rule=row["rule"],
+        reason=row["reason"],
+        from_status=row["from_status"],
+        to_status=row["to_status"],
+        details=d.json(row["details"]),
+    )
+
+
+def to_baseline(row: Row, pins: Mapping[str, str], d: Dialect) -> Baseline:
+    return Baseline(
+        id=row["id"],
+        scope=row["scope"],
+        name=row["name"],
+        pins=dict(pins),
+        created_at=d.when(row["created_at"]),
+        created_by=row["created_by"],
+        proposal_id=row["proposal_id"],
+    )
+
+
+def to_path_link(row: Row) -> PathLink:
+    return PathLink(
+        record_id=row["record_id"],
+        path=row["path"],
+        content_hash=row["content_hash"],
+        drifted=bool(row["drifted"]),
+    )
+
+
+def to_published(row: Row, d: Dialect) -> PublishedRow:
+    return PublishedRow(
+        scope=row["scope"], baseline_id=row["baseline_id"], updated_at=d.when(row["updated_at"])
+    )
+
+
+def to_edge(row: Row, d: Dialect) -> EdgeRow:
+    return EdgeRow(
+        src=row["src"], dst=row["dst"], type=row["type"], created_at=d.when(row["created_at"])
+    )
+
+
+def to_meta(row: Row, d: Dialect) -> ChunkMeta:
+    return ChunkMeta(
+        id=int(row["id"]),
+        record_id=row["record_id"],
+        version_id=row["version_id"],
+        text_hash=row["text_hash"],
+        kind=row["kind"],
+        scope_id=int(row["scope_id"]),
+        acl_id=int(row["acl_id"]),
+        status=row["status"],
+        is_head=bool(row["is_head"]),
+        superseded=bool(row["superseded"]),
+        valid_from=d.maybe_when(row["valid_from"]),
+        valid_to=d.maybe_when(row["valid_to"]),
+        created_at=d.when(row["created_at"]),
+        seq=int(row["seq"]),
+    )
