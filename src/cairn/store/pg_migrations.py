@@ -31,8 +31,10 @@ validity times stored without a time zone are given UTC's).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -189,177 +191,6 @@ CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit
 CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
     FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
 
--- The one write path. ``changesets`` is a JSON array of
---   {"audit": {audit row}, "expects": [{"t": ...}], "writes": [{"t": ..., "row": {...}}]}
--- built by cairn.store.postgres from the kernel's ChangeSets. Preconditions are checked
--- under row locks (or a per-scope advisory lock for a scope's published pointer, which may
--- not exist yet), so two concurrent commits cannot both pass one; audit entries are
--- appended last, under a database-wide lock held until commit.
-CREATE FUNCTION cairn_commit(changesets jsonb) RETURNS bigint[]
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = cairn, pg_temp
-SET TimeZone = 'UTC'
-AS $fn$
-DECLARE
-    cs jsonb;
-    e jsonb;
-    w jsonb;
-    audits jsonb[] := '{}';
-    a jsonb;
-    seqs bigint[] := '{}';
-    next_seq bigint;
-    cur_version text;
-    cur_status text;
-    cur_baseline text;
-BEGIN
-    IF jsonb_typeof(changesets) IS DISTINCT FROM 'array' THEN
-        RAISE EXCEPTION 'cairn_commit takes a JSON array of change sets' USING ERRCODE = '22023';
-    END IF;
-    FOR cs IN SELECT value FROM jsonb_array_elements(changesets) LOOP
-        IF jsonb_typeof(cs -> 'audit') IS DISTINCT FROM 'object'
-           OR coalesce(cs -> 'audit' ->> 'id', '') = '' THEN
-            RAISE EXCEPTION 'every change set carries exactly one audit entry'
-                USING ERRCODE = '22023';
-        END IF;
-        FOR e IN SELECT value FROM jsonb_array_elements(coalesce(cs -> 'expects', '[]')) LOOP
-            CASE e ->> 't'
-            WHEN 'record' THEN
-                SELECT current_version_id, status INTO cur_version, cur_status
-                    FROM records WHERE id = e ->> 'record_id' FOR UPDATE;
-                IF e -> 'version_id' IS NULL OR e -> 'version_id' = 'null' THEN
-                    IF FOUND THEN
-                        RAISE EXCEPTION USING ERRCODE = 'CR409',
-                            MESSAGE = format('record %s already exists', e ->> 'record_id'),
-                            DETAIL = jsonb_build_object('record_id', e ->> 'record_id')::text;
-                    END IF;
-                ELSIF NOT FOUND OR cur_version IS DISTINCT FROM e ->> 'version_id' THEN
-                    RAISE EXCEPTION USING ERRCODE = 'CR409',
-                        MESSAGE = format('record %s changed since version %s was read',
-                                         e ->> 'record_id', e ->> 'version_id'),
-                        DETAIL = jsonb_build_object('record_id', e ->> 'record_id')::text;
-                ELSIF e ->> 'status' IS NOT NULL AND cur_status IS DISTINCT FROM e ->> 'status'
-                THEN
-                    RAISE EXCEPTION USING ERRCODE = 'CR409',
-                        MESSAGE = format('record %s is now %s', e ->> 'record_id', cur_status),
-                        DETAIL = jsonb_build_object('record_id', e ->> 'record_id')::text;
-                END IF;
-            WHEN 'proposal' THEN
-                SELECT status INTO cur_status
-                    FROM proposals WHERE id = e ->> 'proposal_id' FOR UPDATE;
-                IF NOT FOUND OR cur_status IS DISTINCT FROM e ->> 'status' THEN
-                    RAISE EXCEPTION USING ERRCODE = 'CR409',
-                        MESSAGE = format('proposal %s was decided by someone else meanwhile',
-                                         e ->> 'proposal_id'),
-                        DETAIL = jsonb_build_object('proposal_id', e ->> 'proposal_id')::text;
-                END IF;
-            WHEN 'published' THEN
-                PERFORM pg_advisory_xact_lock(1667328371, hashtext(e ->> 'scope'));
-                SELECT baseline_id INTO cur_baseline FROM published WHERE scope = e ->> 'scope';
-                IF cur_baseline IS DISTINCT FROM e ->> 'baseline_id' THEN
-                    RAISE EXCEPTION USING ERRCODE = 'CR409',
-                        MESSAGE = format('the published baseline of %s changed meanwhile',
-                                         e ->> 'scope'),
-                        DETAIL = jsonb_build_object('scope', e ->> 'scope')::text;
-                END IF;
-            ELSE
-                RAISE EXCEPTION 'unknown precondition %', e ->> 't' USING ERRCODE = '22023';
-            END CASE;
-        END LOOP;
-
-        FOR w IN SELECT value FROM jsonb_array_elements(coalesce(cs -> 'writes', '[]')) LOOP
-            CASE w ->> 't'
-            WHEN 'record' THEN
-                INSERT INTO records (id, kind, scope, status, current_version_id,
-                    current_version, content_hash, sensitivity, superseded_by, created_at,
-                    updated_at, status_changed_at, created_by)
-                SELECT r.id, r.kind, r.scope, r.status, r.current_version_id,
-                    r.current_version, r.content_hash, r.sensitivity, r.superseded_by,
-                    r.created_at, r.updated_at, r.status_changed_at, r.created_by
-                FROM jsonb_populate_record(NULL::records, w -> 'row') r
-                ON CONFLICT (id) DO UPDATE SET status = excluded.status,
-                    current_version_id = excluded.current_version_id,
-                    current_version = excluded.current_version,
-                    content_hash = excluded.content_hash, sensitivity = excluded.sensitivity,
-                    superseded_by = excluded.superseded_by, updated_at = excluded.updated_at,
-                    status_changed_at = excluded.status_changed_at;
-            WHEN 'version' THEN
-                INSERT INTO versions (id, record_id, number, content, content_hash,
-                    created_at, created_by, proposal_id)
-                SELECT v.id, v.record_id, v.number, v.content, v.content_hash, v.created_at,
-                    v.created_by, v.proposal_id
-                FROM jsonb_populate_record(NULL::versions, w -> 'row') v;
-            WHEN 'proposal' THEN
-                INSERT INTO proposals (id, op, scope, record_id, base_version_id,
-                    base_baseline_id, principal_id, principal_roles, status, change,
-                    created_at, reason, rule, decided_by, decided_at, rebased_from, rebased_to,
-                    result_record_id, result_version_id)
-                SELECT p.id, p.op, p.scope, p.record_id, p.base_version_id,
-                    p.base_baseline_id, p.principal_id, p.principal_roles, p.status, p.change,
-                    p.created_at, p.reason, p.rule, p.decided_by, p.decided_at,
-                    p.rebased_from, p.rebased_to, p.result_record_id, p.result_version_id
-                FROM jsonb_populate_record(NULL::proposals, w -> 'row') p
-                ON CONFLICT (id) DO UPDATE SET
-                    (op, scope, record_id, base_version_id, base_baseline_id, principal_id,
-                     principal_roles, status, change, created_at, reason, rule, decided_by,
-                     decided_at, rebased_from, rebased_to, result_record_id,
-                     result_version_id)
-                  = (excluded.op, excluded.scope, excluded.record_id,
-                     excluded.base_version_id, excluded.base_baseline_id,
-                     excluded.principal_id, excluded.principal_roles, excluded.status,
-                     excluded.change, excluded.created_at, excluded.reason, excluded.rule,
-                     excluded.decided_by, excluded.decided_at, excluded.rebased_from,
-                     excluded.rebased_to, excluded.result_record_id,
-                     excluded.result_version_id);
-            WHEN 'baseline' THEN
-                INSERT INTO baselines (id, scope, name, created_at, created_by, proposal_id)
-                SELECT b.id, b.scope, b.name, b.created_at, b.created_by, b.proposal_id
-                FROM jsonb_populate_record(NULL::baselines, w -> 'row') b;
-                INSERT INTO baseline_pins (baseline_id, record_id, version_id)
-                SELECT w -> 'row' ->> 'id', p.key, p.value
-                FROM jsonb_each_text(coalesce(w -> 'pins', '{}')) p;
-            WHEN 'published' THEN
-                PERFORM pg_advisory_xact_lock(1667328371, hashtext(w -> 'row' ->> 'scope'));
-                INSERT INTO published (scope, baseline_id, updated_at)
-                SELECT p.scope, p.baseline_id, p.updated_at
-                FROM jsonb_populate_record(NULL::published, w -> 'row') p
-                ON CONFLICT (scope) DO UPDATE SET baseline_id = excluded.baseline_id,
-                    updated_at = excluded.updated_at;
-            WHEN 'edge' THEN
-                INSERT INTO edges (src, dst, type, created_at)
-                SELECT g.src, g.dst, g.type, g.created_at
-                FROM jsonb_populate_record(NULL::edges, w -> 'row') g
-                ON CONFLICT DO NOTHING;
-            WHEN 'path_link' THEN
-                INSERT INTO path_links (record_id, path, content_hash, drifted)
-                SELECT l.record_id, l.path, l.content_hash, l.drifted
-                FROM jsonb_populate_record(NULL::path_links, w -> 'row') l
-                ON CONFLICT (record_id, path) DO UPDATE SET
-                    content_hash = excluded.content_hash, drifted = excluded.drifted;
-            ELSE
-                RAISE EXCEPTION 'unknown write %', w ->> 't' USING ERRCODE = '22023';
-            END CASE;
-        END LOOP;
-        audits := audits || (cs -> 'audit');
-    END LOOP;
-
-    -- Held until commit: seqs are gapless and follow commit order.
-    PERFORM pg_advisory_xact_lock(1667328370, 2);
-    SELECT coalesce(max(seq), 0) INTO next_seq FROM audit;
-    FOREACH a IN ARRAY audits LOOP
-        next_seq := next_seq + 1;
-        INSERT INTO audit (seq, id, at, actor, actor_roles, action, subject_id, proposal_id,
-            rule, reason, from_status, to_status, details)
-        SELECT next_seq, x.id, x.at, x.actor, x.actor_roles, x.action, x.subject_id,
-            x.proposal_id, x.rule, x.reason, x.from_status, x.to_status, x.details
-        FROM jsonb_populate_record(NULL::audit, a) x;
-        seqs := seqs || next_seq;
-    END LOOP;
-    RETURN seqs;
-END
-$fn$;
-
-REVOKE ALL ON FUNCTION cairn_commit(jsonb) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION cairn_commit(jsonb) TO cairn_serving;
 GRANT USAGE ON SCHEMA cairn TO cairn_serving;
 GRANT SELECT ON ALL TABLES IN SCHEMA cairn TO cairn_serving;
 -- Tables added by later steps are readable by the serving role without another GRANT;
@@ -460,339 +291,6 @@ CREATE INDEX vectors_hnsw_1536 ON vectors
     USING hnsw ((embedding::vector(1536)) vector_cosine_ops)
     WITH (m = 16, ef_construction = 64) WHERE dim = 1536;
 
--- Index one version's chunks (a JSON array of {chunk_key, heading, start, end, text,
--- text_hash} cut by the kernel's chunker). Everything else (kind, scope, ACL, validity,
--- title, the record's state) is read from the stored version and record, so a chunk's
--- filter columns cannot disagree with the memory they index. New chunks get seq 0 until
--- cairn_stamp_chunks numbers them at commit. Returns the new chunk ids.
-CREATE FUNCTION cairn_index_version(p_version_id text, p_chunks jsonb) RETURNS bigint[]
-LANGUAGE plpgsql
-SET search_path = cairn, pg_temp
-SET TimeZone = 'UTC'
-AS $fn$
-DECLARE
-    v versions%ROWTYPE;
-    st records%ROWTYPE;
-    v_scope_id integer;
-    v_acl_id integer;
-    v_roles jsonb;
-    v_labels jsonb;
-    v_sensitivity smallint;
-    ids bigint[];
-BEGIN
-    IF p_chunks IS NULL OR jsonb_typeof(p_chunks) IS DISTINCT FROM 'array'
-       OR jsonb_array_length(p_chunks) = 0 THEN
-        RETURN '{}';
-    END IF;
-    SELECT * INTO STRICT v FROM versions WHERE id = p_version_id;
-    SELECT * INTO STRICT st FROM records WHERE id = v.record_id;
-
-    INSERT INTO scopes (scope) VALUES (v.content ->> 'scope') ON CONFLICT (scope) DO NOTHING;
-    SELECT id INTO STRICT v_scope_id FROM scopes WHERE scope = v.content ->> 'scope';
-
-    SELECT coalesce(jsonb_agg(x ORDER BY x COLLATE "C"), '[]') INTO v_roles
-        FROM jsonb_array_elements_text(coalesce(v.content -> 'acl' -> 'roles', '[]')) x;
-    SELECT coalesce(jsonb_agg(x ORDER BY x COLLATE "C"), '[]') INTO v_labels
-        FROM jsonb_array_elements_text(coalesce(v.content -> 'acl' -> 'labels', '[]')) x;
-    v_sensitivity := CASE v.content -> 'acl' ->> 'sensitivity'
-        WHEN 'low' THEN 0 WHEN 'medium' THEN 1 WHEN 'high' THEN 2 END;
-    IF v_sensitivity IS NULL THEN
-        RAISE EXCEPTION 'version % has no known ACL sensitivity', p_version_id
-            USING ERRCODE = '22023';
-    END IF;
-    INSERT INTO acls (roles, labels, sensitivity) VALUES (v_roles, v_labels, v_sensitivity)
-        ON CONFLICT (roles, labels, sensitivity) DO NOTHING;
-    SELECT id INTO STRICT v_acl_id FROM acls
-        WHERE roles = v_roles AND labels = v_labels AND sensitivity = v_sensitivity;
-
-    WITH added AS (
-        INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, span_start,
-            span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, superseded,
-            valid_from, valid_to, created_at, seq, tsv)
-        SELECT v.record_id, v.id, v.number, d.chunk_key, d.heading, d.start, d."end", d.text,
-            d.text_hash, v.content ->> 'kind', v_scope_id, v_acl_id, st.status,
-            st.current_version_id = v.id, st.superseded_by IS NOT NULL,
-            (v.content ->> 'valid_from')::timestamptz, (v.content ->> 'valid_to')::timestamptz,
-            v.created_at, 0,
-            setweight(to_tsvector('english', coalesce(v.content ->> 'title', '')), 'A')
-                || setweight(to_tsvector('english', d.heading), 'B')
-                || setweight(to_tsvector('english', d.text), 'C')
-        FROM jsonb_to_recordset(p_chunks) AS d(chunk_key text, heading text, start integer,
-            "end" integer, text text, text_hash text)
-        RETURNING id
-    )
-    SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO ids FROM added;
-    RETURN ids;
-END
-$fn$;
-
--- After a record's state row changed: bring its chunks' filter columns in line. Returns the
--- ids of the chunks that changed (only those get a new seq).
-CREATE FUNCTION cairn_reflect_record(p_record_id text) RETURNS bigint[]
-LANGUAGE plpgsql
-SET search_path = cairn, pg_temp
-AS $fn$
-DECLARE
-    ids bigint[];
-BEGIN
-    WITH changed AS (
-        UPDATE chunks c SET status = r.status,
-            is_head = (c.version_id = r.current_version_id),
-            superseded = (r.superseded_by IS NOT NULL)
-        FROM records r
-        WHERE r.id = p_record_id AND c.record_id = r.id
-          AND (c.status <> r.status OR c.is_head <> (c.version_id = r.current_version_id)
-               OR c.superseded <> (r.superseded_by IS NOT NULL))
-        RETURNING c.id
-    )
-    SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO ids FROM changed;
-    RETURN ids;
-END
-$fn$;
-
--- Number the chunks a transaction inserted or changed, in order of first touch, from the
--- 'seq' counter. Called at the end of a commit (under the audit lock, held until commit), so
--- chunk seqs follow commit order: a reader tailing chunk_changes by seq misses nothing.
-CREATE FUNCTION cairn_stamp_chunks(p_touched bigint[], p_inserted bigint) RETURNS void
-LANGUAGE plpgsql
-SET search_path = cairn, pg_temp
-AS $fn$
-DECLARE
-    n bigint;
-    base bigint;
-BEGIN
-    IF p_inserted <> 0 THEN
-        UPDATE index_meta SET value = value + p_inserted WHERE key = 'chunks';
-    END IF;
-    IF p_touched IS NULL OR cardinality(p_touched) = 0 THEN
-        RETURN;
-    END IF;
-    SELECT count(DISTINCT t) INTO n FROM unnest(p_touched) t;
-    UPDATE index_meta SET value = value + n WHERE key = 'seq' RETURNING value - n INTO base;
-    UPDATE chunks c SET seq = base + o.n
-    FROM (
-        SELECT u.id, row_number() OVER (ORDER BY min(u.ord)) AS n
-        FROM unnest(p_touched) WITH ORDINALITY AS u(id, ord)
-        GROUP BY u.id
-    ) o
-    WHERE c.id = o.id;
-END
-$fn$;
-
--- The derived vector cache: what the serving role may add without an audit entry (a vector
--- is a function of text already in memory, not memory itself). Existing entries are kept.
--- p_embeddings is the same batch as a (count, dim) real array, for the pgvector column.
-CREATE FUNCTION cairn_put_vectors(p_model text, p_dim integer, p_hashes text[],
-                                  p_blobs bytea[], p_embeddings real[])
-RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = cairn, pg_temp
-AS $fn$
-DECLARE
-    n integer := coalesce(cardinality(p_hashes), 0);
-    added integer;
-BEGIN
-    IF n = 0 THEN
-        RETURN 0;
-    END IF;
-    IF p_model IS NULL OR p_dim IS NULL OR p_dim < 1
-       OR coalesce(cardinality(p_blobs), 0) <> n
-       OR array_ndims(p_embeddings) IS DISTINCT FROM 2
-       OR array_length(p_embeddings, 1) <> n OR array_length(p_embeddings, 2) <> p_dim THEN
-        RAISE EXCEPTION 'cairn_put_vectors: % hashes need as many % float vectors', n, p_dim
-            USING ERRCODE = '22023';
-    END IF;
-    INSERT INTO vectors (text_hash, model, dim, vector, embedding)
-    SELECT u.h, p_model, p_dim, u.b,
-        ARRAY(SELECT e.x FROM unnest(p_embeddings[u.i:u.i][1:p_dim]) WITH ORDINALITY AS e(x, k)
-              ORDER BY e.k)
-    FROM unnest(p_hashes, p_blobs) WITH ORDINALITY AS u(h, b, i)
-    ON CONFLICT (text_hash, model) DO NOTHING;
-    GET DIAGNOSTICS added = ROW_COUNT;
-    RETURN added;
-END
-$fn$;
-REVOKE ALL ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real[])
-    TO cairn_serving;
-REVOKE ALL ON FUNCTION cairn_index_version(text, jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION cairn_reflect_record(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION cairn_stamp_chunks(bigint[], bigint) FROM PUBLIC;
-
--- The one write path again (same contract as step 1), now also indexing each version's
--- chunks ("chunks" of a version write), re-filtering a record's chunks when its state row
--- changes, and numbering all of them at the end, under the audit lock.
-CREATE OR REPLACE FUNCTION cairn_commit(changesets jsonb) RETURNS bigint[]
-LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = cairn, pg_temp
-SET TimeZone = 'UTC'
-AS $fn$
-DECLARE
-    cs jsonb;
-    e jsonb;
-    w jsonb;
-    audits jsonb[] := '{}';
-    a jsonb;
-    seqs bigint[] := '{}';
-    next_seq bigint;
-    cur_version text;
-    cur_status text;
-    cur_baseline text;
-    touched bigint[] := '{}';  -- chunks inserted or re-filtered: stamped with seqs at the end
-    inserted bigint := 0;
-    ids bigint[];
-BEGIN
-    IF jsonb_typeof(changesets) IS DISTINCT FROM 'array' THEN
-        RAISE EXCEPTION 'cairn_commit takes a JSON array of change sets' USING ERRCODE = '22023';
-    END IF;
-    FOR cs IN SELECT value FROM jsonb_array_elements(changesets) LOOP
-        IF jsonb_typeof(cs -> 'audit') IS DISTINCT FROM 'object'
-           OR coalesce(cs -> 'audit' ->> 'id', '') = '' THEN
-            RAISE EXCEPTION 'every change set carries exactly one audit entry'
-                USING ERRCODE = '22023';
-        END IF;
-        FOR e IN SELECT value FROM jsonb_array_elements(coalesce(cs -> 'expects', '[]')) LOOP
-            CASE e ->> 't'
-            WHEN 'record' THEN
-                SELECT current_version_id, status INTO cur_version, cur_status
-                    FROM records WHERE id = e ->> 'record_id' FOR UPDATE;
-                IF e -> 'version_id' IS NULL OR e -> 'version_id' = 'null' THEN
-                    IF FOUND THEN
-                        RAISE EXCEPTION USING ERRCODE = 'CR409',
-                            MESSAGE = format('record %s already exists', e ->> 'record_id'),
-                            DETAIL = jsonb_build_object('record_id', e ->> 'record_id')::text;
-                    END IF;
-                ELSIF NOT FOUND OR cur_version IS DISTINCT FROM e ->> 'version_id' THEN
-                    RAISE EXCEPTION USING ERRCODE = 'CR409',
-                        MESSAGE = format('record %s changed since version %s was read',
-                                         e ->> 'record_id', e ->> 'version_id'),
-                        DETAIL = jsonb_build_object('record_id', e ->> 'record_id')::text;
-                ELSIF e ->> 'status' IS NOT NULL AND cur_status IS DISTINCT FROM e ->> 'status'
-                THEN
-                    RAISE EXCEPTION USING ERRCODE = 'CR409',
-                        MESSAGE = format('record %s is now %s', e ->> 'record_id', cur_status),
-                        DETAIL = jsonb_build_object('record_id', e ->> 'record_id')::text;
-                END IF;
-            WHEN 'proposal' THEN
-                SELECT status INTO cur_status
-                    FROM proposals WHERE id = e ->> 'proposal_id' FOR UPDATE;
-                IF NOT FOUND OR cur_status IS DISTINCT FROM e ->> 'status' THEN
-                    RAISE EXCEPTION USING ERRCODE = 'CR409',
-                        MESSAGE = format('proposal %s was decided by someone else meanwhile',
-                                         e ->> 'proposal_id'),
-                        DETAIL = jsonb_build_object('proposal_id', e ->> 'proposal_id')::text;
-                END IF;
-            WHEN 'published' THEN
-                PERFORM pg_advisory_xact_lock(1667328371, hashtext(e ->> 'scope'));
-                SELECT baseline_id INTO cur_baseline FROM published WHERE scope = e ->> 'scope';
-                IF cur_baseline IS DISTINCT FROM e ->> 'baseline_id' THEN
-                    RAISE EXCEPTION USING ERRCODE = 'CR409',
-                        MESSAGE = format('the published baseline of %s changed meanwhile',
-                                         e ->> 'scope'),
-                        DETAIL = jsonb_build_object('scope', e ->> 'scope')::text;
-                END IF;
-            ELSE
-                RAISE EXCEPTION 'unknown precondition %', e ->> 't' USING ERRCODE = '22023';
-            END CASE;
-        END LOOP;
-
-        FOR w IN SELECT value FROM jsonb_array_elements(coalesce(cs -> 'writes', '[]')) LOOP
-            CASE w ->> 't'
-            WHEN 'record' THEN
-                INSERT INTO records (id, kind, scope, status, current_version_id,
-                    current_version, content_hash, sensitivity, superseded_by, created_at,
-                    updated_at, status_changed_at, created_by)
-                SELECT r.id, r.kind, r.scope, r.status, r.current_version_id,
-                    r.current_version, r.content_hash, r.sensitivity, r.superseded_by,
-                    r.created_at, r.updated_at, r.status_changed_at, r.created_by
-                FROM jsonb_populate_record(NULL::records, w -> 'row') r
-                ON CONFLICT (id) DO UPDATE SET status = excluded.status,
-                    current_version_id = excluded.current_version_id,
-                    current_version = excluded.current_version,
-                    content_hash = excluded.content_hash, sensitivity = excluded.sensitivity,
-                    superseded_by = excluded.superseded_by, updated_at = excluded.updated_at,
-                    status_changed_at = excluded.status_changed_at;
-                touched := touched || cairn_reflect_record(w -> 'row' ->> 'id');
-            WHEN 'version' THEN
-                INSERT INTO versions (id, record_id, number, content, content_hash,
-                    created_at, created_by, proposal_id)
-                SELECT v.id, v.record_id, v.number, v.content, v.content_hash, v.created_at,
-                    v.created_by, v.proposal_id
-                FROM jsonb_populate_record(NULL::versions, w -> 'row') v;
-                ids := cairn_index_version(w -> 'row' ->> 'id', w -> 'chunks');
-                touched := touched || ids;
-                inserted := inserted + cardinality(ids);
-            WHEN 'proposal' THEN
-                INSERT INTO proposals (id, op, scope, record_id, base_version_id,
-                    base_baseline_id, principal_id, principal_roles, status, change,
-                    created_at, reason, rule, decided_by, decided_at, rebased_from, rebased_to,
-                    result_record_id, result_version_id)
-                SELECT p.id, p.op, p.scope, p.record_id, p.base_version_id,
-                    p.base_baseline_id, p.principal_id, p.principal_roles, p.status, p.change,
-                    p.created_at, p.reason, p.rule, p.decided_by, p.decided_at,
-                    p.rebased_from, p.rebased_to, p.result_record_id, p.result_version_id
-                FROM jsonb_populate_record(NULL::proposals, w -> 'row') p
-                ON CONFLICT (id) DO UPDATE SET
-                    (op, scope, record_id, base_version_id, base_baseline_id, principal_id,
-                     principal_roles, status, change, created_at, reason, rule, decided_by,
-                     decided_at, rebased_from, rebased_to, result_record_id,
-                     result_version_id)
-                  = (excluded.op, excluded.scope, excluded.record_id,
-                     excluded.base_version_id, excluded.base_baseline_id,
-                     excluded.principal_id, excluded.principal_roles, excluded.status,
-                     excluded.change, excluded.created_at, excluded.reason, excluded.rule,
-                     excluded.decided_by, excluded.decided_at, excluded.rebased_from,
-                     excluded.rebased_to, excluded.result_record_id,
-                     excluded.result_version_id);
-            WHEN 'baseline' THEN
-                INSERT INTO baselines (id, scope, name, created_at, created_by, proposal_id)
-                SELECT b.id, b.scope, b.name, b.created_at, b.created_by, b.proposal_id
-                FROM jsonb_populate_record(NULL::baselines, w -> 'row') b;
-                INSERT INTO baseline_pins (baseline_id, record_id, version_id)
-                SELECT w -> 'row' ->> 'id', p.key, p.value
-                FROM jsonb_each_text(coalesce(w -> 'pins', '{}')) p;
-            WHEN 'published' THEN
-                PERFORM pg_advisory_xact_lock(1667328371, hashtext(w -> 'row' ->> 'scope'));
-                INSERT INTO published (scope, baseline_id, updated_at)
-                SELECT p.scope, p.baseline_id, p.updated_at
-                FROM jsonb_populate_record(NULL::published, w -> 'row') p
-                ON CONFLICT (scope) DO UPDATE SET baseline_id = excluded.baseline_id,
-                    updated_at = excluded.updated_at;
-            WHEN 'edge' THEN
-                INSERT INTO edges (src, dst, type, created_at)
-                SELECT g.src, g.dst, g.type, g.created_at
-                FROM jsonb_populate_record(NULL::edges, w -> 'row') g
-                ON CONFLICT DO NOTHING;
-            WHEN 'path_link' THEN
-                INSERT INTO path_links (record_id, path, content_hash, drifted)
-                SELECT l.record_id, l.path, l.content_hash, l.drifted
-                FROM jsonb_populate_record(NULL::path_links, w -> 'row') l
-                ON CONFLICT (record_id, path) DO UPDATE SET
-                    content_hash = excluded.content_hash, drifted = excluded.drifted;
-            ELSE
-                RAISE EXCEPTION 'unknown write %', w ->> 't' USING ERRCODE = '22023';
-            END CASE;
-        END LOOP;
-        audits := audits || (cs -> 'audit');
-    END LOOP;
-
-    -- Held until commit: seqs are gapless and follow commit order.
-    PERFORM pg_advisory_xact_lock(1667328370, 2);
-    SELECT coalesce(max(seq), 0) INTO next_seq FROM audit;
-    FOREACH a IN ARRAY audits LOOP
-        next_seq := next_seq + 1;
-        INSERT INTO audit (seq, id, at, actor, actor_roles, action, subject_id, proposal_id,
-            rule, reason, from_status, to_status, details)
-        SELECT next_seq, x.id, x.at, x.actor, x.actor_roles, x.action, x.subject_id,
-            x.proposal_id, x.rule, x.reason, x.from_status, x.to_status, x.details
-        FROM jsonb_populate_record(NULL::audit, a) x;
-        seqs := seqs || next_seq;
-    END LOOP;
-    -- Still under the lock: chunk seqs follow commit order too (see cairn_stamp_chunks).
-    PERFORM cairn_stamp_chunks(touched, inserted);
-    RETURN seqs;
-END
-$fn$;
 """
 
 # Keyword search confined to the reader's scopes: a btree on the scope lets the planner
@@ -869,7 +367,35 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration("scope_reach", _SCOPE_REACH),
     Migration("utc_times", _UTC_TIMES),
+    # The digest of pg_functions.sql as last applied: migrate re-applies the file when it
+    # differs, so a new cairn brings its functions even without a schema change.
+    Migration(
+        "functions", "CREATE TABLE IF NOT EXISTS installed_functions (digest text NOT NULL);"
+    ),
 )
+
+FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")
+
+
+def functions_sql() -> str:
+    return FUNCTIONS_FILE.read_text(encoding="utf-8")
+
+
+def functions_digest() -> str:
+    return hashlib.sha256(functions_sql().encode()).hexdigest()
+
+
+def functions_current(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the database runs this cairn's functions (false before they were installed)."""
+    with conn.cursor(row_factory=tuple_row) as cur:
+        cur.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.installed_functions",))
+        exists = cur.fetchone()
+        if not exists or not exists[0]:
+            return False
+        cur.execute(f"SELECT digest FROM {SCHEMA}.installed_functions")
+        found = cur.fetchone()
+        return found is not None and found[0] == functions_digest()
+
 
 # Tables holding memory: the serving role has SELECT only (tests/store/test_pg_bypass.py).
 PG_MEMORY_TABLES: tuple[str, ...] = (
@@ -960,6 +486,18 @@ def _bootstrap(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"GRANT SELECT ON {SCHEMA}.schema_migrations TO {SERVING_ROLE}")
 
 
+def _install_functions(conn: psycopg.Connection[Any]) -> None:
+    """Apply pg_functions.sql as the owner and record its digest (same transaction)."""
+    conn.execute(f"SET LOCAL ROLE {OWNER_ROLE}")
+    conn.execute(f"SET LOCAL search_path = {SCHEMA}, public")
+    conn.execute(functions_sql().encode())
+    conn.execute(f"DELETE FROM {SCHEMA}.installed_functions")
+    conn.execute(
+        f"INSERT INTO {SCHEMA}.installed_functions (digest) VALUES (%s)", (functions_digest(),)
+    )
+    conn.execute("RESET ROLE")
+
+
 def migrate(url: str, *, target: int | None = None) -> MigrationResult:
     """Bring the database at ``url`` to ``target`` (default: the latest version).
 
@@ -995,6 +533,8 @@ def migrate(url: str, *, target: int | None = None) -> MigrationResult:
                     )
                     conn.execute("RESET ROLE")
                 after = max(before, goal)
+                if after == latest_version() and not functions_current(conn):
+                    _install_functions(conn)
     except psycopg.errors.InsufficientPrivilege as exc:
         raise StoreError(
             f"cannot migrate the cairn schema as this login: {exc.diag.message_primary}. "

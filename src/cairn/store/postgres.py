@@ -81,6 +81,7 @@ from cairn.store.pg_migrations import (
     SCHEMA,
     SERVING_ROLE,
     current_version,
+    functions_current,
     latest_version,
     migrate,
 )
@@ -212,7 +213,9 @@ class PostgresStore(SqlReads):
         # (chunk count they were counted at, term -> chunks holding it): see doc_freq
         self._doc_freqs: tuple[int, dict[str, int]] = (-1, {})
         version = current_version(self._conn)
-        if version < latest_version():
+        if version < latest_version() or (
+            version == latest_version() and not functions_current(self._conn)
+        ):
             if not auto_migrate:
                 self.close()
                 raise StoreError(
