@@ -123,10 +123,11 @@ def test_a_superuser_url_still_serves_as_the_serving_role(db: str, curator: Prin
     _seeded(db, curator)
     store = PostgresStore(db)
     try:
-        conn = store._conn  # what any code inside the process could reach
-        assert conn.execute("SELECT current_user AS u").fetchone() == {"u": SERVING_ROLE}
-        with pytest.raises(pg_errors.InsufficientPrivilege):
-            conn.execute("UPDATE records SET status = 'archived'")
+        # what any code inside the process could reach: every connection of the pool
+        with store._pool.connection() as conn:
+            assert conn.execute("SELECT current_user AS u").fetchone() == {"u": SERVING_ROLE}
+            with pytest.raises(pg_errors.InsufficientPrivilege):
+                conn.execute("UPDATE records SET status = 'archived'")
     finally:
         store.close()
 

@@ -14,22 +14,21 @@ Same protocol and semantics as ``SqliteStore``; what differs is who enforces the
   precondition.
 - **Durability.** A commit is acknowledged once PostgreSQL has flushed its WAL
   (``synchronous_commit`` is forced ``on`` for the session). If the connection drops while a
-  commit is in flight, the store reconnects and looks its audit ids up: present means it
-  committed (return their seqs), absent means it did not (retry), so a commit is never
-  applied twice and never reported lost when it was kept.
+  commit is in flight, the store takes a fresh connection and looks its audit ids up:
+  present means it committed (return their seqs), absent means it did not (retry), so a
+  commit is never applied twice and never reported lost when it was kept.
 
-One connection per store, guarded by a lock, in autocommit mode: each read is one statement
-(one snapshot), like the SQLite store's reads.
+A pool of connections (``psycopg_pool``) in autocommit mode: each read borrows one and is
+one statement (one snapshot), like the SQLite store's reads, so a read never waits behind a
+commit in flight. A connection the server dropped is checked out of the pool and replaced.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
 import sys
-import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -39,6 +38,7 @@ from typing import Any, Self, TypeVar
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from cairn.errors import Conflict, InvalidInput, StoreError
 from cairn.model import (
@@ -94,6 +94,9 @@ Row = Mapping[str, Any]
 Conn = psycopg.Connection[DictRow]
 
 RECONNECT_SECONDS = 30.0
+# Connections a store keeps: a read borrows one, so this many run at once (a server's
+# request threads share one store).
+POOL_SIZE = 8
 RETRY_ATTEMPTS = 20  # deadlock / serialization-failure retries per commit
 CONNECT_TIMEOUT_S = 10
 IMPORT_BATCH = 500
@@ -196,6 +199,22 @@ def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
     return to_sql(where, DIALECT)
 
 
+def _configure(conn: Conn) -> None:
+    """Every pooled connection: cairn's schema, UTC, durable commits, the serving role."""
+    conn.execute(f"SET search_path = {SCHEMA}, public")
+    conn.execute("SET TimeZone = 'UTC'")
+    # A commit is acknowledged only once its WAL is flushed, whatever the server default.
+    conn.execute("SET synchronous_commit = on")
+    # Drop to the serving role when the login may (superusers and members of it), so even
+    # a cairn started with an owner or superuser URL cannot write memory tables except
+    # through cairn_commit.
+    row = conn.execute(
+        "SELECT pg_has_role(session_user, %s, 'MEMBER') AS ok", (SERVING_ROLE,)
+    ).fetchone()
+    if row and row["ok"]:
+        conn.execute(f"SET ROLE {SERVING_ROLE}")
+
+
 class PostgresStore(SqlReads):
     dialect: Dialect = DIALECT
 
@@ -207,92 +226,71 @@ class PostgresStore(SqlReads):
         says to run ``cairn migrate`` with one.
         """
         self.url = url
-        self._lock = threading.RLock()
-        self._conn = self._connect()
         self._common: tuple[float, dict[str, float]] | None = None
         # (chunk count they were counted at, term -> chunks holding it): see doc_freq
         self._doc_freqs: tuple[int, dict[str, int]] = (-1, {})
-        version = current_version(self._conn)
-        if version < latest_version() or (
-            version == latest_version() and not functions_current(self._conn)
-        ):
-            if not auto_migrate:
-                self.close()
-                raise StoreError(
-                    f"database schema is at version {version}, this cairn needs "
-                    f"{latest_version()}: run 'cairn migrate'"
-                )
-            migrate(url)
-        elif version > latest_version():
-            self.close()
+        self._check_schema(auto_migrate)
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=POOL_SIZE,
+            kwargs={
+                "autocommit": True,
+                "row_factory": dict_row,
+                "connect_timeout": CONNECT_TIMEOUT_S,
+            },
+            configure=_configure,
+            # A connection the server dropped (a restart) is replaced before it is lent.
+            check=ConnectionPool.check_connection,
+            timeout=RECONNECT_SECONDS,
+            name="cairn",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+
+    def _check_schema(self, auto_migrate: bool) -> None:
+        try:
+            with psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                version = current_version(conn)
+                functions = version == latest_version() and functions_current(conn)
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+        if version > latest_version():
             raise StoreError(
                 f"database schema version {version} is newer than this cairn "
                 f"({latest_version()}): upgrade cairn"
             )
-        self._become_serving(self._conn)
+        if version < latest_version() or not functions:
+            if not auto_migrate:
+                raise StoreError(
+                    f"database schema is at version {version}, this cairn needs "
+                    f"{latest_version()}: run 'cairn migrate'"
+                )
+            migrate(self.url)
 
     # ---- plumbing --------------------------------------------------------------------
 
-    def _connect(self) -> Conn:
-        try:
-            conn = psycopg.connect(
-                self.url, autocommit=True, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S
-            )
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
-        conn.execute(f"SET search_path = {SCHEMA}, public")
-        conn.execute("SET TimeZone = 'UTC'")
-        # A commit is acknowledged only once its WAL is flushed, whatever the server default.
-        conn.execute("SET synchronous_commit = on")
-        return conn
-
-    def _become_serving(self, conn: Conn) -> None:
-        """Drop to the serving role when the login may (superusers and members of it), so
-        even a cairn started with an owner or superuser URL cannot write memory tables
-        except through ``cairn_commit``."""
-        row = conn.execute(
-            "SELECT pg_has_role(session_user, %s, 'MEMBER') AS ok", (SERVING_ROLE,)
-        ).fetchone()
-        if row and row["ok"]:
-            conn.execute(f"SET ROLE {SERVING_ROLE}")
-
-    def _reconnect(self) -> None:
-        """Replace a broken connection, retrying for a while (e.g. across a server restart)."""
-        with contextlib.suppress(psycopg.Error):
-            self._conn.close()
-        deadline = time.monotonic() + RECONNECT_SECONDS
-        delay = 0.05
-        while True:
-            try:
-                conn = self._connect()
-                self._become_serving(conn)
-                self._conn = conn
-                return
-            except (StoreError, psycopg.OperationalError) as exc:
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"lost the PostgreSQL connection and could not reconnect within "
-                        f"{RECONNECT_SECONDS:.0f}s: {exc}"
-                    ) from exc
-                time.sleep(delay)  # back-off between connection attempts
-                delay = min(delay * 2, 1.0)
-
-    def _broken(self) -> bool:
-        return self._conn.closed or self._conn.broken
-
     def _run(self, fn: Callable[[Conn], T]) -> T:
-        """Run a read; a dropped connection is re-opened and the read repeated (reads are
-        safe to repeat)."""
-        with self._lock:
-            for attempt in range(2):
-                try:
-                    return fn(self._conn)
-                except psycopg.OperationalError as exc:
-                    if not self._broken() or attempt == 1:
-                        raise StoreError(f"PostgreSQL read failed: {exc}") from exc
-                    self._reconnect()
-                except psycopg.Error as exc:
+        """Run ``fn`` on a pooled connection; a connection dropped under it is replaced and
+        ``fn`` run once more (reads are safe to repeat). Readers never queue behind a
+        writer: each borrows its own connection."""
+        for attempt in range(2):
+            try:
+                with self._pool.connection() as conn:
+                    return fn(conn)
+            except PoolTimeout as exc:
+                raise StoreError(
+                    f"no PostgreSQL connection within {RECONNECT_SECONDS:.0f}s: {exc}"
+                ) from exc
+            except psycopg.OperationalError as exc:
+                if attempt == 1:
                     raise StoreError(f"PostgreSQL read failed: {exc}") from exc
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL read failed: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
@@ -305,8 +303,7 @@ class PostgresStore(SqlReads):
         return self._run(current_version)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._pool.close()
 
     def __enter__(self) -> Self:
         return self
@@ -321,35 +318,39 @@ class PostgresStore(SqlReads):
             return []
         payload = _json([_changeset_json(cs) for cs in changesets])
         audit_ids = [cs.audit.id for cs in changesets]
-        with self._lock:
-            attempt = 0
-            while True:
-                attempt += 1
-                try:
-                    row = self._conn.execute(
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                with self._pool.connection() as conn:
+                    row = conn.execute(
                         "SELECT cairn_commit(%s::jsonb) AS seqs", (payload,)
                     ).fetchone()
-                    assert row is not None
-                    return [int(s) for s in row["seqs"]]
-                except pg_errors.Error as exc:
-                    if exc.sqlstate == CONFLICT_SQLSTATE:
-                        detail = json.loads(exc.diag.message_detail or "{}")
-                        raise Conflict(exc.diag.message_primary or str(exc), **detail) from exc
-                    if isinstance(exc, pg_errors.IntegrityError):
-                        raise Conflict(f"the change conflicts with stored data: {exc}") from exc
-                    if isinstance(exc, pg_errors.UntranslatableCharacter | pg_errors.DataError):
-                        raise InvalidInput(f"PostgreSQL cannot store this value: {exc}") from exc
-                    if isinstance(exc, _RETRYABLE) and attempt < RETRY_ATTEMPTS:
-                        time.sleep(min(0.002 * 2**attempt, 0.2))  # back-off before the retry
+                assert row is not None
+                return [int(s) for s in row["seqs"]]
+            except PoolTimeout as exc:
+                raise StoreError(
+                    f"no PostgreSQL connection within {RECONNECT_SECONDS:.0f}s: {exc}"
+                ) from exc
+            except pg_errors.Error as exc:
+                if exc.sqlstate == CONFLICT_SQLSTATE:
+                    detail = json.loads(exc.diag.message_detail or "{}")
+                    raise Conflict(exc.diag.message_primary or str(exc), **detail) from exc
+                if isinstance(exc, pg_errors.IntegrityError):
+                    raise Conflict(f"the change conflicts with stored data: {exc}") from exc
+                if isinstance(exc, pg_errors.UntranslatableCharacter | pg_errors.DataError):
+                    raise InvalidInput(f"PostgreSQL cannot store this value: {exc}") from exc
+                if isinstance(exc, _RETRYABLE) and attempt < RETRY_ATTEMPTS:
+                    time.sleep(min(0.002 * 2**attempt, 0.2))  # back-off before the retry
+                    continue
+                if isinstance(exc, psycopg.OperationalError):
+                    # The connection dropped mid-commit: did the commit land?
+                    seqs = self._committed_seqs(audit_ids)
+                    if seqs is not None:
+                        return seqs
+                    if attempt < RETRY_ATTEMPTS:
                         continue
-                    if isinstance(exc, psycopg.OperationalError) and self._broken():
-                        self._reconnect()
-                        seqs = self._committed_seqs(audit_ids)
-                        if seqs is not None:
-                            return seqs
-                        if attempt < RETRY_ATTEMPTS:
-                            continue
-                    raise StoreError(f"PostgreSQL commit failed: {exc}") from exc
+                raise StoreError(f"PostgreSQL commit failed: {exc}") from exc
 
     def _committed_seqs(self, audit_ids: list[str]) -> list[int] | None:
         """After a dropped connection: the seqs if the commit landed, ``None`` if it did not.
@@ -357,9 +358,7 @@ class PostgresStore(SqlReads):
         A commit is atomic and every change set carries a unique audit id, so its audit ids
         are either all stored or none are.
         """
-        landed = self._conn.execute(
-            "SELECT id, seq FROM audit WHERE id = ANY(%s)", (audit_ids,)
-        ).fetchall()
+        landed = self._read("SELECT id, seq FROM audit WHERE id = ANY(?)", (audit_ids,))
         if not landed:
             return None
         found = {r["id"]: int(r["seq"]) for r in landed}
@@ -504,20 +503,19 @@ class PostgresStore(SqlReads):
         blobs = [bytes(blob) for _, blob in items]
         floats = [_floats(blob, dim) for blob in blobs]
         try:
-            with self._lock:
-                self._conn.execute(
+            with self._pool.connection() as conn:
+                conn.execute(
                     "SELECT cairn_put_vectors(%s, %s, %s::text[], %s::bytea[], %s::real[])",
                     (model, dim, hashes, blobs, floats),
                 )
-        except psycopg.Error as exc:
+        except (psycopg.Error, PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL could not store vectors: {exc}") from exc
 
     # ---- whole-store dump and load (cairn.store.transfer only) --------------------------
 
     def iter_all(self) -> Iterator[Dumped]:
         """Every stored row, in load order, from one consistent snapshot."""
-        with self._lock, self._conn.transaction():
-            conn = self._conn
+        with self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 
             def run(sql: str) -> Iterator[DictRow]:
@@ -539,10 +537,9 @@ class PostgresStore(SqlReads):
         again, by the same ``cairn_index_version`` a commit uses.
         """
         loaded = 0
-        with self._lock:
+        with self._pool.connection() as conn:
             try:
-                with self._conn.transaction():
-                    conn = self._conn
+                with conn.transaction():
                     conn.execute(f"SET LOCAL ROLE {OWNER_ROLE}")
                     tables = ", ".join(PG_MEMORY_TABLES)
                     # No commit may slip in between the emptiness check and the load.
