@@ -27,6 +27,7 @@ __all__ = [
     "MAX_BODY_CHARS",
     "MAX_CONTEXT_CHARS",
     "MAX_CONTEXT_ITEMS",
+    "MAX_COUNTER",
     "MAX_ID_CHARS",
     "MAX_KIND_CHARS",
     "MAX_LIST_ITEMS",
@@ -69,6 +70,9 @@ MAX_CONTEXT_CHARS = 100_000
 MAX_REASON_CHARS = 10_000
 MAX_QUERY_CHARS = 10_000
 MAX_ID_CHARS = 128
+# Version numbers and audit sequence numbers: far beyond any store, inside a signed 64-bit
+# column and exact in a JSON double, so a huge number is refused rather than overflowing.
+MAX_COUNTER = 2**53
 # Metadata is for filtering and policy matching, not for storing documents: 32 levels is
 # far more than any real use, and far below where JSON libraries run out of recursion.
 MAX_METADATA_DEPTH = 32

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +33,7 @@ from cairn.ingest.files import (
 )
 from cairn.limits import (
     MAX_BODY_CHARS,
+    MAX_COUNTER,
     MAX_ID_CHARS,
     MAX_QUERY_CHARS,
     MAX_SCOPE_CHARS,
@@ -475,8 +476,8 @@ class Memory:
         for record_id in record_ids or ():
             chosen.setdefault(record_id, None)
         if not chosen:
-            query = RecordQuery(scope=scope, statuses=(Status.ACTIVE,), limit=10_000)
-            for record in self._visible_records(query, principal):
+            query = RecordQuery(scope=_literal_glob(scope), statuses=(Status.ACTIVE,))
+            for record in self._each_visible_record(query, principal):
                 if record.scope == scope and record.superseded_by is None:
                     chosen[record.id] = None
         if not chosen:
@@ -614,26 +615,46 @@ class Memory:
             record = nxt
         return self._shown_record(record, principal)
 
-    def history(self, record_id: str, *, principal: Principal) -> list[Version]:
+    def history(
+        self, record_id: str, *, principal: Principal, after: int = 0, limit: int = 1000
+    ) -> list[Version]:
+        """The versions of a record the principal may read, oldest first: at most ``limit``
+        after version number ``after``."""
+        if not 0 <= after <= MAX_COUNTER or not 1 <= limit <= 10_000:
+            raise InvalidInput(
+                f"history pages take 0 <= after <= {MAX_COUNTER} and 1 <= limit <= 10000"
+            )
         self._visible(record_id, principal)
         return [
             self._shown_version(v, principal)
-            for v in self.store.list_versions(record_id)
+            for v in self.store.list_versions(record_id, after=after, limit=limit)
             if access.can_read(principal, v.content.scope, v.content.acl)
         ]
 
     def _visible_records(self, query: RecordQuery, principal: Principal) -> list[Record]:
+        """One page of records the principal may read: trimmed and bounded in the store."""
         for kind in query.kinds:
             self.policy.check_kind(kind)
-        rows = self.store.query_records(query, scope_globs=principal.scopes)
+        rows = self.store.query_records(
+            query, scope_globs=principal.scopes, readable=self._everything_readable(principal)
+        )
+        # The store already trimmed by ACL in the index; the rule is checked once more here.
         return [r for r in rows if access.can_read(principal, r.scope, r.content.acl)]
 
+    def _each_visible_record(self, query: RecordQuery, principal: Principal) -> Iterator[Record]:
+        """Every record the principal may read that ``query`` matches, a page at a time."""
+        page = query.model_copy(update={"offset": 0, "limit": 1000})
+        while True:
+            found = self._visible_records(page, principal)
+            yield from found
+            if len(found) < page.limit:
+                return
+            page = page.model_copy(update={"after": found[-1].id})
+
     def list_records(self, query: RecordQuery, *, principal: Principal) -> list[Record]:
-        visible = self._visible_records(query, principal)
-        return [
-            self._shown_record(r, principal)
-            for r in visible[query.offset : query.offset + query.limit]
-        ]
+        """A page of records the principal may read (``query.after`` and ``query.offset``
+        page on), bounded in the store."""
+        return [self._shown_record(r, principal) for r in self._visible_records(query, principal)]
 
     def proposal(self, proposal_id: str, *, principal: Principal) -> Proposal:
         proposal = self.store.get_proposal(proposal_id) if is_id(proposal_id) else None
@@ -648,12 +669,20 @@ class Memory:
         status: ProposalStatus | None = ProposalStatus.PENDING,
         limit: int = 100,
         offset: int = 0,
+        after: str | None = None,
     ) -> list[Proposal]:
         """The review queue: curators see the proposals of their scopes, anyone else only
-        their own."""
-        found = self.store.list_proposals(status=status, limit=100_000, offset=0)
-        found = [p for p in found if access.can_see_proposal(principal, p)]
-        return found[offset : offset + limit]
+        their own. A page, by id, bounded in the store (``after``: the last id seen)."""
+        curates = access.is_curator(principal)
+        found = self.store.list_proposals(
+            status=status,
+            limit=limit,
+            offset=offset,
+            after=after,
+            proposer=principal.id,
+            scope_globs=principal.scopes if curates else None,
+        )
+        return [p for p in found if access.can_see_proposal(principal, p)]
 
     def is_stale(self, proposal: Proposal) -> bool:
         return self.gate.is_stale(proposal)
@@ -749,10 +778,13 @@ class Memory:
         by_status = self.store.count_records(self._everything_readable(principal))
         counts = {"records": sum(by_status.values())}
         counts.update({f"records.{name}": n for name, n in sorted(by_status.items())})
-        mine = self.proposals(principal=principal, status=None, limit=100_000)
-        counts["proposals"] = len(mine)
+        curates = access.is_curator(principal)
+        seen = self.store.count_proposals(
+            proposer=principal.id, scope_globs=principal.scopes if curates else None
+        )
+        counts["proposals"] = sum(seen.values())
         for status in ProposalStatus:
-            counts[f"proposals.{status.value}"] = sum(1 for p in mine if p.status is status)
+            counts[f"proposals.{status.value}"] = seen.get(status.value, 0)
         return counts
 
     def ingest(
@@ -1046,9 +1078,12 @@ class Memory:
         }
         now = self.clock()
         archived: list[str] = []
-        query = RecordQuery(statuses=tuple(limits), limit=10_000)
-        for record in self.store.query_records(query, scope_globs=()):
-            if now - record.status_changed_at >= limits[record.status]:
+        query = RecordQuery(statuses=tuple(limits), limit=1000)
+        while page := self.store.query_records(query, scope_globs=()):
+            query = query.model_copy(update={"after": page[-1].id})
+            for record in page:
+                if now - record.status_changed_at < limits[record.status]:
+                    continue
                 self.gate.submit(
                     TransitionChange(record_id=record.id, to=Status.ARCHIVED),
                     SYSTEM_PRINCIPAL,
@@ -1075,6 +1110,11 @@ _SIGNALS: dict[str, tuple[str, ...]] = {
     "keyword": ("keyword",),
     "vector": ("vector",),
 }
+
+
+def _literal_glob(text: str) -> str:
+    """``text`` as a scope glob that matches only itself."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 def _check_weights(weights: Mapping[str, float], mode: Mode) -> None:

@@ -28,6 +28,7 @@ from cairn.limits import (
     MAX_BODY_CHARS,
     MAX_CONTEXT_CHARS,
     MAX_CONTEXT_ITEMS,
+    MAX_COUNTER,
     MAX_ID_CHARS,
     MAX_KIND_CHARS,
     MAX_LIST_ITEMS,
@@ -493,6 +494,8 @@ class RecordQuery(CairnModel):
     metadata: Metadata = Field(default_factory=dict)
     limit: int = Field(default=100, ge=1, le=10_000)
     offset: int = Field(default=0, ge=0)
+    # Keyset paging: only records whose id sorts after this one (the last id of a page).
+    after: Id | None = None
 
 
 class AuditQuery(CairnModel):
@@ -502,3 +505,5 @@ class AuditQuery(CairnModel):
     proposal_id: Name | None = None
     since: Timestamp | None = None
     limit: int = Field(default=100, ge=1, le=100_000)
+    # Keyset paging: only entries after this sequence number (the last seq of a page).
+    after_seq: int | None = Field(default=None, ge=0, le=MAX_COUNTER)

@@ -39,7 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from cairn.doors._errors import PROBLEM_JSON, ErrorBody, error_body, problem
 from cairn.errors import CairnError, InvalidInput, PolicyError, Unauthenticated
 from cairn.ingest.files import IngestReport
-from cairn.limits import MAX_LIST_ITEMS, MAX_REQUEST_BYTES, TextLimit
+from cairn.limits import MAX_COUNTER, MAX_LIST_ITEMS, MAX_REQUEST_BYTES, TextLimit
 from cairn.memory import DEFAULT_EMBEDDER, Memory, RecordView, RefreshReport, VacuumReport
 from cairn.model import (
     KIND_MARKER,
@@ -587,6 +587,9 @@ def build_router(memory: Memory) -> APIRouter:
         created_before: DateTime | None = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
         offset: Annotated[int, Query(ge=0)] = 0,
+        after: Annotated[
+            Id | None, Query(description="the last id of the previous page (keyset paging)")
+        ] = None,
     ) -> list[Record]:
         query = RecordQuery(
             kinds=tuple(kind or ()),
@@ -596,6 +599,7 @@ def build_router(memory: Memory) -> APIRouter:
             created_before=created_before,
             limit=limit,
             offset=offset,
+            after=after,
         )
         return memory.list_records(query, principal=who)
 
@@ -630,8 +634,15 @@ def build_router(memory: Memory) -> APIRouter:
         tags=["versions"],
         summary="Every version of a record the caller may see",
     )
-    def history(record_id: RecordId, who: Who) -> list[Version]:
-        return memory.history(record_id, principal=who)
+    def history(
+        record_id: RecordId,
+        who: Who,
+        after: Annotated[
+            int, Query(ge=0, le=MAX_COUNTER, description="the last version number seen")
+        ] = 0,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+    ) -> list[Version]:
+        return memory.history(record_id, principal=who, after=after, limit=limit)
 
     @router.get(
         "/records/{record_id}/versions/{number}",
@@ -640,7 +651,7 @@ def build_router(memory: Memory) -> APIRouter:
         summary="One version by its number",
     )
     def get_version(
-        record_id: RecordId, number: Annotated[int, PathParam(ge=1)], who: Who
+        record_id: RecordId, number: Annotated[int, PathParam(ge=1, le=MAX_COUNTER)], who: Who
     ) -> RecordView:
         return memory.get(record_id, principal=who, version=number)
 
@@ -710,8 +721,13 @@ def build_router(memory: Memory) -> APIRouter:
         status: ProposalStatus | None = ProposalStatus.PENDING,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
         offset: Annotated[int, Query(ge=0)] = 0,
+        after: Annotated[
+            Id | None, Query(description="the last id of the previous page (keyset paging)")
+        ] = None,
     ) -> list[Proposal]:
-        return memory.proposals(principal=who, status=status, limit=limit, offset=offset)
+        return memory.proposals(
+            principal=who, status=status, limit=limit, offset=offset, after=after
+        )
 
     @router.get(
         "/proposals/{proposal_id}", response_model=Proposal, tags=["review"], summary="One proposal"
@@ -777,6 +793,9 @@ def build_router(memory: Memory) -> APIRouter:
         proposal_id: Name | None = None,
         since: DateTime | None = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 100,
+        after_seq: Annotated[
+            int | None, Query(ge=0, le=MAX_COUNTER, description="the last seq of the previous page")
+        ] = None,
     ) -> list[AuditEntry]:
         query = AuditQuery(
             actor=actor,
@@ -785,6 +804,7 @@ def build_router(memory: Memory) -> APIRouter:
             proposal_id=proposal_id,
             since=since,
             limit=limit,
+            after_seq=after_seq,
         )
         return memory.audit(query, principal=who)
 

@@ -272,11 +272,20 @@ class Store(Protocol):
 
     def get_version_by_number(self, record_id: str, number: int) -> Version | None: ...
 
-    def list_versions(self, record_id: str) -> list[Version]: ...
+    def list_versions(
+        self, record_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[Version]: ...
 
-    def query_records(self, query: RecordQuery, *, scope_globs: Sequence[str]) -> list[Record]:
-        """Records matching ``query`` within ``scope_globs``, ordered by id, *not* yet
-        trimmed by ACL; ``limit``/``offset`` are the caller's job after trimming."""
+    def query_records(
+        self,
+        query: RecordQuery,
+        *,
+        scope_globs: Sequence[str],
+        readable: ChunkFilter | None = None,
+    ) -> list[Record]:
+        """At most ``query.limit`` records matching ``query`` within ``scope_globs``, ordered
+        by id, after ``query.after`` and ``query.offset``, bounded in the store. With
+        ``readable``, only records whose head chunks it admits (the reader's ACL)."""
         ...
 
     def find_by_hash(self, scope: str, content_hash: str) -> list[Record]: ...
@@ -284,8 +293,22 @@ class Store(Protocol):
     def get_proposal(self, proposal_id: str) -> Proposal | None: ...
 
     def list_proposals(
-        self, *, status: ProposalStatus | None = None, limit: int = 100, offset: int = 0
-    ) -> list[Proposal]: ...
+        self,
+        *,
+        status: ProposalStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        after: str | None = None,
+        proposer: str | None = None,
+        scope_globs: Sequence[str] | None = None,
+    ) -> list[Proposal]:
+        """Proposals by id, bounded in the store; with ``proposer`` and/or ``scope_globs``,
+        only those proposed by ``proposer`` or in a scope a glob matches."""
+        ...
+
+    def count_proposals(
+        self, *, proposer: str, scope_globs: Sequence[str] | None = None
+    ) -> dict[str, int]: ...
 
     def list_audit(self, query: AuditQuery) -> list[AuditEntry]: ...
 

@@ -92,13 +92,26 @@ class SqlReads:
         )
         return rows.to_version(found[0], self.dialect) if found else None
 
-    def list_versions(self, record_id: str) -> list[Version]:
+    def list_versions(
+        self, record_id: str, *, after: int = 0, limit: int | None = None
+    ) -> list[Version]:
+        bound = "" if limit is None else f" LIMIT {int(limit)}"
         found = self._read(
-            f"{self._versions_sql()} WHERE record_id = ? ORDER BY number", (record_id,)
+            f"{self._versions_sql()} WHERE record_id = ? AND number > ? ORDER BY number{bound}",
+            (record_id, after),
         )
         return [rows.to_version(row, self.dialect) for row in found]
 
-    def query_records(self, query: RecordQuery, *, scope_globs: Sequence[str]) -> list[Record]:
+    def query_records(
+        self,
+        query: RecordQuery,
+        *,
+        scope_globs: Sequence[str],
+        readable: ChunkFilter | None = None,
+    ) -> list[Record]:
+        """At most ``query.limit`` records matching ``query`` within ``scope_globs``, by id,
+        after ``query.after`` and ``query.offset``; with ``readable``, only records whose
+        head chunks it admits (the reader's ACL and scopes, checked in the index)."""
         d = self.dialect
         where: list[str] = []
         params: list[Any] = []
@@ -122,8 +135,16 @@ class SqlReads:
             add("r.created_at < ?", [d.time(query.created_before)])
         for key, value in query.metadata.items():
             add(*d.json_equals("v.content", ("metadata", key), value))
+        if query.after is not None:
+            add("r.id > ?", [query.after])
+        if readable is not None:
+            test, values = to_sql(readable, d)
+            add(f"EXISTS (SELECT 1 FROM chunks c WHERE c.record_id = r.id AND {test})", values)
         sql = self._records_sql() + (" WHERE " + " AND ".join(where) if where else "")
-        return [rows.to_record(row, d) for row in self._read(sql + " ORDER BY r.id", params)]
+        found = self._read(
+            sql + " ORDER BY r.id LIMIT ? OFFSET ?", [*params, query.limit, query.offset]
+        )
+        return [rows.to_record(row, d) for row in found]
 
     def find_by_hash(self, scope: str, content_hash: str) -> list[Record]:
         found = self._read(
@@ -139,14 +160,55 @@ class SqlReads:
         return rows.to_proposal(found[0], self.dialect) if found else None
 
     def list_proposals(
-        self, *, status: ProposalStatus | None = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        status: ProposalStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        after: str | None = None,
+        proposer: str | None = None,
+        scope_globs: Sequence[str] | None = None,
     ) -> list[Proposal]:
-        where, params = ("", []) if status is None else (" WHERE status = ?", [status.value])
-        found = self._read(
-            f"{self._proposals_sql()}{where} ORDER BY id LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        )
+        """Proposals by id, bounded here. Given ``proposer`` and/or ``scope_globs``, only
+        those proposed by ``proposer`` or in a scope one of the globs matches."""
+        where: list[str] = []
+        params: list[Any] = []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status.value)
+        if after is not None:
+            where.append("id > ?")
+            params.append(after)
+        seen: list[str] = []
+        if proposer is not None:
+            seen.append("principal_id = ?")
+            params.append(proposer)
+        for glob in scope_globs or ():
+            test, values = self.dialect.glob("scope", glob)
+            seen.append(test)
+            params.extend(values)
+        if proposer is not None or scope_globs is not None:
+            where.append("(" + (" OR ".join(seen) or "1 = 0") + ")")
+        sql = self._proposals_sql() + (" WHERE " + " AND ".join(where) if where else "")
+        found = self._read(sql + " ORDER BY id LIMIT ? OFFSET ?", [*params, limit, offset])
         return [rows.to_proposal(row, self.dialect) for row in found]
+
+    def count_proposals(
+        self, *, proposer: str, scope_globs: Sequence[str] | None = None
+    ) -> dict[str, int]:
+        """Proposals by ``proposer`` or in a scope a glob matches, counted by status."""
+        seen = ["principal_id = ?"]
+        params: list[Any] = [proposer]
+        for glob in scope_globs or ():
+            test, values = self.dialect.glob("scope", glob)
+            seen.append(test)
+            params.extend(values)
+        found = self._read(
+            f"SELECT status, COUNT(*) AS n FROM proposals WHERE {' OR '.join(seen)} "
+            "GROUP BY status",
+            params,
+        )
+        return {str(row["status"]): int(row["n"]) for row in found}
 
     def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
         where: list[str] = []
@@ -163,6 +225,9 @@ class SqlReads:
         if query.since:
             where.append("at >= ?")
             params.append(self.dialect.time(query.since))
+        if query.after_seq is not None:
+            where.append("seq > ?")
+            params.append(query.after_seq)
         sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "")
         found = self._read(sql + " ORDER BY seq LIMIT ?", [*params, query.limit])
         return [rows.to_audit(row, self.dialect) for row in found]
