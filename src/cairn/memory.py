@@ -19,6 +19,7 @@ from typing import Any, Self
 
 from cairn.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from cairn.governance import access
+from cairn.governance import links as edge_rules
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
 from cairn.ingest.files import (
@@ -35,6 +36,7 @@ from cairn.limits import (
     MAX_BODY_CHARS,
     MAX_COUNTER,
     MAX_ID_CHARS,
+    MAX_LIST_ITEMS,
     MAX_QUERY_CHARS,
     MAX_SCOPE_CHARS,
     LimitExceeded,
@@ -43,6 +45,7 @@ from cairn.limits import (
 )
 from cairn.model import (
     SYSTEM_PRINCIPAL,
+    SYSTEM_RELATIONS,
     AuditEntry,
     AuditQuery,
     Baseline,
@@ -51,6 +54,12 @@ from cairn.model import (
     ContentPatch,
     CreateChange,
     Decision,
+    Direction,
+    Edge,
+    EdgeDraft,
+    EdgeStatus,
+    LinkChange,
+    Neighbourhood,
     PathLink,
     Principal,
     Proposal,
@@ -64,6 +73,7 @@ from cairn.model import (
     Status,
     SupersedeChange,
     TransitionChange,
+    UnlinkChange,
     UpdateChange,
     Version,
     utcnow,
@@ -92,13 +102,18 @@ from cairn.retrieval.types import (
 )
 from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
-from cairn.store.base import ChunkFilter, Store
+from cairn.store.base import ChunkFilter, EdgeFilter, Store
 from cairn.store.factory import open_store
 
 DB_FILE = "cairn.db"
 POLICY_FILE = "policy.yaml"
 PRINCIPALS_FILE = "principals.yaml"
 DEFAULT_EMBEDDER = "minilm"
+
+
+# A walk's reach: each hop multiplies what a walk touches, and the questions a decision graph
+# answers ("why", "what depends on this") are a few steps deep.
+MAX_HOPS = 4
 
 
 class RecordView(CairnModel):
@@ -436,6 +451,21 @@ class Memory:
         change = TransitionChange(record_id=record_id, to=to)
         return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
 
+    def link(
+        self, edge: EdgeDraft, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        """Propose a typed edge between two records the principal may read; the policy
+        decides (a relation the catalog does not declare is refused)."""
+        change = LinkChange(edge=edge)
+        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
+
+    def unlink(
+        self, edge_id: str, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        """Propose removing an edge (it is marked removed; its history stays)."""
+        change = UnlinkChange(edge_id=edge_id)
+        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
+
     def archive(
         self, record_id: str, *, principal: Principal, reason: str | None = None
     ) -> ProposalOutcome:
@@ -630,6 +660,99 @@ class Memory:
             for v in self.store.list_versions(record_id, after=after, limit=limit)
             if access.can_read(principal, v.content.scope, v.content.acl)
         ]
+
+    # ---- the graph ---------------------------------------------------------------------
+
+    def _edge_filters(
+        self,
+        principal: Principal,
+        types: Sequence[str] | None,
+        statuses: frozenset[str] = frozenset({EdgeStatus.ACTIVE.value}),
+        valid_at: datetime | None = None,
+    ) -> tuple[EdgeFilter, ChunkFilter]:
+        """What a principal may walk: edges under its ACLs and scopes, and records it may
+        read (in any state) at either end."""
+        if types is not None:
+            if len(types) > MAX_LIST_ITEMS:
+                raise InvalidInput(f"at most {MAX_LIST_ITEMS} relation types", field="types")
+            for name in types:
+                if name not in SYSTEM_RELATIONS:
+                    self.policy.relation(name)
+        vertices = self._everything_readable(principal)
+        edges = EdgeFilter(
+            acl_ids=vertices.acl_ids,
+            scope_ids=vertices.scope_ids,
+            types=frozenset(types) if types is not None else None,
+            statuses=statuses,
+            valid_at=valid_at,
+        )
+        return edges, vertices
+
+    def edge(self, edge_id: str, *, principal: Principal) -> Edge:
+        """One edge the principal may read, both its ends included."""
+        return edge_rules.visible_edge(self.store, edge_id, principal)
+
+    def edges(
+        self,
+        record_id: str,
+        *,
+        principal: Principal,
+        types: Sequence[str] | None = None,
+        include_removed: bool = False,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> list[Edge]:
+        """A page of the edges touching a record (by id, after ``after``): only edges the
+        principal may read whose other end it may read too, trimmed in the store."""
+        self._visible(record_id, principal)
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000", field="limit")
+        statuses = {EdgeStatus.ACTIVE.value}
+        if include_removed:
+            statuses.add(EdgeStatus.REMOVED.value)
+        where, vertices = self._edge_filters(principal, types, frozenset(statuses))
+        found = self.store.list_edges(
+            where, node_id=record_id, ends=vertices, after=after, limit=limit
+        )
+        return [e for e in found if access.can_read(principal, e.scope, e.acl)]
+
+    def neighbours(
+        self,
+        anchors: Sequence[str],
+        *,
+        principal: Principal,
+        types: Sequence[str] | None = None,
+        direction: Direction = Direction.OUT,
+        hops: int = 1,
+        limit: int = 100,
+        valid_at: datetime | None = None,
+    ) -> Neighbourhood:
+        """The records within ``hops`` edges of ``anchors``, walking only edges and records
+        the principal may read: permission is checked on every hop, inside the store, so
+        nothing is reached through something hidden. ``withheld`` counts what the walk met
+        and could not take, by reason, without naming it."""
+        if not 1 <= len(anchors) <= MAX_LIST_ITEMS:
+            raise InvalidInput(f"give 1 to {MAX_LIST_ITEMS} anchors", field="anchors")
+        if not 1 <= hops <= MAX_HOPS:
+            raise InvalidInput(f"hops must be between 1 and {MAX_HOPS}", field="hops")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000", field="limit")
+        for anchor in anchors:
+            self._visible(anchor, principal)
+        where, vertices = self._edge_filters(principal, types, valid_at=valid_at)
+        either_way = frozenset(r.name for r in self.policy.relations if not r.directed)
+        found = self.store.neighbours(
+            anchors,
+            edges=where,
+            vertices=vertices,
+            direction=direction,
+            hops=hops,
+            limit=limit,
+            either_way=either_way,
+        )
+        # Trimmed in the store already; the read rule is checked once more here.
+        shown = tuple(e for e in found.edges if access.can_read(principal, e.scope, e.acl))
+        return found.model_copy(update={"edges": shown})
 
     def _visible_records(self, query: RecordQuery, principal: Principal) -> list[Record]:
         """One page of records the principal may read: trimmed and bounded in the store."""

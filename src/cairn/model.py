@@ -330,6 +330,92 @@ SYSTEM_PRINCIPAL = Principal(
 # ---- proposals ---------------------------------------------------------------------------
 
 
+# ---- edges: typed, permissioned links between records ---------------------------------
+
+# Relation names are upper snake case (CAUSAL_PRECEDES, ALIAS_OF): one spelling everywhere.
+RELATION_PATTERN = r"^[A-Z][A-Z0-9_]{0,63}$"
+RelationName = Annotated[str, Field(pattern=RELATION_PATTERN, examples=["DEPENDS_ON"])]
+
+# The kernel's own bookkeeping links, in the same model as the links people propose. No one
+# proposes or removes them: the gate writes them as a side effect of what it records.
+SYSTEM_RELATIONS: tuple[str, ...] = ("SUPERSEDES", "ACCEPTED_AS", "REBASED_TO")
+
+
+class EdgeStatus(StrEnum):
+    ACTIVE = "active"
+    REMOVED = "removed"
+
+
+class EdgeDraft(CairnModel):
+    """A link a caller proposes from record ``src`` to record ``dst``. Without ``acl`` the
+    edge is read under the source record's ACL; choosing another one needs a curator."""
+
+    type: RelationName
+    src: Id
+    dst: Id
+    metadata: Metadata = Field(default_factory=dict)
+    acl: Acl | None = None
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
+    # Stamped by the kernel from who proposes (a caller's own value is replaced).
+    origin: Origin = Origin.AGENT
+
+    @model_validator(mode="after")
+    def _validity_ordered(self) -> EdgeDraft:
+        if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
+            raise ValueError("valid_to must be after valid_from")
+        return self
+
+
+class Edge(CairnModel):
+    """A typed link. It lives in the scope of its source and is read under its own ACL; a
+    walk over the graph also needs the reader to see the vertex at the other end. Removing
+    an edge (unlink) marks it removed; the row and its audit trail stay."""
+
+    id: str
+    type: str
+    src: str
+    dst: str
+    scope: str
+    acl: Acl
+    metadata: Metadata = Field(default_factory=dict)
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
+    origin: Origin
+    status: EdgeStatus = EdgeStatus.ACTIVE
+    created_at: Timestamp
+    created_by: str
+    proposal_id: str | None = None
+    removed_at: Timestamp | None = None
+    removed_by: str | None = None
+
+
+class Direction(StrEnum):
+    OUT = "out"
+    IN = "in"
+    BOTH = "both"
+
+
+class Neighbour(CairnModel):
+    """A record reached by a walk, at the fewest hops it was reached in."""
+
+    record_id: str
+    hops: int
+
+
+class Neighbourhood(CairnModel):
+    """What a walk reached and the edges it took. ``withheld`` counts, by reason, the edges
+    a walk met but did not take because the reader may not see the edge (``edges``) or the
+    record at its far end (``vertices``): counts and reasons only, never an id."""
+
+    anchors: tuple[str, ...]
+    nodes: tuple[Neighbour, ...]
+    edges: tuple[Edge, ...]
+    withheld: dict[str, int] = Field(default_factory=dict)
+    # More records were reachable than the walk's limit: the nearest ones were kept.
+    truncated: bool = False
+
+
 class CreateChange(CairnModel):
     op: Literal["create"] = "create"
     content: Content
@@ -380,8 +466,28 @@ class PublishChange(CairnModel):
     replace: bool = False
 
 
+class LinkChange(CairnModel):
+    """Add a typed edge between two records."""
+
+    op: Literal["link"] = "link"
+    edge: EdgeDraft
+
+
+class UnlinkChange(CairnModel):
+    """Remove an edge (it is marked removed, never deleted)."""
+
+    op: Literal["unlink"] = "unlink"
+    edge_id: Id
+
+
 Change = Annotated[
-    CreateChange | UpdateChange | SupersedeChange | TransitionChange | PublishChange,
+    CreateChange
+    | UpdateChange
+    | SupersedeChange
+    | TransitionChange
+    | PublishChange
+    | LinkChange
+    | UnlinkChange,
     Field(discriminator="op"),
 ]
 
@@ -482,6 +588,7 @@ class ProposalOutcome(CairnModel):
     decision: Decision
     record: Record | None = None
     version: Version | None = None
+    edge: Edge | None = None
     feedback: str | None = None
 
 

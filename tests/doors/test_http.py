@@ -40,7 +40,7 @@ def test_every_route_refuses_a_missing_or_wrong_key(live: Live, key: str | None)
     with _client(live, key) as client:
         for method, path in ops:
             concrete = path.replace("{record_id}", "rec_x").replace("{proposal_id}", "prp_x")
-            concrete = concrete.replace("{number}", "1")
+            concrete = concrete.replace("{number}", "1").replace("{edge_id}", "edg_x")
             response = client.request(method, concrete, json={})
             assert response.status_code == 401, (method, path, response.text)
             assert response.json()["code"] == "unauthenticated"

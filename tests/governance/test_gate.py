@@ -264,7 +264,8 @@ def test_supersede_with_new_content(memory: Memory, curator: Principal) -> None:
     outcome = memory.supersede(old, content=replacement, principal=curator)
     assert outcome.record is not None
     assert memory.resolve(old, principal=curator).id == outcome.record.id
-    assert "SUPERSEDES" in {t for (_s, _d, t) in memory.store.list_edges(old)}
+    edges = memory.edges(old, principal=curator, types=["SUPERSEDES"])
+    assert [(e.src, e.dst) for e in edges] == [(outcome.record.id, old)]
 
 
 # ---- baselines and selectors -------------------------------------------------------------

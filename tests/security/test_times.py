@@ -32,6 +32,7 @@ from tests.conftest import content
 from tests.factories import CURATOR
 from tests.pg import PgCluster
 from tests.security.conftest import Served
+from tests.store.legacy import rewind_edges_postgres, rewind_edges_sqlite
 
 NAIVE = "2026-01-01T08:30:00"
 VALID = "2026-01-01T08:30:00Z"
@@ -89,6 +90,7 @@ def test_a_sqlite_store_holding_naive_times_is_repaired_on_open(tmp_path: Path) 
             "BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END"
         )
         conn.execute("DELETE FROM schema_migrations WHERE version >= 4")
+        rewind_edges_sqlite(conn)
     conn.close()
 
     repaired = Memory(SqliteStore(path), parse_policy(DEFAULT_POLICY_YAML), embedder=None)
@@ -138,6 +140,7 @@ def test_a_postgres_store_holding_naive_times_is_repaired_by_migrate(
                 (proposal_id,),
             )
             conn.execute("DELETE FROM cairn.schema_migrations WHERE version >= 4")
+            rewind_edges_postgres(conn)
         with PostgresStore(url) as store:
             assert store.schema_version == latest_version()
         with psycopg.connect(url) as conn:

@@ -31,6 +31,7 @@ from cairn.store.sqlite import SqliteStore
 from cairn.store.transfer import export_store, import_store
 from tests.factories import CURATOR
 from tests.pg import PgCluster, make_postgres_store
+from tests.store.legacy import rewind_edges_postgres, rewind_edges_sqlite
 
 BIG = 5_200  # above recall.PRUNE_FROM_CHUNKS: the store-wide query prunes common terms
 
@@ -140,6 +141,7 @@ def test_a_schema_2_store_is_upgraded_and_searchable(tmp_path: Path) -> None:
             "FROM chunks c JOIN versions v ON v.id = c.version_id"
         )
         conn.execute("DELETE FROM schema_migrations WHERE version > 2")
+        rewind_edges_sqlite(conn)
     made.close()
 
     upgraded = SqliteStore(path)
@@ -230,6 +232,7 @@ def test_a_schema_2_postgres_store_is_upgraded_with_its_scopes_counted(
             conn.execute("DROP TABLE cairn.scope_chunks")
             conn.execute("DROP INDEX cairn.chunks_scope")
             conn.execute("DELETE FROM cairn.schema_migrations WHERE version > 2")
+            rewind_edges_postgres(conn)
         with PostgresStore(url) as upgraded:
             assert upgraded.schema_version == latest_version()
             red = _where(upgraded, "team/red")

@@ -12,11 +12,15 @@ import pytest
 
 from cairn.errors import Conflict
 from cairn.model import (
+    Acl,
     AuditEntry,
     AuditQuery,
     Baseline,
     Content,
     CreateChange,
+    Edge,
+    EdgeStatus,
+    Origin,
     PathLink,
     Proposal,
     ProposalStatus,
@@ -28,6 +32,7 @@ from cairn.model import (
 )
 from cairn.store.base import (
     ChangeSet,
+    EdgeFilter,
     ExpectProposal,
     ExpectPublished,
     ExpectRecord,
@@ -264,27 +269,60 @@ def test_reads_by_id_hash_and_batches(store: Store) -> None:
     assert store.get_version_by_number(a.id, 2) is None
 
 
+def _edge(src: str, dst: str, **changes: object) -> Edge:
+    fields: dict[str, object] = {
+        "id": new_id("edg"), "type": "DEPENDS_ON", "src": src, "dst": dst,
+        "scope": "acme/app", "acl": Acl(), "metadata": {"why": "ünïcode"},
+        "origin": Origin.HUMAN, "created_at": T0, "created_by": "carol",
+    }  # fmt: skip
+    fields.update(changes)
+    return Edge.model_validate(fields)
+
+
 def test_edges_and_path_links_upsert(store: Store) -> None:
     record = _create(store, "linked")
+    other = _create(store, "other")
     link = PathLink(record_id=record.id, path="docs/a.md", content_hash="h1")
+    edge = _edge(record.id, other.id, valid_from=T0)
     store.commit(
-        [
-            ChangeSet(
-                audit=_audit(),
-                writes=(PutPathLink(link), PutEdge("x", record.id, "SUPERSEDES"),
-                        PutEdge("x", record.id, "SUPERSEDES")),
-            )
-        ]
+        [ChangeSet(audit=_audit(), writes=(PutPathLink(link), PutEdge(edge), PutEdge(edge)))]
+    )
+    removed = edge.model_copy(
+        update={"status": EdgeStatus.REMOVED, "removed_at": T0, "removed_by": "carol",
+                "type": "IGNORED_ON_UPDATE"}
     )  # fmt: skip
     store.commit(
         [
             ChangeSet(
-                audit=_audit(), writes=(PutPathLink(link.model_copy(update={"drifted": True})),)
+                audit=_audit(),
+                writes=(PutPathLink(link.model_copy(update={"drifted": True})), PutEdge(removed)),
             )
         ]
     )
     assert store.list_path_links(record.id) == [link.model_copy(update={"drifted": True})]
-    assert store.list_edges(record.id) == [("x", record.id, "SUPERSEDES")]
+    # only an edge's state changes once written: its type, ends and ACL are fixed
+    assert store.get_edge(edge.id) == removed.model_copy(update={"type": "DEPENDS_ON"})
+    assert store.list_edges(None, node_id=other.id) == [store.get_edge(edge.id)]
+    assert store.get_edge("edg_missing") is None
+
+
+def test_edges_page_by_id_and_filter_in_the_store(store: Store) -> None:
+    a, b = _create(store, "a"), _create(store, "b")
+    made = [_edge(a.id, b.id, type=t) for t in ("DEPENDS_ON", "SUPPORTS") * 5]
+    made.append(_edge(a.id, b.id, scope="other/app"))
+    store.commit([ChangeSet(audit=_audit(), writes=tuple(PutEdge(e) for e in made))])
+    acl_ids = frozenset(row.id for row in store.acls())
+    scope_ids = frozenset(i for i, name in store.scopes().items() if name == "acme/app")
+    where = EdgeFilter(acl_ids=acl_ids, scope_ids=scope_ids, types=frozenset({"SUPPORTS"}))
+    paged: list[str] = []
+    after: str | None = None
+    while page := store.list_edges(where, node_id=a.id, after=after, limit=2):
+        paged += [e.id for e in page]
+        assert len(paged) <= 5, "paging must move forward"
+        after = page[-1].id
+    assert paged == sorted(e.id for e in made if e.type == "SUPPORTS" and e.scope == "acme/app")
+    nothing = EdgeFilter(acl_ids=frozenset(), scope_ids=scope_ids)
+    assert store.list_edges(nothing, node_id=a.id) == []
 
 
 def test_list_proposals_and_counts(store: Store) -> None:

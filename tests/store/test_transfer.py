@@ -11,7 +11,7 @@ import pytest
 from cairn.errors import Conflict, InvalidInput
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import ContentPatch, Principal, RecordQuery, Status
+from cairn.model import ContentPatch, EdgeDraft, Principal, RecordQuery, Status
 from cairn.store.base import Store
 from cairn.store.postgres import PostgresStore
 from cairn.store.sqlite import SqliteStore
@@ -48,6 +48,10 @@ def _populate(store: Store, root: Path, curator: Principal, agent: Principal) ->
     memory.publish("acme/app", principal=curator, name="first")
     b = memory.supersede(a.id, principal=curator, content=content("Deploys are automatic"))
     assert b.record is not None
+    memory.link(
+        EdgeDraft(type="DEPENDS_ON", src=b.record.id, dst=draft.id, metadata={"why": "notes"}),
+        principal=curator,
+    )
     memory.archive(draft.id, principal=curator)
     memory.publish("acme/app", principal=curator, name="second")
     (root / "docs" / "deploy.md").write_text("changed\n")
@@ -87,7 +91,7 @@ def test_export_lines_are_typed_and_ordered(
 ) -> None:
     _populate(store, tmp_path, curator, agent)
     lines = [json.loads(line) for line in _export(store).splitlines()]
-    assert lines[0] == {"format": "cairn-export", "version": 1}
+    assert lines[0] == {"format": "cairn-export", "version": 2}
     assert lines[-1]["type"] == "end"
     kinds = [line["type"] for line in lines[1:-1]]
     order = ["record", "version", "proposal", "audit", "baseline", "published", "edge",
@@ -117,3 +121,27 @@ def test_a_cut_short_or_wrong_file_loads_nothing(
     import_store(store, full)
     with pytest.raises(Conflict):  # never into a store that holds anything
         import_store(store, full)
+
+
+def test_a_version_1_export_still_imports_its_links_for_curators_only(
+    store: Store, tmp_path: Path, curator: Principal, agent: Principal
+) -> None:
+    """Version 1 files held edges as bare (src, dst, type, created_at): they come back as
+    system edges only curators read, since the file says nothing about who else may."""
+    source = SqliteStore(tmp_path / "source.db")
+    _populate(source, tmp_path, curator, agent)
+    lines = []
+    for line in _export(source).splitlines():
+        obj = json.loads(line)
+        if obj.get("format"):
+            obj["version"] = 1
+        elif obj.get("type") == "edge":
+            data = obj["data"]
+            obj["data"] = {k: data[k] for k in ("src", "dst", "type", "created_at")}
+        lines.append(json.dumps(obj) + "\n")
+    source.close()
+    counts = import_store(store, lines)
+    imported = store.list_edges(None, limit=1000)
+    assert len(imported) == counts["edge"] > 0
+    assert {e.type for e in imported} >= {"SUPERSEDES", "ACCEPTED_AS", "DEPENDS_ON"}
+    assert all(e.acl.roles == ("curator",) and e.origin.value == "system" for e in imported)

@@ -40,7 +40,7 @@ from cairn.doors._errors import PROBLEM_JSON, ErrorBody, error_body, problem
 from cairn.errors import CairnError, InvalidInput, PolicyError, Unauthenticated
 from cairn.ingest.files import IngestReport
 from cairn.limits import MAX_COUNTER, MAX_LIST_ITEMS, MAX_REQUEST_BYTES, TextLimit
-from cairn.memory import DEFAULT_EMBEDDER, Memory, RecordView, RefreshReport, VacuumReport
+from cairn.memory import DEFAULT_EMBEDDER, MAX_HOPS, Memory, RecordView, RefreshReport, VacuumReport
 from cairn.model import (
     KIND_MARKER,
     AuditEntry,
@@ -48,9 +48,13 @@ from cairn.model import (
     Baseline,
     Content,
     ContentPatch,
+    Direction,
+    Edge,
+    EdgeDraft,
     Id,
     Kind,
     Name,
+    Neighbourhood,
     Principal,
     Proposal,
     ProposalOutcome,
@@ -60,6 +64,7 @@ from cairn.model import (
     Reason,
     Record,
     RecordQuery,
+    RelationName,
     RepoPath,
     RepoPaths,
     ScopePath,
@@ -297,6 +302,19 @@ class TransitionBody(_Body):
 
 class ReasonBody(_Body):
     reason: Reason | None = None
+
+
+class LinkBody(_Body):
+    edge: EdgeDraft
+    reason: Reason | None = None
+
+
+class NeighboursBody(_Body):
+    anchors: Annotated[tuple[Id, ...], Field(min_length=1, max_length=MAX_LIST_ITEMS)]
+    types: Annotated[tuple[RelationName, ...], Field(max_length=MAX_LIST_ITEMS)] | None = None
+    direction: Direction = Direction.OUT
+    hops: Annotated[int, Field(ge=1, le=MAX_HOPS)] = 1
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100
 
 
 class DecisionBody(_Body):
@@ -707,6 +725,80 @@ def build_router(memory: Memory) -> APIRouter:
     )
     def restore(record_id: RecordId, body: ReasonBody, who: Who) -> ProposalOutcome:
         return memory.restore(record_id, principal=who, reason=body.reason)
+
+    # ---- edges and walks ------------------------------------------------------------------
+
+    @router.post(
+        "/edges",
+        response_model=ProposalOutcome,
+        tags=["graph"],
+        summary="Propose a typed edge between two records",
+    )
+    def link(body: LinkBody, who: Who) -> ProposalOutcome:
+        return memory.link(body.edge, principal=who, reason=body.reason)
+
+    @router.get("/edges/{edge_id}", response_model=Edge, tags=["graph"], summary="One edge")
+    def edge(
+        edge_id: Annotated[str, PathParam(min_length=1, description="an edge id, e.g. edg_01J…")],
+        who: Who,
+    ) -> Edge:
+        return memory.edge(edge_id, principal=who)
+
+    @router.post(
+        "/edges/{edge_id}/unlink",
+        response_model=ProposalOutcome,
+        tags=["graph"],
+        summary="Propose removing an edge",
+    )
+    def unlink(
+        edge_id: Annotated[str, PathParam(min_length=1, description="an edge id, e.g. edg_01J…")],
+        body: ReasonBody,
+        who: Who,
+    ) -> ProposalOutcome:
+        return memory.unlink(edge_id, principal=who, reason=body.reason)
+
+    @router.get(
+        "/records/{record_id}/edges",
+        response_model=list[Edge],
+        tags=["graph"],
+        summary="The edges of a record the caller may see (keyset paging by id)",
+    )
+    def record_edges(
+        record_id: RecordId,
+        who: Who,
+        type: Annotated[
+            list[RelationName] | None, Query(max_length=MAX_LIST_ITEMS, description="edge types")
+        ] = None,
+        include_removed: bool = False,
+        after: Annotated[
+            Id | None, Query(description="the last edge id of the previous page")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> list[Edge]:
+        return memory.edges(
+            record_id,
+            principal=who,
+            types=type,
+            include_removed=include_removed,
+            after=after,
+            limit=limit,
+        )
+
+    @router.post(
+        "/graph/neighbours",
+        response_model=Neighbourhood,
+        tags=["graph"],
+        summary="Walk the graph from records, checking permission on every hop",
+    )
+    def neighbours(body: NeighboursBody, who: Who) -> Neighbourhood:
+        return memory.neighbours(
+            body.anchors,
+            principal=who,
+            types=body.types,
+            direction=body.direction,
+            hops=body.hops,
+            limit=body.limit,
+        )
 
     # ---- proposals and review -------------------------------------------------------------
 

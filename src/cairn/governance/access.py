@@ -14,7 +14,7 @@ import fnmatch
 from cairn.errors import PermissionDenied
 from cairn.model import Acl, Principal, Proposal
 
-AGENT_OPS = frozenset({"create", "update", "supersede"})
+AGENT_OPS = frozenset({"create", "update", "supersede", "link", "unlink"})
 
 
 def in_scope(principal: Principal, scope: str) -> bool:
@@ -60,7 +60,8 @@ def require_curator(principal: Principal, action: str) -> None:
 def require_op(principal: Principal, op: str) -> None:
     if op not in AGENT_OPS and not is_curator(principal):
         raise PermissionDenied(
-            f"only a curator may propose '{op}' changes; agents may create, update and supersede"
+            f"only a curator may propose '{op}' changes; agents may create, update, supersede, "
+            "link and unlink"
         )
 
 

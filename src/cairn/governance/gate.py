@@ -21,7 +21,7 @@ from cairn.errors import (
     StaleProposal,
     SupersessionCycle,
 )
-from cairn.governance import access, lifecycle
+from cairn.governance import access, lifecycle, links
 from cairn.governance.policy import Policy, ProposalFacts, evaluate
 from cairn.limits import MAX_REASON_CHARS, LimitExceeded, check_text, is_id
 from cairn.model import (
@@ -32,6 +32,8 @@ from cairn.model import (
     Content,
     CreateChange,
     Decision,
+    Edge,
+    LinkChange,
     Origin,
     PathLink,
     Principal,
@@ -44,6 +46,7 @@ from cairn.model import (
     Status,
     SupersedeChange,
     TransitionChange,
+    UnlinkChange,
     UpdateChange,
     Version,
     new_id,
@@ -82,6 +85,7 @@ class _Plan:
     from_status: Status | None = None
     to_status: Status | None = None
     subject: str | None = None
+    edge: Edge | None = None
 
 
 _ORIGIN_OF: dict[PrincipalKind, Origin] = {
@@ -211,7 +215,7 @@ class Gate:
         target = self._target(change, principal)
         if not kernel_provenance:
             change = self._stamp(change, principal)
-        scope = self._scope_of(change, target)
+        scope = self._scope_of(change, target, principal)
         access.require_scope(principal, scope)
         if target is not None:
             current = target.current_version_id
@@ -329,7 +333,7 @@ class Gate:
                     writes=(
                         PutProposal(retired),
                         PutProposal(new),
-                        PutEdge(old.id, new.id, "REBASED_TO"),
+                        PutEdge(self._bookkeeping("REBASED_TO", old.id, new.id, new, now)),
                     ),
                     expects=(ExpectProposal(old.id, ProposalStatus.PENDING),),
                 )
@@ -368,6 +372,10 @@ class Gate:
 
         if isinstance(change, CreateChange):
             return change.model_copy(update={"content": fix(change.content)})
+        if isinstance(change, LinkChange):
+            return change.model_copy(
+                update={"edge": change.edge.model_copy(update={"origin": origin})}
+            )
         if isinstance(change, SupersedeChange) and change.content is not None:
             return change.model_copy(update={"content": fix(change.content)})
         if isinstance(change, UpdateChange):
@@ -386,7 +394,24 @@ class Gate:
         """Changes a policy may never approve by itself for a non-curator: an edit that
         changes who may read a record, and any edit of a record someone else wrote or a
         human wrote or verified. Returns the rule and reason that queue it, or None."""
-        if access.is_curator(principal) or target is None:
+        if access.is_curator(principal):
+            return None
+        change = proposal.change
+        if isinstance(change, LinkChange):
+            if change.edge.acl is not None:
+                source = self._record(change.edge.src)
+                if change.edge.acl != links.default_acl(source):
+                    return (
+                        "acl-change-needs-review",
+                        "choosing who may read an edge needs a curator",
+                    )
+            return None
+        if isinstance(change, UnlinkChange):
+            edge = self.store.get_edge(change.edge_id)
+            if edge is not None and edge.created_by != principal.id:
+                return "others-edges-need-review", "the edge was made by someone else"
+            return None
+        if target is None:
             return None
         change = proposal.change
         if isinstance(change, UpdateChange):
@@ -411,15 +436,22 @@ class Gate:
         return record
 
     def _target(self, change: Change, principal: Principal) -> Record | None:
-        if isinstance(change, CreateChange | PublishChange):
+        """The record a change is pinned to (its version goes stale when that moves on).
+        An edge pins no record: a link stays valid while its ends get new versions."""
+        if isinstance(change, CreateChange | PublishChange | LinkChange | UnlinkChange):
             return None
         return self._visible(change.record_id, principal)
 
-    def _scope_of(self, change: Change, target: Record | None) -> str:
+    def _scope_of(self, change: Change, target: Record | None, principal: Principal) -> str:
         if isinstance(change, CreateChange):
             return change.content.scope
         if isinstance(change, PublishChange):
             return change.scope
+        if isinstance(change, LinkChange):
+            # the edge lives in its source's scope; an unreadable source is "not found"
+            return links.check_link(self.store, self.policy, change.edge, principal)[0].scope
+        if isinstance(change, UnlinkChange):
+            return links.visible_edge(self.store, change.edge_id, principal).scope
         assert target is not None
         return target.scope
 
@@ -441,6 +473,11 @@ class Gate:
         elif isinstance(change, TransitionChange):
             record = self._record(change.record_id)
             lifecycle.check_transition(record.status, change.to, principal)
+        elif isinstance(change, LinkChange):
+            links.check_link(self.store, self.policy, change.edge, principal)
+        elif isinstance(change, UnlinkChange):
+            edge = links.visible_edge(self.store, change.edge_id, principal)
+            links.removed_edge(edge, actor=principal.id, now=self.clock())
         else:
             self._check_publish(change, principal)
 
@@ -541,7 +578,14 @@ class Gate:
             kind, origin, metadata = record.kind, record.content.origin, record.content.metadata
             if isinstance(change, UpdateChange) and change.patch.metadata is not None:
                 metadata = change.patch.metadata
+        relation: str | None = None
+        if isinstance(change, LinkChange):
+            relation, metadata = change.edge.type, change.edge.metadata
+        elif isinstance(change, UnlinkChange):
+            edge = self.store.get_edge(change.edge_id)
+            relation = edge.type if edge else None
         return ProposalFacts(
+            relation=relation,
             op=change.op,
             kind=kind,
             origin=origin,
@@ -663,14 +707,23 @@ class Gate:
         )
         writes: list[Write] = [PutProposal(accepted), *plan.writes]
         if plan.version is not None:
-            writes.append(PutEdge(proposal.id, plan.version.id, "ACCEPTED_AS"))
+            accepted_as = links.system_edge(
+                "ACCEPTED_AS",
+                proposal.id,
+                plan.version.id,
+                scope=plan.version.content.scope,
+                acl=plan.version.content.acl,
+                now=now,
+                proposal_id=proposal.id,
+            )
+            writes.append(PutEdge(accepted_as))
         expects = list(plan.expects)
         if was_pending:
             expects.append(ExpectProposal(proposal.id, ProposalStatus.PENDING))
         audit = self._audit(
             principal,
             "approve",
-            subject=plan.record.id if plan.record else (plan.subject or proposal.record_id),
+            subject=plan.subject or (plan.record.id if plan.record else proposal.record_id),
             proposal=accepted,
             rule=rule,
             reason=reason,
@@ -690,6 +743,7 @@ class Gate:
             decision=Decision.APPROVE,
             record=plan.record,
             version=plan.version,
+            edge=plan.edge,
             feedback=reason,
         )
 
@@ -734,6 +788,22 @@ class Gate:
             )
         if isinstance(change, SupersedeChange):
             return self._plan_supersede(change, proposal, actor, now)
+        if isinstance(change, LinkChange):
+            source = self._record(change.edge.src)
+            edge = links.linked_edge(
+                change.edge,
+                source,
+                actor=actor,
+                proposal_id=proposal.id,
+                now=now,
+            )
+            return _Plan(writes=[PutEdge(edge)], expects=[], subject=edge.id, edge=edge)
+        if isinstance(change, UnlinkChange):
+            stored = self.store.get_edge(change.edge_id)
+            if stored is None:
+                raise NotFound(f"no edge {change.edge_id}", field="edge_id")
+            edge = links.removed_edge(stored, actor=actor, now=now)
+            return _Plan(writes=[PutEdge(edge)], expects=[], subject=edge.id, edge=edge)
         if isinstance(change, TransitionChange):
             record = self._pinned(proposal)
             moved = record.model_copy(
@@ -832,7 +902,17 @@ class Gate:
             )
             new_id_ = replacement.id
         retired = old.model_copy(update={"superseded_by": new_id_, "updated_at": now})
-        plan.writes += [PutRecord(retired), PutEdge(new_id_, old.id, "SUPERSEDES")]
+        assert plan.record is not None
+        supersedes = links.system_edge(
+            "SUPERSEDES",
+            new_id_,
+            old.id,
+            scope=old.scope,
+            acl=plan.record.content.acl,
+            now=now,
+            proposal_id=proposal_id,
+        )
+        plan.writes += [PutRecord(retired), PutEdge(supersedes)]
         plan.expects.append(ExpectRecord(old.id, old.current_version_id))
         return plan
 
@@ -860,6 +940,17 @@ class Gate:
         )
 
     # ---- helpers ---------------------------------------------------------------------
+
+    def _bookkeeping(
+        self, relation: str, src: str, dst: str, proposal: Proposal, now: datetime
+    ) -> Edge:
+        """A system edge about a proposal: read under its record's ACL, or by curators only
+        when it concerns no record (a publish)."""
+        record = self.store.get_record(proposal.record_id) if proposal.record_id else None
+        acl = record.content.acl if record is not None else links.CURATORS_ONLY
+        return links.system_edge(
+            relation, src, dst, scope=proposal.scope, acl=acl, now=now, proposal_id=proposal.id
+        )
 
     def _record(self, record_id: str) -> Record:
         record = self.store.get_record(record_id)

@@ -15,9 +15,16 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from cairn.errors import InvalidInput, PolicyError
-from cairn.model import BUILTIN_KINDS, CairnModel, Decision, Origin
+from cairn.model import (
+    BUILTIN_KINDS,
+    SYSTEM_RELATIONS,
+    CairnModel,
+    Decision,
+    Origin,
+    RelationName,
+)
 
-Op = Literal["create", "update", "supersede", "transition", "publish"]
+Op = Literal["create", "update", "supersede", "transition", "publish", "link", "unlink"]
 
 
 def _as_tuple(value: Any) -> Any:
@@ -36,11 +43,12 @@ class RuleMatch(CairnModel):
     principal: tuple[str, ...] | None = None
     scope: tuple[str, ...] | None = None  # globs
     draft: bool | None = None
+    relation: tuple[str, ...] | None = None  # link and unlink proposals: the edge's type
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    _listify = field_validator("op", "kind", "origin", "role", "principal", "scope", mode="before")(
-        _as_tuple
-    )
+    _listify = field_validator(
+        "op", "kind", "origin", "role", "principal", "scope", "relation", mode="before"
+    )(_as_tuple)
 
 
 class Rule(CairnModel):
@@ -90,13 +98,64 @@ class IngestPolicy(CairnModel):
     roots: tuple[IngestRoot, ...] = Field(default_factory=_project_to_curators)
 
 
+class Relation(CairnModel):
+    """One type of edge people may propose. ``causal`` relations explain why (a walk that
+    answers "why" follows them); ``overlay`` relations link across levels or topics without
+    being part of that story. ``from_kinds``/``to_kinds`` limit which record kinds an edge
+    may join (empty: any); an undirected relation may be walked either way."""
+
+    name: RelationName
+    nature: Literal["causal", "overlay"] = "overlay"
+    directed: bool = True
+    from_kinds: tuple[str, ...] = ()
+    to_kinds: tuple[str, ...] = ()
+    description: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _not_system(cls, value: str) -> str:
+        if value in SYSTEM_RELATIONS:
+            raise ValueError(f"{value} is the kernel's own relation and cannot be declared")
+        return value
+
+
+DEFAULT_RELATIONS: tuple[Relation, ...] = (
+    Relation(
+        name="CAUSAL_PRECEDES",
+        nature="causal",
+        description="the source led to the target (a step in why something happened)",
+    ),
+    Relation(name="DEPENDS_ON", nature="causal", description="the source relies on the target"),
+    Relation(
+        name="ALIAS_OF",
+        description="the source is the same matter seen from another level or team",
+    ),
+    Relation(name="SUPPORTS", description="the source is evidence for the target"),
+    Relation(name="CONTRADICTS", description="the source disagrees with the target"),
+    Relation(name="RELATES_TO", directed=False, description="a plain association"),
+)
+
+
 class Policy(CairnModel):
     version: Literal[1] = 1
     kinds: tuple[str, ...] = ()
     default: Literal["queue", "reject"] = "queue"
     retention: Retention = Field(default_factory=Retention)
     ingest: IngestPolicy = Field(default_factory=IngestPolicy)
+    relations: tuple[Relation, ...] = DEFAULT_RELATIONS
     rules: tuple[Rule, ...] = ()
+
+    def relation(self, name: str) -> Relation:
+        """The catalog's entry for ``name``; refuses a type the catalog does not declare."""
+        for relation in self.relations:
+            if relation.name == name:
+                return relation
+        raise InvalidInput(
+            f"unknown relation {name!r}; known relations: "
+            f"{', '.join(r.name for r in self.relations)} "
+            "(declare more under 'relations' in the policy file)",
+            field="type",
+        )
 
     def check_kind(self, kind: str) -> None:
         """Refuse a kind the policy does not know (writing one, or filtering by one)."""
@@ -125,6 +184,14 @@ class Policy(CairnModel):
                         f"rules[{i}].match.kind: unknown kind {kind!r} "
                         f"(known: {', '.join(sorted(known))}; declare new ones under 'kinds')"
                     )
+        relations: set[str] = set()
+        for i, relation in enumerate(self.relations):
+            if relation.name in relations:
+                raise ValueError(f"relations[{i}].name: duplicate relation {relation.name!r}")
+            relations.add(relation.name)
+            for kind in (*relation.from_kinds, *relation.to_kinds):
+                if kind not in known:
+                    raise ValueError(f"relations[{i}]: unknown kind {kind!r}")
         return self
 
     @property
@@ -143,6 +210,7 @@ class ProposalFacts(CairnModel):
     scope: str
     draft: bool
     metadata: dict[str, Any]
+    relation: str | None = None
 
 
 def _metadata_fits(wanted: dict[str, Any], actual: dict[str, Any]) -> bool:
@@ -163,6 +231,7 @@ def rule_fits(match: RuleMatch, facts: ProposalFacts) -> bool:
         match.principal is None or facts.principal in match.principal,
         match.scope is None or any(fnmatch.fnmatchcase(facts.scope, g) for g in match.scope),
         match.draft is None or facts.draft == match.draft,
+        match.relation is None or facts.relation in match.relation,
         _metadata_fits(match.metadata, facts.metadata),
     )
     return all(checks)
@@ -222,8 +291,9 @@ DEFAULT_POLICY_YAML = """\
 #   queue    wait in `cairn review list` for a curator
 #   reject   refuse (audited, with the rule's reason)
 # A match field may be one value or a list (any of). Fields: op (create, update, supersede,
-# transition, publish), kind, origin (system, agent, human), role, principal, scope (glob),
-# draft (true/false), metadata (key: value or key: [values]).
+# transition, publish, link, unlink), kind, origin (system, agent, human), role, principal,
+# scope (glob), draft (true/false), relation (an edge's type, for link and unlink),
+# metadata (key: value or key: [values]).
 # Whatever matches no rule gets `default` (queue or reject).
 # Role limits are not policy: agents can never approve, reject, archive, publish or promote.
 version: 1
@@ -249,6 +319,18 @@ ingest:
   roots:
     - path: .
       roles: [curator, admin]
+
+# The types of edge that may link records (`cairn link`). nature: causal (a step in why
+# something happened) or overlay (a link across levels or topics); directed: false for a
+# relation that reads the same both ways; from_kinds / to_kinds: which record kinds it may
+# join (none listed: any). SUPERSEDES, ACCEPTED_AS and REBASED_TO are the kernel's own.
+relations:
+  - {name: CAUSAL_PRECEDES, nature: causal}
+  - {name: DEPENDS_ON, nature: causal}
+  - {name: ALIAS_OF, nature: overlay}
+  - {name: SUPPORTS, nature: overlay}
+  - {name: CONTRADICTS, nature: overlay}
+  - {name: RELATES_TO, nature: overlay, directed: false}
 
 rules:
   - name: curators-decide

@@ -20,6 +20,9 @@ from cairn.model import (
     AuditQuery,
     Baseline,
     Content,
+    Direction,
+    Edge,
+    Neighbourhood,
     PathLink,
     Proposal,
     ProposalStatus,
@@ -76,9 +79,9 @@ class SetPublished:
 
 @dataclass(frozen=True)
 class PutEdge:
-    src: str
-    dst: str
-    type: str
+    """Insert an edge, or replace its state (status, removal) when it exists."""
+
+    edge: Edge
 
 
 @dataclass(frozen=True)
@@ -136,17 +139,9 @@ class PublishedRow:
     updated_at: datetime
 
 
-@dataclass(frozen=True)
-class EdgeRow:
-    src: str
-    dst: str
-    type: str
-    created_at: datetime
-
-
 # One stored row of any memory table, in the order ``import_rows`` needs them: records,
 # versions, proposals, audit (with seq), baselines (with pins), published, edges, path links.
-Dumped = Record | Version | Proposal | AuditEntry | Baseline | PublishedRow | EdgeRow | PathLink
+Dumped = Record | Version | Proposal | AuditEntry | Baseline | PublishedRow | Edge | PathLink
 
 
 # ---- the retrieval index ----------------------------------------------------------------
@@ -208,6 +203,18 @@ class ChunkFilter:
 
 
 @dataclass(frozen=True)
+class EdgeFilter:
+    """Which edges a read may see: the reader's ACLs and scopes (as for chunks), the
+    relation types asked for (``None``: any) and the states (a walk takes active ones)."""
+
+    acl_ids: frozenset[int]
+    scope_ids: frozenset[int] | None
+    types: frozenset[str] | None = None
+    statuses: frozenset[str] = frozenset({"active"})
+    valid_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class ChunkMeta:
     """A chunk's filter columns: what the in-memory vector catalog mirrors."""
 
@@ -254,8 +261,9 @@ Chunker = Callable[[Content], Sequence[ChunkDraft]]
 # ---- the protocol ------------------------------------------------------------------------
 
 
-class Store(Protocol):
-    """What the kernel needs from a backend. Nothing else may write memory tables."""
+class RecordStore(Protocol):
+    """Records, versions, proposals, baselines and the audit log. Nothing but ``commit``
+    writes them, and only the gate calls ``commit``."""
 
     def commit(self, changesets: Sequence[ChangeSet]) -> list[int]:
         """Apply every change set in one transaction; return the audit sequence numbers.
@@ -322,9 +330,31 @@ class Store(Protocol):
 
     def list_path_links(self, record_id: str | None = None) -> list[PathLink]: ...
 
-    def list_edges(self, node_id: str) -> list[tuple[str, str, str]]: ...
+    def counts(self) -> dict[str, int]:
+        """Row counts by table and by record status, for ``cairn status``."""
+        ...
 
-    # ---- retrieval index reads (and the derived vector cache) ----
+    def iter_all(self) -> Iterator[Dumped]:
+        """Every stored row, in ``import_rows`` order, from one consistent snapshot."""
+        ...
+
+    def import_rows(self, rows: Iterable[Dumped], *, chunker: Chunker | None = None) -> int:
+        """Load a dump (``iter_all`` of another store) into this one; return the row count.
+
+        Only ``cairn.store.transfer`` calls it. It is not a way around the gate: it replays
+        a history the gate already wrote and audited, keeping ids, versions and audit seqs,
+        and it refuses (``Conflict``) unless this store is empty, all in one transaction.
+        A dump holds no derived index: ``chunker`` re-cuts every version into the chunks
+        the retrieval index holds (without one, imported versions are not searchable).
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+class IndexStore(Protocol):
+    """The retrieval index the kernel keeps beside the records (derived from versions in
+    the same transaction) and the vector cache. Reads take cairn's own filter types."""
 
     def acls(self) -> list[AclRow]: ...
 
@@ -373,23 +403,47 @@ class Store(Protocol):
 
     def get_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]: ...
 
-    def counts(self) -> dict[str, int]:
-        """Row counts by table and by record status, for ``cairn status``."""
+
+class GraphStore(Protocol):
+    """Edges and walks over them. Edges are written by ``RecordStore.commit`` (``PutEdge``);
+    every read here is bounded and trimmed in SQL by the filters the kernel built."""
+
+    def get_edge(self, edge_id: str) -> Edge | None: ...
+
+    def list_edges(
+        self,
+        where: EdgeFilter | None,
+        *,
+        node_id: str | None = None,
+        ends: ChunkFilter | None = None,
+        after: str | None = None,
+        limit: int = 100,
+    ) -> list[Edge]:
+        """Edges by id after ``after``, at most ``limit``: those touching ``node_id`` when
+        given, those ``where`` admits when given (``None``: every edge, for the kernel's
+        own checks), and with ``ends`` only edges between records whose head chunks it
+        admits (so a listing never names a record the reader may not see)."""
         ...
 
-    def iter_all(self) -> Iterator[Dumped]:
-        """Every stored row, in ``import_rows`` order, from one consistent snapshot."""
+    def neighbours(
+        self,
+        anchors: Sequence[str],
+        *,
+        edges: EdgeFilter,
+        vertices: ChunkFilter,
+        direction: Direction,
+        hops: int,
+        limit: int,
+        either_way: frozenset[str] = frozenset(),
+    ) -> Neighbourhood:
+        """Records reachable from ``anchors`` in at most ``hops`` steps, walking only edges
+        ``edges`` admits and passing only through records whose head chunks ``vertices``
+        admits, at most ``limit`` records nearest first. Edges of the ``either_way`` types
+        are walked in both directions whatever ``direction`` says (undirected relations).
+        The edges it met but could not take are counted by reason in ``withheld``."""
         ...
 
-    def import_rows(self, rows: Iterable[Dumped], *, chunker: Chunker | None = None) -> int:
-        """Load a dump (``iter_all`` of another store) into this one; return the row count.
 
-        Only ``cairn.store.transfer`` calls it. It is not a way around the gate: it replays
-        a history the gate already wrote and audited, keeping ids, versions and audit seqs,
-        and it refuses (``Conflict``) unless this store is empty, all in one transaction.
-        A dump holds no derived index: ``chunker`` re-cuts every version into the chunks
-        the retrieval index holds (without one, imported versions are not searchable).
-        """
-        ...
-
-    def close(self) -> None: ...
+class Store(RecordStore, IndexStore, GraphStore, Protocol):
+    """Everything the kernel needs from a backend; each backend implements every part, and
+    one contract suite runs on each. Nothing else may write memory tables."""

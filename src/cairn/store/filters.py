@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from cairn.store.base import ChunkFilter, ChunkMeta
+from cairn.store.base import ChunkFilter, ChunkMeta, EdgeFilter
 
 __all__ = [
     "AtLeast",
@@ -28,6 +28,8 @@ __all__ = [
     "StillValid",
     "admits",
     "conditions",
+    "edge_conditions",
+    "edge_sql",
     "to_sql",
 ]
 
@@ -113,6 +115,21 @@ def conditions(where: ChunkFilter) -> list[Condition]:
     return found
 
 
+def edge_conditions(where: EdgeFilter) -> list[Condition]:
+    """Every condition an edge must meet to be walked under ``where``: the same scope and
+    ACL rule as chunks (edges intern their scope and ACL in the same tables), and the
+    states, relation types and validity asked for."""
+    found: list[Condition] = [In("acl_id", where.acl_ids), In("status", where.statuses)]
+    if where.scope_ids is not None:
+        found.append(In("scope_id", where.scope_ids))
+    if where.types is not None:
+        found.append(In("type", where.types))
+    if where.valid_at is not None:
+        found.append(NotAfter("valid_from", where.valid_at))
+        found.append(StillValid("valid_to", where.valid_at))
+    return found
+
+
 # ---- to SQL -----------------------------------------------------------------------------
 
 
@@ -135,10 +152,19 @@ class SqlDialect(Protocol):
 
 def to_sql(where: ChunkFilter, dialect: SqlDialect, alias: str = "c") -> tuple[str, list[Any]]:
     """``where`` as a SQL condition over ``chunks {alias}`` and its parameters."""
+    return _compile(conditions(where), dialect, alias)
+
+
+def edge_sql(where: EdgeFilter, dialect: SqlDialect, alias: str = "e") -> tuple[str, list[Any]]:
+    """``where`` as a SQL condition over ``edges {alias}`` and its parameters."""
+    return _compile(edge_conditions(where), dialect, alias)
+
+
+def _compile(found: list[Condition], dialect: SqlDialect, alias: str) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     mark = dialect.placeholder
-    for cond in conditions(where):
+    for cond in found:
         if isinstance(cond, In):
             if not cond.values:
                 clauses.append("1 = 0")

@@ -238,6 +238,52 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER versions_no_update BEFORE UPDATE ON versions
         BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END;
     """,
+    # 5: edges become a domain type: an id, a scope and an ACL (interned like a chunk's, so a
+    # walk filters edges as the index filters chunks), metadata, validity, who made it and
+    # how it ended. The kernel's older bookkeeping links move over as system edges, read
+    # under the ACL of the record they concern (or by curators only, for a publish).
+    """
+    ALTER TABLE edges RENAME TO edges_legacy;
+    DROP INDEX edges_dst;
+    CREATE TABLE edges (
+        id TEXT PRIMARY KEY,
+        type TEXT NOT NULL,
+        src TEXT NOT NULL,
+        dst TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        scope_id INTEGER REFERENCES scopes(id),
+        acl TEXT NOT NULL,
+        acl_id INTEGER REFERENCES acls(id),
+        metadata TEXT NOT NULL DEFAULT '{}',
+        valid_from TEXT,
+        valid_to TEXT,
+        origin TEXT NOT NULL,
+        status TEXT NOT NULL DEFAULT 'active',
+        created_at TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        proposal_id TEXT,
+        removed_at TEXT,
+        removed_by TEXT
+    );
+    CREATE INDEX edges_src ON edges(src, type);
+    CREATE INDEX edges_dst ON edges(dst, type);
+    INSERT INTO edges (id, type, src, dst, scope, scope_id, acl, acl_id, origin, created_at,
+                       created_by)
+    SELECT 'edg_' || upper(hex(randomblob(13))), g.type, g.src, g.dst,
+           coalesce(r.scope, p.scope, json_extract(v.content, '$.scope'), ''),
+           (SELECT c.scope_id FROM chunks c WHERE c.version_id = v.id LIMIT 1),
+           coalesce(json_extract(v.content, '$.acl'),
+                    '{"labels":[],"roles":["curator"],"sensitivity":"high"}'),
+           (SELECT c.acl_id FROM chunks c WHERE c.version_id = v.id LIMIT 1),
+           'system', g.created_at, 'system'
+    FROM edges_legacy g
+    LEFT JOIN proposals p ON p.id = g.src
+    LEFT JOIN records r ON r.id = (CASE WHEN g.type = 'SUPERSEDES' THEN g.src
+                                        ELSE p.record_id END)
+    LEFT JOIN versions v ON v.id = (CASE WHEN g.type = 'ACCEPTED_AS' THEN g.dst
+                                         ELSE r.current_version_id END);
+    DROP TABLE edges_legacy;
+    """,
 )
 
 # Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).

@@ -24,6 +24,49 @@ $do$;
 -- title, the record's state) is read from the stored version and record, so a chunk's
 -- filter columns cannot disagree with the memory they index. New chunks get seq 0 until
 -- cairn_stamp_chunks numbers them at commit. Returns the new chunk ids.
+-- A scope's interned id (chunks and edges filter by it), created on first use.
+CREATE OR REPLACE FUNCTION cairn_scope_id(p_scope text) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = cairn, pg_temp
+AS $fn$
+DECLARE
+    found integer;
+BEGIN
+    INSERT INTO scopes (scope) VALUES (p_scope) ON CONFLICT (scope) DO NOTHING;
+    SELECT id INTO STRICT found FROM scopes WHERE scope = p_scope;
+    RETURN found;
+END
+$fn$;
+
+-- An ACL's interned id (roles and labels sorted, so the same ACL is one row), created on
+-- first use.
+CREATE OR REPLACE FUNCTION cairn_acl_id(p_acl jsonb) RETURNS integer
+LANGUAGE plpgsql
+SET search_path = cairn, pg_temp
+AS $fn$
+DECLARE
+    v_roles jsonb;
+    v_labels jsonb;
+    v_sensitivity smallint;
+    found integer;
+BEGIN
+    SELECT coalesce(jsonb_agg(x ORDER BY x COLLATE "C"), '[]') INTO v_roles
+        FROM jsonb_array_elements_text(coalesce(p_acl -> 'roles', '[]')) x;
+    SELECT coalesce(jsonb_agg(x ORDER BY x COLLATE "C"), '[]') INTO v_labels
+        FROM jsonb_array_elements_text(coalesce(p_acl -> 'labels', '[]')) x;
+    v_sensitivity := CASE p_acl ->> 'sensitivity'
+        WHEN 'low' THEN 0 WHEN 'medium' THEN 1 WHEN 'high' THEN 2 END;
+    IF v_sensitivity IS NULL THEN
+        RAISE EXCEPTION 'an ACL without a known sensitivity' USING ERRCODE = '22023';
+    END IF;
+    INSERT INTO acls (roles, labels, sensitivity) VALUES (v_roles, v_labels, v_sensitivity)
+        ON CONFLICT (roles, labels, sensitivity) DO NOTHING;
+    SELECT id INTO STRICT found FROM acls
+        WHERE roles = v_roles AND labels = v_labels AND sensitivity = v_sensitivity;
+    RETURN found;
+END
+$fn$;
+
 CREATE OR REPLACE FUNCTION cairn_index_version(p_version_id text, p_chunks jsonb) RETURNS bigint[]
 LANGUAGE plpgsql
 SET search_path = cairn, pg_temp
@@ -34,9 +77,6 @@ DECLARE
     st records%ROWTYPE;
     v_scope_id integer;
     v_acl_id integer;
-    v_roles jsonb;
-    v_labels jsonb;
-    v_sensitivity smallint;
     ids bigint[];
 BEGIN
     IF p_chunks IS NULL OR jsonb_typeof(p_chunks) IS DISTINCT FROM 'array'
@@ -46,23 +86,8 @@ BEGIN
     SELECT * INTO STRICT v FROM versions WHERE id = p_version_id;
     SELECT * INTO STRICT st FROM records WHERE id = v.record_id;
 
-    INSERT INTO scopes (scope) VALUES (v.content ->> 'scope') ON CONFLICT (scope) DO NOTHING;
-    SELECT id INTO STRICT v_scope_id FROM scopes WHERE scope = v.content ->> 'scope';
-
-    SELECT coalesce(jsonb_agg(x ORDER BY x COLLATE "C"), '[]') INTO v_roles
-        FROM jsonb_array_elements_text(coalesce(v.content -> 'acl' -> 'roles', '[]')) x;
-    SELECT coalesce(jsonb_agg(x ORDER BY x COLLATE "C"), '[]') INTO v_labels
-        FROM jsonb_array_elements_text(coalesce(v.content -> 'acl' -> 'labels', '[]')) x;
-    v_sensitivity := CASE v.content -> 'acl' ->> 'sensitivity'
-        WHEN 'low' THEN 0 WHEN 'medium' THEN 1 WHEN 'high' THEN 2 END;
-    IF v_sensitivity IS NULL THEN
-        RAISE EXCEPTION 'version % has no known ACL sensitivity', p_version_id
-            USING ERRCODE = '22023';
-    END IF;
-    INSERT INTO acls (roles, labels, sensitivity) VALUES (v_roles, v_labels, v_sensitivity)
-        ON CONFLICT (roles, labels, sensitivity) DO NOTHING;
-    SELECT id INTO STRICT v_acl_id FROM acls
-        WHERE roles = v_roles AND labels = v_labels AND sensitivity = v_sensitivity;
+    v_scope_id := cairn_scope_id(v.content ->> 'scope');
+    v_acl_id := cairn_acl_id(v.content -> 'acl');
 
     WITH added AS (
         INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, span_start,
@@ -174,6 +199,8 @@ $fn$;
 REVOKE ALL ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real[])
     TO cairn_serving;
+REVOKE ALL ON FUNCTION cairn_scope_id(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_acl_id(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_index_version(text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_reflect_record(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_stamp_chunks(bigint[], bigint) FROM PUBLIC;
@@ -323,10 +350,16 @@ BEGIN
                 ON CONFLICT (scope) DO UPDATE SET baseline_id = excluded.baseline_id,
                     updated_at = excluded.updated_at;
             WHEN 'edge' THEN
-                INSERT INTO edges (src, dst, type, created_at)
-                SELECT g.src, g.dst, g.type, g.created_at
+                INSERT INTO edges (id, type, src, dst, scope, scope_id, acl, acl_id, metadata,
+                    valid_from, valid_to, origin, status, created_at, created_by, proposal_id,
+                    removed_at, removed_by)
+                SELECT g.id, g.type, g.src, g.dst, g.scope, cairn_scope_id(g.scope), g.acl,
+                    cairn_acl_id(g.acl), g.metadata, g.valid_from, g.valid_to, g.origin,
+                    g.status, g.created_at, g.created_by, g.proposal_id, g.removed_at,
+                    g.removed_by
                 FROM jsonb_populate_record(NULL::edges, w -> 'row') g
-                ON CONFLICT DO NOTHING;
+                ON CONFLICT (id) DO UPDATE SET status = excluded.status,
+                    removed_at = excluded.removed_at, removed_by = excluded.removed_by;
             WHEN 'path_link' THEN
                 INSERT INTO path_links (record_id, path, content_hash, drifted)
                 SELECT l.record_id, l.path, l.content_hash, l.drifted

@@ -359,6 +359,52 @@ _UTC_TIMES = (
     + "\nALTER TABLE versions ENABLE TRIGGER versions_append_only;\n"
 )
 
+# Edges become a domain type: an id, a scope and an ACL (interned like a chunk's, so a walk
+# filters edges as the index filters chunks), metadata, validity, who made it and how it
+# ended. The kernel's older bookkeeping links move over as system edges, read under the ACL
+# of the record they concern (or by curators only, for a publish).
+_EDGES = r"""
+ALTER TABLE edges RENAME TO edges_legacy;
+DROP INDEX edges_dst;
+CREATE TABLE edges (
+    id text COLLATE "C" PRIMARY KEY,
+    type text COLLATE "C" NOT NULL,
+    src text COLLATE "C" NOT NULL,
+    dst text COLLATE "C" NOT NULL,
+    scope text COLLATE "C" NOT NULL,
+    scope_id integer REFERENCES scopes (id),
+    acl jsonb NOT NULL,
+    acl_id integer REFERENCES acls (id),
+    metadata jsonb NOT NULL DEFAULT '{}',
+    valid_from timestamptz,
+    valid_to timestamptz,
+    origin text NOT NULL,
+    status text NOT NULL DEFAULT 'active',
+    created_at timestamptz NOT NULL,
+    created_by text NOT NULL,
+    proposal_id text COLLATE "C",
+    removed_at timestamptz,
+    removed_by text
+);
+CREATE INDEX edges_src ON edges (src, type);
+CREATE INDEX edges_dst ON edges (dst, type);
+INSERT INTO edges (id, type, src, dst, scope, scope_id, acl, acl_id, origin, created_at,
+                   created_by)
+SELECT 'edg_' || upper(substr(md5(g.src || '|' || g.dst || '|' || g.type), 1, 26)),
+       g.type, g.src, g.dst, coalesce(r.scope, p.scope, v.content ->> 'scope', ''),
+       h.scope_id,
+       coalesce(v.content -> 'acl', '{"labels": [], "roles": ["curator"], "sensitivity": "high"}'),
+       h.acl_id, 'system', g.created_at, 'system'
+FROM edges_legacy g
+LEFT JOIN proposals p ON p.id = g.src
+LEFT JOIN records r ON r.id = (CASE WHEN g.type = 'SUPERSEDES' THEN g.src ELSE p.record_id END)
+LEFT JOIN versions v ON v.id = (CASE WHEN g.type = 'ACCEPTED_AS' THEN g.dst
+                                     ELSE r.current_version_id END)
+LEFT JOIN LATERAL (SELECT c.scope_id, c.acl_id FROM chunks c WHERE c.version_id = v.id LIMIT 1) h
+    ON true;
+DROP TABLE edges_legacy;
+"""
+
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration("kernel", _KERNEL),
     # pgvector is not a trusted extension: creating it needs a superuser (or a DBA did it).
@@ -372,6 +418,7 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "functions", "CREATE TABLE IF NOT EXISTS installed_functions (digest text NOT NULL);"
     ),
+    Migration("edges", _EDGES),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")

@@ -44,6 +44,7 @@ from cairn.errors import Conflict, InvalidInput, StoreError
 from cairn.model import (
     AuditEntry,
     Baseline,
+    Edge,
     PathLink,
     Proposal,
     Record,
@@ -55,7 +56,6 @@ from cairn.store.base import (
     Chunker,
     ChunkFilter,
     Dumped,
-    EdgeRow,
     ExpectProposal,
     ExpectRecord,
     Precondition,
@@ -87,6 +87,7 @@ from cairn.store.pg_migrations import (
 )
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.graph import SqlGraph
 from cairn.store.sql.reads import SqlReads
 
 T = TypeVar("T")
@@ -177,6 +178,9 @@ class PostgresDialect(Dialect):
     def time(self, value: datetime) -> Any:
         return _as_utc(value)
 
+    def null_id(self) -> str:
+        return 'CAST(NULL AS text) COLLATE "C"'
+
     def json_text(self, column: str) -> str:
         return f"{column}::text"
 
@@ -215,7 +219,7 @@ def _configure(conn: Conn) -> None:
         conn.execute(f"SET ROLE {SERVING_ROLE}")
 
 
-class PostgresStore(SqlReads):
+class PostgresStore(SqlReads, SqlGraph):
     dialect: Dialect = DIALECT
 
     def __init__(self, url: str, *, auto_migrate: bool = True) -> None:
@@ -656,11 +660,7 @@ def _write_json(write: Write) -> dict[str, Any]:
             "row": {"scope": write.scope, "baseline_id": write.baseline_id, "updated_at": now},
         }
     if isinstance(write, PutEdge):
-        now = datetime.now(UTC).isoformat()
-        return {
-            "t": "edge",
-            "row": {"src": write.src, "dst": write.dst, "type": write.type, "created_at": now},
-        }
+        return {"t": "edge", "row": rows.edge_row(write.edge)}
     if isinstance(write, PutPathLink):
         link = write.link
         return {
@@ -790,15 +790,16 @@ def _load_batch(conn: Conn, batch: list[Dumped], chunker: Chunker | None = None)
                 if isinstance(p, PublishedRow)
             ],
         )
-        _insert_json(
-            cur,
-            "edges",
-            [
-                {"src": e.src, "dst": e.dst, "type": e.type, "created_at": _ts(e.created_at)}
-                for e in batch
-                if isinstance(e, EdgeRow)
-            ],
-        )
+        edges = [rows.edge_row(e) for e in batch if isinstance(e, Edge)]
+        if edges:
+            # through the same interning as cairn_commit, so imported edges filter alike
+            cols = ", ".join(rows.EDGE_COLUMNS)
+            cur.executemany(
+                f"INSERT INTO edges ({cols}, scope_id, acl_id) "
+                f"SELECT {cols}, cairn_scope_id(scope), cairn_acl_id(acl) "
+                "FROM jsonb_populate_record(NULL::edges, %s::jsonb)".encode(),
+                [(_json(row),) for row in edges],
+            )
         _insert_json(
             cur,
             "path_links",

@@ -23,14 +23,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cairn.errors import Conflict, InvalidInput, StoreError
-from cairn.model import AuditEntry, Baseline, Content, Proposal, Record, Version
+from cairn.model import Acl, AuditEntry, Baseline, Edge, Proposal, Record, Version
 from cairn.private_files import create_private_file
 from cairn.store.base import (
     ChangeSet,
     Chunker,
     ChunkFilter,
     Dumped,
-    EdgeRow,
     ExpectProposal,
     ExpectRecord,
     Precondition,
@@ -51,6 +50,7 @@ from cairn.store.filters import to_sql
 from cairn.store.migrations import MEMORY_TABLES, SQLITE_MIGRATIONS
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.graph import SqlGraph
 from cairn.store.sql.reads import SqlReads
 
 __all__ = ["SqliteDialect", "SqliteStore"]
@@ -123,8 +123,7 @@ def _intern(
     return int(cursor.lastrowid or 0)
 
 
-def _acl_id(conn: sqlite3.Connection, content: Content) -> int:
-    acl = content.acl
+def _acl_id(conn: sqlite3.Connection, acl: Acl) -> int:
     values = (rows.dumps(sorted(acl.roles)), rows.dumps(sorted(acl.labels)), acl.sensitivity.rank)
     return _intern(conn, "acls", ("roles", "labels", "sensitivity"), values)
 
@@ -138,7 +137,7 @@ def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
     ).fetchone()
     seq = _next_seq(conn)
     scope_id = _intern(conn, "scopes", ("scope",), (content.scope,))
-    acl_id = _acl_id(conn, content)
+    acl_id = _acl_id(conn, content.acl)
     for chunk in write.chunks:
         cursor = conn.execute(
             "INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, "
@@ -200,7 +199,7 @@ def _stem(term: str) -> str:
     return str(row[0]) if row else term
 
 
-class SqliteStore(SqlReads):
+class SqliteStore(SqlReads, SqlGraph):
     dialect: Dialect = DIALECT
 
     def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
@@ -574,8 +573,17 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
             f"ON CONFLICT (scope) DO UPDATE SET {_updates(('baseline_id', 'updated_at'))}",
         )
     elif isinstance(write, PutEdge):
-        edge = {"src": write.src, "dst": write.dst, "type": write.type, "created_at": _now()}
-        _insert(conn, "edges", edge, "ON CONFLICT DO NOTHING")
+        edge = write.edge
+        interned = {
+            "scope_id": _intern(conn, "scopes", ("scope",), (edge.scope,)),
+            "acl_id": _acl_id(conn, edge.acl),
+        }
+        _insert(
+            conn,
+            "edges",
+            {**rows.edge_row(edge), **interned},
+            f"ON CONFLICT (id) DO UPDATE SET {_updates(rows.EDGE_STATE)}",
+        )
     elif isinstance(write, PutPathLink):
         link = write.link
         row: dict[str, Any] = {
@@ -634,12 +642,7 @@ def _import_row(conn: sqlite3.Connection, row: Dumped, chunker: Chunker | None =
             {"scope": row.scope, "baseline_id": row.baseline_id,
              "updated_at": row.updated_at.isoformat()},
         )  # fmt: skip
-    elif isinstance(row, EdgeRow):
-        _insert(
-            conn,
-            "edges",
-            {"src": row.src, "dst": row.dst, "type": row.type,
-             "created_at": row.created_at.isoformat()},
-        )  # fmt: skip
+    elif isinstance(row, Edge):
+        _apply(conn, PutEdge(row))
     else:
         _apply(conn, PutPathLink(row))

@@ -24,6 +24,7 @@ decided and audited, and it cannot touch a store that holds anything.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -34,11 +35,27 @@ from pydantic import BaseModel, ValidationError
 
 from cairn.errors import InvalidInput
 from cairn.limits import STORED
-from cairn.model import AuditEntry, Baseline, PathLink, Proposal, Record, Version
-from cairn.store.base import Chunker, Dumped, EdgeRow, PublishedRow, Store
+from cairn.model import (
+    Acl,
+    AuditEntry,
+    Baseline,
+    Edge,
+    Origin,
+    PathLink,
+    Proposal,
+    Record,
+    Sensitivity,
+    Version,
+)
+from cairn.store.base import Chunker, Dumped, PublishedRow, Store
 
 FORMAT = "cairn-export"
-FORMAT_VERSION = 1
+# 2: edges carry an id, scope, ACL and the rest of the domain type. Version 1 files still
+# import: their edges were the kernel's bookkeeping links, which come back as system edges
+# only curators read (a version 1 edge holds no scope or ACL to read them under).
+FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
+_CURATORS_ONLY = Acl(roles=("curator",), labels=(), sensitivity=Sensitivity.HIGH)
 
 # Kind name per row type, in the order rows must appear (foreign keys point backwards).
 KINDS: tuple[tuple[str, type[Any]], ...] = (
@@ -48,7 +65,7 @@ KINDS: tuple[tuple[str, type[Any]], ...] = (
     ("audit", AuditEntry),
     ("baseline", Baseline),
     ("published", PublishedRow),
-    ("edge", EdgeRow),
+    ("edge", Edge),
     ("path_link", PathLink),
 )
 _KIND_OF: dict[type[Any], str] = {cls: name for name, cls in KINDS}
@@ -92,9 +109,26 @@ def export_store(store: Store, out: TextIO) -> dict[str, int]:
     return counts
 
 
-def _parse(kind: str, data: Any, lineno: int) -> Dumped:
+def _legacy_edge(data: Any) -> dict[str, Any]:
+    """A version 1 edge row (src, dst, type, created_at) as a system edge."""
+    if not isinstance(data, dict) or set(data) != {"src", "dst", "type", "created_at"}:
+        raise ValueError("a version 1 edge row has exactly src, dst, type and created_at")
+    key = f"{data['src']}|{data['dst']}|{data['type']}".encode()
+    return {
+        **data,
+        "id": "edg_" + hashlib.sha256(key).hexdigest()[:26].upper(),
+        "scope": "",
+        "acl": _CURATORS_ONLY.model_dump(mode="json"),
+        "origin": Origin.SYSTEM.value,
+        "created_by": "system",
+    }
+
+
+def _parse(kind: str, data: Any, lineno: int, version: int = FORMAT_VERSION) -> Dumped:
     cls = _CLASS_OF[kind]
     try:
+        if kind == "edge" and version == 1:
+            data = _legacy_edge(data)
         if issubclass(cls, BaseModel):
             parsed: Dumped = cls.model_validate(data, context=STORED)  # type: ignore[assignment]
             return parsed
@@ -120,8 +154,14 @@ def read_rows(lines: Iterable[str], counts: dict[str, int]) -> Iterator[Dumped]:
         header = json.loads(first)
     except (StopIteration, json.JSONDecodeError) as exc:
         raise InvalidInput("not a cairn export: the first line is not its header") from exc
-    if header != {"format": FORMAT, "version": FORMAT_VERSION}:
+    if (
+        not isinstance(header, dict)
+        or set(header) != {"format", "version"}
+        or header["format"] != FORMAT
+        or header["version"] not in _READABLE_VERSIONS
+    ):
         raise InvalidInput(f"not a cairn export this cairn can read: header {header!r}")
+    version = int(header["version"])
     for name, _ in KINDS:
         counts[name] = 0
     position = 0
@@ -149,7 +189,7 @@ def read_rows(lines: Iterable[str], counts: dict[str, int]) -> Iterator[Dumped]:
             raise InvalidInput(f"line {lineno}: {kind} rows must come before {KINDS[position][0]}")
         position = _ORDER[kind]
         counts[kind] += 1
-        yield _parse(kind, obj.get("data"), lineno)
+        yield _parse(kind, obj.get("data"), lineno, version)
     raise InvalidInput("the export is cut short: its trailer line is missing")
 
 

@@ -51,6 +51,10 @@ class Dialect:
         """A stored JSON value as Python (text on SQLite, already decoded on PostgreSQL)."""
         return json.loads(value) if isinstance(value, str | bytes) else value
 
+    def null_id(self) -> str:
+        """A NULL of the id columns' type (a recursive query's first row needs its type)."""
+        return "NULL"
+
     def json_text(self, column: str) -> str:
         """A JSON column selected as text (for pydantic's ``model_validate_json``)."""
         return column

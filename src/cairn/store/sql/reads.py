@@ -269,14 +269,6 @@ class SqlReads:
             )
         return [rows.to_path_link(row) for row in found]
 
-    def list_edges(self, node_id: str) -> list[tuple[str, str, str]]:
-        found = self._read(
-            "SELECT src, dst, type FROM edges WHERE src = ? OR dst = ? "
-            "ORDER BY created_at, src, dst, type",
-            (node_id, node_id),
-        )
-        return [(row["src"], row["dst"], row["type"]) for row in found]
-
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for table in ("records", "versions", "proposals", "audit", "baselines"):
@@ -394,7 +386,7 @@ class SqlReads:
             yield rows.to_baseline(row, pins[row["id"]], d)
         for row in run("SELECT * FROM published ORDER BY scope"):
             yield rows.to_published(row, d)
-        for row in run("SELECT * FROM edges ORDER BY src, dst, type"):
+        for row in run("SELECT * FROM edges ORDER BY id"):
             yield rows.to_edge(row, d)
         for row in run("SELECT * FROM path_links ORDER BY record_id, path"):
             yield rows.to_path_link(row)

@@ -13,25 +13,32 @@ from typing import Any
 
 from cairn.limits import STORED
 from cairn.model import (
+    Acl,
     AuditEntry,
     Baseline,
     Content,
+    Edge,
+    EdgeStatus,
+    Origin,
     PathLink,
     Proposal,
     Record,
     Status,
     Version,
 )
-from cairn.store.base import ChunkMeta, EdgeRow, PublishedRow
+from cairn.store.base import ChunkMeta, PublishedRow
 from cairn.store.sql.dialect import Dialect
 
 __all__ = [
     "AUDIT_COLUMNS",
+    "EDGE_COLUMNS",
+    "EDGE_STATE",
     "META_COLUMNS",
     "PROPOSAL_COLUMNS",
     "audit_row",
     "baseline_row",
     "dumps",
+    "edge_row",
     "proposal_row",
     "record_row",
     "to_audit",
@@ -57,6 +64,12 @@ AUDIT_COLUMNS = (
     "id", "at", "actor", "actor_roles", "action", "subject_id", "proposal_id", "rule",
     "reason", "from_status", "to_status", "details",
 )  # fmt: skip
+EDGE_COLUMNS = (
+    "id", "type", "src", "dst", "scope", "acl", "metadata", "valid_from", "valid_to",
+    "origin", "status", "created_at", "created_by", "proposal_id", "removed_at", "removed_by",
+)  # fmt: skip
+# What may change on a stored edge: only its removal. Everything else is fixed at link time.
+EDGE_STATE = ("status", "removed_at", "removed_by")
 META_COLUMNS = (
     "c.id, c.record_id, c.version_id, c.text_hash, c.kind, c.scope_id, c.acl_id, c.status, "
     "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq"
@@ -115,6 +128,19 @@ def audit_row(a: AuditEntry) -> dict[str, Any]:
         "action": a.action, "subject_id": a.subject_id, "proposal_id": a.proposal_id,
         "rule": a.rule, "reason": a.reason, "from_status": a.from_status,
         "to_status": a.to_status, "details": json.loads(dumps(a.details)),
+    }  # fmt: skip
+
+
+def edge_row(e: Edge) -> dict[str, Any]:
+    """``acl`` and ``metadata`` stay dicts; each store stores them as its JSON (and interns
+    the scope and ACL next to the row, so walks filter edges as the index filters chunks)."""
+    return {
+        "id": e.id, "type": e.type, "src": e.src, "dst": e.dst, "scope": e.scope,
+        "acl": e.acl.model_dump(mode="json"), "metadata": json.loads(dumps(e.metadata)),
+        "valid_from": _iso(e.valid_from), "valid_to": _iso(e.valid_to),
+        "origin": e.origin.value, "status": e.status.value, "created_at": _iso(e.created_at),
+        "created_by": e.created_by, "proposal_id": e.proposal_id,
+        "removed_at": _iso(e.removed_at), "removed_by": e.removed_by,
     }  # fmt: skip
 
 
@@ -212,9 +238,24 @@ def to_published(row: Row, d: Dialect) -> PublishedRow:
     )
 
 
-def to_edge(row: Row, d: Dialect) -> EdgeRow:
-    return EdgeRow(
-        src=row["src"], dst=row["dst"], type=row["type"], created_at=d.when(row["created_at"])
+def to_edge(row: Row, d: Dialect) -> Edge:
+    return Edge(
+        id=row["id"],
+        type=row["type"],
+        src=row["src"],
+        dst=row["dst"],
+        scope=row["scope"],
+        acl=Acl.model_validate(d.json(row["acl"]), context=STORED),
+        metadata=d.json(row["metadata"]),
+        valid_from=d.maybe_when(row["valid_from"]),
+        valid_to=d.maybe_when(row["valid_to"]),
+        origin=Origin(row["origin"]),
+        status=EdgeStatus(row["status"]),
+        created_at=d.when(row["created_at"]),
+        created_by=row["created_by"],
+        proposal_id=row["proposal_id"],
+        removed_at=d.maybe_when(row["removed_at"]),
+        removed_by=row["removed_by"],
     )
 
 

@@ -1,0 +1,37 @@
+"""Put a store's tables back the way an older cairn left them, to test upgrades."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import psycopg
+
+
+def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
+    """Edges as they were before they became a domain type: (src, dst, type, created_at)."""
+    conn.execute(
+        "CREATE TABLE edges_old (src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, "
+        "created_at TEXT NOT NULL, PRIMARY KEY (src, dst, type))"
+    )
+    conn.execute("INSERT INTO edges_old SELECT src, dst, type, created_at FROM edges")
+    conn.execute("DROP TABLE edges")
+    conn.execute("ALTER TABLE edges_old RENAME TO edges")
+    conn.execute("CREATE INDEX edges_dst ON edges(dst)")
+
+
+def rewind_edges_postgres(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        'CREATE TABLE cairn.edges_old (src text COLLATE "C" NOT NULL, '
+        'dst text COLLATE "C" NOT NULL, type text COLLATE "C" NOT NULL, '
+        "created_at timestamptz NOT NULL, ord bigint GENERATED ALWAYS AS IDENTITY, "
+        "PRIMARY KEY (src, dst, type))"
+    )
+    conn.execute(
+        "INSERT INTO cairn.edges_old (src, dst, type, created_at) "
+        "SELECT src, dst, type, created_at FROM cairn.edges"
+    )
+    conn.execute("DROP TABLE cairn.edges")
+    conn.execute("ALTER TABLE cairn.edges_old RENAME TO edges")
+    conn.execute("ALTER TABLE cairn.edges OWNER TO cairn_owner")
+    conn.execute("CREATE INDEX edges_dst ON cairn.edges (dst)")
