@@ -21,18 +21,19 @@ from hypothesis import strategies as st
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import AuditEntry, Content, Principal, Record, Status, Version, new_id
-from cairn.search.fts import build_match_query
+from cairn.search.fts import select_terms
 from cairn.store.base import (
     ChangeSet,
     ChunkDraft,
     ChunkFilter,
     ExpectRecord,
+    KeywordQuery,
     PutRecord,
     PutVersion,
     Store,
     text_hash,
 )
-from cairn.store.postgres import PostgresStore, match_terms
+from cairn.store.postgres import PostgresStore
 from cairn.store.sqlite import SqliteStore
 from cairn.store.transfer import export_store, import_store
 from tests.pg import PgCluster
@@ -122,9 +123,13 @@ def _everyone(store: Store, **kw: object) -> ChunkFilter:
     return ChunkFilter(**fields)  # type: ignore[arg-type]
 
 
+def _terms(text: str) -> KeywordQuery:
+    return KeywordQuery(select_terms(text))
+
+
 def _search(store: Store, query: str, where: ChunkFilter, k: int = 10) -> list[int]:
-    match = build_match_query(query)
-    assert match is not None
+    match = _terms(query)
+    assert match.terms
     return [chunk_id for chunk_id, _ in store.keyword_search(match, where, k)]
 
 
@@ -187,7 +192,7 @@ def test_keyword_search_trims_before_it_ranks(store: Store) -> None:
     _, public = _create(store, "Team notes", "Passwords rotate sometimes.")
     public_acl = {a.id for a in store.acls() if a.labels == ("internal",)}
     where = _everyone(store, acl_ids=frozenset(public_acl))
-    hits = store.keyword_search(build_match_query("database password rotation") or "", where, 1)
+    hits = store.keyword_search(_terms("database password rotation"), where, 1)
     assert len(hits) == 1
     assert store.chunk_rows([hits[0][0]])[hits[0][0]].meta.version_id == public.id
     everything = _search(store, "database password rotation", _everyone(store), k=50)
@@ -198,7 +203,7 @@ def test_keyword_search_trims_before_it_ranks(store: Store) -> None:
 def test_keyword_ranking_prefers_title_hits_and_stems(store: Store) -> None:
     _, in_body = _create(store, "Weekly notes", "The staging cluster is rebuilt.")
     _, in_title = _create(store, "Staging cluster", "It is rebuilt every week.")
-    hits = store.keyword_search(build_match_query("staging") or "", _everyone(store), 10)
+    hits = store.keyword_search(_terms("staging"), _everyone(store), 10)
     rows = store.chunk_rows([h[0] for h in hits])
     assert [rows[h[0]].meta.version_id for h in hits] == [in_title.id, in_body.id]
     assert hits[0][1] > hits[1][1] > 0  # higher is better
@@ -214,7 +219,7 @@ def test_keyword_ranking_weighs_a_rare_term_over_a_common_one(store: Store) -> N
         _create(store, f"Standup {n}", f"Status update number {n}.")
     _, filled = _create(store, "Status status", "Status of the status: status unchanged.")
     _, rare = _create(store, "Birds", "A kestrel status sighting.")
-    hits = store.keyword_search(build_match_query("status kestrel") or "", _everyone(store), 3)
+    hits = store.keyword_search(_terms("status kestrel"), _everyone(store), 3)
     rows = store.chunk_rows([h[0] for h in hits])
     ranked = [rows[h[0]].meta.version_id for h in hits]
     assert ranked[:2] == [rare.id, filled.id]
@@ -324,30 +329,25 @@ def pg_store(pg_cluster: PgCluster) -> Iterator[PostgresStore]:
 
 
 @pytest.mark.parametrize(
-    "match",
+    "term",
     ['"unterminated', '"a""b" OR "c"', "NEAR(a b)", "*", ":*", "!&|", "'", "((", "NOT", "",
      '""', "x\x00y", "\ud800", "a" * 3000, 'OR OR "OR"', "-", "<->", '"staging" OR "x"'],
 )  # fmt: skip
-def test_any_match_text_is_safe_on_postgres(pg_store: PostgresStore, match: str) -> None:
-    """The kernel passes FTS5 syntax; PostgreSQL takes its quoted terms (or, for anything
-    else, its words) as plainto_tsquery parameters, so no text can break the query."""
-    assert isinstance(pg_store.keyword_search(match, _everyone(pg_store), 5), list)
-    assert pg_store.doc_freq(match) >= 0
+def test_no_term_is_read_as_query_syntax(store: Store, term: str) -> None:
+    """Terms cross the store interface as plain words: on both stores no text a caller
+    typed is read as an operator, so none can break or widen the query."""
+    hits = store.keyword_search(KeywordQuery((term, "staging")), _everyone(store), 5)
+    assert isinstance(hits, list)
+    assert store.keyword_search(KeywordQuery(("NOT",)), _everyone(store), 5) == []
+    assert store.doc_freq(term) >= 0
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=80))
-def test_any_text_is_a_safe_match_on_postgres(pg_store: PostgresStore, text: str) -> None:
-    hits = pg_store.keyword_search(text, _everyone(pg_store), 5)
+def test_any_text_is_a_safe_term_on_postgres(pg_store: PostgresStore, text: str) -> None:
+    hits = pg_store.keyword_search(KeywordQuery((text,)), _everyone(pg_store), 5)
     assert all(score > 0 for _, score in hits)
     pg_store.doc_freq(text)
-
-
-def test_match_terms_reads_the_kernels_expressions() -> None:
-    assert match_terms('"deploy" OR "staging"') == ["deploy", "staging"]
-    assert match_terms('"say ""hi""" OR "x" OR "x"') == ['say "hi"', "x"]
-    assert match_terms("plain words OR NOT") == ["plain", "words"]
-    assert match_terms("") == [] and match_terms('"" OR ""') == []
 
 
 def test_doc_freq_estimates_common_terms_from_postgres_statistics(pg_cluster: PgCluster) -> None:

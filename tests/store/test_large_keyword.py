@@ -19,8 +19,8 @@ import cairn.store.sqlite as sqlite_module
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Acl, Content, Sensitivity, Status
-from cairn.search.fts import build_match_query
-from cairn.store.base import ChunkFilter
+from cairn.search.fts import match_expression, select_terms
+from cairn.store.base import ChunkFilter, KeywordQuery
 from cairn.store.filters import to_sql
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
@@ -70,13 +70,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
     made.close()
 
 
-def _one_step(store: SqliteStore, match: str, where: ChunkFilter, limit: int) -> list[Any]:
+def _one_step(store: SqliteStore, query: KeywordQuery, where: ChunkFilter, limit: int) -> list[Any]:
     clause, params = to_sql(where, store.dialect)
     rows = store._read(
         "SELECT c.id, -bm25(chunks_fts, 3.0, 1.5, 1.0) AS score "
         "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
         f"WHERE chunks_fts MATCH ? AND {clause} ORDER BY score DESC, c.id LIMIT ?",
-        [match, *params, limit],
+        [f"{{title heading text}} : ({match_expression(query.terms)})", *params, limit],
     )
     return [(int(r["id"]), float(r["score"])) for r in rows]
 
@@ -105,8 +105,8 @@ def test_two_step_keyword_search_equals_the_one_step_query(
             statuses=frozenset(rng.sample(["active", "archived"], rng.randrange(1, 3))),
             scope_ids=frozenset(rng.sample(scopes, rng.randrange(1, len(scopes) + 1))),
         )
-        match = build_match_query(" ".join(rng.sample(WORDS, rng.randrange(1, 4))))
-        assert match is not None
+        match = KeywordQuery(select_terms(" ".join(rng.sample(WORDS, rng.randrange(1, 4)))))
+        assert match.terms
         limit = rng.choice([1, 5, 20, 80])
         calls.clear()
         found = store.keyword_search(match, where, limit)
@@ -120,7 +120,7 @@ def test_a_reader_who_sees_little_still_gets_a_full_list(store: SqliteStore) -> 
     """Others' chunks fill the first ``depth`` matches; the reader's are found anyway."""
     archived = ChunkFilter(acl_ids=frozenset(a.id for a in store.acls()),
                            statuses=frozenset({"archived"}))  # fmt: skip
-    everything = _one_step(store, '"rotation" OR "password"', archived, 1000)
+    everything = _one_step(store, KeywordQuery(("rotation", "password")), archived, 1000)
     assert 40 < len(everything) < 100  # every seventh record, out of ~400 matches
-    found = store.keyword_search('"rotation" OR "password"', archived, 40)
+    found = store.keyword_search(KeywordQuery(("rotation", "password")), archived, 40)
     assert found == everything[:40]

@@ -22,8 +22,7 @@ from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Acl, Content, ContentPatch
 from cairn.retrieval.recall import keyword_match, keyword_recall
-from cairn.search.fts import build_match_query
-from cairn.store.base import ChunkFilter, Store
+from cairn.store.base import ChunkFilter, KeywordQuery, Store
 from cairn.store.migrations import SQLITE_MIGRATIONS
 from cairn.store.pg_migrations import latest_version
 from cairn.store.postgres import PostgresStore
@@ -93,7 +92,7 @@ def test_a_small_scope_keeps_a_term_common_in_the_store(store: Store) -> None:
     assert keyword_match(store, "recommend", everyone) is None
     assert keyword_recall(store, "recommend", everyone, 10) == []
     # In Alice's two chunks the word is kept, and it finds her recommendation.
-    assert keyword_match(store, "recommend", alice) == build_match_query("recommend")
+    assert keyword_match(store, "recommend", alice) == KeywordQuery(("recommend",))
     found = keyword_recall(store, "recommend", alice, 10)
     rows = store.chunk_rows([chunk_id for chunk_id, _ in found])
     assert [rows[chunk_id].title for chunk_id, _ in found] == ["hotel"]
@@ -108,7 +107,7 @@ def test_a_large_reach_is_pruned_as_before(store: Store, monkeypatch: pytest.Mon
 def test_query_words_never_match_the_scope_column(store: Store) -> None:
     alice = _where(store, "chat/alice")
     (scope_id,) = alice.scope_ids or ()
-    token = f'"zs{scope_id}"'
+    token = KeywordQuery((f"zs{scope_id}",))
     # The token is in the index (reach counts it), yet a query naming it finds nothing,
     # whether the search is scope-restricted in the index or filtered after.
     assert store.keyword_search(token, alice, 10) == []
@@ -149,10 +148,13 @@ def test_a_schema_2_store_is_upgraded_and_searchable(tmp_path: Path) -> None:
         assert upgraded.schema_version == len(SQLITE_MIGRATIONS)
         red = _where(upgraded, "team/red")
         assert upgraded.keyword_reach(red) == 1
-        found = upgraded.keyword_search('"replica"', red, 10)
+        found = upgraded.keyword_search(KeywordQuery(("replica",)), red, 10)
         rows = upgraded.chunk_rows([chunk_id for chunk_id, _ in found])
         assert [rows[chunk_id].title for chunk_id, _ in found] == ["red runbook"]
-        assert len(upgraded.keyword_search('"replica"', _where(upgraded, None), 10)) == 5
+        assert (
+            len(upgraded.keyword_search(KeywordQuery(("replica",)), _where(upgraded, None), 10))
+            == 5
+        )
     finally:
         upgraded.close()
 

@@ -1,4 +1,4 @@
-"""Stage 2, recall: keyword (BM25 over FTS5) and vector (cosine over the catalog).
+"""Stage 2, recall: keyword (each store's text index) and vector (cosine over the catalog).
 
 Both take the preselected ``ChunkFilter`` and apply it inside their index.
 """
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from cairn.retrieval.indexer import Indexer
 from cairn.search.catalog import FloatArray
-from cairn.search.fts import build_match_query, fts_tokens
-from cairn.store.base import ChunkFilter, Store
+from cairn.search.fts import fts_tokens, select_terms
+from cairn.store.base import ChunkFilter, KeywordQuery, Store
 
 # Terms in more than this share of chunks are dropped from keyword queries: they match
 # (and make the index score) a large part of the corpus while adding little to ranking.
@@ -40,24 +40,31 @@ HOPELESS_POSTINGS = 50_000
 FULL_QUERY_REACH = MAX_DF_POSTINGS
 
 
-def keyword_match(store: Store, query: str, where: ChunkFilter | None = None) -> str | None:
-    """The FTS5 expression keyword recall runs for ``query`` under ``where`` (None: nothing
-    worth searching)."""
+def keyword_match(
+    store: Store, query: str, where: ChunkFilter | None = None
+) -> KeywordQuery | None:
+    """The terms keyword recall searches for ``query`` under ``where`` (None: nothing worth
+    searching)."""
     total = store.chunk_count()
     if total < PRUNE_FROM_CHUNKS:
-        return build_match_query(query)
+        return _query(select_terms(query))
     reach = store.keyword_reach(where) if where is not None else None
     if reach is not None and reach <= FULL_QUERY_REACH:
-        return build_match_query(query)
+        return _query(select_terms(query))
     hopeless = min(HOPELESS_DF_RATIO * total, HOPELESS_POSTINGS)
     useful = [t for t in fts_tokens(query) if store.doc_freq(t) <= hopeless]
-    return build_match_query(
+    terms = select_terms(
         " ".join(useful),
         doc_freq=store.doc_freq,
         total_docs=total,
         max_df_ratio=min(MAX_DF_RATIO, MAX_DF_POSTINGS / total),
         keep_rarest=1,
     )
+    return _query(terms)
+
+
+def _query(terms: tuple[str, ...]) -> KeywordQuery | None:
+    return KeywordQuery(terms) if terms else None
 
 
 def keyword_recall(store: Store, query: str, where: ChunkFilter, k: int) -> list[tuple[int, float]]:

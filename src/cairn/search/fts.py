@@ -14,14 +14,18 @@ import sqlite3
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable
+from typing import TypedDict, Unpack
 
 __all__ = [
     "DEFAULT_STOPWORDS",
     "FTS5_TOKENIZE",
+    "TermOptions",
     "build_match_query",
     "doc_freq_from_vocab",
     "fts_tokens",
+    "match_expression",
     "quote_term",
+    "select_terms",
 ]
 
 FTS5_TOKENIZE = "unicode61 remove_diacritics 2"
@@ -159,7 +163,30 @@ def quote_term(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def build_match_query(
+class TermOptions(TypedDict, total=False):
+    """How ``select_terms`` chooses terms (see there)."""
+
+    stopwords: Iterable[str]
+    doc_freq: Callable[[str], int] | None
+    total_docs: int | None
+    max_df_ratio: float
+    max_terms: int
+    keep_rarest: int
+
+
+def build_match_query(text: str, **options: Unpack[TermOptions]) -> str | None:
+    """Turn arbitrary user text into a safe FTS5 MATCH expression, or ``None``: the terms
+    ``select_terms`` keeps, each quoted, OR-ed in query order."""
+    terms = select_terms(text, **options)
+    return match_expression(terms) if terms else None
+
+
+def match_expression(terms: Iterable[str]) -> str:
+    """Terms as an FTS5 expression matching any of them (each a quoted string literal)."""
+    return " OR ".join(quote_term(t) for t in terms)
+
+
+def select_terms(
     text: str,
     *,
     stopwords: Iterable[str] = DEFAULT_STOPWORDS,
@@ -168,10 +195,9 @@ def build_match_query(
     max_df_ratio: float = 0.3,
     max_terms: int = 32,
     keep_rarest: int = 2,
-) -> str | None:
-    """Turn arbitrary user text into a safe FTS5 MATCH expression, or ``None``.
+) -> tuple[str, ...]:
+    """The terms of arbitrary user text worth searching for, distinct, in query order.
 
-    Each distinct kept term is quoted and the terms are OR-ed, in query order.
     Stopwords are dropped. When ``doc_freq`` and ``total_docs`` are given, terms
     found in more than ``max_df_ratio`` of the documents are dropped too: one very
     common term in an OR query makes FTS5 walk a huge posting list (measured 68 /
@@ -180,7 +206,7 @@ def build_match_query(
     query still finds something. Beyond ``max_terms`` the rarest terms (or, with no
     frequencies, the first ones) win.
 
-    Returns ``None`` when nothing searchable is left (empty text, only
+    Returns no terms when nothing searchable is left (empty text, only
     punctuation or stopwords); callers should then return no results rather
     than run a query.
     """
@@ -191,7 +217,7 @@ def build_match_query(
     stop = stopwords if isinstance(stopwords, (set, frozenset)) else frozenset(stopwords)
     terms = [t for t in dict.fromkeys(fts_tokens(text)) if t not in stop]
     if not terms:
-        return None
+        return ()
 
     if doc_freq is not None:
         freq = {t: doc_freq(t) for t in terms}
@@ -209,7 +235,7 @@ def build_match_query(
             terms = [t for t in terms if t in chosen]
     else:
         terms = terms[:max_terms]
-    return " OR ".join(quote_term(t) for t in terms)
+    return tuple(terms)
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")

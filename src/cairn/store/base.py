@@ -182,6 +182,29 @@ def text_hash(title: str, heading: str, text: str) -> str:
     return hashlib.sha256(embed_input(title, heading, text).encode()).hexdigest()
 
 
+# At most this many terms reach an index: more only slows the search (the kernel keeps the
+# rarest, see ``cairn.search.fts.select_terms``).
+MAX_KEYWORD_TERMS = 64
+
+
+@dataclass(frozen=True)
+class KeywordQuery:
+    """What a keyword search looks for: chunks holding any of ``terms`` (words as a person
+    typed them, already stripped of stopwords), ranked by how well they match. Each store
+    turns it into its own engine's syntax; no query syntax crosses the interface, so no
+    text a caller typed can be read as an operator."""
+
+    terms: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        # Text no database takes as a parameter (NUL, lone surrogates) is dropped here, once.
+        clean = (
+            t.encode("utf-8", "ignore").decode("utf-8").replace("\x00", "") for t in self.terms
+        )
+        kept = tuple(t for t in dict.fromkeys(clean) if t.strip())
+        object.__setattr__(self, "terms", kept[:MAX_KEYWORD_TERMS])
+
+
 @dataclass(frozen=True)
 class ChunkFilter:
     """Which chunks a read may see, decided before ranking (``retrieval.preselect``).
@@ -360,9 +383,11 @@ class IndexStore(Protocol):
 
     def scopes(self) -> dict[int, str]: ...
 
-    def keyword_search(self, match: str, where: ChunkFilter, limit: int) -> list[tuple[int, float]]:
-        """Chunk ids and BM25 scores (higher is better) of the best ``limit`` matches of an
-        FTS5 ``match`` expression among chunks that ``where`` admits."""
+    def keyword_search(
+        self, query: KeywordQuery, where: ChunkFilter, limit: int
+    ) -> list[tuple[int, float]]:
+        """Chunk ids and scores (higher is better) of the best ``limit`` chunks holding any
+        of the query's terms, among chunks that ``where`` admits."""
         ...
 
     def doc_freq(self, term: str) -> int: ...

@@ -58,6 +58,7 @@ from cairn.store.base import (
     Dumped,
     ExpectProposal,
     ExpectRecord,
+    KeywordQuery,
     Precondition,
     PublishedRow,
     PutBaseline,
@@ -372,7 +373,9 @@ class PostgresStore(SqlReads, SqlGraph):
 
     # ---- what only PostgreSQL says ------------------------------------------------------
 
-    def keyword_search(self, match: str, where: ChunkFilter, limit: int) -> list[tuple[int, float]]:
+    def keyword_search(
+        self, query: KeywordQuery, where: ChunkFilter, limit: int
+    ) -> list[tuple[int, float]]:
         """Chunks matching any term of ``match``, best first (higher is better), among those
         ``where`` admits: the filter is part of the query, so chunks a reader may not see
         are never ranked (docs/operations.md: how it differs from BM25).
@@ -383,7 +386,8 @@ class PostgresStore(SqlReads, SqlGraph):
         LoCoMo, keyword turn recall@10 on PostgreSQL went from 66.5% to 73.5% (SQLite's BM25:
         75.4%; docs/benchmarks.md). Terms matching nothing are left out.
         """
-        terms = match_terms(match)
+        # each term is a plainto_tsquery parameter, which reads any text as plain words
+        terms = [t for t in dict.fromkeys(_plain(term) for term in query.terms) if t]
         if not terms or limit <= 0:
             return []
         total = self.chunk_count()
@@ -429,7 +433,7 @@ class PostgresStore(SqlReads, SqlGraph):
         return found
 
     def _count_doc_freq(self, term: str, total: int) -> int:
-        words = match_terms(term)
+        words = _plain(term).split()
         if not words:
             return 0
         found = self._read(
@@ -584,27 +588,17 @@ RANK_NORMALIZATION = 1
 DOC_FREQ_CAP = 10_000
 DOC_FREQ_CACHE_SIZE = 50_000
 COMMON_LEXEMES_TTL_S = 300.0
-MAX_MATCH_TERMS = 64
 
-_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
-_OPERATORS = frozenset({"OR", "AND", "NOT", "NEAR"})
+
+def _plain(text: str) -> str:
+    """Text PostgreSQL accepts as a parameter: no NUL, no lone surrogate, no quote."""
+    cleaned = text.encode("utf-8", "ignore").decode("utf-8")
+    return " ".join(cleaned.replace("\x00", " ").replace('"', " ").split())
 
 
 def _idf(doc_freq: int, total: int) -> float:
     """BM25's inverse document frequency (the Robertson-Sparck Jones weight, kept positive)."""
     return math.log(1 + (max(total, doc_freq) - doc_freq + 0.5) / (doc_freq + 0.5))
-
-
-def match_terms(match: str) -> list[str]:
-    """The terms of an FTS5 match expression as the kernel builds them (``"a" OR "b"``),
-    or, for any other text, its words; distinct, in order. Never raises: each term is later
-    a ``plainto_tsquery`` parameter, which accepts any text."""
-    text = match.encode("utf-8", "ignore").decode("utf-8").replace("\x00", " ")
-    terms = [m.group(1).replace('""', '"') for m in _QUOTED.finditer(text)]
-    rest = _QUOTED.sub(" ", text).replace('"', " ")
-    terms += [w for w in rest.split() if w not in _OPERATORS]
-    kept = [t for t in dict.fromkeys(t.strip() for t in terms) if t]
-    return kept[:MAX_MATCH_TERMS]
 
 
 def _floats(blob: bytes, dim: int) -> list[float]:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from cairn.errors import Conflict, InvalidInput, StoreError
 from cairn.model import Acl, AuditEntry, Baseline, Edge, Proposal, Record, Version
 from cairn.private_files import create_private_file
+from cairn.search.fts import match_expression
 from cairn.store.base import (
     ChangeSet,
     Chunker,
@@ -32,6 +33,7 @@ from cairn.store.base import (
     Dumped,
     ExpectProposal,
     ExpectRecord,
+    KeywordQuery,
     Precondition,
     PublishedRow,
     PutBaseline,
@@ -345,7 +347,9 @@ class SqliteStore(SqlReads, SqlGraph):
 
     # ---- what only SQLite says -------------------------------------------------------
 
-    def keyword_search(self, match: str, where: ChunkFilter, limit: int) -> list[tuple[int, float]]:
+    def keyword_search(
+        self, query: KeywordQuery, where: ChunkFilter, limit: int
+    ) -> list[tuple[int, float]]:
         """The ``limit`` best chunks ``where`` admits, by BM25, ties by chunk id.
 
         Ranked in two steps. Joining every FTS match to ``chunks`` to test the filter costs
@@ -358,11 +362,12 @@ class SqliteStore(SqlReads, SqlGraph):
         are few matches, which is cheap), and the one-step query answers, so a reader never
         gets a short list because others' chunks filled the first ``depth``.
         """
-        if limit <= 0:
+        if limit <= 0 or not query.terms:
             return []
         clause, params = to_sql(where, DIALECT)
         within = self._scope_reach(where)
-        match = _fts_match(match, within[0] if within else None)
+        # Every term a quoted string literal: nothing a caller typed is read as FTS5 syntax.
+        match = _fts_match(match_expression(query.terms), within[0] if within else None)
         # bm25() is "lower is better"; negate so every recall signal reads "higher is better".
         depth = max(_KEYWORD_DEPTH_MIN, _KEYWORD_DEPTH_PER_RESULT * limit)
         found = self._read(
@@ -390,7 +395,9 @@ class SqliteStore(SqlReads, SqlGraph):
             self._df_cache_size = size
         found = cache.get(term)
         if found is None:
-            hits = self._read("SELECT doc FROM chunks_vocab WHERE term = ?", (_stem(term),))
+            # a lone surrogate cannot be a parameter, and no indexed word holds one
+            plain = term.encode("utf-8", "ignore").decode("utf-8")
+            hits = self._read("SELECT doc FROM chunks_vocab WHERE term = ?", (_stem(plain),))
             found = cache[term] = int(hits[0]["doc"]) if hits else 0
         return found
 
