@@ -38,6 +38,7 @@ from cairn.limits import (
     MAX_ID_CHARS,
     MAX_LIST_ITEMS,
     MAX_QUERY_CHARS,
+    MAX_REQUEST_BYTES,
     MAX_SCOPE_CHARS,
     LimitExceeded,
     check_text,
@@ -102,7 +103,7 @@ from cairn.retrieval.types import (
 )
 from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
-from cairn.store.base import ChunkFilter, EdgeFilter, Store
+from cairn.store.base import ChunkFilter, EdgeFilter, Store, StoredTask
 from cairn.store.factory import open_store
 
 DB_FILE = "cairn.db"
@@ -114,6 +115,8 @@ DEFAULT_EMBEDDER = "minilm"
 # A walk's reach: each hop multiplies what a walk touches, and the questions a decision graph
 # answers ("why", "what depends on this") are a few steps deep.
 MAX_HOPS = 4
+# An agent-protocol task holds its messages and artifacts: bounded like one request.
+MAX_TASK_BYTES = MAX_REQUEST_BYTES
 
 
 class RecordView(CairnModel):
@@ -660,6 +663,45 @@ class Memory:
             for v in self.store.list_versions(record_id, after=after, limit=limit)
             if access.can_read(principal, v.content.scope, v.content.acl)
         ]
+
+    # ---- agent-protocol tasks ---------------------------------------------------------
+
+    def save_task(
+        self, task_id: str, context_id: str, state: int, body: bytes, *, principal: Principal
+    ) -> None:
+        """Keep an agent-protocol task for ``principal`` (its owner, stamped here). A task
+        someone else owns is left as it is."""
+        _check(task_id, "task_id", MAX_ID_CHARS)
+        _check(context_id, "context_id", MAX_ID_CHARS)
+        if len(body) > MAX_TASK_BYTES:
+            raise InvalidInput(f"a task is at most {MAX_TASK_BYTES} bytes", field="task")
+        self.store.put_task(StoredTask(task_id, context_id, principal.id, state, body))
+
+    def task(self, task_id: str, *, principal: Principal) -> bytes | None:
+        """A task's body, if the principal owns it (anyone else's is "not there")."""
+        found = self.store.get_task(task_id, principal.id) if is_id(task_id) else None
+        return found.body if found else None
+
+    def tasks(
+        self,
+        *,
+        principal: Principal,
+        context_id: str | None = None,
+        state: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[bytes]:
+        """The principal's tasks, most recently saved first, a page at a time."""
+        if not 1 <= limit <= 1000 or not 0 <= offset <= MAX_COUNTER:
+            raise InvalidInput("task pages take 1 <= limit <= 1000 and an offset >= 0")
+        found = self.store.list_tasks(
+            principal.id, context_id=context_id, state=state, limit=limit, offset=offset
+        )
+        return [task.body for task in found]
+
+    def delete_task(self, task_id: str, *, principal: Principal) -> None:
+        if is_id(task_id):
+            self.store.delete_task(task_id, principal.id)
 
     # ---- the graph ---------------------------------------------------------------------
 

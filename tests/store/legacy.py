@@ -9,7 +9,9 @@ import psycopg
 
 
 def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
-    """Edges as they were before they became a domain type: (src, dst, type, created_at)."""
+    """The store as it was before edges became a domain type: edges as (src, dst, type,
+    created_at), and no agent tasks table (a later step)."""
+    conn.execute("DROP TABLE IF EXISTS agent_tasks")
     conn.execute(
         "CREATE TABLE edges_old (src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, "
         "created_at TEXT NOT NULL, PRIMARY KEY (src, dst, type))"
@@ -21,6 +23,7 @@ def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
 
 
 def rewind_edges_postgres(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("DROP TABLE IF EXISTS cairn.agent_tasks")
     conn.execute(
         'CREATE TABLE cairn.edges_old (src text COLLATE "C" NOT NULL, '
         'dst text COLLATE "C" NOT NULL, type text COLLATE "C" NOT NULL, '

@@ -4,8 +4,9 @@ Built on the ``a2a-sdk`` request handler and JSON-RPC dispatcher, which speak A2
 (``SendMessage``, ``GetTask``, …) and 0.3 (``message/send``, ``tasks/get``, …) on one endpoint.
 Three things are cairn's own:
 
-- ``SqliteTaskStore``: tasks live in their own SQLite file (``.cairn/a2a_tasks.db``), never in
-  the memory tables, so a task survives a restart and memory stays governed by the gate alone.
+- ``MemoryTaskStore``: tasks live in the main store (SQLite or PostgreSQL), outside the memory
+  tables, so a task survives a restart, every server on one database answers for it, and
+  memory stays governed by the gate alone.
 - ``CairnExecutor``: one skill call per message, one ``Memory`` call per skill (research →
   ``Memory.research``, recall → ``Memory.retrieve``, remember → ``Memory.remember``). A
   message whose skill is unclear moves the task to ``input-required`` and the task can be
@@ -20,9 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sqlite3
-import threading
-from pathlib import Path
 from typing import Any
 
 from a2a.compat.v0_3 import types as v03
@@ -69,14 +67,12 @@ from cairn.workspace import Workspace
 
 __all__ = [
     "A2A_RPC_PATH",
-    "TASKS_FILE",
     "CairnExecutor",
-    "SqliteTaskStore",
+    "MemoryTaskStore",
     "build_a2a_routes",
     "build_agent_card",
 ]
 
-TASKS_FILE = "a2a_tasks.db"
 A2A_RPC_PATH = "/"  # the TCK and most clients POST JSON-RPC to the card's url
 PRINCIPAL_STATE = "cairn_principal"
 SKILLS = ("research", "remember", "recall")
@@ -90,69 +86,47 @@ _HELP = (
 # ---- the durable task store ---------------------------------------------------------------
 
 
-class SqliteTaskStore(TaskStore):
-    """Tasks as serialised protobufs in their own SQLite file, scoped to their owner."""
+class MemoryTaskStore(TaskStore):
+    """The SDK's task store over ``Memory``: tasks live in the main store, so every server on
+    one database answers for the same tasks, each task its owner's alone."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute("PRAGMA synchronous = FULL")  # an acknowledged task state is durable
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context_id TEXT NOT NULL,"
-            " owner TEXT, state INTEGER NOT NULL, updated_at REAL NOT NULL, body BLOB NOT NULL)"
-        )
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
 
     @staticmethod
-    def _owner(context: ServerCallContext | None) -> str | None:
+    def _principal(context: ServerCallContext | None) -> Principal:
         principal = context.state.get(PRINCIPAL_STATE) if context is not None else None
-        return principal.id if isinstance(principal, Principal) else None
+        if not isinstance(principal, Principal):
+            # The endpoint authenticates before the SDK runs: no principal means a bug, and
+            # a task is never kept or shown without an owner.
+            raise PermissionDenied("no principal for this task")
+        return principal
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        owner = self._owner(context)
-        with self._lock:
-            self._conn.execute(
-                "INSERT INTO tasks (id, context_id, owner, state, updated_at, body)"
-                " VALUES (?, ?, ?, ?, julianday('now'), ?) ON CONFLICT(id) DO UPDATE SET"
-                " context_id = excluded.context_id, state = excluded.state,"
-                " updated_at = excluded.updated_at, body = excluded.body,"
-                " owner = COALESCE(tasks.owner, excluded.owner)",
-                (task.id, task.context_id, owner, int(task.status.state), task.SerializeToString()),
-            )
+        self.memory.save_task(
+            task.id,
+            task.context_id,
+            int(task.status.state),
+            task.SerializeToString(),
+            principal=self._principal(context),
+        )
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT owner, body FROM tasks WHERE id = ?", (task_id,)
-            ).fetchone()
-        if row is None:
-            return None
-        owner = self._owner(context)
-        # Someone else's task is "not found", like any record a principal may not see.
-        if row[0] is not None and owner is not None and row[0] != owner:
-            return None
-        task: Task = Task.FromString(row[1])
-        return task
+        body = self.memory.task(task_id, principal=self._principal(context))
+        return Task.FromString(body) if body is not None else None
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        owner = self._owner(context)
-        sql = "SELECT body FROM tasks WHERE (owner IS NULL OR owner = ?)"
-        args: list[Any] = [owner]
-        if params.context_id:
-            sql += " AND context_id = ?"
-            args.append(params.context_id)
-        if params.status:
-            sql += " AND state = ?"
-            args.append(int(params.status))
         size = params.page_size or 50
         start = int(params.page_token) if params.page_token.isdigit() else 0
-        sql += " ORDER BY updated_at DESC LIMIT ? OFFSET ?"
-        args += [size + 1, start]
-        with self._lock:
-            rows = self._conn.execute(sql, args).fetchall()
-        tasks = [Task.FromString(r[0]) for r in rows[:size]]
-        more = len(rows) > size
+        bodies = self.memory.tasks(
+            principal=self._principal(context),
+            context_id=params.context_id or None,
+            state=int(params.status) if params.status else None,
+            limit=min(size + 1, 1000),
+            offset=start,
+        )
+        tasks = [Task.FromString(body) for body in bodies[:size]]
+        more = len(bodies) > size
         return ListTasksResponse(
             tasks=tasks,
             next_page_token=str(start + size) if more else "",
@@ -161,12 +135,7 @@ class SqliteTaskStore(TaskStore):
         )
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        with self._lock:
-            self._conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self.memory.delete_task(task_id, principal=self._principal(context))
 
 
 # ---- the executor ---------------------------------------------------------------------------
@@ -596,14 +565,14 @@ def _bearer(header: str | None) -> str | None:
 
 def build_a2a_routes(
     workspace: Workspace, memory: Memory, base_url: str, *, anonymous: str | None = None
-) -> tuple[list[Route], SqliteTaskStore]:
-    """Routes for the card and the JSON-RPC endpoint, and the task store (close it on exit).
+) -> list[Route]:
+    """Routes for the card and the JSON-RPC endpoint (tasks are kept in ``memory``).
 
     ``anonymous`` names a low-privilege principal that requests without a key act as (off by
     default; only this endpoint, never ``/v1`` or ``/mcp``)."""
     if anonymous is not None:
         anonymous_principal(workspace, anonymous)  # refuse a bad name at start-up
-    store = SqliteTaskStore(workspace.folder / TASKS_FILE)
+    store = MemoryTaskStore(memory)
     card = build_agent_card(base_url, require_key=anonymous is None)
     handler = DefaultRequestHandler(
         agent_executor=CairnExecutor(memory), task_store=store, agent_card=card
@@ -616,4 +585,4 @@ def build_a2a_routes(
         *create_agent_card_routes(card, cache_control="public, max-age=300"),
         Route(A2A_RPC_PATH, endpoint=endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
     ]
-    return routes, store
+    return routes

@@ -160,9 +160,7 @@ def build_server_app(
     mcp = build_mcp_server(memory, principal_for)
     mcp_app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     try:
-        a2a_routes, task_store = build_a2a_routes(
-            workspace, memory, base_url, anonymous=a2a_anonymous
-        )
+        a2a_routes = build_a2a_routes(workspace, memory, base_url, anonymous=a2a_anonymous)
     except BaseException:
         memory.close()
         raise
@@ -175,7 +173,6 @@ def build_server_app(
             async with mcp.session_manager.run():
                 yield
         finally:
-            task_store.close()
             memory.close()  # the memory outlives every door; close it last
             log.info("stopped", extra={"fields": {"store": str(workspace.folder)}})
 

@@ -127,6 +127,20 @@ class ChangeSet:
     expects: tuple[Precondition, ...] = field(default_factory=tuple)
 
 
+# ---- agent-protocol tasks ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredTask:
+    """An agent-protocol task as a door saved it: its serialised body, and who owns it."""
+
+    id: str
+    context_id: str
+    owner: str
+    state: int
+    body: bytes
+
+
 # ---- whole-store dump rows (cairn.store.transfer) -------------------------------------------
 
 
@@ -469,6 +483,31 @@ class GraphStore(Protocol):
         ...
 
 
-class Store(RecordStore, IndexStore, GraphStore, Protocol):
+class TaskStore(Protocol):
+    """Agent-protocol tasks: a door's conversation state, not memory (no versions, no audit,
+    not exported). Each is its owner's alone: reads and deletes name the owner."""
+
+    def put_task(self, task: StoredTask) -> None:
+        """Insert or replace; a task already owned by someone else is left unchanged."""
+        ...
+
+    def get_task(self, task_id: str, owner: str) -> StoredTask | None: ...
+
+    def list_tasks(
+        self,
+        owner: str,
+        *,
+        context_id: str | None = None,
+        state: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[StoredTask]:
+        """The owner's tasks, most recently saved first."""
+        ...
+
+    def delete_task(self, task_id: str, owner: str) -> None: ...
+
+
+class Store(RecordStore, IndexStore, GraphStore, TaskStore, Protocol):
     """Everything the kernel needs from a backend; each backend implements every part, and
     one contract suite runs on each. Nothing else may write memory tables."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from cairn.store.sql.schema import AGENT_TASKS, EDGES, PATH_LINKS, create_table, kernel_tables
+
 
 def _utc_repair(table: str, column: str, paths: tuple[str, ...]) -> str:
     """UPDATEs that add a UTC zone to date-times stored without one at the JSON ``paths``
@@ -22,98 +24,8 @@ _TIMES = ("$.valid_from", "$.valid_to")
 
 SQLITE_MIGRATIONS: tuple[str, ...] = (
     # 1: the kernel
-    """
-    CREATE TABLE records (
-        id TEXT PRIMARY KEY,
-        kind TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        status TEXT NOT NULL,
-        current_version_id TEXT NOT NULL,
-        current_version INTEGER NOT NULL,
-        content_hash TEXT NOT NULL,
-        sensitivity INTEGER NOT NULL,
-        superseded_by TEXT,
-        created_at TEXT NOT NULL,
-        updated_at TEXT NOT NULL,
-        status_changed_at TEXT NOT NULL,
-        created_by TEXT NOT NULL
-    );
-    CREATE INDEX records_scope_hash ON records(scope, content_hash);
-    CREATE INDEX records_kind_status ON records(kind, status);
-    CREATE INDEX records_created ON records(created_at);
-
-    CREATE TABLE versions (
-        id TEXT PRIMARY KEY,
-        record_id TEXT NOT NULL REFERENCES records(id),
-        number INTEGER NOT NULL,
-        content TEXT NOT NULL,
-        content_hash TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        created_by TEXT NOT NULL,
-        proposal_id TEXT,
-        UNIQUE (record_id, number)
-    );
-
-    CREATE TABLE proposals (
-        id TEXT PRIMARY KEY,
-        op TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        record_id TEXT,
-        base_version_id TEXT,
-        base_baseline_id TEXT,
-        principal_id TEXT NOT NULL,
-        principal_roles TEXT NOT NULL,
-        status TEXT NOT NULL,
-        change TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        reason TEXT,
-        rule TEXT,
-        decided_by TEXT,
-        decided_at TEXT,
-        rebased_from TEXT,
-        rebased_to TEXT,
-        result_record_id TEXT,
-        result_version_id TEXT
-    );
-    CREATE INDEX proposals_status ON proposals(status, id);
-
-    CREATE TABLE audit (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        id TEXT NOT NULL UNIQUE,
-        at TEXT NOT NULL,
-        actor TEXT NOT NULL,
-        actor_roles TEXT NOT NULL,
-        action TEXT NOT NULL,
-        subject_id TEXT,
-        proposal_id TEXT,
-        rule TEXT,
-        reason TEXT,
-        from_status TEXT,
-        to_status TEXT,
-        details TEXT NOT NULL
-    );
-    CREATE INDEX audit_subject ON audit(subject_id);
-
-    CREATE TABLE baselines (
-        id TEXT PRIMARY KEY,
-        scope TEXT NOT NULL,
-        name TEXT,
-        created_at TEXT NOT NULL,
-        created_by TEXT NOT NULL,
-        proposal_id TEXT
-    );
-    CREATE TABLE baseline_pins (
-        baseline_id TEXT NOT NULL REFERENCES baselines(id),
-        record_id TEXT NOT NULL,
-        version_id TEXT NOT NULL REFERENCES versions(id),
-        PRIMARY KEY (baseline_id, record_id)
-    );
-    CREATE TABLE published (
-        scope TEXT PRIMARY KEY,
-        baseline_id TEXT NOT NULL REFERENCES baselines(id),
-        updated_at TEXT NOT NULL
-    );
-
+    kernel_tables("sqlite")
+    + """
     CREATE TABLE edges (
         src TEXT NOT NULL,
         dst TEXT NOT NULL,
@@ -123,14 +35,9 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX edges_dst ON edges(dst);
 
-    CREATE TABLE path_links (
-        record_id TEXT NOT NULL REFERENCES records(id),
-        path TEXT NOT NULL,
-        content_hash TEXT,
-        drifted INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (record_id, path)
-    );
-
+    """
+    + create_table("path_links", PATH_LINKS, "sqlite")
+    + """
     -- Append-only by construction: history can be added to, never rewritten.
     CREATE TRIGGER versions_no_update BEFORE UPDATE ON versions
         BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END;
@@ -245,26 +152,9 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE edges RENAME TO edges_legacy;
     DROP INDEX edges_dst;
-    CREATE TABLE edges (
-        id TEXT PRIMARY KEY,
-        type TEXT NOT NULL,
-        src TEXT NOT NULL,
-        dst TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        scope_id INTEGER REFERENCES scopes(id),
-        acl TEXT NOT NULL,
-        acl_id INTEGER REFERENCES acls(id),
-        metadata TEXT NOT NULL DEFAULT '{}',
-        valid_from TEXT,
-        valid_to TEXT,
-        origin TEXT NOT NULL,
-        status TEXT NOT NULL DEFAULT 'active',
-        created_at TEXT NOT NULL,
-        created_by TEXT NOT NULL,
-        proposal_id TEXT,
-        removed_at TEXT,
-        removed_by TEXT
-    );
+    """
+    + create_table("edges", EDGES, "sqlite")
+    + """
     CREATE INDEX edges_src ON edges(src, type);
     CREATE INDEX edges_dst ON edges(dst, type);
     INSERT INTO edges (id, type, src, dst, scope, scope_id, acl, acl_id, origin, created_at,
@@ -283,6 +173,12 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     LEFT JOIN versions v ON v.id = (CASE WHEN g.type = 'ACCEPTED_AS' THEN g.dst
                                          ELSE r.current_version_id END);
     DROP TABLE edges_legacy;
+    """,
+    # 6: agent-protocol (A2A) tasks move into the store from a side file, so that every
+    # server on a store answers for the same tasks. Door state, not memory: no audit.
+    create_table("agent_tasks", AGENT_TASKS, "sqlite")
+    + """
+    CREATE INDEX agent_tasks_owner ON agent_tasks(owner, updated_at);
     """,
 )
 

@@ -3,21 +3,7 @@
 -- ``installed_functions``), as the schema's owner, so every statement here must be safe to run
 -- again: CREATE OR REPLACE, REVOKE and GRANT. Migrations hold only schema changes.
 
--- The pgvector extension may live in any schema: resolve its types for these bodies.
-DO $do$
-DECLARE
-    ext_schema text;
-BEGIN
-    SELECT n.nspname INTO ext_schema
-        FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-        WHERE e.extname = 'vector';
-    IF ext_schema IS NULL THEN
-        RAISE EXCEPTION 'the pgvector extension is not installed (CREATE EXTENSION vector)'
-            USING ERRCODE = '42704';
-    END IF;
-    PERFORM set_config('search_path', format('cairn, %I, public', ext_schema), true);
-END
-$do$;
+-- (pg_migrations.functions_sql puts the statement resolving pgvector's schema first.)
 
 -- Index one version's chunks (a JSON array of {chunk_key, heading, start, end, text,
 -- text_hash} cut by the kernel's chunker). Everything else (kind, scope, ACL, validity,

@@ -42,6 +42,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import tuple_row
 
 from cairn.errors import StoreError
+from cairn.store.sql.schema import AGENT_TASKS, EDGES, PATH_LINKS, create_table, kernel_tables
 
 SCHEMA = "cairn"
 OWNER_ROLE = "cairn_owner"
@@ -64,100 +65,30 @@ class Migration:
     admin_sql: str = ""  # run first as the connecting login (needs superuser for extensions)
 
 
-_KERNEL = r"""
-CREATE TABLE records (
-    id text COLLATE "C" PRIMARY KEY,
-    kind text NOT NULL,
-    scope text COLLATE "C" NOT NULL,
-    status text NOT NULL,
-    current_version_id text COLLATE "C" NOT NULL,
-    current_version integer NOT NULL,
-    content_hash text NOT NULL,
-    sensitivity smallint NOT NULL,
-    superseded_by text COLLATE "C",
-    created_at timestamptz NOT NULL,
-    updated_at timestamptz NOT NULL,
-    status_changed_at timestamptz NOT NULL,
-    created_by text NOT NULL
-);
-CREATE INDEX records_scope_hash ON records (scope, content_hash);
-CREATE INDEX records_kind_status ON records (kind, status);
-CREATE INDEX records_created ON records (created_at);
+# seq is assigned by cairn_commit under a lock held until commit, so it is gapless and in
+# commit order: a reader tailing the log by seq never misses an entry committed later.
+# The pgvector extension may live in any schema (a superuser installed it, or admin_sql did,
+# in public): this resolves its types and operator classes for the statements after it.
+VECTOR_SEARCH_PATH = r"""
+DO $do$
+DECLARE
+    ext_schema text;
+BEGIN
+    SELECT n.nspname INTO ext_schema
+        FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+        WHERE e.extname = 'vector';
+    IF ext_schema IS NULL THEN
+        RAISE EXCEPTION 'the pgvector extension is not installed (CREATE EXTENSION vector)'
+            USING ERRCODE = '42704';
+    END IF;
+    PERFORM set_config('search_path', format('cairn, %I, public', ext_schema), true);
+END
+$do$;
+"""
 
-CREATE TABLE versions (
-    id text COLLATE "C" PRIMARY KEY,
-    record_id text COLLATE "C" NOT NULL REFERENCES records (id),
-    number integer NOT NULL,
-    content jsonb NOT NULL,
-    content_hash text NOT NULL,
-    created_at timestamptz NOT NULL,
-    created_by text NOT NULL,
-    proposal_id text COLLATE "C",
-    UNIQUE (record_id, number)
-);
-
-CREATE TABLE proposals (
-    id text COLLATE "C" PRIMARY KEY,
-    op text NOT NULL,
-    scope text COLLATE "C" NOT NULL,
-    record_id text COLLATE "C",
-    base_version_id text COLLATE "C",
-    base_baseline_id text COLLATE "C",
-    principal_id text NOT NULL,
-    principal_roles jsonb NOT NULL,
-    status text NOT NULL,
-    change jsonb NOT NULL,
-    created_at timestamptz NOT NULL,
-    reason text,
-    rule text,
-    decided_by text,
-    decided_at timestamptz,
-    rebased_from text COLLATE "C",
-    rebased_to text COLLATE "C",
-    result_record_id text COLLATE "C",
-    result_version_id text COLLATE "C"
-);
-CREATE INDEX proposals_status ON proposals (status, id);
-
--- seq is assigned by cairn_commit under a lock held until commit, so it is gapless and in
--- commit order: a reader tailing the log by seq never misses an entry committed later.
-CREATE TABLE audit (
-    seq bigint PRIMARY KEY,
-    id text COLLATE "C" NOT NULL UNIQUE,
-    at timestamptz NOT NULL,
-    actor text NOT NULL,
-    actor_roles jsonb NOT NULL,
-    action text NOT NULL,
-    subject_id text COLLATE "C",
-    proposal_id text COLLATE "C",
-    rule text,
-    reason text,
-    from_status text,
-    to_status text,
-    details jsonb NOT NULL
-);
-CREATE INDEX audit_subject ON audit (subject_id);
-
-CREATE TABLE baselines (
-    id text COLLATE "C" PRIMARY KEY,
-    scope text COLLATE "C" NOT NULL,
-    name text,
-    created_at timestamptz NOT NULL,
-    created_by text NOT NULL,
-    proposal_id text COLLATE "C"
-);
-CREATE TABLE baseline_pins (
-    baseline_id text COLLATE "C" NOT NULL REFERENCES baselines (id),
-    record_id text COLLATE "C" NOT NULL,
-    version_id text COLLATE "C" NOT NULL REFERENCES versions (id),
-    PRIMARY KEY (baseline_id, record_id)
-);
-CREATE TABLE published (
-    scope text COLLATE "C" PRIMARY KEY,
-    baseline_id text COLLATE "C" NOT NULL REFERENCES baselines (id),
-    updated_at timestamptz NOT NULL
-);
-
+_KERNEL = (
+    kernel_tables("postgres")
+    + r"""
 CREATE TABLE edges (
     src text COLLATE "C" NOT NULL,
     dst text COLLATE "C" NOT NULL,
@@ -168,14 +99,9 @@ CREATE TABLE edges (
 );
 CREATE INDEX edges_dst ON edges (dst);
 
-CREATE TABLE path_links (
-    record_id text COLLATE "C" NOT NULL REFERENCES records (id),
-    path text COLLATE "C" NOT NULL,
-    content_hash text,
-    drifted boolean NOT NULL DEFAULT false,
-    PRIMARY KEY (record_id, path)
-);
-
+"""
+    + create_table("path_links", PATH_LINKS, "postgres")
+    + r"""
 -- Append-only by construction: history can be added to, never rewritten, by anyone.
 CREATE FUNCTION forbid_rewrite() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
@@ -199,24 +125,11 @@ ALTER DEFAULT PRIVILEGES FOR ROLE cairn_owner IN SCHEMA cairn
     GRANT SELECT ON TABLES TO cairn_serving;
 ALTER DEFAULT PRIVILEGES FOR ROLE cairn_owner REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
 """
+)
 
-_RETRIEVAL = r"""
--- The pgvector extension may live in any schema (a superuser installed it, or admin_sql
--- did, in public): resolve its types and operator classes for this step.
-DO $do$
-DECLARE
-    ext_schema text;
-BEGIN
-    SELECT n.nspname INTO ext_schema
-        FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-        WHERE e.extname = 'vector';
-    IF ext_schema IS NULL THEN
-        RAISE EXCEPTION 'the pgvector extension is not installed (CREATE EXTENSION vector)'
-            USING ERRCODE = '42704';
-    END IF;
-    PERFORM set_config('search_path', format('cairn, %I, public', ext_schema), true);
-END
-$do$;
+_RETRIEVAL = (
+    VECTOR_SEARCH_PATH
+    + r"""
 
 -- Retrieval indexes. Chunks are derived from versions (never edited, never deleted); their
 -- filter columns (status, head, superseded) follow the record's state so that permission
@@ -292,6 +205,7 @@ CREATE INDEX vectors_hnsw_1536 ON vectors
     WITH (m = 16, ef_construction = 64) WHERE dim = 1536;
 
 """
+)
 
 # Keyword search confined to the reader's scopes: a btree on the scope lets the planner
 # intersect (BitmapAnd) or replace the GIN match with the scope's rows, so a small scope's
@@ -363,29 +277,13 @@ _UTC_TIMES = (
 # filters edges as the index filters chunks), metadata, validity, who made it and how it
 # ended. The kernel's older bookkeeping links move over as system edges, read under the ACL
 # of the record they concern (or by curators only, for a publish).
-_EDGES = r"""
+_EDGES = (
+    r"""
 ALTER TABLE edges RENAME TO edges_legacy;
 DROP INDEX edges_dst;
-CREATE TABLE edges (
-    id text COLLATE "C" PRIMARY KEY,
-    type text COLLATE "C" NOT NULL,
-    src text COLLATE "C" NOT NULL,
-    dst text COLLATE "C" NOT NULL,
-    scope text COLLATE "C" NOT NULL,
-    scope_id integer REFERENCES scopes (id),
-    acl jsonb NOT NULL,
-    acl_id integer REFERENCES acls (id),
-    metadata jsonb NOT NULL DEFAULT '{}',
-    valid_from timestamptz,
-    valid_to timestamptz,
-    origin text NOT NULL,
-    status text NOT NULL DEFAULT 'active',
-    created_at timestamptz NOT NULL,
-    created_by text NOT NULL,
-    proposal_id text COLLATE "C",
-    removed_at timestamptz,
-    removed_by text
-);
+"""
+    + create_table("edges", EDGES, "postgres")
+    + r"""
 CREATE INDEX edges_src ON edges (src, type);
 CREATE INDEX edges_dst ON edges (dst, type);
 INSERT INTO edges (id, type, src, dst, scope, scope_id, acl, acl_id, origin, created_at,
@@ -404,6 +302,7 @@ LEFT JOIN LATERAL (SELECT c.scope_id, c.acl_id FROM chunks c WHERE c.version_id 
     ON true;
 DROP TABLE edges_legacy;
 """
+)
 
 PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration("kernel", _KERNEL),
@@ -419,13 +318,24 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
         "functions", "CREATE TABLE IF NOT EXISTS installed_functions (digest text NOT NULL);"
     ),
     Migration("edges", _EDGES),
+    # Agent-protocol (A2A) tasks in the store, so that every server on this database answers
+    # for the same tasks. Door state, not memory: the serving role writes it directly.
+    Migration(
+        "agent_tasks",
+        create_table("agent_tasks", AGENT_TASKS, "postgres")
+        + """
+        CREATE INDEX agent_tasks_owner ON agent_tasks (owner, updated_at);
+        GRANT INSERT, UPDATE, DELETE ON agent_tasks TO cairn_serving;
+        """,
+    ),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")
 
 
 def functions_sql() -> str:
-    return FUNCTIONS_FILE.read_text(encoding="utf-8")
+    """The functions file, after resolving pgvector's schema for its bodies."""
+    return VECTOR_SEARCH_PATH + FUNCTIONS_FILE.read_text(encoding="utf-8")
 
 
 def functions_digest() -> str:

@@ -50,29 +50,7 @@ from cairn.model import (
     Record,
     Version,
 )
-from cairn.store.base import (
-    ChangeSet,
-    ChunkDraft,
-    Chunker,
-    ChunkFilter,
-    Dumped,
-    ExpectProposal,
-    ExpectRecord,
-    KeywordQuery,
-    Precondition,
-    PublishedRow,
-    PutBaseline,
-    PutEdge,
-    PutPathLink,
-    PutProposal,
-    PutRecord,
-    PutVersion,
-    SetPublished,
-    Write,
-    embed_input,
-    scoped_reach,
-    text_hash,
-)
+from cairn.store import base
 from cairn.store.filters import to_sql
 from cairn.store.pg_migrations import (
     AUDIT_LOCK,
@@ -90,6 +68,7 @@ from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
 from cairn.store.sql.graph import SqlGraph
 from cairn.store.sql.reads import SqlReads
+from cairn.store.sql.tasks import SqlTasks
 
 T = TypeVar("T")
 Row = Mapping[str, Any]
@@ -199,7 +178,7 @@ class PostgresDialect(Dialect):
 DIALECT = PostgresDialect()
 
 
-def _filter_sql(where: ChunkFilter) -> tuple[str, list[Any]]:
+def _filter_sql(where: base.ChunkFilter) -> tuple[str, list[Any]]:
     """``where`` as SQL over ``chunks c``; timestamps compare as UTC instants."""
     return to_sql(where, DIALECT)
 
@@ -220,7 +199,7 @@ def _configure(conn: Conn) -> None:
         conn.execute(f"SET ROLE {SERVING_ROLE}")
 
 
-class PostgresStore(SqlReads, SqlGraph):
+class PostgresStore(SqlReads, SqlGraph, SqlTasks):
     dialect: Dialect = DIALECT
 
     def __init__(self, url: str, *, auto_migrate: bool = True) -> None:
@@ -298,6 +277,10 @@ class PostgresStore(SqlReads, SqlGraph):
                 raise StoreError(f"PostgreSQL read failed: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _write_one(self, query: str, params: Sequence[Any]) -> None:
+        sql = self.dialect.sql(query).encode()
+        self._run(lambda conn: conn.execute(sql, params))
+
     def _read(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
         sql = self.dialect.sql(query).encode()
         found: list[Row] = list(self._run(lambda conn: conn.execute(sql, params).fetchall()))
@@ -318,7 +301,7 @@ class PostgresStore(SqlReads, SqlGraph):
 
     # ---- the one write method --------------------------------------------------------
 
-    def commit(self, changesets: Sequence[ChangeSet]) -> list[int]:
+    def commit(self, changesets: Sequence[base.ChangeSet]) -> list[int]:
         if not changesets:
             return []
         payload = _json([_changeset_json(cs) for cs in changesets])
@@ -374,7 +357,7 @@ class PostgresStore(SqlReads, SqlGraph):
     # ---- what only PostgreSQL says ------------------------------------------------------
 
     def keyword_search(
-        self, query: KeywordQuery, where: ChunkFilter, limit: int
+        self, query: base.KeywordQuery, where: base.ChunkFilter, limit: int
     ) -> list[tuple[int, float]]:
         """Chunks matching any term of ``match``, best first (higher is better), among those
         ``where`` admits: the filter is part of the query, so chunks a reader may not see
@@ -472,11 +455,11 @@ class PostgresStore(SqlReads, SqlGraph):
         self._common = (now, common)
         return common
 
-    def keyword_reach(self, where: ChunkFilter) -> int | None:
+    def keyword_reach(self, where: base.ChunkFilter) -> int | None:
         # With the scope btree the planner can answer a few small scopes from their own rows
         # (or intersect them with the GIN match); for many or large scopes it scans the GIN
         # match of the whole table and filters after, so there is no bound to give.
-        within = scoped_reach(where.scope_ids, self._scope_chunks, self.chunk_count)
+        within = base.scoped_reach(where.scope_ids, self._scope_chunks, self.chunk_count)
         return within[1] if within else None
 
     def _scope_chunks(self, scopes: list[int]) -> int:
@@ -500,7 +483,9 @@ class PostgresStore(SqlReads, SqlGraph):
             "ORDER BY c.id",
             (model, limit),
         )
-        return [(r["text_hash"], embed_input(r["title"], r["heading"], r["text"])) for r in found]
+        return [
+            (r["text_hash"], base.embed_input(r["title"], r["heading"], r["text"])) for r in found
+        ]
 
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
         """Cache embeddings through ``cairn_put_vectors`` (the serving role cannot write
@@ -521,7 +506,7 @@ class PostgresStore(SqlReads, SqlGraph):
 
     # ---- whole-store dump and load (cairn.store.transfer only) --------------------------
 
-    def iter_all(self) -> Iterator[Dumped]:
+    def iter_all(self) -> Iterator[base.Dumped]:
         """Every stored row, in load order, from one consistent snapshot."""
         with self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -535,7 +520,9 @@ class PostgresStore(SqlReads, SqlGraph):
 
             yield from self._dump(run)
 
-    def import_rows(self, dumped: Iterable[Dumped], *, chunker: Chunker | None = None) -> int:
+    def import_rows(
+        self, dumped: Iterable[base.Dumped], *, chunker: base.Chunker | None = None
+    ) -> int:
         """Load a dump into this store, which must be empty; return the rows loaded.
 
         Not a gate bypass: it replays a history the gate already audited (audit entries with
@@ -557,7 +544,7 @@ class PostgresStore(SqlReads, SqlGraph):
                             raise Conflict(
                                 f"cannot import into a store that is not empty ({table} has rows)"
                             )
-                    batch: list[Dumped] = []
+                    batch: list[base.Dumped] = []
                     for row in dumped:
                         if batch and type(row) is not type(batch[0]):
                             loaded += _load_batch(conn, batch, chunker)
@@ -620,42 +607,42 @@ def _as_utc(value: datetime) -> datetime:
 # ---- change sets to the JSON cairn_commit takes (private) --------------------------------
 
 
-def _expect_json(expect: Precondition) -> dict[str, Any]:
-    if isinstance(expect, ExpectRecord):
+def _expect_json(expect: base.Precondition) -> dict[str, Any]:
+    if isinstance(expect, base.ExpectRecord):
         return {
             "t": "record",
             "record_id": expect.record_id,
             "version_id": expect.version_id,
             "status": expect.status.value if expect.status else None,
         }
-    if isinstance(expect, ExpectProposal):
+    if isinstance(expect, base.ExpectProposal):
         return {"t": "proposal", "proposal_id": expect.proposal_id, "status": expect.status.value}
     return {"t": "published", "scope": expect.scope, "baseline_id": expect.baseline_id}
 
 
-def _write_json(write: Write) -> dict[str, Any]:
-    if isinstance(write, PutRecord):
+def _write_json(write: base.Write) -> dict[str, Any]:
+    if isinstance(write, base.PutRecord):
         return {"t": "record", "row": rows.record_row(write.record)}
-    if isinstance(write, PutVersion):
+    if isinstance(write, base.PutVersion):
         return {
             "t": "version",
             "row": rows.version_row(write.version),
             "chunks": _chunks_json(write.version, write.chunks),
         }
-    if isinstance(write, PutProposal):
+    if isinstance(write, base.PutProposal):
         return {"t": "proposal", "row": rows.proposal_row(write.proposal)}
-    if isinstance(write, PutBaseline):
+    if isinstance(write, base.PutBaseline):
         b = write.baseline
         return {"t": "baseline", "row": rows.baseline_row(b), "pins": dict(sorted(b.pins.items()))}
-    if isinstance(write, SetPublished):
+    if isinstance(write, base.SetPublished):
         now = datetime.now(UTC).isoformat()
         return {
             "t": "published",
             "row": {"scope": write.scope, "baseline_id": write.baseline_id, "updated_at": now},
         }
-    if isinstance(write, PutEdge):
+    if isinstance(write, base.PutEdge):
         return {"t": "edge", "row": rows.edge_row(write.edge)}
-    if isinstance(write, PutPathLink):
+    if isinstance(write, base.PutPathLink):
         link = write.link
         return {
             "t": "path_link",
@@ -666,10 +653,10 @@ def _write_json(write: Write) -> dict[str, Any]:
                 "drifted": link.drifted,
             },
         }
-    raise StoreError(f"unknown write {write!r}")  # pragma: no cover - exhaustive over Write
+    raise StoreError(f"unknown write {write!r}")  # pragma: no cover - exhaustive over base.Write
 
 
-def _chunks_json(version: Version, chunks: Sequence[ChunkDraft]) -> list[dict[str, Any]]:
+def _chunks_json(version: Version, chunks: Sequence[base.ChunkDraft]) -> list[dict[str, Any]]:
     """A version's chunks as ``cairn_index_version`` takes them (it reads the rest from the
     stored version and record)."""
     title = version.content.title
@@ -680,13 +667,13 @@ def _chunks_json(version: Version, chunks: Sequence[ChunkDraft]) -> list[dict[st
             "start": c.start,
             "end": c.end,
             "text": c.text,
-            "text_hash": text_hash(title, c.heading, c.text),
+            "text_hash": base.text_hash(title, c.heading, c.text),
         }
         for c in chunks
     ]
 
 
-def _changeset_json(cs: ChangeSet) -> dict[str, Any]:
+def _changeset_json(cs: base.ChangeSet) -> dict[str, Any]:
     return {
         "audit": rows.audit_row(cs.audit),
         "expects": [_expect_json(e) for e in cs.expects],
@@ -711,7 +698,7 @@ def _insert_json(cur: psycopg.Cursor[DictRow], table: str, items: list[dict[str,
 
 
 def _index_imported(
-    cur: psycopg.Cursor[DictRow], versions: list[Version], chunker: Chunker
+    cur: psycopg.Cursor[DictRow], versions: list[Version], chunker: base.Chunker
 ) -> None:
     """Index freshly imported versions (their records are loaded already) in one round trip;
     the new chunks are numbered once the whole import is in (``_stamp_imported_chunks``)."""
@@ -742,7 +729,7 @@ def _stamp_imported_chunks(conn: Conn) -> None:
     )
 
 
-def _load_batch(conn: Conn, batch: list[Dumped], chunker: Chunker | None = None) -> int:
+def _load_batch(conn: Conn, batch: list[base.Dumped], chunker: base.Chunker | None = None) -> int:
     """Insert rows of one type as the owner; they keep their ids, seqs and timestamps."""
     with conn.cursor() as cur:
         for item in batch:
@@ -781,7 +768,7 @@ def _load_batch(conn: Conn, batch: list[Dumped], chunker: Chunker | None = None)
             [
                 {"scope": p.scope, "baseline_id": p.baseline_id, "updated_at": _ts(p.updated_at)}
                 for p in batch
-                if isinstance(p, PublishedRow)
+                if isinstance(p, base.PublishedRow)
             ],
         )
         edges = [rows.edge_row(e) for e in batch if isinstance(e, Edge)]

@@ -54,6 +54,7 @@ from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
 from cairn.store.sql.graph import SqlGraph
 from cairn.store.sql.reads import SqlReads
+from cairn.store.sql.tasks import SqlTasks
 
 __all__ = ["SqliteDialect", "SqliteStore"]
 
@@ -201,7 +202,7 @@ def _stem(term: str) -> str:
     return str(row[0]) if row else term
 
 
-class SqliteStore(SqlReads, SqlGraph):
+class SqliteStore(SqlReads, SqlGraph, SqlTasks):
     dialect: Dialect = DIALECT
 
     def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
@@ -287,6 +288,10 @@ class SqliteStore(SqlReads, SqlGraph):
                 raise
             else:
                 self._retrying(lambda: conn.execute("COMMIT"))
+
+    def _write_one(self, sql: str, params: Sequence[Any]) -> None:
+        with self._write_txn() as conn:
+            self._retrying(lambda: conn.execute(sql, params))
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         conn = self._reader()

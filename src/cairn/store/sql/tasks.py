@@ -1,0 +1,85 @@
+"""Agent-protocol tasks (A2A) in the main store, with the same statements on both stores.
+
+A task is a door's conversation state, not memory: it is not versioned, audited or exported,
+and the serving login writes it directly. It lives in the main store so that any number of
+``cairn serve`` processes on one PostgreSQL database answer for the same tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from cairn.store.base import StoredTask
+from cairn.store.sql.dialect import Dialect
+
+__all__ = ["SqlTasks"]
+
+Row = Mapping[str, Any]
+
+
+class SqlTasks:
+    dialect: Dialect
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        raise NotImplementedError
+
+    def _write_one(self, sql: str, params: Sequence[Any]) -> None:
+        """Run one writing statement in its own transaction (each store knows how)."""
+        raise NotImplementedError
+
+    def put_task(self, task: StoredTask) -> None:
+        # The first owner stays: a task is never handed to another principal by a save.
+        self._write_one(
+            "INSERT INTO agent_tasks (id, context_id, owner, state, updated_at, body) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "context_id = excluded.context_id, state = excluded.state, "
+            "updated_at = excluded.updated_at, body = excluded.body "
+            "WHERE agent_tasks.owner = excluded.owner",
+            (
+                task.id, task.context_id, task.owner, task.state,
+                self.dialect.time(datetime.now(UTC)), task.body,
+            ),
+        )  # fmt: skip
+
+    def get_task(self, task_id: str, owner: str) -> StoredTask | None:
+        found = self._read("SELECT * FROM agent_tasks WHERE id = ? AND owner = ?", (task_id, owner))
+        return _task(found[0]) if found else None
+
+    def list_tasks(
+        self,
+        owner: str,
+        *,
+        context_id: str | None = None,
+        state: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[StoredTask]:
+        clauses: list[str] = ["owner = ?"]
+        params: list[Any] = [owner]
+        if context_id is not None:
+            clauses.append("context_id = ?")
+            params.append(context_id)
+        if state is not None:
+            clauses.append("state = ?")
+            params.append(state)
+        found = self._read(
+            f"SELECT * FROM agent_tasks WHERE {' AND '.join(clauses)} "
+            "ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        )
+        return [_task(row) for row in found]
+
+    def delete_task(self, task_id: str, owner: str) -> None:
+        self._write_one("DELETE FROM agent_tasks WHERE id = ? AND owner = ?", (task_id, owner))
+
+
+def _task(row: Row) -> StoredTask:
+    return StoredTask(
+        id=row["id"],
+        context_id=row["context_id"],
+        owner=row["owner"],
+        state=int(row["state"]),
+        body=bytes(row["body"]),
+    )
