@@ -1,0 +1,528 @@
+"""Hostile text against create and search, on every door.
+
+Hypothesis draws one hostile field for a new record (title, body, metadata or valid_from)
+and a hostile search query: lone surrogates (``\\ud800`` escapes over the JSON doors, Python
+strings for the library and the CLI), NUL and the other C0 controls, odd Unicode, search
+syntax, lengths on either side of the limits in ``cairn.limits`` (in characters of one, two
+and four bytes), metadata nested 30 to 40, 150, 1,000 and 10,000 levels deep, NaN and
+infinities, and times without a zone, as integers, as numeric strings. Each goes through
+one door: the library, HTTP (``/v1``), MCP (``tools/call`` over streamable HTTP), A2A
+(``remember`` and ``recall``) or the CLI.
+
+Checked for every example:
+
+- no door crashes: no 5xx, no internal JSON-RPC error (-32603), no traceback;
+- the door stores the record exactly when the kernel's own model accepts what the door
+  hands it (after the door's documented defaults, such as MCP's title from the first line),
+  unless the whole request is over the 8 MiB limit (413);
+- a refusal names the field or the limit at fault (or is the protocol's own parse error);
+- a refused request stores nothing, a stored one reads back exactly as sent;
+- a search stores nothing and is refused only for a query the kernel refuses.
+
+Crashes the fuzzing found are pinned by the xfail tests at the end; the property tolerates
+exactly those inputs on exactly those doors (``known_crash``) until they are fixed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import typer.main
+import typer.testing
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+from cairn.doors.cli import app as cli_app
+from cairn.doors.server import build_server_app
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.limits import (
+    MAX_BODY_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_REQUEST_BYTES,
+    MAX_TITLE_CHARS,
+    LimitExceeded,
+    check_text,
+)
+from cairn.memory import Memory
+from cairn.model import Content
+from cairn.store.factory import open_store
+from cairn.workspace import Workspace
+from tests.doors.conftest import running
+from tests.factories import CURATOR
+from tests.pg import PgCluster, as_uri
+from tests.security.fuzz_doors import (
+    DOORS,
+    MCP_SDK_REQUEST_BYTES,
+    Answer,
+    Deep,
+    Stack,
+    a2a_request,
+    create,
+    open_mcp_session,
+    over_request_limit,
+    python,
+    raw_json,
+    request_bytes,
+    search,
+)
+
+SCOPE = "fuzz/text"
+# What a refusal of each field may call it: the kernel's field name, or a door's own.
+FIELD_NAMES = {
+    "title": ("title",),
+    "body": ("body", "content"),
+    "metadata": ("metadata",),
+    "valid_from": ("valid_from", "valid-from"),
+    "query": ("query",),
+}
+_TOKENS = itertools.count()
+# Data parts nested this deep make the A2A SDK's protobuf parser (upb) fail on its depth
+# limit, and after that failure this Python (3.11) can no longer compile source in the same
+# process ("SystemError: AST constructor recursion depth mismatch", which turns pytest's
+# next failure report into an INTERNALERROR). They are only sent to a served process.
+A2A_UPB_DEPTHS = range(32, 100)
+
+
+# ---- the store, served by every door -----------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def stack(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, pg_cluster: PgCluster
+) -> Iterator[Stack]:
+    folder = tmp_path_factory.mktemp(f"fuzz-{request.param}") / ".cairn"
+    url = pg_cluster.new_database() if request.param == "postgres" else None
+    db = as_uri(url) if url else None
+    keys = Workspace(folder, db=db).init().keys
+    memory = Memory(
+        open_store(db, folder), parse_policy(DEFAULT_POLICY_YAML), root=folder.parent,
+        folder=folder, embedder=None,
+    )  # fmt: skip
+    app = build_server_app(Workspace(folder, db=db), embedder="static")
+    # typer builds its click command anew on every invoke (about 60 ms); it is the same
+    # command every time, so it is built once.
+    command = typer.main.get_command(cli_app)
+    try:
+        with (
+            pytest.MonkeyPatch.context() as patch,
+            # The MCP endpoint only answers the host it is served on.
+            TestClient(
+                app, raise_server_exceptions=False, base_url="http://127.0.0.1:8765"
+            ) as client,
+        ):
+            patch.setattr(typer.testing, "_get_command", lambda _app: command)
+            session = open_mcp_session(client, keys["curator"])
+            yield Stack(
+                request.param, folder, db, memory, client, keys["curator"], session, CliRunner()
+            )
+    finally:
+        memory.close()
+        if url:
+            pg_cluster.drop_database(url)
+
+
+def _counts(stack: Stack) -> dict[str, int]:
+    return stack.memory.status(principal=CURATOR)
+
+
+# ---- hostile input -----------------------------------------------------------------------
+
+SURROGATES = st.integers(0xD800, 0xDFFF).map(chr)
+C0_CONTROLS = st.integers(0x00, 0x1F).map(chr)
+ODD = st.sampled_from(
+    ["\x7f", "\x85", "\u2028", "\u200b", "\u202e", "\ufeff", "\ufffd", "\U0001f600", "e\u0301",
+     '"', "'", "\\", "*", ":", "^", "-", "(", ")", "{", "}", "NEAR", "AND", "OR", "NOT", "%", "_",
+     " ", "\t", "\n", "\r\n"]
+)  # fmt: skip
+WORDS = st.sampled_from(["deploy", "kafka", "zürich", "日本語", "ok"])
+hostile = st.lists(
+    st.one_of(st.text(max_size=6), SURROGATES, C0_CONTROLS, ODD, WORDS), max_size=10
+).map("".join)
+
+
+def near(limit: int) -> st.SearchStrategy[str]:
+    """Text one character under, at or over ``limit``, of one-, two- or four-byte
+    characters (a JSON door's request grows with the byte size, the limit counts
+    characters)."""
+    size = st.sampled_from([limit - 1, limit, limit + 1])
+    char = st.sampled_from(["x", "é", "\U0001f600"])
+    return st.builds(lambda n, c: c * n, size, char)
+
+
+metadata = st.one_of(
+    st.sampled_from([30, 31, 32, 33, 34, 40, 150, 1_000, 10_000]).map(Deep),
+    st.dictionaries(
+        hostile,
+        hostile | st.sampled_from([math.nan, math.inf, -math.inf, 1.5, 0, 2**53, None, True]),
+        max_size=3,
+    ),
+)
+valid_froms = st.sampled_from(
+    ["2026-01-31T12:00:00Z", "2026-01-31T14:00:00+02:00", "2026-01-31T12:00:00", "2026-01-31",
+     1_700_000_000, 1.5, True, "1700000000", "0.5", "yesterday", "", "2026-13-45T00:00:00Z",
+     "\ud800", "2026-01-31T12:00:00Z\x00"]
+)  # fmt: skip
+cases = st.one_of(
+    st.tuples(st.just("title"), hostile | near(MAX_TITLE_CHARS)),
+    st.tuples(st.just("body"), hostile),
+    st.tuples(st.just("body"), near(MAX_BODY_CHARS)),
+    st.tuples(st.just("metadata"), metadata),
+    st.tuples(st.just("valid_from"), valid_froms),
+)
+queries = hostile | near(MAX_QUERY_CHARS)
+
+
+# ---- what each door should do ------------------------------------------------------------
+
+
+JSON_DOORS = ("http", "mcp", "a2a")
+
+
+def over_json(value: Any) -> Any:
+    """``value`` as a JSON door's server reads it back: a high and a low surrogate sent one
+    after the other are one character there (``\\ud83d\\ude00`` is an emoji)."""
+    if isinstance(value, str):
+        return json.loads(json.dumps(value))
+    if isinstance(value, dict):
+        return {over_json(k): over_json(v) for k, v in value.items()}
+    return value
+
+
+def received(door: str, value: Any) -> Any:
+    return over_json(value) if door in JSON_DOORS else value
+
+
+def handed_to_kernel(door: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+    """The content fields a door hands the kernel, its documented defaults applied, or None
+    when the door itself refuses them first. Restated here from each door's contract."""
+    handed: dict[str, Any] = received(door, fields)
+    body = handed["body"]
+    if door == "mcp" and not handed["title"].strip():
+        # memory_store: a blank title is taken from the first line of the content.
+        first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+        if not first:
+            return None
+        handed["title"] = first if len(first) <= 120 else first[:117] + "..."
+    if door == "a2a":
+        # remember: the content must say something; the title defaults to its first line.
+        if not body.strip():
+            return None
+        handed["title"] = handed["title"] or body.strip().splitlines()[0][:120]
+        handed["valid_from"] = None  # the skill takes no validity
+    if door == "cli":
+        # Options are text: numbers and metadata arrive as the strings typed.
+        if handed["valid_from"] is not None:
+            handed["valid_from"] = str(handed["valid_from"])
+        if handed["metadata"] is not None:
+            handed["metadata"] = json.loads(raw_json(handed["metadata"]))
+    return handed
+
+
+def kernel_content(fields: dict[str, Any]) -> Content | None:
+    try:
+        return Content.model_validate(python({k: v for k, v in fields.items() if v is not None}))
+    except ValueError:
+        return None
+
+
+def has_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)
+    if isinstance(value, dict):
+        return any(has_surrogate(k) or has_surrogate(v) for k, v in value.items())
+    return False
+
+
+def has_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(has_non_finite(v) for v in value.values())
+    return False
+
+
+def known_crash(door: str, field: str, value: Any, request: int = 0) -> str | None:
+    """The xfail test below that pins what ``door`` does wrong with this input (``request``:
+    the bytes of a JSON door's request), if any."""
+    value = received(door, value)
+    if door == "mcp" and request > MCP_SDK_REQUEST_BYTES:
+        return "test_mcp_takes_a_request_up_to_the_8_mib_limit"
+    if door == "a2a" and has_surrogate(value):
+        return "test_a2a_refuses_a_lone_surrogate_as_invalid_params"
+    if door == "a2a" and has_non_finite(value):
+        return "test_a2a_refuses_a_non_finite_number_as_invalid_params"
+    if door == "a2a" and isinstance(value, Deep) and value.depth >= A2A_UPB_DEPTHS.stop:
+        return "test_a2a_refuses_metadata_nested_past_its_parsers_by_name"
+    if door == "cli" and isinstance(value, Deep) and value.depth >= 900:
+        return "test_the_cli_refuses_metadata_nested_too_deep_for_its_json_parser"
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if door == "mcp" and field == "valid_from" and is_number:
+        return "test_mcp_refuses_a_number_as_a_time"
+    return None
+
+
+def names_the_fault(answer: Answer, field: str) -> bool:
+    message = answer.message
+    if answer.too_large:
+        return "limit" in message
+    if answer.door in ("mcp", "a2a") and message.startswith(("-32700", "-32602")):
+        return True  # the protocol's own refusal of the JSON, before cairn reads it
+    if "malformed_json" in message:
+        return True  # HTTP: JSON nested deeper than the parser goes
+    return any(name in message for name in FIELD_NAMES[field])
+
+
+# ---- the property ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("door", DOORS)
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(case=cases, query=queries)
+def test_hostile_text_is_stored_exactly_or_refused_by_name(
+    stack: Stack, case: tuple[str, Any], door: str, query: str
+) -> None:
+    field, value = case
+    assume(not (door == "a2a" and field == "valid_from"))  # the skill takes no validity
+    # Not in this process: see test_a2a_takes_metadata_as_deep_as_the_kernel_allows.
+    assume(not (door == "a2a" and isinstance(value, Deep) and value.depth in A2A_UPB_DEPTHS))
+    token = next(_TOKENS)
+    fields: dict[str, Any] = {
+        "kind": "fact",
+        "scope": SCOPE,
+        "title": f"Fuzz title {token}",
+        "body": f"Fuzz body {token}",
+        "metadata": None,
+        "valid_from": None,
+    }
+    fields[field] = value
+    _create_checked(stack, door, field, fields)
+    _search_checked(stack, door, query)
+
+
+def _create_checked(stack: Stack, door: str, field: str, fields: dict[str, Any]) -> None:
+    before = _counts(stack)
+    answer = create(stack, door, fields)
+    known = known_crash(door, field, fields[field], request_bytes(door, fields))
+    assert not answer.crashed or known, f"{door} crashed on {field}: {answer.message}"
+    expected: Content | None = None
+    if known is None:
+        handed = handed_to_kernel(door, fields)
+        expected = kernel_content(handed) if handed is not None else None
+        should_store = expected is not None and not over_request_limit(door, fields)
+        assert answer.stored == should_store, (door, field, answer, should_store)
+    if not answer.stored:
+        assert _counts(stack) == before, f"{door} refused {field} but stored something"
+        if known is None:
+            assert names_the_fault(answer, field), (door, field, answer.message[:500])
+        return
+    assert answer.record_id is not None
+    stored = stack.memory.get(answer.record_id, principal=CURATOR).version.content
+    assert _counts(stack)["records"] == before["records"] + 1
+    if known is None:
+        assert expected is not None
+        for name in ("title", "body", "metadata", "valid_from"):
+            assert getattr(stored, name) == getattr(expected, name), (door, name)
+    # The stored text is searchable without a crash.
+    stack.memory.search(stored.title[:MAX_QUERY_CHARS], principal=CURATOR, mode="keyword")
+
+
+def _search_checked(stack: Stack, door: str, query: str) -> None:
+    before = _counts(stack)
+    found = search(stack, door, query)
+    known = known_crash(door, "query", query, request_bytes(door, {"query": query}))
+    assert not found.crashed or known, f"{door} crashed on a query: {found.message}"
+    if known is None:
+        sent = received(door, query)
+        try:
+            check_text(sent, "query", MAX_QUERY_CHARS)
+            should_answer = door != "a2a" or bool(sent.strip())  # recall needs a query
+        except LimitExceeded:
+            should_answer = False
+        assert found.stored == should_answer, (door, found)
+        if not found.stored:
+            assert names_the_fault(found, "query"), (door, found.message[:500])
+    assert _counts(stack) == before, f"{door} stored something while searching"
+
+
+# ---- the limits, exactly at and past them, on every door ---------------------------------
+
+
+def _fields(**changes: Any) -> dict[str, Any]:
+    token = next(_TOKENS)
+    fields: dict[str, Any] = {
+        "kind": "fact",
+        "scope": SCOPE,
+        "title": f"Limit title {token}",
+        "body": f"Limit body {token}",
+        "metadata": None,
+        "valid_from": None,
+    }
+    return fields | changes
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_each_limit_is_the_same_on_every_door(stack: Stack, door: str) -> None:
+    # Limits count characters: a title of two-byte ones; a body of one-byte ones keeps a
+    # JSON request under the MCP SDK's 4 MiB (pinned apart, below).
+    for field, limit, char in (("title", MAX_TITLE_CHARS, "é"), ("body", MAX_BODY_CHARS, "x")):
+        at = create(stack, door, _fields(**{field: char * limit}))
+        assert at.stored, (door, field, at)
+        before = _counts(stack)
+        past = create(stack, door, _fields(**{field: char * (limit + 1)}))
+        assert not past.stored and not past.crashed, (door, field, past)
+        assert field in past.message and f"{limit:,}" in past.message, past.message
+        assert _counts(stack) == before
+    assert search(stack, door, "q" * MAX_QUERY_CHARS).stored
+    past = search(stack, door, "q" * (MAX_QUERY_CHARS + 1))
+    assert not past.stored and not past.crashed, past
+    assert "query" in past.message and f"{MAX_QUERY_CHARS:,}" in past.message, past.message
+
+
+@pytest.mark.parametrize("door", ["http", "mcp", "a2a"])
+def test_a_request_over_8_mib_is_refused_with_413(stack: Stack, door: str) -> None:
+    before = _counts(stack)
+    answer = create(stack, door, _fields(body="x" * (MAX_REQUEST_BYTES + 1)))
+    assert answer.too_large and f"{MAX_REQUEST_BYTES:,} bytes" in answer.message, answer
+    assert _counts(stack) == before
+
+
+# ---- crashes the fuzzing found, pinned until the doors are fixed -------------------------
+
+
+def _try_create(stack: Stack, door: str, field: str, value: Any) -> Answer:
+    """Create with one field set; whatever the door answers, a refusal stores nothing."""
+    before = _counts(stack)
+    answer = create(stack, door, _fields(**{field: value}))
+    assert answer.stored or _counts(stack) == before
+    return answer
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="MCP over streamable HTTP: the SDK's own request limit (4 MiB) stays in place under "
+    "cairn's 8 MiB, and answers a plain-text 413 'Request body too large' that names no limit: "
+    "a body within the limit whose JSON is over 4 MiB cannot be stored through /mcp",
+)
+def test_mcp_takes_a_request_up_to_the_8_mib_limit(stack: Stack) -> None:
+    body = "é" * MAX_BODY_CHARS  # 6 MB as JSON escapes, under 8 MiB
+    answer = _try_create(stack, "mcp", "body", body)
+    assert answer.stored, answer.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="A2A: a lone surrogate in a message (a data or text part) answers JSON-RPC -32603 "
+    "with Python's codec error, not -32602 naming the part",
+)
+def test_a2a_refuses_a_lone_surrogate_as_invalid_params(stack: Stack) -> None:
+    answer = _try_create(stack, "a2a", "title", "half \ud800 a pair")
+    assert not answer.crashed, answer.message
+    assert "codec" not in answer.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="A2A: NaN or an infinity in a data part answers JSON-RPC -32603 (the protobuf "
+    "Struct cannot hold it), not -32602 naming the number",
+)
+def test_a2a_refuses_a_non_finite_number_as_invalid_params(stack: Stack) -> None:
+    answer = _try_create(stack, "a2a", "metadata", {"ratio": math.nan})
+    assert not answer.crashed, answer.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="A2A: a data part nested 32 to 99 levels (metadata at the kernel's own limit of 32 "
+    "among them) answers JSON-RPC -32603 from protobuf's depth limit ('Exceeded "
+    "upb_DecodeOptions_MaxDepth'), neither stored nor refused as invalid params naming "
+    "metadata; that parse error also leaves the server's Python unable to compile source",
+)
+def test_a2a_takes_metadata_as_deep_as_the_kernel_allows(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # A served process (loopback), not this one: see A2A_UPB_DEPTHS.
+    with running(tmp_path_factory, "a2a-depth") as live:
+        headers = {"Authorization": f"Bearer {live.curator}", "content-type": "application/json"}
+        answers = {}
+        for depth in (32, 40):
+            data = {"skill": "remember", "type": "fact", "scope": SCOPE, "title": f"deep {depth}",
+                    "content": "deep metadata", "metadata": Deep(depth)}  # fmt: skip
+            sent = httpx.post(
+                f"{live.url}/", content=a2a_request(data), headers=headers, timeout=30
+            )
+            answers[depth] = sent.json()
+    assert answers[32]["result"]["status"]["state"] == "completed", answers[32]
+    refused = answers[40].get("error") or answers[40]["result"]["status"]["message"]
+    assert "-32603" not in json.dumps(refused) and "metadata" in json.dumps(refused), refused
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="A2A: a data part nested about 400 levels or more answers HTTP 500 (a RecursionError "
+    "in the endpoint's recursive check for inexact integers, or in json.loads past about 1,000 "
+    "levels, which catches only ValueError); 100 to 400 levels answer -32603 'Message too deep'",
+)
+def test_a2a_refuses_metadata_nested_past_its_parsers_by_name(stack: Stack) -> None:
+    for depth in (150, 1_000, 10_000):
+        answer = _try_create(stack, "a2a", "metadata", Deep(depth))
+        assert not answer.crashed, (depth, answer.message)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="CLI: --metadata nested deeper than Python's JSON parser goes (about 1,000 levels) "
+    "raises RecursionError (a traceback, exit 1), not invalid input naming --metadata",
+)
+def test_the_cli_refuses_metadata_nested_too_deep_for_its_json_parser(stack: Stack) -> None:
+    answer = _try_create(stack, "cli", "metadata", Deep(10_000))
+    assert not answer.crashed, answer.message
+    assert "metadata" in answer.message
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="MCP: memory_store's temporal_valid_from is typed datetime, so the SDK reads an "
+    "integer or a float as a Unix time before the kernel can refuse it as a number",
+)
+def test_mcp_refuses_a_number_as_a_time(stack: Stack) -> None:
+    http = _try_create(stack, "http", "valid_from", 1_700_000_000)
+    assert not http.stored and "valid_from" in http.message
+    mcp = _try_create(stack, "mcp", "valid_from", 1_700_000_000)
+    assert not mcp.stored, "MCP stored a number as a time"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="every door: a numeric string ('1700000000', '0.5') passes the kernel's Timestamp "
+    "as a Unix time; the contract is RFC 3339 with a time zone",
+)
+def test_a_numeric_string_is_not_a_time(stack: Stack) -> None:
+    with pytest.raises(ValidationError):
+        Content.model_validate({"kind": "fact", "scope": SCOPE, "title": "t", "valid_from": "0.5"})
+    for door in DOORS:
+        answer = _try_create(stack, door, "valid_from", "0.5")
+        assert not answer.stored, f"{door} stored '0.5' as a time"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="A2A: a refused remember answers with pydantic's own text: a link to "
+    "errors.pydantic.dev and the rejected value echoed (HTTP and MCP give 'field: message')",
+)
+def test_a2a_refusals_read_like_the_other_doors(stack: Stack) -> None:
+    answer = _try_create(stack, "a2a", "title", "t" * (MAX_TITLE_CHARS + 1))
+    assert not answer.stored and "title" in answer.message
+    assert "pydantic" not in answer.message and "ttttt" not in answer.message, answer.message
