@@ -47,6 +47,7 @@ from cairn.limits import (
 from cairn.model import (
     SYSTEM_PRINCIPAL,
     SYSTEM_RELATIONS,
+    AppendReport,
     AuditEntry,
     AuditQuery,
     Baseline,
@@ -59,6 +60,8 @@ from cairn.model import (
     Edge,
     EdgeDraft,
     EdgeStatus,
+    Event,
+    EventDraft,
     LinkChange,
     Neighbourhood,
     PathLink,
@@ -103,7 +106,7 @@ from cairn.retrieval.types import (
 )
 from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
-from cairn.store.base import ChunkFilter, EdgeFilter, Store, StoredTask
+from cairn.store.base import ChunkFilter, EdgeFilter, EventFilter, Store, StoredTask
 from cairn.store.factory import open_store
 
 DB_FILE = "cairn.db"
@@ -663,6 +666,47 @@ class Memory:
             for v in self.store.list_versions(record_id, after=after, limit=limit)
             if access.can_read(principal, v.content.scope, v.content.acl)
         ]
+
+    # ---- events ----------------------------------------------------------------------
+
+    def append_events(self, events: Sequence[EventDraft], *, principal: Principal) -> AppendReport:
+        """Append a batch of events in one transaction (one audit entry for the batch).
+        Sending an event again is a no-op reported in ``duplicates``; the same id with other
+        content refuses the whole batch."""
+        return self.gate.append_events(events, principal)
+
+    def events(
+        self,
+        *,
+        principal: Principal,
+        scope: str | None = None,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        """Events the principal may read, in source-time order, a page at a time (``after``:
+        the ``(ts, event_id)`` of the last one seen). ``scope`` is a glob."""
+        if not 1 <= limit <= 10_000:
+            raise InvalidInput("limit must be between 1 and 10000", field="limit")
+        for value, what in ((scope, "scope"), (session_id, "session_id")):
+            if value is not None:
+                _check(value, what, MAX_SCOPE_CHARS)
+        for moment, what in ((since, "since"), (until, "until")):
+            if moment is not None and moment.tzinfo is None:
+                raise InvalidInput(f"{what} needs a time zone", field=what)
+        readable = _preselect_filter(self.store, principal, ReadRequest(scope=scope))
+        where = EventFilter(
+            acl_ids=readable.acl_ids,
+            scope_ids=readable.scope_ids,
+            session_id=session_id,
+            since=since,
+            until=until,
+        )
+        found = self.store.list_events(where, after=after, limit=limit)
+        # Trimmed in the store already; the read rule is checked once more here.
+        return [e for e in found if access.can_read(principal, e.scope, e.acl)]
 
     # ---- agent-protocol tasks ---------------------------------------------------------
 

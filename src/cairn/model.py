@@ -7,6 +7,7 @@ to ``cairn.store``; everything crossing a module boundary is one of these.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from datetime import UTC, datetime
@@ -54,9 +55,14 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_NUMBER = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*")
+
+
 def _not_a_number(value: object) -> object:
     # pydantic would read 1700000000 (or "0.5") as a Unix time: the contract is RFC 3339.
-    if isinstance(value, bool | int | float):
+    if isinstance(value, bool | int | float) or (
+        isinstance(value, str) and _NUMBER.fullmatch(value)
+    ):
         raise ValueError("must be an RFC 3339 date-time with a time zone, not a number")
     return value
 
@@ -614,3 +620,59 @@ class AuditQuery(CairnModel):
     limit: int = Field(default=100, ge=1, le=100_000)
     # Keyset paging: only entries after this sequence number (the last seq of a page).
     after_seq: int | None = Field(default=None, ge=0, le=MAX_COUNTER)
+
+
+# ---- events: the append-only log of what agents and people said and did ----------------
+
+
+class EventRole(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+# Event kinds are open (session_start, user_message, tool_call, compaction, note, …) but
+# spelt one way: lower snake case.
+EventKind = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,63}$", examples=["user_message"])]
+
+
+class EventDraft(CairnModel):
+    """An event as its producer sends it. ``event_id`` is the producer's: sending the same
+    event twice stores it once, and the same id with other content is refused."""
+
+    event_id: Id
+    ts: Timestamp
+    session_id: Name
+    scope: ScopePath
+    agent: Name | None = None
+    role: EventRole
+    kind: EventKind
+    text: Body = ""
+    metadata: Metadata = Field(default_factory=dict)
+
+    def digest(self) -> str:
+        """What makes two sendings of ``event_id`` the same event: the producer's fields
+        (never what the kernel stamped)."""
+        payload = self.model_dump(mode="json", include=set(EventDraft.model_fields))
+        return hashlib.sha256(
+            json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
+
+
+class Event(EventDraft):
+    """A stored event: the producer's fields, and what the kernel stamps (who may read it,
+    who appended it, when, and its place in the log). Events are never edited; corrections
+    are new events."""
+
+    acl: Acl
+    appended_at: Timestamp
+    appended_by: str
+    seq: int | None = None
+
+
+class AppendReport(CairnModel):
+    """What an append did: the ids it stored, and those it had already (sent again)."""
+
+    stored: tuple[str, ...] = ()
+    duplicates: tuple[str, ...] = ()

@@ -362,11 +362,6 @@ def over_request_limit(door: str, fields: dict[str, Any]) -> bool:
     return request_bytes(door, fields) > MAX_REQUEST_BYTES
 
 
-# The MCP SDK's own limit on a streamable HTTP request (its DEFAULT_MAX_REQUEST_BODY_SIZE),
-# which cairn leaves in place under its 8 MiB: see the xfail test in test_fuzz_text.
-MCP_SDK_REQUEST_BYTES = 4 * 1024 * 1024
-
-
 _CREATE = {
     "library": _library_create,
     "http": _http_create,

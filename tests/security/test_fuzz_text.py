@@ -19,8 +19,8 @@ Checked for every example:
 - a refused request stores nothing, a stored one reads back exactly as sent;
 - a search stores nothing and is refused only for a query the kernel refuses.
 
-Crashes the fuzzing found are pinned by the xfail tests at the end; the property tolerates
-exactly those inputs on exactly those doors (``known_crash``) until they are fixed.
+The crashes the fuzzing found when it was written are pinned by the regression tests at
+the end; the property tolerates none.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 import typer.main
 import typer.testing
@@ -41,11 +40,13 @@ from pydantic import ValidationError
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
+from cairn.doors.a2a_agent import A2A_MAX_DATA_DEPTH
 from cairn.doors.cli import app as cli_app
 from cairn.doors.server import build_server_app
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.limits import (
     MAX_BODY_CHARS,
+    MAX_METADATA_DEPTH,
     MAX_QUERY_CHARS,
     MAX_REQUEST_BYTES,
     MAX_TITLE_CHARS,
@@ -56,22 +57,18 @@ from cairn.memory import Memory
 from cairn.model import Content
 from cairn.store.factory import open_store
 from cairn.workspace import Workspace
-from tests.doors.conftest import running
 from tests.factories import CURATOR
 from tests.pg import PgCluster, as_uri
 from tests.security.fuzz_doors import (
     DOORS,
-    MCP_SDK_REQUEST_BYTES,
     Answer,
     Deep,
     Stack,
-    a2a_request,
     create,
     open_mcp_session,
     over_request_limit,
     python,
     raw_json,
-    request_bytes,
     search,
 )
 
@@ -85,11 +82,6 @@ FIELD_NAMES = {
     "query": ("query",),
 }
 _TOKENS = itertools.count()
-# Data parts nested this deep make the A2A SDK's protobuf parser (upb) fail on its depth
-# limit, and after that failure this Python (3.11) can no longer compile source in the same
-# process ("SystemError: AST constructor recursion depth mismatch", which turns pytest's
-# next failure report into an INTERNALERROR). They are only sent to a served process.
-A2A_UPB_DEPTHS = range(32, 100)
 
 
 # ---- the store, served by every door -----------------------------------------------------
@@ -213,6 +205,14 @@ def handed_to_kernel(door: str, fields: dict[str, Any]) -> dict[str, Any] | None
             return None
         handed["title"] = first if len(first) <= 120 else first[:117] + "..."
     if door == "a2a":
+        # The endpoint refuses what its protobuf carriage cannot hold: a lone surrogate, a
+        # non-finite number, a data part nested past its limit (metadata one level less).
+        if has_surrogate(handed) or has_non_finite(handed):
+            return None
+        metadata = handed["metadata"]
+        depth = metadata.depth if isinstance(metadata, Deep) else json_depth(metadata)
+        if depth > A2A_MAX_DATA_DEPTH - 1:
+            return None
         # remember: the content must say something; the title defaults to its first line.
         if not body.strip():
             return None
@@ -223,15 +223,30 @@ def handed_to_kernel(door: str, fields: dict[str, Any]) -> dict[str, Any] | None
         if handed["valid_from"] is not None:
             handed["valid_from"] = str(handed["valid_from"])
         if handed["metadata"] is not None:
-            handed["metadata"] = json.loads(raw_json(handed["metadata"]))
+            try:
+                handed["metadata"] = json.loads(raw_json(handed["metadata"]))
+            except RecursionError:
+                return None  # the CLI refuses JSON nested past what its parser reads
     return handed
 
 
 def kernel_content(fields: dict[str, Any]) -> Content | None:
     try:
         return Content.model_validate(python({k: v for k, v in fields.items() if v is not None}))
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the kernel's limit either way
         return None
+
+
+def json_depth(value: Any) -> int:
+    """How many levels of objects and arrays ``value`` nests (an explicit stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def has_surrogate(value: Any) -> bool:
@@ -248,26 +263,6 @@ def has_non_finite(value: Any) -> bool:
     if isinstance(value, dict):
         return any(has_non_finite(v) for v in value.values())
     return False
-
-
-def known_crash(door: str, field: str, value: Any, request: int = 0) -> str | None:
-    """The xfail test below that pins what ``door`` does wrong with this input (``request``:
-    the bytes of a JSON door's request), if any."""
-    value = received(door, value)
-    if door == "mcp" and request > MCP_SDK_REQUEST_BYTES:
-        return "test_mcp_takes_a_request_up_to_the_8_mib_limit"
-    if door == "a2a" and has_surrogate(value):
-        return "test_a2a_refuses_a_lone_surrogate_as_invalid_params"
-    if door == "a2a" and has_non_finite(value):
-        return "test_a2a_refuses_a_non_finite_number_as_invalid_params"
-    if door == "a2a" and isinstance(value, Deep) and value.depth >= A2A_UPB_DEPTHS.stop:
-        return "test_a2a_refuses_metadata_nested_past_its_parsers_by_name"
-    if door == "cli" and isinstance(value, Deep) and value.depth >= 900:
-        return "test_the_cli_refuses_metadata_nested_too_deep_for_its_json_parser"
-    is_number = isinstance(value, int | float) and not isinstance(value, bool)
-    if door == "mcp" and field == "valid_from" and is_number:
-        return "test_mcp_refuses_a_number_as_a_time"
-    return None
 
 
 def names_the_fault(answer: Answer, field: str) -> bool:
@@ -296,8 +291,6 @@ def test_hostile_text_is_stored_exactly_or_refused_by_name(
 ) -> None:
     field, value = case
     assume(not (door == "a2a" and field == "valid_from"))  # the skill takes no validity
-    # Not in this process: see test_a2a_takes_metadata_as_deep_as_the_kernel_allows.
-    assume(not (door == "a2a" and isinstance(value, Deep) and value.depth in A2A_UPB_DEPTHS))
     token = next(_TOKENS)
     fields: dict[str, Any] = {
         "kind": "fact",
@@ -315,26 +308,21 @@ def test_hostile_text_is_stored_exactly_or_refused_by_name(
 def _create_checked(stack: Stack, door: str, field: str, fields: dict[str, Any]) -> None:
     before = _counts(stack)
     answer = create(stack, door, fields)
-    known = known_crash(door, field, fields[field], request_bytes(door, fields))
-    assert not answer.crashed or known, f"{door} crashed on {field}: {answer.message}"
-    expected: Content | None = None
-    if known is None:
-        handed = handed_to_kernel(door, fields)
-        expected = kernel_content(handed) if handed is not None else None
-        should_store = expected is not None and not over_request_limit(door, fields)
-        assert answer.stored == should_store, (door, field, answer, should_store)
+    assert not answer.crashed, f"{door} crashed on {field}: {answer.message}"
+    handed = handed_to_kernel(door, fields)
+    expected = kernel_content(handed) if handed is not None else None
+    should_store = expected is not None and not over_request_limit(door, fields)
+    assert answer.stored == should_store, (door, field, answer, should_store)
     if not answer.stored:
         assert _counts(stack) == before, f"{door} refused {field} but stored something"
-        if known is None:
-            assert names_the_fault(answer, field), (door, field, answer.message[:500])
+        assert names_the_fault(answer, field), (door, field, answer.message[:500])
         return
     assert answer.record_id is not None
     stored = stack.memory.get(answer.record_id, principal=CURATOR).version.content
     assert _counts(stack)["records"] == before["records"] + 1
-    if known is None:
-        assert expected is not None
-        for name in ("title", "body", "metadata", "valid_from"):
-            assert getattr(stored, name) == getattr(expected, name), (door, name)
+    assert expected is not None
+    for name in ("title", "body", "metadata", "valid_from"):
+        assert getattr(stored, name) == getattr(expected, name), (door, name)
     # The stored text is searchable without a crash.
     stack.memory.search(stored.title[:MAX_QUERY_CHARS], principal=CURATOR, mode="keyword")
 
@@ -342,18 +330,17 @@ def _create_checked(stack: Stack, door: str, field: str, fields: dict[str, Any])
 def _search_checked(stack: Stack, door: str, query: str) -> None:
     before = _counts(stack)
     found = search(stack, door, query)
-    known = known_crash(door, "query", query, request_bytes(door, {"query": query}))
-    assert not found.crashed or known, f"{door} crashed on a query: {found.message}"
-    if known is None:
-        sent = received(door, query)
-        try:
-            check_text(sent, "query", MAX_QUERY_CHARS)
-            should_answer = door != "a2a" or bool(sent.strip())  # recall needs a query
-        except LimitExceeded:
-            should_answer = False
-        assert found.stored == should_answer, (door, found)
-        if not found.stored:
-            assert names_the_fault(found, "query"), (door, found.message[:500])
+    assert not found.crashed, f"{door} crashed on a query: {found.message}"
+    sent = received(door, query)
+    try:
+        check_text(sent, "query", MAX_QUERY_CHARS)
+        # recall needs a query; A2A refuses text no UTF-8 can carry before the kernel
+        should_answer = door != "a2a" or (bool(sent.strip()) and not has_surrogate(sent))
+    except LimitExceeded:
+        should_answer = False
+    assert found.stored == should_answer, (door, found)
+    if not found.stored:
+        assert names_the_fault(found, "query"), (door, found.message[:500])
     assert _counts(stack) == before, f"{door} stored something while searching"
 
 
@@ -375,8 +362,8 @@ def _fields(**changes: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("door", DOORS)
 def test_each_limit_is_the_same_on_every_door(stack: Stack, door: str) -> None:
-    # Limits count characters: a title of two-byte ones; a body of one-byte ones keeps a
-    # JSON request under the MCP SDK's 4 MiB (pinned apart, below).
+    # Limits count characters: a title of two-byte ones, a body of one-byte ones (a body of
+    # two-byte ones, over 4 MiB as JSON, is a test of its own below).
     for field, limit, char in (("title", MAX_TITLE_CHARS, "é"), ("body", MAX_BODY_CHARS, "x")):
         at = create(stack, door, _fields(**{field: char * limit}))
         assert at.stored, (door, field, at)
@@ -410,93 +397,49 @@ def _try_create(stack: Stack, door: str, field: str, value: Any) -> Answer:
     return answer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MCP over streamable HTTP: the SDK's own request limit (4 MiB) stays in place under "
-    "cairn's 8 MiB, and answers a plain-text 413 'Request body too large' that names no limit: "
-    "a body within the limit whose JSON is over 4 MiB cannot be stored through /mcp",
-)
 def test_mcp_takes_a_request_up_to_the_8_mib_limit(stack: Stack) -> None:
     body = "é" * MAX_BODY_CHARS  # 6 MB as JSON escapes, under 8 MiB
     answer = _try_create(stack, "mcp", "body", body)
     assert answer.stored, answer.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="A2A: a lone surrogate in a message (a data or text part) answers JSON-RPC -32603 "
-    "with Python's codec error, not -32602 naming the part",
-)
 def test_a2a_refuses_a_lone_surrogate_as_invalid_params(stack: Stack) -> None:
     answer = _try_create(stack, "a2a", "title", "half \ud800 a pair")
     assert not answer.crashed, answer.message
     assert "codec" not in answer.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="A2A: NaN or an infinity in a data part answers JSON-RPC -32603 (the protobuf "
-    "Struct cannot hold it), not -32602 naming the number",
-)
 def test_a2a_refuses_a_non_finite_number_as_invalid_params(stack: Stack) -> None:
     answer = _try_create(stack, "a2a", "metadata", {"ratio": math.nan})
     assert not answer.crashed, answer.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="A2A: a data part nested 32 to 99 levels (metadata at the kernel's own limit of 32 "
-    "among them) answers JSON-RPC -32603 from protobuf's depth limit ('Exceeded "
-    "upb_DecodeOptions_MaxDepth'), neither stored nor refused as invalid params naming "
-    "metadata; that parse error also leaves the server's Python unable to compile source",
-)
-def test_a2a_takes_metadata_as_deep_as_the_kernel_allows(
-    tmp_path_factory: pytest.TempPathFactory,
+def test_a2a_takes_metadata_to_its_documented_depth_and_refuses_deeper_by_name(
+    stack: Stack,
 ) -> None:
-    # A served process (loopback), not this one: see A2A_UPB_DEPTHS.
-    with running(tmp_path_factory, "a2a-depth") as live:
-        headers = {"Authorization": f"Bearer {live.curator}", "content-type": "application/json"}
-        answers = {}
-        for depth in (32, 40):
-            data = {"skill": "remember", "type": "fact", "scope": SCOPE, "title": f"deep {depth}",
-                    "content": "deep metadata", "metadata": Deep(depth)}  # fmt: skip
-            sent = httpx.post(
-                f"{live.url}/", content=a2a_request(data), headers=headers, timeout=30
-            )
-            answers[depth] = sent.json()
-    assert answers[32]["result"]["status"]["state"] == "completed", answers[32]
-    refused = answers[40].get("error") or answers[40]["result"]["status"]["message"]
-    assert "-32603" not in json.dumps(refused) and "metadata" in json.dumps(refused), refused
+    """A data part travels as a protobuf Struct, whose decoder stops short of the kernel's
+    own metadata limit: the A2A door takes metadata nested up to one level less than its
+    data-part limit and refuses deeper by name, never from inside the decoder."""
+    deepest = A2A_MAX_DATA_DEPTH - 1
+    assert _try_create(stack, "a2a", "metadata", Deep(deepest)).stored
+    for depth in (deepest + 1, MAX_METADATA_DEPTH, 99):
+        answer = _try_create(stack, "a2a", "metadata", Deep(depth))
+        assert not answer.stored and not answer.crashed, (depth, answer.message)
+        assert answer.message.startswith("-32602") and "metadata" in answer.message, answer
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="A2A: a data part nested about 400 levels or more answers HTTP 500 (a RecursionError "
-    "in the endpoint's recursive check for inexact integers, or in json.loads past about 1,000 "
-    "levels, which catches only ValueError); 100 to 400 levels answer -32603 'Message too deep'",
-)
 def test_a2a_refuses_metadata_nested_past_its_parsers_by_name(stack: Stack) -> None:
     for depth in (150, 1_000, 10_000):
         answer = _try_create(stack, "a2a", "metadata", Deep(depth))
         assert not answer.crashed, (depth, answer.message)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CLI: --metadata nested deeper than Python's JSON parser goes (about 1,000 levels) "
-    "raises RecursionError (a traceback, exit 1), not invalid input naming --metadata",
-)
 def test_the_cli_refuses_metadata_nested_too_deep_for_its_json_parser(stack: Stack) -> None:
     answer = _try_create(stack, "cli", "metadata", Deep(10_000))
     assert not answer.crashed, answer.message
     assert "metadata" in answer.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MCP: memory_store's temporal_valid_from is typed datetime, so the SDK reads an "
-    "integer or a float as a Unix time before the kernel can refuse it as a number",
-)
 def test_mcp_refuses_a_number_as_a_time(stack: Stack) -> None:
     http = _try_create(stack, "http", "valid_from", 1_700_000_000)
     assert not http.stored and "valid_from" in http.message
@@ -504,24 +447,14 @@ def test_mcp_refuses_a_number_as_a_time(stack: Stack) -> None:
     assert not mcp.stored, "MCP stored a number as a time"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="every door: a numeric string ('1700000000', '0.5') passes the kernel's Timestamp "
-    "as a Unix time; the contract is RFC 3339 with a time zone",
-)
 def test_a_numeric_string_is_not_a_time(stack: Stack) -> None:
     with pytest.raises(ValidationError):
         Content.model_validate({"kind": "fact", "scope": SCOPE, "title": "t", "valid_from": "0.5"})
-    for door in DOORS:
+    for door in (d for d in DOORS if d != "a2a"):  # the A2A skill takes no validity
         answer = _try_create(stack, door, "valid_from", "0.5")
         assert not answer.stored, f"{door} stored '0.5' as a time"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="A2A: a refused remember answers with pydantic's own text: a link to "
-    "errors.pydantic.dev and the rejected value echoed (HTTP and MCP give 'field: message')",
-)
 def test_a2a_refusals_read_like_the_other_doors(stack: Stack) -> None:
     answer = _try_create(stack, "a2a", "title", "t" * (MAX_TITLE_CHARS + 1))
     assert not answer.stored and "title" in answer.message

@@ -24,8 +24,8 @@ costs them 5 to 100 ms), drawn by hypothesis, so that every read is covered acro
 The served app and the MCP server are built once (that costs most of a second) on a
 stand-in that forwards to the ``Memory`` of the example being run.
 
-Four leaks found by this property are pinned by the ``xfail`` tests at the end; until they
-are fixed the property tolerates exactly those (``KnownLeaks``) and nothing else.
+The leaks this property found when it was written are pinned by the regression tests at
+the end; it tolerates nothing.
 """
 
 from __future__ import annotations
@@ -82,9 +82,7 @@ from tests.security.leak_world import (
     Secrets,
     World,
     WorldSpec,
-    admits,
     build_world,
-    in_scope,
     queries,
     readers,
     secrets_of,
@@ -185,57 +183,11 @@ samples = st.builds(
 )
 
 
-@dataclass(frozen=True)
-class KnownLeaks:
-    """What the kernel is known to show today (see the xfail tests at the end), per kind of
-    read. The property tolerates these tokens there and nowhere else."""
-
-    baselines: frozenset[str]
-    published: frozenset[str]
-    pinned: dict[str, frozenset[str]]  # by baseline id: what its baseline_ref reads show
-    resolve: frozenset[str]
-
-
-def known_leaks(world: World, reader: Principal) -> KnownLeaks:
-    baselines: set[str] = set()
-    for baseline in world.baselines:
-        if not in_scope(reader, baseline.scope):
-            continue
-        # A baseline names the curator's publish proposal, and pins versions of readable
-        # records that the reader may not read.
-        baselines.add(baseline.proposal_id)
-        for record_id, version_id in baseline.pins.items():
-            if world.sees_record(reader, world.record(record_id)):
-                baselines.add(version_id)
-
-    def served(pins: dict[str, str]) -> frozenset[str]:
-        # Reads through a baseline serve a pinned version its own ACL opens to the reader
-        # even when the record's current ACL shuts the reader out.
-        shown: set[str] = set()
-        for record_id, version_id in pins.items():
-            record, version = world.version(version_id)
-            if in_scope(reader, record.scope) and admits(reader, version.content.acl):
-                shown |= {record_id, version_id, version.marker}
-        return frozenset(shown)
-
-    pinned = {baseline.id: served(baseline.pins) for baseline in world.baselines}
-    published = served(world.published_pins())
-    # resolve stops before a successor the reader may not read, and answers the record it
-    # stopped at as stored: its superseded_by names that successor.
-    resolve = {
-        r.superseded_by
-        for r in world.visible_records(reader)
-        if r.superseded_by and not world.sees_record(reader, world.record(r.superseded_by))
-    }
-    return KnownLeaks(frozenset(baselines), published, pinned, frozenset(resolve))
-
-
 @dataclass
 class Example:
     world: World
     reader: Principal
     secrets: Secrets
-    known: KnownLeaks
     query: str
     sample: Sample
     key: str  # the reader's API key
@@ -312,11 +264,10 @@ def _library_reads(ex: Example) -> None:
     }
     for probe, call in by_id.items():
         check.alike(probe, lambda i, c=call: library(lambda: c(i)), _ids(ex.hidden), never["rec"])
-        tolerate = ex.known.resolve if probe == "resolve" else ()
         for record in ex.visible:
             if probe != "update":  # an update of a readable record would be a real proposal
                 answer = library(lambda c=call, i=record.id: c(i))
-                check.clean(probe, answer, tolerate=tolerate)
+                check.clean(probe, answer)
     for record in ex.hidden:
         direct = _direct_context(memory, reader, record.scope)
         check.alike("read_context by id", direct, [record.id], never["rec"])
@@ -339,26 +290,23 @@ def _library_reads(ex: Example) -> None:
             ),
         }
         for probe, call in reads.items():
-            tolerate = ex.known.published if "published" in probe else ()
-            check.clean(f"{probe} ({mode})", library(call), echo=[query], tolerate=tolerate)
+            check.clean(f"{probe} ({mode})", library(call), echo=[query])
     for baseline in world.baselines:
-        # A baseline the reader may not see reads as empty, not as missing (xfail test
+        # A baseline the reader may not see answers like one that never existed (a test
         # below); either way the answer may name nothing else.
         selector = Selector(kind=SelectorKind.BASELINE_REF, baseline_id=baseline.id)
         answer = library(lambda s=selector: memory.search(query, principal=reader, selector=s))
-        tolerate = ex.known.pinned[baseline.id]
-        check.clean("search baseline_ref", answer, echo=[query, baseline.id], tolerate=tolerate)
+        check.clean("search baseline_ref", answer, echo=[query, baseline.id])
     for scope in SCOPES:
         for selector in (Selector.head(), published):
             request = ReadContextRequest(scope=scope, query=query, selector=selector, k=50)
             answer = library(lambda r=request: memory.read_context(r, principal=reader))
-            tolerate = ex.known.published if selector == published else ()
             probe = f"read_context {scope} ({selector.kind.value})"
-            check.clean(probe, answer, echo=[query], tolerate=tolerate)
+            check.clean(probe, answer, echo=[query])
         baselines = library(lambda s=scope: memory.baselines(s, principal=reader))
-        check.clean(f"baselines of {scope}", baselines, tolerate=ex.known.baselines)
+        check.clean(f"baselines of {scope}", baselines)
     baselines = library(lambda: memory.baselines(None, principal=reader))
-    check.clean("baselines", baselines, tolerate=ex.known.baselines)
+    check.clean("baselines", baselines)
     # The ids the reader typed come back in the report (each answered like an id that
     # never existed, above); nothing else it may not see may come with them.
     every_id = [*_ids(world.records), never["rec"]]
@@ -469,10 +417,9 @@ def _http_reads(doors: Doors, ex: Example) -> None:
     }
     for probe in sorted(ex.sample.http_by_id):
         check.alike(probe, by_id[probe], _ids(ex.hidden[:2]), never["rec"])
-        tolerate = ex.known.resolve if probe == "resolve" else ()
         if probe != "patch":  # a patch of a readable record would be a real proposal
             for record in ex.visible[:1]:
-                check.clean(probe, by_id[probe](record.id), tolerate=tolerate)
+                check.clean(probe, by_id[probe](record.id))
     for record in ex.visible[:1]:
         by_version = lambda v, r=record.id: get(  # noqa: E731
             f"/records/{r}", selector="version_ref", version_id=v
@@ -506,18 +453,18 @@ def _http_reads(doors: Doors, ex: Example) -> None:
         check.clean(probe, post(path, body), echo=[query])
     published = {"kind": "published"}
     retrieved = post("/retrieve", {"query": query, "selector": published, "top_k": 50})
-    check.clean("retrieve published", retrieved, echo=[query], tolerate=ex.known.published)
+    check.clean("retrieve published", retrieved, echo=[query])
     for scope in SCOPES:
         body = {"scope": scope, "query": query, "selector": published, "mode": "keyword"}
         answer = post("/read_context", body)
-        check.clean(f"read_context {scope}", answer, echo=[query], tolerate=ex.known.published)
+        check.clean(f"read_context {scope}", answer, echo=[query])
     every_id = [*_ids(world.records), never["rec"]]
     check.clean("validate all", post("/validate", {"ids": every_id}), echo=every_id)
 
     listed = client.get("/v1/records", params={"limit": "1000"}, headers=ex.headers)
     check.clean("records", http(listed))
     assert {r["id"] for r in listed.json()} == set(_ids(ex.visible))
-    check.clean("baselines", get("/baselines"), tolerate=ex.known.baselines)
+    check.clean("baselines", get("/baselines"))
     check.clean("proposals", get("/proposals"))
     foreign = list(world.foreign_proposals)[-2:]  # the other agent's, when there are any
     check.alike("proposal", lambda p: get(f"/proposals/{p}"), foreign, never["prp"])
@@ -568,7 +515,7 @@ def _mcp_reads(doors: Doors, ex: Example) -> None:
                   *(f"prompt {name}" for name in prompts)):  # fmt: skip
         check.clean(probe, answers[probe], echo=[query])
     context = answers["memory_get_context"]
-    check.clean("memory_get_context", context, echo=[query], tolerate=ex.known.published)
+    check.clean("memory_get_context", context, echo=[query])
     check.clean("memory_validate all", answers["memory_validate all"], echo=every_id)
     check.clean("memory_list", answers["memory_list"])
     listed = json.loads(answers["memory_list"])["structured"]["records"]
@@ -808,8 +755,7 @@ def test_no_door_reveals_what_the_reader_may_not_see(
             doors.switch.target = memory
             doors.reader[0] = reader
             secrets = secrets_of(world, reader)
-            known = known_leaks(world, reader)
-            ex = Example(world, reader, secrets, known, query, sample, key, folder, db)
+            ex = Example(world, reader, secrets, query, sample, key, folder, db)
             _library_reads(ex)
             _http_reads(doors, ex)
             _mcp_reads(doors, ex)
@@ -840,11 +786,6 @@ def _create(memory: Memory, title: str, scope: str = "acme/app", **acl: Any) -> 
     return outcome.record.id, outcome.version.id
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a baseline names the curator's publish proposal (proposal_id), which only its "
-    "proposer and the scope's curators may see",
-)
 def test_a_baseline_does_not_name_a_proposal_the_reader_may_not_see(memory: Memory) -> None:
     _create(memory, "Deploys run on Tuesdays")
     outcome = memory.publish("acme/app", principal=CURATOR)
@@ -854,11 +795,6 @@ def test_a_baseline_does_not_name_a_proposal_the_reader_may_not_see(memory: Memo
     assert shown and outcome.proposal.id not in as_text(shown)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a baseline pins, for a record the reader may read, the id of a version whose own "
-    "ACL the reader does not pass (baselines() trims pins by the record's current ACL only)",
-)
 def test_a_baseline_does_not_pin_a_version_the_reader_may_not_read(memory: Memory) -> None:
     record_id, first = _create(memory, "Salary bands", labels=("hr",))
     memory.publish("acme/app", principal=CURATOR)
@@ -868,12 +804,6 @@ def test_a_baseline_does_not_pin_a_version_the_reader_may_not_read(memory: Memor
     assert first not in as_text(memory.baselines("acme/app", principal=AGENT))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reads through a baseline (search, retrieve, read_context with the published or a "
-    "baseline_ref selector) serve the pinned version of a record whose current ACL shuts the "
-    "reader out, when that version's own ACL let it in; get() refuses the same record",
-)
 def test_reads_through_a_baseline_follow_the_current_acl(memory: Memory) -> None:
     record_id, first = _create(memory, "Salary bands are public", labels=("internal",))
     memory.publish("acme/app", principal=CURATOR)
@@ -895,11 +825,6 @@ def test_reads_through_a_baseline_follow_the_current_acl(memory: Memory) -> None
         assert record_id not in as_text(answer) and first not in as_text(answer)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reads with a baseline_ref selector check no scope: a baseline of a scope the reader "
-    "may not read answers as empty, one that never existed as not found",
-)
 def test_a_hidden_baseline_reads_like_one_that_never_existed(memory: Memory) -> None:
     _create(memory, "Vault combination", scope="secret/vault")
     memory.publish("secret/vault", principal=CURATOR)
@@ -916,11 +841,6 @@ def test_a_hidden_baseline_reads_like_one_that_never_existed(memory: Memory) -> 
     assert len(answers) == 1, answers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="resolve answers the last record the reader may read as stored: its superseded_by "
-    "names the successor the reader may not read (get and list leave that id out)",
-)
 def test_resolve_does_not_name_a_hidden_successor(memory: Memory) -> None:
     old, _ = _create(memory, "Deploys run on Tuesdays")
     new, _ = _create(memory, "Deploys run on Wednesdays", labels=("hr",))

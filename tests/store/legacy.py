@@ -10,8 +10,9 @@ import psycopg
 
 def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
     """The store as it was before edges became a domain type: edges as (src, dst, type,
-    created_at), and no agent tasks table (a later step)."""
-    conn.execute("DROP TABLE IF EXISTS agent_tasks")
+    created_at), and none of the tables later steps add (agent tasks, the event log)."""
+    for table in ("agent_tasks", "event_outbox", "outbox_cursors", "events"):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute(
         "CREATE TABLE edges_old (src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, "
         "created_at TEXT NOT NULL, PRIMARY KEY (src, dst, type))"
@@ -23,7 +24,8 @@ def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
 
 
 def rewind_edges_postgres(conn: psycopg.Connection[Any]) -> None:
-    conn.execute("DROP TABLE IF EXISTS cairn.agent_tasks")
+    for table in ("agent_tasks", "event_outbox", "outbox_cursors", "events"):
+        conn.execute(f"DROP TABLE IF EXISTS cairn.{table}")
     conn.execute(
         'CREATE TABLE cairn.edges_old (src text COLLATE "C" NOT NULL, '
         'dst text COLLATE "C" NOT NULL, type text COLLATE "C" NOT NULL, '

@@ -298,8 +298,15 @@ class CairnExecutor(AgentExecutor):
             )
             return
         except ValueError as exc:  # a model validator refused the skill's arguments
+            refusal = (
+                InvalidInput.from_validation(exc)
+                if isinstance(exc, ValidationError)
+                else InvalidInput(str(exc))
+            )
             await updater.failed(
-                updater.new_agent_message([new_text_part(f"[invalid_input] {exc}")])
+                updater.new_agent_message(
+                    [new_text_part(f"[{refusal.code}] {refusal.public_message}")]
+                )
             )
             return
         await updater.add_artifact(
@@ -533,10 +540,22 @@ class A2AEndpoint:
             return _rpc_error(None, -32005, f"Content type not supported: {media}")
         raw = await request.body()  # cached by Starlette: the SDK reads it again
         try:
-            body = json.loads(raw)
+            body = json.loads(raw, parse_constant=_no_constant)
+        except _NotFinite as exc:
+            return _rpc_error(None, -32602, f"Invalid params: {exc}")
+        except RecursionError:
+            # Python's JSON parser gives up about 1,000 levels down; far past any limit here.
+            deep = f"the request is nested more than {_MAX_REQUEST_DEPTH} levels deep"
+            return _rpc_error(None, -32602, f"Invalid params: {deep}")
         except ValueError:
             return _rpc_error(None, -32700, "Parse error: the body is not valid JSON")
-        why = _too_deep(body) or _bad_v03_params(body) or _inexact_integer(body)
+        why = (
+            _data_too_deep(body)
+            or _too_deep(body)
+            or _bad_text(body)
+            or _bad_v03_params(body)
+            or _inexact_integer(body)
+        )
         if why is not None:
             return _rpc_error(body.get("id"), -32602, f"Invalid params: {why}")
         return await self.dispatcher.handle_requests(request)
@@ -553,6 +572,58 @@ def _too_deep(body: Any) -> str | None:
         check_depth(body, "the request", _MAX_REQUEST_DEPTH)
     except LimitExceeded as exc:
         return str(exc)
+    return None
+
+
+# A data part travels inside the SDK as a protobuf Struct, three protobuf levels per JSON
+# level, and protobuf's decoder stops at 100 levels: a data part may nest 30 levels (its
+# metadata 29), a little under the kernel's own metadata limit. Deeper data is refused here,
+# by name, instead of failing inside the decoder.
+A2A_MAX_DATA_DEPTH = 30
+
+
+def _data_too_deep(body: Any) -> str | None:
+    for index, part in enumerate(_message_parts(body)):
+        if isinstance(part, dict) and "data" in part:
+            where = f"params.message.parts[{index}].data"
+            try:
+                check_depth(part["data"], where, A2A_MAX_DATA_DEPTH)
+            except LimitExceeded as exc:
+                return (
+                    f"{exc}: through A2A a data part nests at most {A2A_MAX_DATA_DEPTH} levels, "
+                    f"so its metadata at most {A2A_MAX_DATA_DEPTH - 1}"
+                )
+    return None
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON numbers (Python's parser accepts them as an extension).
+    raise _NotFinite(f"{name} is not a JSON number; send a finite number or a string")
+
+
+def _bad_text(body: Any) -> str | None:
+    """Where a string holds a lone surrogate (an escape like \\ud800 not part of a pair),
+    which no UTF-8 text can carry, or None. An explicit stack, never recursion."""
+    stack: list[tuple[Any, str]] = [(body, "request")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{where}: a lone surrogate is not text; send whole characters"
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                stack.append((key, f"{where} (a key)"))
+                # the path is sent back: never with a lone surrogate of its own
+                shown = key.encode("utf-8", "backslashreplace").decode("utf-8")[:64]
+                stack.append((value, f"{where}.{shown}"))
+        elif isinstance(item, list):
+            stack.extend((value, f"{where}[{i}]") for i, value in enumerate(item))
     return None
 
 

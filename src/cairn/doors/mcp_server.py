@@ -18,7 +18,6 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -58,6 +57,7 @@ from cairn.model import (
     Selector,
     SelectorKind,
     Status,
+    Timestamp,
 )
 from cairn.retrieval.context import (
     ClaimsReport,
@@ -395,8 +395,8 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
         tags: list[str] | None = None,
-        temporal_valid_from: datetime | None = None,
-        temporal_valid_to: datetime | None = None,
+        temporal_valid_from: Timestamp | None = None,
+        temporal_valid_to: Timestamp | None = None,
     ) -> StoreResult:
         """Create a new memory record. It goes through the gate: the policy approves it at once,
         queues it for a curator ('pending'), or rejects it with a reason. Returns the record id
@@ -485,8 +485,8 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
     def memory_list(
         ctx: Context,
         type: str | None = None,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
+        created_after: Timestamp | None = None,
+        created_before: Timestamp | None = None,
         metadata_filter: Annotated[
             dict[str, Any] | None, Field(description="exact-match metadata, e.g. {'impact': 'low'}")
         ] = None,

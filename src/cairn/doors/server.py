@@ -32,6 +32,7 @@ from cairn.doors.a2a_agent import build_a2a_routes
 from cairn.doors.http import authenticate_http, create_app, error_response
 from cairn.doors.mcp_server import bearer_key, build_mcp_server
 from cairn.errors import CairnError
+from cairn.limits import MAX_REQUEST_BYTES
 from cairn.memory import DEFAULT_EMBEDDER
 from cairn.model import Principal
 from cairn.workspace import Workspace
@@ -158,7 +159,11 @@ def build_server_app(
         return authenticate_http(workspace, bearer_key(ctx.headers))
 
     mcp = build_mcp_server(memory, principal_for)
-    mcp_app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    # cairn's own body limit (BodyLimit) answers first and in cairn's words; the SDK's lower
+    # default would refuse requests cairn accepts on every other door.
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, max_request_body_size=MAX_REQUEST_BYTES + 1
+    )
     try:
         a2a_routes = build_a2a_routes(workspace, memory, base_url, anonymous=a2a_anonymous)
     except BaseException:

@@ -18,13 +18,15 @@ from cairn.errors import (
     DuplicateContent,
     InvalidInput,
     NotFound,
+    PermissionDenied,
     StaleProposal,
     SupersessionCycle,
 )
 from cairn.governance import access, lifecycle, links
 from cairn.governance.policy import Policy, ProposalFacts, evaluate
-from cairn.limits import MAX_REASON_CHARS, LimitExceeded, check_text, is_id
+from cairn.limits import MAX_LIST_ITEMS, MAX_REASON_CHARS, LimitExceeded, check_text, is_id
 from cairn.model import (
+    AppendReport,
     AuditEntry,
     Baseline,
     Change,
@@ -33,6 +35,8 @@ from cairn.model import (
     CreateChange,
     Decision,
     Edge,
+    Event,
+    EventDraft,
     LinkChange,
     Origin,
     PathLink,
@@ -61,6 +65,7 @@ from cairn.store.base import (
     Precondition,
     PutBaseline,
     PutEdge,
+    PutEvents,
     PutPathLink,
     PutProposal,
     PutRecord,
@@ -87,6 +92,9 @@ class _Plan:
     subject: str | None = None
     edge: Edge | None = None
 
+
+# Events per append: a producer's buffer, flushed; bounded like a request.
+MAX_EVENT_BATCH = 10_000
 
 _ORIGIN_OF: dict[PrincipalKind, Origin] = {
     PrincipalKind.AGENT: Origin.AGENT,
@@ -938,6 +946,70 @@ class Gate:
             expects=[ExpectPublished(change.scope, previous_id)],
             subject=baseline.id,
         )
+
+    # ---- events ----------------------------------------------------------------------
+
+    def append_events(self, drafts: Sequence[EventDraft], principal: Principal) -> AppendReport:
+        """Append a batch of events in one transaction with one audit entry. Each event is
+        stamped here (who appended it, when, and the policy's ACL); an id already stored
+        with the same content is reported as a duplicate, with other content the whole
+        batch is refused."""
+        rules = self.policy.events
+        if not set(principal.roles) & set(rules.append_roles):
+            raise PermissionDenied(
+                f"{principal.id} may not append events (roles allowed: "
+                f"{', '.join(rules.append_roles)})"
+            )
+        if not 1 <= len(drafts) <= MAX_EVENT_BATCH:
+            raise InvalidInput(f"send 1 to {MAX_EVENT_BATCH} events at a time", field="events")
+        sent: dict[str, EventDraft] = {}
+        for draft in drafts:
+            access.require_scope(principal, draft.scope)
+            earlier = sent.get(draft.event_id)
+            if earlier is not None and earlier.digest() != draft.digest():
+                raise Conflict(
+                    f"event {draft.event_id} is in the batch twice with different content",
+                    field="event_id",
+                )
+            sent[draft.event_id] = draft
+        stored = self.store.get_events(list(sent))
+        now = self.clock()
+        fresh: list[Event] = []
+        for event_id, draft in sent.items():
+            known = stored.get(event_id)
+            if known is not None:
+                if known.digest() != draft.digest():
+                    raise Conflict(
+                        f"event {event_id} was appended before with other content; events "
+                        "are never rewritten: send a correction as a new event",
+                        field="event_id",
+                    )
+                continue
+            fresh.append(
+                Event(
+                    **draft.model_dump(), acl=rules.acl, appended_at=now, appended_by=principal.id
+                )
+            )
+        report = AppendReport(
+            stored=tuple(e.event_id for e in fresh),
+            duplicates=tuple(i for i in sent if i in stored),
+        )
+        if not fresh:
+            return report
+        audit = self._audit(
+            principal,
+            "append",
+            subject=None,
+            details={
+                "op": "append",
+                "events": len(fresh),
+                "first": fresh[0].event_id,
+                "last": fresh[-1].event_id,
+                "scopes": sorted({e.scope for e in fresh})[:MAX_LIST_ITEMS],
+            },
+        )
+        self._write([ChangeSet(audit=audit, writes=(PutEvents(tuple(fresh)),))])
+        return report
 
     # ---- helpers ---------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from cairn.errors import InvalidInput, PolicyError
 from cairn.model import (
     BUILTIN_KINDS,
     SYSTEM_RELATIONS,
+    Acl,
     CairnModel,
     Decision,
     Origin,
@@ -136,6 +137,16 @@ DEFAULT_RELATIONS: tuple[Relation, ...] = (
 )
 
 
+class EventPolicy(CairnModel):
+    """Who may append events, and who may read them. Events are evidence, not governed
+    knowledge: an append needs no review, but only principals holding one of ``append_roles``
+    may append, and only in scopes they hold. Every event is read under ``acl`` (the
+    producer cannot choose another)."""
+
+    append_roles: tuple[str, ...] = ("agent", "curator", "admin")
+    acl: Acl = Field(default_factory=Acl)
+
+
 class Policy(CairnModel):
     version: Literal[1] = 1
     kinds: tuple[str, ...] = ()
@@ -143,6 +154,7 @@ class Policy(CairnModel):
     retention: Retention = Field(default_factory=Retention)
     ingest: IngestPolicy = Field(default_factory=IngestPolicy)
     relations: tuple[Relation, ...] = DEFAULT_RELATIONS
+    events: EventPolicy = Field(default_factory=EventPolicy)
     rules: tuple[Rule, ...] = ()
 
     def relation(self, name: str) -> Relation:

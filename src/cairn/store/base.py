@@ -22,6 +22,7 @@ from cairn.model import (
     Content,
     Direction,
     Edge,
+    Event,
     Neighbourhood,
     PathLink,
     Proposal,
@@ -89,7 +90,25 @@ class PutPathLink:
     link: PathLink
 
 
-Write = PutRecord | PutVersion | PutProposal | PutBaseline | SetPublished | PutEdge | PutPathLink
+@dataclass(frozen=True)
+class PutEvents:
+    """Append events, each with an outbox row. An event already stored under its id is left
+    as it is when its content is the same; with other content the whole commit fails
+    (``Conflict``), so no event is ever rewritten."""
+
+    events: tuple[Event, ...]
+
+
+Write = (
+    PutRecord
+    | PutVersion
+    | PutProposal
+    | PutBaseline
+    | SetPublished
+    | PutEdge
+    | PutPathLink
+    | PutEvents
+)
 
 
 # ---- preconditions -----------------------------------------------------------------------
@@ -155,7 +174,9 @@ class PublishedRow:
 
 # One stored row of any memory table, in the order ``import_rows`` needs them: records,
 # versions, proposals, audit (with seq), baselines (with pins), published, edges, path links.
-Dumped = Record | Version | Proposal | AuditEntry | Baseline | PublishedRow | Edge | PathLink
+Dumped = (
+    Record | Version | Proposal | AuditEntry | Baseline | PublishedRow | Edge | PathLink | Event
+)
 
 
 # ---- the retrieval index ----------------------------------------------------------------
@@ -249,6 +270,18 @@ class EdgeFilter:
     types: frozenset[str] | None = None
     statuses: frozenset[str] = frozenset({"active"})
     valid_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events a read may see (the reader's ACLs and scopes, as for chunks) and which it
+    asks for: one session, a source-time range ``[since, until)``."""
+
+    acl_ids: frozenset[int]
+    scope_ids: frozenset[int] | None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -508,6 +541,29 @@ class TaskStore(Protocol):
     def delete_task(self, task_id: str, owner: str) -> None: ...
 
 
-class Store(RecordStore, IndexStore, GraphStore, TaskStore, Protocol):
+class EventLog(Protocol):
+    """Events, appended by ``RecordStore.commit`` (``PutEvents``) and never changed, and the
+    outbox that tells indexers what was appended, in commit order."""
+
+    def list_events(
+        self, where: EventFilter, *, after: tuple[datetime, str] | None = None, limit: int = 100
+    ) -> list[Event]:
+        """Events ``where`` admits in source-time order (``ts``, then ``event_id``), after
+        the ``(ts, event_id)`` of the last one seen, at most ``limit``."""
+        ...
+
+    def get_events(self, event_ids: Sequence[str]) -> dict[str, Event]: ...
+
+    def outbox(self, consumer: str, limit: int = 1000) -> list[tuple[int, Event]]:
+        """The events appended since ``consumer`` last acknowledged, with their outbox
+        positions, in commit order."""
+        ...
+
+    def ack_outbox(self, consumer: str, position: int) -> None:
+        """``consumer`` has handled everything up to ``position``."""
+        ...
+
+
+class Store(RecordStore, IndexStore, GraphStore, TaskStore, EventLog, Protocol):
     """Everything the kernel needs from a backend; each backend implements every part, and
     one contract suite runs on each. Nothing else may write memory tables."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cairn.store.sql.schema import AGENT_TASKS, EDGES, PATH_LINKS, create_table, kernel_tables
+from cairn.store.sql import schema
 
 
 def _utc_repair(table: str, column: str, paths: tuple[str, ...]) -> str:
@@ -24,7 +24,7 @@ _TIMES = ("$.valid_from", "$.valid_to")
 
 SQLITE_MIGRATIONS: tuple[str, ...] = (
     # 1: the kernel
-    kernel_tables("sqlite")
+    schema.kernel_tables("sqlite")
     + """
     CREATE TABLE edges (
         src TEXT NOT NULL,
@@ -36,7 +36,7 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX edges_dst ON edges(dst);
 
     """
-    + create_table("path_links", PATH_LINKS, "sqlite")
+    + schema.create_table("path_links", schema.PATH_LINKS, "sqlite")
     + """
     -- Append-only by construction: history can be added to, never rewritten.
     CREATE TRIGGER versions_no_update BEFORE UPDATE ON versions
@@ -153,7 +153,7 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE edges RENAME TO edges_legacy;
     DROP INDEX edges_dst;
     """
-    + create_table("edges", EDGES, "sqlite")
+    + schema.create_table("edges", schema.EDGES, "sqlite")
     + """
     CREATE INDEX edges_src ON edges(src, type);
     CREATE INDEX edges_dst ON edges(dst, type);
@@ -176,9 +176,17 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     """,
     # 6: agent-protocol (A2A) tasks move into the store from a side file, so that every
     # server on a store answers for the same tasks. Door state, not memory: no audit.
-    create_table("agent_tasks", AGENT_TASKS, "sqlite")
+    schema.create_table("agent_tasks", schema.AGENT_TASKS, "sqlite")
     + """
     CREATE INDEX agent_tasks_owner ON agent_tasks(owner, updated_at);
+    """,
+    # 7: the event log: append-only events with an outbox that indexers follow.
+    schema.event_log_tables("sqlite")
+    + """
+    CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
     """,
 )
 
@@ -193,4 +201,6 @@ MEMORY_TABLES: tuple[str, ...] = (
     "published",
     "edges",
     "path_links",
+    "events",
+    "event_outbox",
 )

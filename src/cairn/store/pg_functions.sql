@@ -216,6 +216,8 @@ DECLARE
     cur_status text;
     cur_baseline text;
     touched bigint[] := '{}';  -- chunks inserted or re-filtered: stamped with seqs at the end
+    appended bigint[] := '{}';  -- events stored by this commit: outbox rows at the end
+    clash text;
     inserted bigint := 0;
     ids bigint[];
 BEGIN
@@ -346,6 +348,34 @@ BEGIN
                 FROM jsonb_populate_record(NULL::edges, w -> 'row') g
                 ON CONFLICT (id) DO UPDATE SET status = excluded.status,
                     removed_at = excluded.removed_at, removed_by = excluded.removed_by;
+            WHEN 'events' THEN
+                WITH added AS (
+                    INSERT INTO events (event_id, ts, session_id, scope, scope_id, agent, role,
+                        kind, text, metadata, acl, acl_id, digest, appended_at, appended_by)
+                    SELECT n.event_id, n.ts, n.session_id, n.scope, cairn_scope_id(n.scope),
+                        n.agent, n.role, n.kind, n.text, n.metadata, n.acl,
+                        cairn_acl_id(n.acl), n.digest, n.appended_at, n.appended_by
+                    FROM jsonb_populate_recordset(NULL::events, w -> 'rows') WITH ORDINALITY
+                        AS n(seq, event_id, ts, session_id, scope, scope_id, agent, role, kind,
+                             text, metadata, acl, acl_id, digest, appended_at, appended_by, i)
+                    ORDER BY n.i
+                    ON CONFLICT (event_id) DO NOTHING
+                    RETURNING seq
+                )
+                SELECT appended || coalesce(array_agg(seq ORDER BY seq), '{}') INTO appended
+                    FROM added;
+                -- An id sent again with other content: events are never rewritten.
+                SELECT n.event_id INTO clash
+                    FROM jsonb_populate_recordset(NULL::events, w -> 'rows') n
+                    JOIN events e ON e.event_id = n.event_id
+                    WHERE e.digest IS DISTINCT FROM n.digest LIMIT 1;
+                IF clash IS NOT NULL THEN
+                    RAISE EXCEPTION USING ERRCODE = 'CR409',
+                        MESSAGE = format('event %s was appended before with other content; '
+                            'events are never rewritten: send a correction as a new event',
+                            clash),
+                        DETAIL = jsonb_build_object('field', 'event_id')::text;
+                END IF;
             WHEN 'path_link' THEN
                 INSERT INTO path_links (record_id, path, content_hash, drifted)
                 SELECT l.record_id, l.path, l.content_hash, l.drifted
@@ -371,8 +401,13 @@ BEGIN
         FROM jsonb_populate_record(NULL::audit, a) x;
         seqs := seqs || next_seq;
     END LOOP;
-    -- Still under the lock: chunk seqs follow commit order too (see cairn_stamp_chunks).
+    -- Still under the lock: chunk seqs follow commit order too (see cairn_stamp_chunks), and
+    -- so do outbox positions, so an indexer following the outbox never skips an event that
+    -- a slower transaction committed later.
     PERFORM cairn_stamp_chunks(touched, inserted);
+    INSERT INTO event_outbox (position, event_seq)
+    SELECT (SELECT coalesce(max(position), 0) FROM event_outbox) + o.n, o.seq
+    FROM unnest(appended) WITH ORDINALITY AS o(seq, n);
     RETURN seqs;
 END
 $fn$;

@@ -42,7 +42,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import tuple_row
 
 from cairn.errors import StoreError
-from cairn.store.sql.schema import AGENT_TASKS, EDGES, PATH_LINKS, create_table, kernel_tables
+from cairn.store.sql import schema
 
 SCHEMA = "cairn"
 OWNER_ROLE = "cairn_owner"
@@ -87,7 +87,7 @@ $do$;
 """
 
 _KERNEL = (
-    kernel_tables("postgres")
+    schema.kernel_tables("postgres")
     + r"""
 CREATE TABLE edges (
     src text COLLATE "C" NOT NULL,
@@ -100,7 +100,7 @@ CREATE TABLE edges (
 CREATE INDEX edges_dst ON edges (dst);
 
 """
-    + create_table("path_links", PATH_LINKS, "postgres")
+    + schema.create_table("path_links", schema.PATH_LINKS, "postgres")
     + r"""
 -- Append-only by construction: history can be added to, never rewritten, by anyone.
 CREATE FUNCTION forbid_rewrite() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -282,7 +282,7 @@ _EDGES = (
 ALTER TABLE edges RENAME TO edges_legacy;
 DROP INDEX edges_dst;
 """
-    + create_table("edges", EDGES, "postgres")
+    + schema.create_table("edges", schema.EDGES, "postgres")
     + r"""
 CREATE INDEX edges_src ON edges (src, type);
 CREATE INDEX edges_dst ON edges (dst, type);
@@ -322,10 +322,23 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     # for the same tasks. Door state, not memory: the serving role writes it directly.
     Migration(
         "agent_tasks",
-        create_table("agent_tasks", AGENT_TASKS, "postgres")
+        schema.create_table("agent_tasks", schema.AGENT_TASKS, "postgres")
         + """
         CREATE INDEX agent_tasks_owner ON agent_tasks (owner, updated_at);
         GRANT INSERT, UPDATE, DELETE ON agent_tasks TO cairn_serving;
+        """,
+    ),
+    # The event log: append-only events (written only by cairn_commit) with an outbox that
+    # indexers follow; their cursors are bookkeeping the serving role keeps itself.
+    Migration(
+        "events",
+        schema.event_log_tables("postgres")
+        + """
+        CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
+            FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
+        CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
+            FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
+        GRANT INSERT, UPDATE ON outbox_cursors TO cairn_serving;
         """,
     ),
 )
@@ -365,6 +378,8 @@ PG_MEMORY_TABLES: tuple[str, ...] = (
     "published",
     "edges",
     "path_links",
+    "events",
+    "event_outbox",
 )
 
 # Retrieval index tables, derived from memory: written only by cairn_commit (chunks, with the

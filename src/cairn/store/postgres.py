@@ -45,6 +45,7 @@ from cairn.model import (
     AuditEntry,
     Baseline,
     Edge,
+    Event,
     PathLink,
     Proposal,
     Record,
@@ -66,6 +67,7 @@ from cairn.store.pg_migrations import (
 )
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.events import SqlEvents
 from cairn.store.sql.graph import SqlGraph
 from cairn.store.sql.reads import SqlReads
 from cairn.store.sql.tasks import SqlTasks
@@ -199,7 +201,7 @@ def _configure(conn: Conn) -> None:
         conn.execute(f"SET ROLE {SERVING_ROLE}")
 
 
-class PostgresStore(SqlReads, SqlGraph, SqlTasks):
+class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents):
     dialect: Dialect = DIALECT
 
     def __init__(self, url: str, *, auto_migrate: bool = True) -> None:
@@ -642,6 +644,9 @@ def _write_json(write: base.Write) -> dict[str, Any]:
         }
     if isinstance(write, base.PutEdge):
         return {"t": "edge", "row": rows.edge_row(write.edge)}
+    if isinstance(write, base.PutEvents):
+        ordered = sorted(write.events, key=lambda e: (e.ts, e.event_id))
+        return {"t": "events", "rows": [rows.event_row(e) for e in ordered]}
     if isinstance(write, base.PutPathLink):
         link = write.link
         return {
@@ -771,6 +776,18 @@ def _load_batch(conn: Conn, batch: list[base.Dumped], chunker: base.Chunker | No
                 if isinstance(p, base.PublishedRow)
             ],
         )
+        events = [rows.event_row(e) for e in batch if isinstance(e, Event)]
+        if events:
+            # the same interning as cairn_commit, and an outbox row each, in log order
+            cols = ", ".join(c for c in events[0] if c not in ("scope_id", "acl_id"))
+            cur.executemany(
+                f"WITH added AS (INSERT INTO events ({cols}, scope_id, acl_id) "
+                f"SELECT {cols}, cairn_scope_id(scope), cairn_acl_id(acl) "
+                "FROM jsonb_populate_record(NULL::events, %s::jsonb) RETURNING seq) "
+                "INSERT INTO event_outbox (position, event_seq) SELECT (SELECT "
+                "coalesce(max(position), 0) FROM event_outbox) + 1, seq FROM added".encode(),
+                [(_json(row),) for row in events],
+            )
         edges = [rows.edge_row(e) for e in batch if isinstance(e, Edge)]
         if edges:
             # through the same interning as cairn_commit, so imported edges filter alike

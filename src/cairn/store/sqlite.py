@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cairn.errors import Conflict, InvalidInput, StoreError
-from cairn.model import Acl, AuditEntry, Baseline, Edge, Proposal, Record, Version
+from cairn.model import Acl, AuditEntry, Baseline, Edge, Event, Proposal, Record, Version
 from cairn.private_files import create_private_file
 from cairn.search.fts import match_expression
 from cairn.store.base import (
@@ -38,6 +38,7 @@ from cairn.store.base import (
     PublishedRow,
     PutBaseline,
     PutEdge,
+    PutEvents,
     PutPathLink,
     PutProposal,
     PutRecord,
@@ -52,6 +53,7 @@ from cairn.store.filters import to_sql
 from cairn.store.migrations import MEMORY_TABLES, SQLITE_MIGRATIONS
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.events import SqlEvents
 from cairn.store.sql.graph import SqlGraph
 from cairn.store.sql.reads import SqlReads
 from cairn.store.sql.tasks import SqlTasks
@@ -202,7 +204,7 @@ def _stem(term: str) -> str:
     return str(row[0]) if row else term
 
 
-class SqliteStore(SqlReads, SqlGraph, SqlTasks):
+class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents):
     dialect: Dialect = DIALECT
 
     def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
@@ -596,6 +598,8 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
             {**rows.edge_row(edge), **interned},
             f"ON CONFLICT (id) DO UPDATE SET {_updates(rows.EDGE_STATE)}",
         )
+    elif isinstance(write, PutEvents):
+        _append_events(conn, write.events)
     elif isinstance(write, PutPathLink):
         link = write.link
         row: dict[str, Any] = {
@@ -612,6 +616,58 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
         )
     else:  # pragma: no cover - exhaustive over Write
         raise StoreError(f"unknown write {write!r}")
+
+
+def _append_events(conn: sqlite3.Connection, events: Sequence[Event]) -> None:
+    """Insert the events not stored yet (in source-time order), an outbox row for each, and
+    refuse the commit when a stored event's id comes back with other content."""
+    if not events:
+        return
+    interned: dict[tuple[str, str], tuple[int, int]] = {}
+    values: list[tuple[Any, ...]] = []
+    for event in sorted(events, key=lambda e: (e.ts, e.event_id)):
+        row = rows.event_row(event)
+        key = (event.scope, rows.dumps(row["acl"]))
+        if key not in interned:
+            scope_id = _intern(conn, "scopes", ("scope",), (event.scope,))
+            interned[key] = (scope_id, _acl_id(conn, event.acl))
+        scope_id, acl_id = interned[key]
+        values.append(
+            (
+                row["event_id"], row["ts"], row["session_id"], row["scope"], scope_id,
+                row["agent"], row["role"], row["kind"], row["text"], rows.dumps(row["metadata"]),
+                rows.dumps(row["acl"]), acl_id, row["digest"], row["appended_at"],
+                row["appended_by"],
+            )
+        )  # fmt: skip
+    before = int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+    conn.executemany(
+        "INSERT INTO events (event_id, ts, session_id, scope, scope_id, agent, role, kind, "
+        "text, metadata, acl, acl_id, digest, appended_at, appended_by) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING",
+        values,
+    )
+    # One writer at a time: the rows past ``before`` are exactly this commit's, in order.
+    conn.execute(
+        "INSERT INTO event_outbox (position, event_seq) SELECT "
+        "(SELECT coalesce(max(position), 0) FROM event_outbox) "
+        "+ row_number() OVER (ORDER BY seq), seq FROM events WHERE seq > ?",
+        (before,),
+    )
+    sent = {v[0]: v[12] for v in values}
+    ids = list(sent)
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        marks = ",".join("?" * len(part))
+        for event_id, digest in conn.execute(
+            f"SELECT event_id, digest FROM events WHERE event_id IN ({marks})", part
+        ):
+            if digest != sent[event_id]:
+                raise Conflict(
+                    f"event {event_id} was appended before with other content; events are "
+                    "never rewritten: send a correction as a new event",
+                    field="event_id",
+                )
 
 
 def _now() -> str:
@@ -656,5 +712,7 @@ def _import_row(conn: sqlite3.Connection, row: Dumped, chunker: Chunker | None =
         )  # fmt: skip
     elif isinstance(row, Edge):
         _apply(conn, PutEdge(row))
+    elif isinstance(row, Event):
+        _append_events(conn, (row,))
     else:
         _apply(conn, PutPathLink(row))

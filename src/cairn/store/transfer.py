@@ -40,6 +40,7 @@ from cairn.model import (
     AuditEntry,
     Baseline,
     Edge,
+    Event,
     Origin,
     PathLink,
     Proposal,
@@ -67,6 +68,7 @@ KINDS: tuple[tuple[str, type[Any]], ...] = (
     ("published", PublishedRow),
     ("edge", Edge),
     ("path_link", PathLink),
+    ("event", Event),
 )
 _KIND_OF: dict[type[Any], str] = {cls: name for name, cls in KINDS}
 _ORDER: dict[str, int] = {name: i for i, (name, _) in enumerate(KINDS)}

@@ -390,3 +390,5 @@ class SqlReads:
             yield rows.to_edge(row, d)
         for row in run("SELECT * FROM path_links ORDER BY record_id, path"):
             yield rows.to_path_link(row)
+        for row in run("SELECT * FROM events ORDER BY seq"):
+            yield rows.to_event(row, d)

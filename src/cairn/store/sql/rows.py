@@ -19,6 +19,8 @@ from cairn.model import (
     Content,
     Edge,
     EdgeStatus,
+    Event,
+    EventRole,
     Origin,
     PathLink,
     Proposal,
@@ -39,11 +41,13 @@ __all__ = [
     "baseline_row",
     "dumps",
     "edge_row",
+    "event_row",
     "proposal_row",
     "record_row",
     "to_audit",
     "to_baseline",
     "to_edge",
+    "to_event",
     "to_meta",
     "to_path_link",
     "to_proposal",
@@ -141,6 +145,18 @@ def edge_row(e: Edge) -> dict[str, Any]:
         "origin": e.origin.value, "status": e.status.value, "created_at": _iso(e.created_at),
         "created_by": e.created_by, "proposal_id": e.proposal_id,
         "removed_at": _iso(e.removed_at), "removed_by": e.removed_by,
+    }  # fmt: skip
+
+
+def event_row(e: Event) -> dict[str, Any]:
+    """``acl`` and ``metadata`` stay dicts (each store's JSON); the digest of what the
+    producer sent travels with the row, so a resent id is compared inside the transaction."""
+    return {
+        "event_id": e.event_id, "ts": _iso(e.ts), "session_id": e.session_id,
+        "scope": e.scope, "agent": e.agent, "role": e.role.value, "kind": e.kind,
+        "text": e.text, "metadata": json.loads(dumps(e.metadata)),
+        "acl": e.acl.model_dump(mode="json"), "digest": e.digest(),
+        "appended_at": _iso(e.appended_at), "appended_by": e.appended_by,
     }  # fmt: skip
 
 
@@ -256,6 +272,24 @@ def to_edge(row: Row, d: Dialect) -> Edge:
         proposal_id=row["proposal_id"],
         removed_at=d.maybe_when(row["removed_at"]),
         removed_by=row["removed_by"],
+    )
+
+
+def to_event(row: Row, d: Dialect) -> Event:
+    return Event.model_construct(
+        event_id=row["event_id"],
+        ts=d.when(row["ts"]),
+        session_id=row["session_id"],
+        scope=row["scope"],
+        agent=row["agent"],
+        role=EventRole(row["role"]),
+        kind=row["kind"],
+        text=row["text"],
+        metadata=d.json(row["metadata"]),
+        acl=Acl.model_validate(d.json(row["acl"]), context=STORED),
+        appended_at=d.when(row["appended_at"]),
+        appended_by=row["appended_by"],
+        seq=int(row["seq"]),
     )
 
 

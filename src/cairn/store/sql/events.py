@@ -1,0 +1,94 @@
+"""Reads of the event log and its outbox, with the same statements on both stores.
+
+Events are appended through ``commit`` (``PutEvents``, one transaction with the outbox rows
+and the batch's audit entry); these are the reads, trimmed in SQL by the reader's scopes and
+ACLs, and the outbox cursors indexers keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from cairn.model import Event
+from cairn.store.base import EventFilter
+from cairn.store.sql import rows
+from cairn.store.sql.dialect import Dialect
+
+__all__ = ["SqlEvents"]
+
+Row = Mapping[str, Any]
+
+
+class SqlEvents:
+    dialect: Dialect
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        raise NotImplementedError
+
+    def _write_one(self, sql: str, params: Sequence[Any]) -> None:
+        raise NotImplementedError
+
+    def list_events(
+        self, where: EventFilter, *, after: tuple[datetime, str] | None = None, limit: int = 100
+    ) -> list[Event]:
+        d = self.dialect
+        clauses: list[str] = []
+        params: list[Any] = []
+
+        def add(sql: str, values: Sequence[Any]) -> None:
+            clauses.append(sql)
+            params.extend(values)
+
+        add(*_in_or_nothing(d, "acl_id", where.acl_ids))
+        if where.scope_ids is not None:
+            add(*_in_or_nothing(d, "scope_id", where.scope_ids))
+        if where.session_id is not None:
+            add("session_id = ?", [where.session_id])
+        if where.since is not None:
+            add("ts >= ?", [d.time(where.since)])
+        if where.until is not None:
+            add("ts < ?", [d.time(where.until)])
+        if after is not None:
+            ts = d.time(after[0])
+            add("(ts > ? OR (ts = ? AND event_id > ?))", [ts, ts, after[1]])
+        found = self._read(
+            f"SELECT * FROM events WHERE {' AND '.join(clauses)} ORDER BY ts, event_id LIMIT ?",
+            [*params, limit],
+        )
+        return [rows.to_event(row, d) for row in found]
+
+    def get_events(self, event_ids: Sequence[str]) -> dict[str, Event]:
+        found: dict[str, Event] = {}
+        unique = list(dict.fromkeys(event_ids))
+        for start in range(0, len(unique), 500):
+            test, params = self.dialect.in_list("event_id", unique[start : start + 500])
+            for row in self._read(f"SELECT * FROM events WHERE {test}", params):
+                found[row["event_id"]] = rows.to_event(row, self.dialect)
+        return found
+
+    def outbox(self, consumer: str, limit: int = 1000) -> list[tuple[int, Event]]:
+        found = self._read(
+            "SELECT o.position AS position, e.* FROM event_outbox o "
+            "JOIN events e ON e.seq = o.event_seq WHERE o.position > coalesce("
+            "(SELECT position FROM outbox_cursors WHERE consumer = ?), 0) "
+            "ORDER BY o.position LIMIT ?",
+            (consumer, limit),
+        )
+        return [(int(row["position"]), rows.to_event(row, self.dialect)) for row in found]
+
+    def ack_outbox(self, consumer: str, position: int) -> None:
+        # A cursor only moves forward: a late or repeated acknowledgement changes nothing.
+        self._write_one(
+            "INSERT INTO outbox_cursors (consumer, position) VALUES (?, ?) "
+            "ON CONFLICT (consumer) DO UPDATE SET position = excluded.position "
+            "WHERE outbox_cursors.position < excluded.position",
+            (consumer, position),
+        )
+
+
+def _in_or_nothing(d: Dialect, column: str, values: frozenset[Any]) -> tuple[str, list[Any]]:
+    if not values:
+        return "1 = 0", []
+    return d.in_list(column, sorted(values))

@@ -1,0 +1,145 @@
+"""The event log (both stores): appended once by id, read in source-time order, trimmed by
+permission, followed by indexers through the outbox, never rewritten."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cairn.errors import Conflict, InvalidInput, PermissionDenied
+from cairn.memory import Memory
+from cairn.model import AuditQuery, EventDraft, EventRole, Principal, PrincipalKind
+from tests.factories import CURATOR
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+AGENT = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+READER = Principal(id="rita", kind=PrincipalKind.HUMAN, roles=("reader",), scopes=("acme/*",))
+OUTSIDER = Principal(id="oz", kind=PrincipalKind.HUMAN, roles=("reader",), scopes=("other/*",))
+
+
+def _event(event_id: str, minute: int, **changes: object) -> EventDraft:
+    fields: dict[str, object] = {
+        "event_id": event_id,
+        "ts": T0 + timedelta(minutes=minute),
+        "session_id": "s1",
+        "scope": "acme/app",
+        "agent": "claude-code",
+        "role": EventRole.USER,
+        "kind": "user_message",
+        "text": f"message {event_id}",
+    }
+    fields.update(changes)
+    return EventDraft.model_validate(fields)
+
+
+def _ids(memory: Memory, principal: Principal = READER, **kw: object) -> list[str]:
+    return [e.event_id for e in memory.events(principal=principal, **kw)]  # type: ignore[arg-type]
+
+
+def test_append_is_idempotent_and_ordered_by_source_time(memory: Memory) -> None:
+    first = memory.append_events([_event("e3", 3), _event("e1", 1)], principal=AGENT)
+    assert set(first.stored) == {"e1", "e3"} and first.duplicates == ()
+    again = memory.append_events([_event("e1", 1), _event("e2", 2)], principal=AGENT)
+    assert again.stored == ("e2",) and again.duplicates == ("e1",)
+    # arrival order was e3, e1, e2: reads follow the source time
+    assert _ids(memory) == ["e1", "e2", "e3"]
+    stored = memory.events(principal=READER)[0]
+    assert stored.appended_by == "bot" and stored.text == "message e1"
+    # one audit entry per batch that stored something
+    appends = [a for a in memory.audit(AuditQuery(limit=100), principal=CURATOR)
+               if a.action == "append"]  # fmt: skip
+    assert [a.details["events"] for a in appends] == [2, 1]
+
+
+def test_the_same_id_with_other_content_is_refused_and_nothing_is_written(
+    memory: Memory,
+) -> None:
+    memory.append_events([_event("e1", 1)], principal=AGENT)
+    with pytest.raises(Conflict, match="e1"):
+        memory.append_events([_event("e2", 2), _event("e1", 1, text="rewritten")], principal=AGENT)
+    with pytest.raises(Conflict):
+        memory.append_events([_event("e9", 9), _event("e9", 9, text="other")], principal=AGENT)
+    assert _ids(memory) == ["e1"]
+    assert memory.events(principal=READER)[0].text == "message e1"
+
+
+def test_events_are_read_only_where_the_reader_may(memory: Memory) -> None:
+    memory.append_events(
+        [_event("a", 1), _event("b", 2, session_id="s2"), _event("c", 3, scope="acme/web")],
+        principal=AGENT,
+    )
+    assert _ids(memory, OUTSIDER) == []
+    assert _ids(memory, READER, scope="acme/web") == ["c"]
+    assert _ids(memory, READER, session_id="s2") == ["b"]
+    assert _ids(memory, READER, since=T0 + timedelta(minutes=2)) == ["b", "c"]
+    assert _ids(memory, READER, until=T0 + timedelta(minutes=2)) == ["a"]
+    page = memory.events(principal=READER, limit=2)
+    rest = memory.events(principal=READER, after=(page[-1].ts, page[-1].event_id))
+    assert [e.event_id for e in page + rest] == ["a", "b", "c"]
+
+
+def test_who_may_append(memory: Memory) -> None:
+    with pytest.raises(PermissionDenied):
+        memory.append_events([_event("x", 1)], principal=READER)  # no append role
+    with pytest.raises(PermissionDenied):
+        memory.append_events([_event("x", 1, scope="other/app")], principal=AGENT)
+    with pytest.raises(InvalidInput):
+        memory.append_events([], principal=AGENT)
+    assert _ids(memory, CURATOR) == []
+
+
+def test_the_outbox_follows_appends_in_commit_order(memory: Memory) -> None:
+    memory.append_events([_event("e2", 2), _event("e1", 1)], principal=AGENT)
+    memory.append_events([_event("e0", 0), _event("e1", 1)], principal=AGENT)
+    store = memory.store
+    pending = store.outbox("timeline")
+    assert [e.event_id for _, e in pending] == ["e1", "e2", "e0"]  # each batch by time
+    positions = [p for p, _ in pending]
+    assert positions == sorted(positions) and len(set(positions)) == 3
+    store.ack_outbox("timeline", positions[1])
+    assert [e.event_id for _, e in store.outbox("timeline")] == ["e0"]
+    store.ack_outbox("timeline", positions[0])  # a late acknowledgement never moves back
+    assert [e.event_id for _, e in store.outbox("timeline")] == ["e0"]
+    assert len(store.outbox("another")) == 3
+
+
+_batches = itertools.count()
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(0, 12), st.integers(0, 1000)), min_size=1, max_size=8),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_random_batches_with_repeats_store_each_event_exactly_once(
+    memory: Memory, batches: list[list[tuple[int, int]]]
+) -> None:
+    """Batches drawn with repeats, in any order: every id stored once, with its first
+    content; reads in source-time order; each stored event in the outbox exactly once."""
+    run = next(_batches)
+    scope = f"acme/run{run}"
+    minute_of: dict[int, int] = {}
+    for batch in batches:
+        drafts = []
+        for number, minute in batch:
+            minute_of.setdefault(number, minute)  # a repeat resends the same content
+            drafts.append(_event(f"r{run}-{number}", minute_of[number], scope=scope))
+        report = memory.append_events(drafts, principal=AGENT)
+        assert set(report.stored).isdisjoint(report.duplicates)
+    read = memory.events(principal=READER, scope=scope, limit=1000)
+    assert sorted(e.event_id for e in read) == sorted(f"r{run}-{n}" for n in minute_of)
+    assert [(e.ts, e.event_id) for e in read] == sorted((e.ts, e.event_id) for e in read)
+    for event in read:
+        assert event.ts == T0 + timedelta(minutes=minute_of[int(event.event_id.split("-")[1])])
+    in_outbox = [e.event_id for _, e in memory.store.outbox(f"check{run}", 10_000)
+                 if e.scope == scope]  # fmt: skip
+    assert sorted(in_outbox) == sorted(e.event_id for e in read)
