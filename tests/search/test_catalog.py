@@ -115,6 +115,22 @@ def test_mask_each_filter_field() -> None:
     assert _ids(catalog, wide) == everything
 
 
+def test_mask_by_source_kind_and_source_time() -> None:
+    metas = [
+        _meta(0, source_time=T0),
+        _meta(1, source_time=T0 + timedelta(days=5)),
+        _meta(2, source_kind="segment", source_time=T0 + timedelta(days=5)),
+        _meta(3),  # no source time: in no range
+    ]
+    catalog = _catalog(metas, _clustered(len(metas), DIM, 0))
+    day = T0 + timedelta(days=1)
+    assert _ids(catalog, _where(source_after=day)) == {1001, 1002}
+    assert _ids(catalog, _where(source_before=day)) == {1000}
+    assert _ids(catalog, _where(source_kinds=frozenset({"segment"}))) == {1002}
+    assert _ids(catalog, _where(source_kinds=frozenset({"record"}), source_after=day)) == {1001}
+    assert _ids(catalog, _where(source_kinds=frozenset({"nothing-here"}))) == set()
+
+
 def test_reapply_updates_filter_columns() -> None:
     metas = [_meta(i) for i in range(4)]
     catalog = _catalog(metas, _clustered(4, DIM, 1))

@@ -10,9 +10,13 @@ import psycopg
 
 def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
     """The store as it was before edges became a domain type: edges as (src, dst, type,
-    created_at), and none of the tables later steps add (agent tasks, the event log)."""
+    created_at), and none of what later steps add (agent tasks, the event log, chunk
+    sources)."""
     for table in ("agent_tasks", "event_outbox", "outbox_cursors", "events"):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute("DROP INDEX IF EXISTS chunks_source_time")
+    for column in ("source_kind", "source_time"):
+        conn.execute(f"ALTER TABLE chunks DROP COLUMN {column}")
     conn.execute(
         "CREATE TABLE edges_old (src TEXT NOT NULL, dst TEXT NOT NULL, type TEXT NOT NULL, "
         "created_at TEXT NOT NULL, PRIMARY KEY (src, dst, type))"
@@ -26,6 +30,7 @@ def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
 def rewind_edges_postgres(conn: psycopg.Connection[Any]) -> None:
     for table in ("agent_tasks", "event_outbox", "outbox_cursors", "events"):
         conn.execute(f"DROP TABLE IF EXISTS cairn.{table}")
+    conn.execute("ALTER TABLE cairn.chunks DROP COLUMN source_kind, DROP COLUMN source_time")
     conn.execute(
         'CREATE TABLE cairn.edges_old (src text COLLATE "C" NOT NULL, '
         'dst text COLLATE "C" NOT NULL, type text COLLATE "C" NOT NULL, '

@@ -250,6 +250,24 @@ def test_keyword_filter_axes(store: Store) -> None:
     assert versions(created_before=T0 + timedelta(hours=1)) == {vb.id}
 
 
+def test_chunks_carry_their_source_and_a_time_range_filters_them(store: Store) -> None:
+    _create(store, "Old plan", "deploy on fridays", valid_from=T0 - timedelta(days=10))
+    _, recent = _create(store, "New plan", "deploy on mondays")  # written at T0
+    plus2 = timezone(timedelta(hours=2))
+    metas = {m.version_id: m for m in store.chunk_changes(0)}
+    assert {m.source_kind for m in metas.values()} == {"record"}
+    assert metas[recent.id].source_time == T0  # no validity: when it was written
+
+    def titles(**kw: object) -> set[str]:
+        rows = store.chunk_rows(_search(store, "deploy", _everyone(store, **kw)))
+        return {r.title for r in rows.values()}
+
+    assert titles() == {"Old plan", "New plan"}
+    assert titles(source_after=(T0 - timedelta(days=1)).astimezone(plus2)) == {"New plan"}
+    assert titles(source_before=T0 - timedelta(days=1)) == {"Old plan"}
+    assert titles(source_kinds=frozenset({"segment"})) == set()
+
+
 def test_timestamps_compare_as_instants_whatever_the_offset(store: Store) -> None:
     until = T0 + timedelta(days=30)
     _create(store, "Freeze window", "No deploys during the freeze.",

@@ -195,6 +195,9 @@ class VectorCatalog:
         self._valid_from = np.zeros(capacity, dtype=np.float64)
         self._valid_to = np.zeros(capacity, dtype=np.float64)
         self._created = np.zeros(capacity, dtype=np.float64)
+        self._source_time = np.zeros(capacity, dtype=np.float64)
+        self._source_kind = np.zeros(capacity, dtype=np.int32)
+        self._source_kinds = _Codes()
         # Row of each chunk id, -1 for none: chunk ids are the store's dense row ids, so an
         # array indexed by id costs 4 bytes an id where a dict cost ~100 at 1M chunks.
         self._row_of = np.full(capacity, -1, dtype=np.int32)
@@ -254,7 +257,7 @@ class VectorCatalog:
         new_capacity = max(needed, capacity * 2)
         for name in (
             "_ids", "_acl", "_scope", "_status", "_head", "_superseded", "_kind", "_version",
-            "_record", "_valid_from", "_valid_to", "_created",
+            "_record", "_valid_from", "_valid_to", "_created", "_source_time", "_source_kind",
         ):  # fmt: skip
             old = getattr(self, name)
             grown = np.zeros(new_capacity, dtype=old.dtype)
@@ -291,6 +294,9 @@ class VectorCatalog:
         self._valid_to[row] = _epoch(meta.valid_to, math.inf)
         self._bounded += int(meta.valid_from is not None or meta.valid_to is not None)
         self._created[row] = _epoch(meta.created_at, 0.0)
+        # a chunk with no source time is in no time range (NaN compares false), as in SQL
+        self._source_time[row] = _epoch(meta.source_time, math.nan)
+        self._source_kind[row] = self._source_kinds.code(meta.source_kind)
 
     def row_of(self, chunk_id: int) -> int | None:
         """The catalog row holding ``chunk_id``, or None."""
@@ -558,6 +564,7 @@ class VectorCatalog:
             "valid_from": self._valid_from,
             "valid_to": self._valid_to,
             "created_at": self._created,
+            "source_time": self._source_time,
         }[cond.column][:n]
         at = _epoch(cond.at, 0.0)
         if isinstance(cond, NotAfter | StillValid) and self._bounded == 0:
@@ -582,6 +589,9 @@ class VectorCatalog:
         if column == "kind":
             kinds = self._kinds.codes(values).tolist()
             return _member(self._kind[:n], kinds, len(self._kinds.by_value))
+        if column == "source_kind":
+            codes = self._source_kinds.codes(values).tolist()
+            return _member(self._source_kind[:n], codes, len(self._source_kinds.by_value))
         hashed = {"version_id": self._version, "record_id": self._record}[column][:n]
         return np.isin(hashed, _hashes(values))
 

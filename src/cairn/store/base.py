@@ -258,6 +258,10 @@ class ChunkFilter:
     valid_at: datetime | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    source_kinds: frozenset[str] | None = None
+    # a time range at the source, [source_after, source_before)
+    source_after: datetime | None = None
+    source_before: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -302,6 +306,10 @@ class ChunkMeta:
     valid_to: datetime | None
     created_at: datetime
     seq: int
+    # What the chunk's text comes from ("record"; the timeline adds its own kinds) and when
+    # that happened at its source (a record's validity start, else when it was written).
+    source_kind: str = "record"
+    source_time: datetime | None = None
 
 
 @dataclass(frozen=True)

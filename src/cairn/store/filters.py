@@ -112,6 +112,12 @@ def conditions(where: ChunkFilter) -> list[Condition]:
         found.append(AtLeast("created_at", where.created_after))
     if where.created_before is not None:
         found.append(Before("created_at", where.created_before))
+    if where.source_kinds is not None:
+        found.append(In("source_kind", where.source_kinds))
+    if where.source_after is not None:
+        found.append(AtLeast("source_time", where.source_after))
+    if where.source_before is not None:
+        found.append(Before("source_time", where.source_before))
     return found
 
 

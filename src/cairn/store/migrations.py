@@ -188,6 +188,15 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER events_no_delete BEFORE DELETE ON events
         BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
     """,
+    # 8: each chunk says what its text comes from and when that happened at the source, so
+    # a search can be limited to a time range (a record's: its validity start, else when
+    # it was written).
+    """
+    ALTER TABLE chunks ADD COLUMN source_kind TEXT NOT NULL DEFAULT 'record';
+    ALTER TABLE chunks ADD COLUMN source_time TEXT;
+    UPDATE chunks SET source_time = coalesce(valid_from, created_at);
+    CREATE INDEX chunks_source_time ON chunks(source_time);
+    """,
 )
 
 # Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).

@@ -78,7 +78,7 @@ BEGIN
     WITH added AS (
         INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, span_start,
             span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, superseded,
-            valid_from, valid_to, created_at, seq, tsv)
+            valid_from, valid_to, created_at, seq, tsv, source_kind, source_time)
         SELECT v.record_id, v.id, v.number, d.chunk_key, d.heading, d.start, d."end", d.text,
             d.text_hash, v.content ->> 'kind', v_scope_id, v_acl_id, st.status,
             st.current_version_id = v.id, st.superseded_by IS NOT NULL,
@@ -86,7 +86,8 @@ BEGIN
             v.created_at, 0,
             setweight(to_tsvector('english', coalesce(v.content ->> 'title', '')), 'A')
                 || setweight(to_tsvector('english', d.heading), 'B')
-                || setweight(to_tsvector('english', d.text), 'C')
+                || setweight(to_tsvector('english', d.text), 'C'),
+            'record', coalesce((v.content ->> 'valid_from')::timestamptz, v.created_at)
         FROM jsonb_to_recordset(p_chunks) AS d(chunk_key text, heading text, start integer,
             "end" integer, text text, text_hash text)
         RETURNING id

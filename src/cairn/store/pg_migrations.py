@@ -341,6 +341,18 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
         GRANT INSERT, UPDATE ON outbox_cursors TO cairn_serving;
         """,
     ),
+    # Each chunk says what its text comes from and when that happened at the source, so a
+    # search can be limited to a time range (a record's: its validity start, else when it
+    # was written).
+    Migration(
+        "chunk_sources",
+        """
+        ALTER TABLE chunks ADD COLUMN source_kind text NOT NULL DEFAULT 'record',
+            ADD COLUMN source_time timestamptz;
+        UPDATE chunks SET source_time = coalesce(valid_from, created_at);
+        CREATE INDEX chunks_source_time ON chunks (source_time);
+        """,
+    ),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")

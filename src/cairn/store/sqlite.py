@@ -147,15 +147,16 @@ def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
         cursor = conn.execute(
             "INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, "
             "span_start, span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, "
-            "superseded, valid_from, valid_to, created_at, seq) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "superseded, valid_from, valid_to, created_at, seq, source_kind, source_time) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 version.record_id, version.id, version.number, chunk.chunk_key, chunk.heading,
                 chunk.start, chunk.end, chunk.text,
                 text_hash(content.title, chunk.heading, chunk.text), content.kind, scope_id,
                 acl_id, state["status"], int(state["current_version_id"] == version.id),
                 int(state["superseded_by"] is not None), _utc(content.valid_from),
-                _utc(content.valid_to), _utc(version.created_at), seq,
+                _utc(content.valid_to), _utc(version.created_at), seq, "record",
+                _utc(content.valid_from or version.created_at),
             ),
         )  # fmt: skip
         conn.execute(

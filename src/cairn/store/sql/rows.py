@@ -76,7 +76,8 @@ EDGE_COLUMNS = (
 EDGE_STATE = ("status", "removed_at", "removed_by")
 META_COLUMNS = (
     "c.id, c.record_id, c.version_id, c.text_hash, c.kind, c.scope_id, c.acl_id, c.status, "
-    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq"
+    "c.is_head, c.superseded, c.valid_from, c.valid_to, c.created_at, c.seq, c.source_kind, "
+    "c.source_time"
 )
 
 
@@ -309,4 +310,6 @@ def to_meta(row: Row, d: Dialect) -> ChunkMeta:
         valid_to=d.maybe_when(row["valid_to"]),
         created_at=d.when(row["created_at"]),
         seq=int(row["seq"]),
+        source_kind=row["source_kind"],
+        source_time=d.maybe_when(row["source_time"]),
     )
