@@ -1,0 +1,31 @@
+"""bench/ingest.py runs end to end in --quick mode and writes the figures it prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ingest_quick_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "ingest.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(out.read_text())
+    assert figures["records"] == 2_000
+    rates = ("one_at_a_time_per_s", "batched_per_s", "events_batched_per_s", "fts5_floor_per_s")
+    assert all(figures[name] > 0 for name in rates)
+    # A batch is one transaction: it must beat a transaction per record (a ratio in the
+    # same run, not an absolute rate, so a slow machine cannot fail it).
+    assert figures["batched_vs_one_at_a_time"] > 1.5
+    assert figures["batched_vs_floor"] == figures["batched_per_s"] / figures["fts5_floor_per_s"]
+    assert "FTS5 floor" in done.stdout and "events batched" in done.stdout
