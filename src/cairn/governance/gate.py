@@ -256,20 +256,26 @@ class Gate:
         self._validate(proposal, principal)
         duplicate = self._duplicate_of(proposal, principal)
         if duplicate is not None:
-            return self._reject_duplicate(proposal, principal, duplicate)
+            return self._reject_duplicate(proposal, principal, duplicate, stored=False)
         if principal.kind is PrincipalKind.SYSTEM:
             # Trigger: drift, retention and other system housekeeping. Why: these moves are
             # fixed by spec 002 and must not wait on a policy a user may have edited.
-            return self._accept(proposal, principal, rule="system", reason=reason, auto=True)
+            return self._accept(
+                proposal, principal, rule="system", reason=reason, auto=True, stored=False
+            )
         decision, rule, why = evaluate(self.policy, self._facts(proposal, principal))
         if decision is Decision.APPROVE:
             forced = self._needs_review(proposal, principal, target)
             if forced is not None:
                 rule, why = forced
                 return self._queue(proposal, principal, rule=rule, reason=why)
-            return self._accept(proposal, principal, rule=rule, reason=why or reason, auto=True)
+            return self._accept(
+                proposal, principal, rule=rule, reason=why or reason, auto=True, stored=False
+            )
         if decision is Decision.REJECT:
-            return self._reject(proposal, principal, rule=rule, reason=why or "refused by policy")
+            return self._reject(
+                proposal, principal, rule=rule, reason=why or "refused by policy", stored=False
+            )
         return self._queue(proposal, principal, rule=rule, reason=why)
 
     def decide(
@@ -282,7 +288,7 @@ class Gate:
         if not approve:
             if not reason or not reason.strip():
                 raise InvalidInput("a rejection needs a reason", field="reason")
-            return self._reject(proposal, principal, rule="curator", reason=reason)
+            return self._reject(proposal, principal, rule="curator", reason=reason, stored=True)
         if self.is_stale(proposal):
             raise StaleProposal(
                 f"proposal {proposal.id} is stale: the version it was based on is no longer "
@@ -301,7 +307,9 @@ class Gate:
                 proposal_id=proposal.id,
                 existing_record_id=duplicate.id,
             )
-        return self._accept(proposal, principal, rule="curator", reason=reason, auto=False)
+        return self._accept(
+            proposal, principal, rule="curator", reason=reason, auto=False, stored=True
+        )
 
     def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
         """Re-pin a stale proposal on the current version as a new, linked proposal."""
@@ -623,12 +631,14 @@ class Gate:
         return ProposalOutcome(proposal=proposal, decision=Decision.QUEUE, feedback=reason)
 
     def _reject(
-        self, proposal: Proposal, principal: Principal, *, rule: str, reason: str
+        self, proposal: Proposal, principal: Principal, *, rule: str, reason: str, stored: bool
     ) -> ProposalOutcome:
-        return self._close_rejected(proposal, principal, rule=rule, reason=reason, feedback=reason)
+        return self._close_rejected(
+            proposal, principal, rule=rule, reason=reason, feedback=reason, stored=stored
+        )
 
     def _reject_duplicate(
-        self, proposal: Proposal, principal: Principal, existing: Record
+        self, proposal: Proposal, principal: Principal, existing: Record, *, stored: bool
     ) -> ProposalOutcome:
         feedback = (
             f"Rejected: duplicate content. Hash {existing.content.content_hash()[:12]} matches "
@@ -643,6 +653,7 @@ class Gate:
             reason=feedback,
             feedback=feedback,
             existing_record_id=existing.id,
+            stored=stored,
         )
 
     def _close_rejected(
@@ -654,9 +665,12 @@ class Gate:
         reason: str,
         feedback: str,
         existing_record_id: str | None = None,
+        stored: bool,
     ) -> ProposalOutcome:
+        """``stored``: the proposal waited in the queue (a decision on it must find it still
+        pending), rather than being decided as it was made."""
         now = self.clock()
-        was_pending = self.store.get_proposal(proposal.id) is not None
+        was_pending = stored
         rejected = proposal.model_copy(
             update={
                 "status": ProposalStatus.REJECTED,
@@ -698,9 +712,10 @@ class Gate:
         rule: str,
         reason: str | None,
         auto: bool,
+        stored: bool,
     ) -> ProposalOutcome:
         now = self.clock()
-        was_pending = self.store.get_proposal(proposal.id) is not None
+        was_pending = stored
         plan = self._plan(proposal, now)
         accepted = proposal.model_copy(
             update={

@@ -12,6 +12,7 @@ the migrations runner.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import sqlite3
 import threading
@@ -116,7 +117,25 @@ def _next_seq(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
+_INTERNED: contextvars.ContextVar[dict[tuple[Any, ...], int] | None] = contextvars.ContextVar(
+    "interned", default=None
+)
+
+
 def _intern(
+    conn: sqlite3.Connection, table: str, columns: tuple[str, ...], values: tuple[Any, ...]
+) -> int:
+    cache = _INTERNED.get()
+    key = (table, *values)
+    if cache is not None and key in cache:
+        return cache[key]
+    found = _intern_row(conn, table, columns, values)
+    if cache is not None:
+        cache[key] = found
+    return found
+
+
+def _intern_row(
     conn: sqlite3.Connection, table: str, columns: tuple[str, ...], values: tuple[Any, ...]
 ) -> int:
     where = " AND ".join(f"{c} = ?" for c in columns)
@@ -341,16 +360,28 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents):
 
     def commit(self, changesets: Sequence[ChangeSet]) -> list[int]:
         seqs: list[int] = []
+        # Records the commit creates (their precondition: not there yet) have no chunks to
+        # bring in line when their state row is written.
+        created = frozenset(
+            e.record_id
+            for cs in changesets
+            for e in cs.expects
+            if isinstance(e, ExpectRecord) and e.version_id is None
+        )
+        # Scopes and ACLs interned in this transaction, looked up once each.
+        interned = _INTERNED.set({})
         try:
             with self._write_txn() as conn:
                 for changeset in changesets:
                     for expect in changeset.expects:
                         _check(conn, expect)
                     for write in changeset.writes:
-                        _apply(conn, write)
+                        _apply(conn, write, created)
                     seqs.append(_insert_audit(conn, changeset.audit))
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"the change conflicts with stored data: {exc}") from exc
+        finally:
+            _INTERNED.reset(interned)
         return seqs
 
     # ---- what only SQLite says -------------------------------------------------------
@@ -559,7 +590,7 @@ def _check(conn: sqlite3.Connection, expect: Precondition) -> None:
             raise Conflict(f"the published baseline of {expect.scope} changed meanwhile")
 
 
-def _apply(conn: sqlite3.Connection, write: Write) -> None:
+def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = frozenset()) -> None:
     if isinstance(write, PutRecord):
         _insert(
             conn,
@@ -567,7 +598,8 @@ def _apply(conn: sqlite3.Connection, write: Write) -> None:
             rows.record_row(write.record),
             f"ON CONFLICT (id) DO UPDATE SET {_updates(_RECORD_STATE)}",
         )
-        _reflect_record_state(conn, write.record)
+        if write.record.id not in created:
+            _reflect_record_state(conn, write.record)
     elif isinstance(write, PutVersion):
         _insert(conn, "versions", rows.version_row(write.version))
         _index_version(conn, write)
