@@ -6,7 +6,7 @@
 The same synthetic rows (~300 characters each) go in four ways, in one run:
 
 - ``one at a time``: ``Memory.remember`` per record (every record its own transaction);
-- ``batched``: ``Memory.remember_many`` in batches (``--batch``), each batch one transaction;
+- ``batched``: ``Memory.store_many`` in batches (``--batch``), each one transaction audited once;
 - ``events batched``: ``Memory.append_events`` in batches of the same size;
 - ``floor``: a bare SQLite FTS5 insert of the same rows, one transaction, no governance.
 
@@ -132,7 +132,7 @@ def batched(folder: Path, data: Sequence[tuple[str, str, str]], batch: int) -> f
 
     def run() -> None:
         for part in parts:
-            memory.remember_many(part, principal=WRITER)
+            memory.store_many(part, principal=WRITER)
 
     seconds = _timed(run)
     memory.close()

@@ -521,15 +521,23 @@ class Memory:
         change = PublishChange(scope=scope, pins=chosen, name=name, replace=replace)
         return self.gate.submit(change, principal, reason=reason)
 
+    def store_many(
+        self, contents: Sequence[Content], *, principal: Principal, draft: bool = False
+    ) -> list[ProposalOutcome]:
+        """Propose up to 10,000 records in one governed transaction: each passes the policy,
+        the duplicate check and the permission check (duplicates are rejected item by item;
+        a refusal of the caller refuses the whole batch, nothing written), and one audit
+        entry names every record the batch made. Vectors are made afterwards, in the
+        background, like any write's."""
+        changes = [CreateChange(content=c, draft=draft) for c in contents]
+        outcomes = self.gate.submit_many(changes, principal, one_audit=True)
+        return [self._shown_outcome(o, principal) for o in outcomes]
+
     def remember_many(
         self, contents: Sequence[Content], *, principal: Principal, draft: bool = False
     ) -> list[ProposalOutcome]:
-        """Propose many records in one transaction (bulk ingest); each is decided and
-        audited on its own, duplicates are rejected item by item."""
-        changes = [CreateChange(content=c, draft=draft) for c in contents]
-        return [
-            self._shown_outcome(o, principal) for o in self.gate.submit_many(changes, principal)
-        ]
+        """``store_many`` under its earlier name."""
+        return self.store_many(contents, principal=principal, draft=draft)
 
     # ---- reads -------------------------------------------------------------------------
 

@@ -134,3 +134,21 @@ def test_openapi_declares_auth_and_error_statuses(live: Live) -> None:
     op = spec["paths"]["/v1/records"]["post"]
     assert {"400", "401", "403", "404", "409", "422"} <= set(op["responses"])
     assert "HTTPBearer" in spec["components"]["securitySchemes"]
+
+
+def test_records_batch_is_one_transaction_audited_once(live: Live) -> None:
+    contents = [
+        {"kind": "episode", "scope": "acme/batch", "title": f"Batch over HTTP {i}"}
+        for i in range(30)
+    ]
+    with _client(live, live.agent) as agent, _client(live, live.curator) as curator:
+        done = agent.post("/v1/records:batch", json={"contents": contents})
+        assert done.status_code == 200, done.text
+        made = [o["record"]["id"] for o in done.json()]
+        assert len(made) == 30
+        trail = curator.get("/v1/audit", params={"subject_id": made[3]}).json()
+        (entry,) = [e for e in trail if e["action"] == "batch"]
+        assert entry["details"]["records"] == made
+        bad = agent.post("/v1/records:batch", json={"contents": [*contents, {"kind": "fact"}]})
+        assert bad.status_code == 422 and bad.json()["code"] == "invalid_input"
+        assert agent.post("/v1/records:batch", json={"contents": []}).status_code == 422

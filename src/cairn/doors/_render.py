@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cairn.model import AuditEntry, Proposal, Record, Version
@@ -92,3 +94,20 @@ def audit_table(entries: Iterable[AuditEntry]) -> Table:
             _short(e.reason or "", 40),
         )
     return table
+
+
+@contextmanager
+def progress(quiet: bool) -> Iterator[Progress]:
+    """A progress bar on stderr for work that can take more than a second; silent when
+    ``quiet`` (JSON output) or when stderr is not a terminal."""
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=quiet or not err.is_terminal,
+        transient=True,
+    )
+    with bar:
+        yield bar

@@ -17,7 +17,6 @@ from typing import Annotated, Any, TypeVar
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from cairn.config import load_settings
@@ -823,7 +822,7 @@ def ingest(
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest markdown/text files as evidence (unchanged files create nothing)."""
-    with _session(store, key) as (memory, principal), _progress(as_json) as bar:
+    with _session(store, key) as (memory, principal), render.progress(as_json) as bar:
         task = bar.add_task("ingest", total=None)
 
         def step(done: int, total: int, name: str) -> None:
@@ -849,7 +848,7 @@ def reindex(
 ) -> None:
     """Embed every chunk that has no vector yet (the dense index catches up). Reads never
     embed; `cairn serve` and `cairn mcp` embed new writes in the background."""
-    with _reader(store, key, embedder) as (memory, _principal), _progress(as_json) as bar:
+    with _reader(store, key, embedder) as (memory, _principal), render.progress(as_json) as bar:
         task = bar.add_task("embedding", total=None)
         done = memory.index_pending(
             progress=lambda n, total: bar.update(task, completed=n, total=total)
@@ -862,21 +861,6 @@ def reindex(
 
 # The command's name before reads stopped embedding; kept so existing scripts still run.
 app.command("index", hidden=True)(reindex)
-
-
-@contextmanager
-def _progress(quiet: bool) -> Iterator[Progress]:
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=render.err,
-        disable=quiet or not render.err.is_terminal,
-        transient=True,
-    )
-    with bar:
-        yield bar
 
 
 @app.command()

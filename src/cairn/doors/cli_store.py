@@ -11,6 +11,7 @@ given (then its summary goes to stderr, so the export can be piped); ``import`` 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -23,7 +24,10 @@ import typer
 
 from cairn.admin import Store, backend, export_to, import_from, migrate, opened, where
 from cairn.config import load_settings
+from cairn.doors import _render as render
 from cairn.errors import CairnError, InvalidInput
+from cairn.ingest.records import import_records, read_contents
+from cairn.workspace import Workspace
 
 __all__ = ["register"]
 
@@ -43,6 +47,10 @@ DbOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+KeyOpt = Annotated[
+    str | None,
+    typer.Option("--key", envvar="CAIRN_API_KEY", help="API key (or set CAIRN_API_KEY)."),
+]
 
 
 def _folder(ctx: typer.Context, store: Path | None) -> Path:
@@ -158,23 +166,73 @@ def _export_to_file(store: Store, file: Path) -> dict[str, int]:
 
 def import_command(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="An export file ('-': stdin).")],
+    file: Annotated[
+        Path, typer.Argument(help="Records as JSON Lines, or an export file ('-': stdin).")
+    ],
     store: StoreOpt = None,
     db: DbOpt = None,
+    key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Load an export into an EMPTY store (ids, versions and audit numbers are kept)."""
+    """Store records from a JSON Lines file, or restore an export.
+
+    A file of records holds one per line, as the HTTP API takes them ({"kind": "fact",
+    "scope": "acme/app", "title": "...", "body": "..."}). Every line is checked first (a bad
+    line is named and nothing is stored); then the records go through the gate in batches of
+    1,000, each one transaction audited once. Needs a key. An export (from `cairn export`)
+    is restored instead, into an EMPTY store, keeping ids, versions and audit numbers."""
 
     folder = _folder(ctx, store)
     db = _db(ctx, folder, db)
-    with _errors(), opened(db, folder) as target, _lines(file) as lines:
-        counts = import_from(target, lines)
+    quiet = _want_json(ctx, as_json)
+    with _errors(), _lines(file) as lines:
+        first = next((line for line in lines if line.strip()), "")
+        everything = itertools.chain([first], lines)
+        if not _is_export(first):
+            report = _store_records(folder, db, key, everything, quiet)
+            _emit(
+                {"store": where(db, folder), "file": str(file), **report},
+                as_json=quiet,
+                text=(
+                    f"stored {report['approved']} · queued {report['queued']} · rejected "
+                    f"{report['rejected']} in {report['batches']} batches into {where(db, folder)}"
+                ),
+            )
+            return
+        with opened(db, folder) as target:
+            counts = import_from(target, everything)
     payload = {"store": where(db, folder), "file": str(file), "counts": counts}
-    _emit(
-        payload,
-        as_json=_want_json(ctx, as_json),
-        text=f"imported {_summary(counts)} into {where(db, folder)}",
-    )
+    _emit(payload, as_json=quiet, text=f"imported {_summary(counts)} into {where(db, folder)}")
+
+
+def _is_export(first: str) -> bool:
+    try:
+        header = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(header, dict) and header.get("format") == "cairn-export"
+
+
+def _store_records(
+    folder: Path, db: str | None, key: str | None, lines: Iterator[str], quiet: bool
+) -> dict[str, int]:
+    contents = read_contents(lines)
+    workspace = Workspace(folder, db=db)
+    principal = workspace.authenticate(key)
+    with workspace.open_memory() as memory, render.progress(quiet) as bar:
+        task = bar.add_task("import", total=len(contents))
+        report = import_records(
+            memory,
+            contents,
+            principal,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    return {
+        "batches": report.batches,
+        "approved": report.approved,
+        "queued": report.queued,
+        "rejected": report.rejected,
+    }
 
 
 @contextmanager

@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.doors._errors import PROBLEM_JSON, ErrorBody, error_body, problem
 from cairn.errors import CairnError, InvalidInput, PolicyError, Unauthenticated
+from cairn.governance.gate import MAX_RECORD_BATCH
 from cairn.ingest.files import IngestReport
 from cairn.limits import MAX_COUNTER, MAX_LIST_ITEMS, MAX_REQUEST_BYTES, TextLimit
 from cairn.memory import DEFAULT_EMBEDDER, MAX_HOPS, Memory, RecordView, RefreshReport, VacuumReport
@@ -403,6 +404,11 @@ class IngestBody(_Body):
 
 class BulkBody(_Body):
     contents: list[Content] = Field(min_length=1, max_length=1000)
+
+
+class BatchBody(_Body):
+    contents: list[Content] = Field(min_length=1, max_length=MAX_RECORD_BATCH)
+    draft: StrictBool = False
 
 
 class Health(BaseModel):
@@ -1043,6 +1049,15 @@ def build_router(memory: Memory) -> APIRouter:
     )
     def remember_many(body: BulkBody, who: Who) -> list[ProposalOutcome]:
         return memory.remember_many(body.contents, principal=who)
+
+    @router.post(
+        "/records:batch",
+        response_model=list[ProposalOutcome],
+        tags=["records"],
+        summary="Store many records in one governed transaction, audited once",
+    )
+    def store_many(body: BatchBody, who: Who) -> list[ProposalOutcome]:
+        return memory.store_many(body.contents, principal=who, draft=body.draft)
 
     return router
 

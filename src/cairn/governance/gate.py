@@ -95,6 +95,8 @@ class _Plan:
 
 # Events per append: a producer's buffer, flushed; bounded like a request.
 MAX_EVENT_BATCH = 10_000
+# Records per batch write: one transaction, and one audit entry naming each of them.
+MAX_RECORD_BATCH = 10_000
 
 _ORIGIN_OF: dict[PrincipalKind, Origin] = {
     PrincipalKind.AGENT: Origin.AGENT,
@@ -186,9 +188,18 @@ class Gate:
         principal: Principal,
         *,
         kernel_provenance: bool = False,
+        one_audit: bool = False,
     ) -> list[ProposalOutcome]:
-        """Propose many new records; every decision (each with its own audit entry) commits
-        in one transaction, or none does. Duplicates are rejected item by item."""
+        """Propose many new records; every decision commits in one transaction, or none
+        does. Each record passes the policy, the duplicate check and the permission check on
+        its own; duplicates are rejected item by item, and a refusal of the caller (scope,
+        kind, limits) refuses the whole batch with nothing written. With ``one_audit`` the
+        batch is audited by one entry naming every record and proposal it made; otherwise
+        each decision keeps its own entry."""
+        if len(changes) > MAX_RECORD_BATCH:
+            raise InvalidInput(
+                f"send at most {MAX_RECORD_BATCH} records at a time", field="contents"
+            )
         self._local.batch, self._local.hashes = [], {}
         try:
             outcomes = [
@@ -197,10 +208,35 @@ class Gate:
             ]
             batch = self._batch()
             if batch:
-                self._write(batch)
+                self._write([self._merged(batch, principal, outcomes)] if one_audit else batch)
         finally:
             self._local.batch = self._local.hashes = None
         return outcomes
+
+    def _merged(
+        self, batch: list[ChangeSet], principal: Principal, outcomes: list[ProposalOutcome]
+    ) -> ChangeSet:
+        """The batch's change sets as one, audited once: the entry names every record made
+        and counts the decisions (a record's audit query finds it by the record's id)."""
+        decisions: dict[str, int] = {}
+        for outcome in outcomes:
+            decisions[outcome.decision.value] = decisions.get(outcome.decision.value, 0) + 1
+        audit = self._audit(
+            principal,
+            "batch",
+            subject=None,
+            details={
+                "op": "create",
+                "records": [o.record.id for o in outcomes if o.record is not None],
+                "proposals": [o.proposal.id for o in outcomes],
+                "decisions": decisions,
+            },
+        )
+        return ChangeSet(
+            audit=audit,
+            writes=tuple(w for cs in batch for w in cs.writes),
+            expects=tuple(e for cs in batch for e in cs.expects),
+        )
 
     # ---- public verbs ----------------------------------------------------------------
 

@@ -160,6 +160,10 @@ class PostgresDialect(Dialect):
     def time(self, value: datetime) -> Any:
         return _as_utc(value)
 
+    def json_array_has(self, column: str, key: str) -> str:
+        # jsonb_exists, not the ? operator, which would read as a parameter
+        return f"jsonb_exists({column} -> '{key}', ?)"
+
     def null_id(self) -> str:
         return 'CAST(NULL AS text) COLLATE "C"'
 

@@ -51,6 +51,10 @@ class Dialect:
         """A stored JSON value as Python (text on SQLite, already decoded on PostgreSQL)."""
         return json.loads(value) if isinstance(value, str | bytes) else value
 
+    def json_array_has(self, column: str, key: str) -> str:
+        """The JSON array at top-level ``key`` of ``column`` holds the string parameter."""
+        return f"EXISTS (SELECT 1 FROM json_each({column}, '$.{key}') WHERE value = ?)"
+
     def null_id(self) -> str:
         """A NULL of the id columns' type (a recursive query's first row needs its type)."""
         return "NULL"

@@ -216,12 +216,16 @@ class SqlReads:
         for column, value in (
             ("actor", query.actor),
             ("action", query.action),
-            ("subject_id", query.subject_id),
             ("proposal_id", query.proposal_id),
         ):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
+        if query.subject_id is not None:
+            # a batch write's one entry names its records in details.records
+            listed = self.dialect.json_array_has("details", "records")
+            where.append(f"(subject_id = ? OR {listed})")
+            params += [query.subject_id, query.subject_id]
         if query.since:
             where.append("at >= ?")
             params.append(self.dialect.time(query.since))
