@@ -28,6 +28,7 @@ __all__ = [
     "MAX_CONTEXT_CHARS",
     "MAX_CONTEXT_ITEMS",
     "MAX_COUNTER",
+    "MAX_EVENT_BATCH",
     "MAX_ID_CHARS",
     "MAX_KIND_CHARS",
     "MAX_LIST_ITEMS",
@@ -38,6 +39,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_REASON_CHARS",
+    "MAX_RECORD_BATCH",
     "MAX_REQUEST_BYTES",
     "MAX_SCOPE_CHARS",
     "MAX_TITLE_CHARS",
@@ -79,6 +81,10 @@ MAX_METADATA_DEPTH = 32
 MAX_METADATA_KEYS = 1_000
 MAX_METADATA_STRING_CHARS = 10_000
 MAX_METADATA_BYTES = 65_536
+# Events per append: a producer's buffer, flushed; bounded like a request.
+MAX_EVENT_BATCH = 10_000
+# Records per batch write: one transaction, and one audit entry naming each of them.
+MAX_RECORD_BATCH = 10_000
 # One HTTP request body (every door of `cairn serve`): room for a batch of records.
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
 

@@ -38,9 +38,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.doors._errors import PROBLEM_JSON, ErrorBody, error_body, problem
 from cairn.errors import CairnError, InvalidInput, PolicyError, Unauthenticated
-from cairn.governance.gate import MAX_RECORD_BATCH
 from cairn.ingest.files import IngestReport
-from cairn.limits import MAX_COUNTER, MAX_LIST_ITEMS, MAX_REQUEST_BYTES, TextLimit
+from cairn.limits import (
+    MAX_COUNTER,
+    MAX_LIST_ITEMS,
+    MAX_RECORD_BATCH,
+    MAX_REQUEST_BYTES,
+    TextLimit,
+)
 from cairn.memory import DEFAULT_EMBEDDER, MAX_HOPS, Memory, RecordView, RefreshReport, VacuumReport
 from cairn.model import (
     KIND_MARKER,

@@ -24,7 +24,15 @@ from cairn.errors import (
 )
 from cairn.governance import access, lifecycle, links
 from cairn.governance.policy import Policy, ProposalFacts, evaluate
-from cairn.limits import MAX_LIST_ITEMS, MAX_REASON_CHARS, LimitExceeded, check_text, is_id
+from cairn.limits import (
+    MAX_EVENT_BATCH,
+    MAX_LIST_ITEMS,
+    MAX_REASON_CHARS,
+    MAX_RECORD_BATCH,
+    LimitExceeded,
+    check_text,
+    is_id,
+)
 from cairn.model import (
     AppendReport,
     AuditEntry,
@@ -92,11 +100,6 @@ class _Plan:
     subject: str | None = None
     edge: Edge | None = None
 
-
-# Events per append: a producer's buffer, flushed; bounded like a request.
-MAX_EVENT_BATCH = 10_000
-# Records per batch write: one transaction, and one audit entry naming each of them.
-MAX_RECORD_BATCH = 10_000
 
 _ORIGIN_OF: dict[PrincipalKind, Origin] = {
     PrincipalKind.AGENT: Origin.AGENT,
