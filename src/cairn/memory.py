@@ -108,6 +108,8 @@ from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
 from cairn.store.base import ChunkFilter, EdgeFilter, EventFilter, Store, StoredTask
 from cairn.store.factory import open_store
+from cairn.timeline.settings import TimelineSettings
+from cairn.timeline.verbs import TimelineVerbs
 
 DB_FILE = "cairn.db"
 POLICY_FILE = "policy.yaml"
@@ -152,7 +154,7 @@ def file_hasher(area: IngestArea) -> Callable[[str], str | None]:
     return digest
 
 
-class Memory:
+class Memory(TimelineVerbs):
     def __init__(
         self,
         store: Store,
@@ -162,10 +164,12 @@ class Memory:
         folder: Path | None = None,
         clock: Callable[[], datetime] = utcnow,
         embedder: Embedder | str | None = DEFAULT_EMBEDDER,
+        timeline: TimelineSettings | None = None,
     ) -> None:
         """``root`` is the project folder (ingest and path links read files under it);
         ``folder`` the store folder, which they never read."""
         self.store = store
+        self.timeline_settings = timeline or TimelineSettings()
         # Loading a model takes a moment: only reads that need vectors pay for it.
         self._embedder_spec = embedder
         self._indexer: Indexer | None = None
@@ -192,6 +196,7 @@ class Memory:
         db: str | None = None,
         clock: Callable[[], datetime] = utcnow,
         embedder: Embedder | str | None = DEFAULT_EMBEDDER,
+        timeline: TimelineSettings | None = None,
     ) -> Memory:
         """Open the store of a cairn folder (made by ``cairn init``): the embedded SQLite
         file by default, or the database ``db`` names (``postgresql://…``)."""
@@ -207,6 +212,7 @@ class Memory:
             folder=folder,
             clock=clock,
             embedder=embedder,
+            timeline=timeline,
         )
 
     # ---- indexes -------------------------------------------------------------------------

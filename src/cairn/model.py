@@ -676,3 +676,75 @@ class AppendReport(CairnModel):
 
     stored: tuple[str, ...] = ()
     duplicates: tuple[str, ...] = ()
+
+
+# ---- the timeline: a time hierarchy over events ------------------------------------------
+
+
+class TocLevel(StrEnum):
+    YEAR = "year"
+    MONTH = "month"
+    WEEK = "week"
+    DAY = "day"
+    SEGMENT = "segment"
+
+
+class Grip(CairnModel):
+    """Evidence for a bullet: an excerpt of one event's text and the range of events the
+    bullet stands for (``event_id_start`` to ``event_id_end`` in source-time order, within one
+    scope). ``event_id`` is the event whose text holds the excerpt; ``ts`` its time."""
+
+    grip_id: str
+    excerpt: str
+    event_id_start: str
+    event_id_end: str
+    event_id: str
+    ts: Timestamp
+    source: str
+
+
+class Bullet(CairnModel):
+    """One line of a node's summary, with the grips that support it (at least one)."""
+
+    text: str
+    grip_ids: tuple[str, ...]
+
+
+class TocNode(CairnModel):
+    """One node of the timeline at one version. A node changes only by getting a new
+    version; ``retired`` marks a segment that later events merged into another.
+
+    ``starts_at``/``ends_at`` are the node's span (a calendar period for year to day, the
+    first and last event for a segment); ``children`` are the ids of the nodes one level
+    down, in time order."""
+
+    node_id: str
+    version: int
+    level: TocLevel
+    key: str
+    scope: str
+    acl: Acl
+    agent: str | None = None
+    parent_id: str | None = None
+    starts_at: Timestamp
+    ends_at: Timestamp
+    first_ts: Timestamp | None = None
+    last_ts: Timestamp | None = None
+    event_count: int = 0
+    title: str
+    bullets: tuple[Bullet, ...] = ()
+    keywords: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()
+    grips: tuple[Grip, ...] = ()
+    sessions: tuple[str, ...] = ()
+    summarizer: str = "extractive"
+    retired: bool = False
+    built_at: Timestamp
+
+    def digest(self) -> str:
+        """What makes two builds of a node the same: everything but its version and when it
+        was built."""
+        payload = self.model_dump(mode="json", exclude={"version", "built_at"})
+        return hashlib.sha256(
+            json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()

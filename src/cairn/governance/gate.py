@@ -77,6 +77,7 @@ from cairn.store.base import (
     PutPathLink,
     PutProposal,
     PutRecord,
+    PutTocNode,
     PutVersion,
     SetPublished,
     Store,
@@ -1064,6 +1065,25 @@ class Gate:
         )
         self._write([ChangeSet(audit=audit, writes=(PutEvents(tuple(fresh)),))])
         return report
+
+    def write_timeline(self, writes: Sequence[PutTocNode], principal: Principal) -> None:
+        """Store new versions of timeline nodes in one transaction with one audit entry.
+        Nodes are derived from events by the kernel's rollup, never sent by a caller: only
+        the system principal writes them."""
+        if principal.kind is not PrincipalKind.SYSTEM:
+            raise PermissionDenied("timeline nodes are built by cairn's rollup only")
+        if not writes:
+            return
+        levels: dict[str, int] = {}
+        for write in writes:
+            levels[write.node.level.value] = levels.get(write.node.level.value, 0) + 1
+        audit = self._audit(
+            principal,
+            "rollup",
+            subject=None,
+            details={"op": "rollup", "nodes": len(writes), "levels": levels},
+        )
+        self._write([ChangeSet(audit=audit, writes=tuple(writes))])
 
     # ---- helpers ---------------------------------------------------------------------
 

@@ -100,5 +100,8 @@ def preselect(
         valid_at=request.valid_at,
         created_after=request.created_after,
         created_before=request.created_before,
+        # Record reads see records' chunks only; the timeline indexes its nodes in the same
+        # index and searches them itself (``cairn.timeline.teleport``).
+        source_kinds=frozenset({"record"}),
     )
     return Preselection(where=where, selector_used=selector)

@@ -23,6 +23,7 @@ from cairn.model import (
     Direction,
     Edge,
     Event,
+    Grip,
     Neighbourhood,
     PathLink,
     Proposal,
@@ -30,6 +31,7 @@ from cairn.model import (
     Record,
     RecordQuery,
     Status,
+    TocNode,
     Version,
 )
 
@@ -99,6 +101,16 @@ class PutEvents:
     events: tuple[Event, ...]
 
 
+@dataclass(frozen=True)
+class PutTocNode:
+    """Store a new version of a timeline node (its grips, and the chunks that index its
+    summary) and make it the node's latest; the node's earlier chunks leave the head of the
+    index. Earlier versions are never changed."""
+
+    node: TocNode
+    chunks: tuple[ChunkDraft, ...] = ()
+
+
 Write = (
     PutRecord
     | PutVersion
@@ -108,6 +120,7 @@ Write = (
     | PutEdge
     | PutPathLink
     | PutEvents
+    | PutTocNode
 )
 
 
@@ -286,6 +299,20 @@ class EventFilter:
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
+class TocFilter:
+    """Which timeline nodes a read may see (the reader's ACLs and scopes, as for events) and
+    which it asks for. Only latest versions are listed; retired segments are left out."""
+
+    acl_ids: frozenset[int]
+    scope_ids: frozenset[int] | None
+    levels: frozenset[str] | None = None
+    parent_id: str | None = None
+    partition_key: str | None = None
+    node_ids: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -554,10 +581,16 @@ class EventLog(Protocol):
     outbox that tells indexers what was appended, in commit order."""
 
     def list_events(
-        self, where: EventFilter, *, after: tuple[datetime, str] | None = None, limit: int = 100
+        self,
+        where: EventFilter,
+        *,
+        after: tuple[datetime, str] | None = None,
+        before: tuple[datetime, str] | None = None,
+        limit: int = 100,
     ) -> list[Event]:
         """Events ``where`` admits in source-time order (``ts``, then ``event_id``), after
-        the ``(ts, event_id)`` of the last one seen, at most ``limit``."""
+        the ``(ts, event_id)`` of the last one seen, at most ``limit``; with ``before``, the
+        ones before that position instead, nearest first."""
         ...
 
     def get_events(self, event_ids: Sequence[str]) -> dict[str, Event]: ...
@@ -571,7 +604,48 @@ class EventLog(Protocol):
         """``consumer`` has handled everything up to ``position``."""
         ...
 
+    def outbox_lag(self, consumer: str) -> int:
+        """How many events ``consumer`` has not acknowledged yet."""
+        ...
 
-class Store(RecordStore, IndexStore, GraphStore, TaskStore, EventLog, Protocol):
+
+class Timeline(Protocol):
+    """The time hierarchy over events: node versions written by ``RecordStore.commit``
+    (``PutTocNode``) and never changed, which version of each is latest, and grips."""
+
+    def toc_nodes(
+        self,
+        where: TocFilter,
+        *,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+    ) -> list[TocNode]:
+        """Latest versions ``where`` admits, by ``(starts_at, node_id)`` (or by last event,
+        newest first), after the ``(starts_at, node_id)`` of the last one seen."""
+        ...
+
+    def toc_node(self, node_id: str, version: int | None = None) -> TocNode | None:
+        """One node at ``version`` (default: its latest)."""
+        ...
+
+    def toc_heads(self, node_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        """The latest version number and content digest of each node that exists."""
+        ...
+
+    def grips(self, grip_ids: Sequence[str]) -> dict[str, tuple[Grip, int, int]]:
+        """Each grip that exists, with the scope id and ACL id of the node it came from."""
+        ...
+
+    def toc_counts(self) -> dict[str, int]:
+        """How many nodes of each level the hierarchy holds (retired segments left out)."""
+        ...
+
+    def timeline_chunks(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
+        """For chunks indexing timeline nodes: ``(node_id, version, chunk_key)``."""
+        ...
+
+
+class Store(RecordStore, IndexStore, GraphStore, TaskStore, EventLog, Timeline, Protocol):
     """Everything the kernel needs from a backend; each backend implements every part, and
     one contract suite runs on each. Nothing else may write memory tables."""

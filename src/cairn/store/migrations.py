@@ -197,6 +197,14 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     UPDATE chunks SET source_time = coalesce(valid_from, created_at);
     CREATE INDEX chunks_source_time ON chunks(source_time);
     """,
+    # 9: the timeline: versioned nodes of the time hierarchy over events, and their grips.
+    schema.timeline_tables("sqlite")
+    + """
+    CREATE TRIGGER toc_nodes_no_update BEFORE UPDATE ON toc_nodes
+        BEGIN SELECT RAISE(ABORT, 'timeline nodes are versioned, never changed'); END;
+    CREATE TRIGGER toc_nodes_no_delete BEFORE DELETE ON toc_nodes
+        BEGIN SELECT RAISE(ABORT, 'timeline nodes are versioned, never changed'); END;
+    """,
 )
 
 # Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).
@@ -212,4 +220,7 @@ MEMORY_TABLES: tuple[str, ...] = (
     "path_links",
     "events",
     "event_outbox",
+    "toc_nodes",
+    "toc_latest",
+    "grips",
 )

@@ -221,6 +221,8 @@ DECLARE
     clash text;
     inserted bigint := 0;
     ids bigint[];
+    v_scope_id integer;
+    v_acl_id integer;
 BEGIN
     IF jsonb_typeof(changesets) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'cairn_commit takes a JSON array of change sets' USING ERRCODE = '22023';
@@ -377,6 +379,66 @@ BEGIN
                             clash),
                         DETAIL = jsonb_build_object('field', 'event_id')::text;
                 END IF;
+            WHEN 'toc_node' THEN
+                -- A timeline node's new version (never an update of an old one), its latest
+                -- pointer, its grips, and the chunks indexing it; earlier chunks leave the head.
+                v_scope_id := cairn_scope_id(w -> 'row' ->> 'scope');
+                v_acl_id := cairn_acl_id(w -> 'row' -> 'acl');
+                INSERT INTO toc_nodes (node_id, version, level, node_key, partition_key, scope,
+                    scope_id, acl, acl_id, agent, parent_id, starts_at, ends_at, first_ts,
+                    last_ts, event_count, body, digest, retired, built_at)
+                SELECT n.node_id, n.version, n.level, n.node_key, n.partition_key, n.scope,
+                    v_scope_id, n.acl, v_acl_id, n.agent, n.parent_id, n.starts_at, n.ends_at,
+                    n.first_ts, n.last_ts, n.event_count, n.body, n.digest, n.retired,
+                    n.built_at
+                FROM jsonb_populate_record(NULL::toc_nodes, w -> 'row') n;
+                INSERT INTO toc_latest (node_id, version, level, partition_key, parent_id,
+                    starts_at, last_ts, scope_id, acl_id, retired, digest)
+                SELECT n.node_id, n.version, n.level, n.partition_key, n.parent_id,
+                    n.starts_at, n.last_ts, v_scope_id, v_acl_id, n.retired, n.digest
+                FROM jsonb_populate_record(NULL::toc_nodes, w -> 'row') n
+                ON CONFLICT (node_id) DO UPDATE SET version = excluded.version,
+                    level = excluded.level, partition_key = excluded.partition_key,
+                    parent_id = excluded.parent_id, starts_at = excluded.starts_at,
+                    last_ts = excluded.last_ts, scope_id = excluded.scope_id,
+                    acl_id = excluded.acl_id, retired = excluded.retired,
+                    digest = excluded.digest;
+                INSERT INTO grips (grip_id, node_id, excerpt, event_id_start, event_id_end,
+                    event_id, ts, source, scope_id, acl_id)
+                SELECT g.grip_id, w -> 'row' ->> 'node_id', g.excerpt, g.event_id_start,
+                    g.event_id_end, g.event_id, g.ts, g.source, v_scope_id, v_acl_id
+                FROM jsonb_populate_recordset(NULL::grips, coalesce(w -> 'grips', '[]')) g
+                ON CONFLICT (grip_id) DO NOTHING;
+                WITH left_head AS (
+                    UPDATE chunks SET is_head = false
+                    WHERE record_id = w -> 'row' ->> 'node_id' AND is_head
+                    RETURNING id
+                )
+                SELECT touched || coalesce(array_agg(id ORDER BY id), '{}') INTO touched
+                    FROM left_head;
+                WITH added AS (
+                    INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading,
+                        span_start, span_end, text, text_hash, kind, scope_id, acl_id, status,
+                        is_head, superseded, valid_from, valid_to, created_at, seq, tsv,
+                        source_kind, source_time)
+                    SELECT w -> 'row' ->> 'node_id',
+                        (w -> 'row' ->> 'node_id') || '@' || (w -> 'row' ->> 'version'),
+                        (w -> 'row' ->> 'version')::integer, d.chunk_key, d.heading, d.start,
+                        d."end", d.text, d.text_hash, 'timeline_' || (w -> 'row' ->> 'level'),
+                        v_scope_id, v_acl_id, 'active', true, false, NULL, NULL,
+                        (w -> 'row' ->> 'built_at')::timestamptz, 0,
+                        setweight(to_tsvector('english', w -> 'row' -> 'body' ->> 'title'), 'A')
+                            || setweight(to_tsvector('english', d.heading), 'B')
+                            || setweight(to_tsvector('english', d.text), 'C'),
+                        'timeline', coalesce((w -> 'row' ->> 'first_ts')::timestamptz,
+                                             (w -> 'row' ->> 'starts_at')::timestamptz)
+                    FROM jsonb_to_recordset(coalesce(w -> 'chunks', '[]')) AS d(chunk_key text,
+                        heading text, start integer, "end" integer, text text, text_hash text)
+                    RETURNING id
+                )
+                SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO ids FROM added;
+                touched := touched || ids;
+                inserted := inserted + cardinality(ids);
             WHEN 'path_link' THEN
                 INSERT INTO path_links (record_id, path, content_hash, drifted)
                 SELECT l.record_id, l.path, l.content_hash, l.drifted

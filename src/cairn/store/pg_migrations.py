@@ -353,6 +353,16 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX chunks_source_time ON chunks (source_time);
         """,
     ),
+    # The timeline: versioned nodes of the time hierarchy over events, and their grips,
+    # written only by cairn_commit.
+    Migration(
+        "timeline",
+        schema.timeline_tables("postgres")
+        + """
+        CREATE TRIGGER toc_nodes_append_only BEFORE UPDATE OR DELETE ON toc_nodes
+            FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
+        """,
+    ),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")
@@ -392,6 +402,9 @@ PG_MEMORY_TABLES: tuple[str, ...] = (
     "path_links",
     "events",
     "event_outbox",
+    "toc_nodes",
+    "toc_latest",
+    "grips",
 )
 
 # Retrieval index tables, derived from memory: written only by cairn_commit (chunks, with the

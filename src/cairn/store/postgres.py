@@ -71,6 +71,7 @@ from cairn.store.sql.events import SqlEvents
 from cairn.store.sql.graph import SqlGraph
 from cairn.store.sql.reads import SqlReads
 from cairn.store.sql.tasks import SqlTasks
+from cairn.store.sql.timeline import SqlTimeline
 
 T = TypeVar("T")
 Row = Mapping[str, Any]
@@ -205,7 +206,7 @@ def _configure(conn: Conn) -> None:
         conn.execute(f"SET ROLE {SERVING_ROLE}")
 
 
-class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents):
+class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
     dialect: Dialect = DIALECT
 
     def __init__(self, url: str, *, auto_migrate: bool = True) -> None:
@@ -481,8 +482,8 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents):
 
     def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
         found = self._read(
-            "SELECT c.text_hash, c.heading, c.text, v.content ->> 'title' AS title "
-            "FROM chunks c JOIN versions v ON v.id = c.version_id "
+            "SELECT c.text_hash, c.heading, c.text, coalesce(v.content ->> 'title', '') AS title "
+            "FROM chunks c LEFT JOIN versions v ON v.id = c.version_id "
             "WHERE c.id IN (SELECT min(p.id) FROM chunks p WHERE NOT EXISTS "
             "(SELECT 1 FROM vectors x WHERE x.text_hash = p.text_hash AND x.model = %s) "
             "GROUP BY p.text_hash ORDER BY min(p.id) LIMIT %s) "
@@ -651,6 +652,23 @@ def _write_json(write: base.Write) -> dict[str, Any]:
     if isinstance(write, base.PutEvents):
         ordered = sorted(write.events, key=lambda e: (e.ts, e.event_id))
         return {"t": "events", "rows": [rows.event_row(e) for e in ordered]}
+    if isinstance(write, base.PutTocNode):
+        return {
+            "t": "toc_node",
+            "row": rows.toc_node_row(write.node),
+            "grips": [rows.grip_row(g) for g in write.node.grips],
+            "chunks": [
+                {
+                    "chunk_key": c.chunk_key,
+                    "heading": c.heading,
+                    "start": c.start,
+                    "end": c.end,
+                    "text": c.text,
+                    "text_hash": base.text_hash("", c.heading, c.text),
+                }
+                for c in write.chunks
+            ],
+        }
     if isinstance(write, base.PutPathLink):
         link = write.link
         return {

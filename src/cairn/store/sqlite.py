@@ -43,6 +43,7 @@ from cairn.store.base import (
     PutPathLink,
     PutProposal,
     PutRecord,
+    PutTocNode,
     PutVersion,
     SetPublished,
     Write,
@@ -58,6 +59,7 @@ from cairn.store.sql.events import SqlEvents
 from cairn.store.sql.graph import SqlGraph
 from cairn.store.sql.reads import SqlReads
 from cairn.store.sql.tasks import SqlTasks
+from cairn.store.sql.timeline import SqlTimeline
 
 __all__ = ["SqliteDialect", "SqliteStore"]
 
@@ -224,7 +226,7 @@ def _stem(term: str) -> str:
     return str(row[0]) if row else term
 
 
-class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents):
+class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
     dialect: Dialect = DIALECT
 
     def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
@@ -466,8 +468,9 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents):
         # before it has a vector already, so catching up costs O(chunks), not O(chunks²).
         cursors = self._pending_cursor
         pending = self._read(
-            "SELECT c.id, c.text_hash, c.heading, c.text, json_extract(v.content, '$.title') "
-            "AS title FROM chunks c JOIN versions v ON v.id = c.version_id "
+            "SELECT c.id, c.text_hash, c.heading, c.text, "
+            "coalesce(json_extract(v.content, '$.title'), '') AS title "
+            "FROM chunks c LEFT JOIN versions v ON v.id = c.version_id "
             "WHERE c.id >= ? AND NOT EXISTS (SELECT 1 FROM vectors x "
             "WHERE x.text_hash = c.text_hash AND x.model = ?) ORDER BY c.id LIMIT ?",
             (cursors.get(model, 0), model, limit),
@@ -633,6 +636,8 @@ def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = fro
         )
     elif isinstance(write, PutEvents):
         _append_events(conn, write.events)
+    elif isinstance(write, PutTocNode):
+        _put_toc_node(conn, write)
     elif isinstance(write, PutPathLink):
         link = write.link
         row: dict[str, Any] = {
@@ -649,6 +654,77 @@ def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = fro
         )
     else:  # pragma: no cover - exhaustive over Write
         raise StoreError(f"unknown write {write!r}")
+
+
+def _put_toc_node(conn: sqlite3.Connection, write: PutTocNode) -> None:
+    """A node's new version, its latest pointer, its grips, and the chunks that index it
+    (the earlier versions' chunks leave the head)."""
+    node = write.node
+    row = rows.toc_node_row(node)
+    scope_id = _intern(conn, "scopes", ("scope",), (node.scope,))
+    acl_id = _acl_id(conn, node.acl)
+    row.update(
+        scope_id=scope_id,
+        acl_id=acl_id,
+        acl=rows.dumps(row["acl"]),
+        body=rows.dumps(row["body"]),
+        retired=int(node.retired),
+    )
+    _insert(conn, "toc_nodes", row)
+    latest = {
+        key: row[key]
+        for key in ("node_id", "version", "level", "partition_key", "parent_id", "starts_at")
+    }
+    latest.update(
+        last_ts=row["last_ts"], scope_id=scope_id, acl_id=acl_id, retired=row["retired"],
+        digest=row["digest"],
+    )  # fmt: skip
+    _insert(
+        conn,
+        "toc_latest",
+        latest,
+        "ON CONFLICT (node_id) DO UPDATE SET "
+        + _updates(tuple(k for k in latest if k != "node_id")),
+    )
+    conn.executemany(
+        "INSERT INTO grips (grip_id, node_id, excerpt, event_id_start, event_id_end, event_id, "
+        "ts, source, scope_id, acl_id) VALUES (?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT (grip_id) DO NOTHING",
+        [
+            (g["grip_id"], node.node_id, g["excerpt"], g["event_id_start"], g["event_id_end"],
+             g["event_id"], g["ts"], g["source"], scope_id, acl_id)
+            for g in map(rows.grip_row, node.grips)
+        ],
+    )  # fmt: skip
+    seq = _next_seq(conn)
+    conn.execute(
+        "UPDATE chunks SET is_head = 0, seq = ? WHERE record_id = ? AND is_head = 1",
+        (seq, node.node_id),
+    )
+    version_id = f"{node.node_id}@{node.version}"
+    for chunk in write.chunks:
+        cursor = conn.execute(
+            "INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, "
+            "span_start, span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, "
+            "superseded, valid_from, valid_to, created_at, seq, source_kind, source_time) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'active',1,0,NULL,NULL,?,?,'timeline',?)",
+            (
+                node.node_id, version_id, node.version, chunk.chunk_key, chunk.heading,
+                chunk.start, chunk.end, chunk.text, text_hash("", chunk.heading, chunk.text),
+                f"timeline_{node.level.value}", scope_id, acl_id, _utc(node.built_at), seq,
+                _utc(node.first_ts or node.starts_at),
+            ),
+        )  # fmt: skip
+        conn.execute(
+            "INSERT INTO chunks_fts (rowid, title, heading, text, scope) VALUES (?,?,?,?,?)",
+            (cursor.lastrowid, node.title, chunk.heading, chunk.text, _scope_token(scope_id)),
+        )
+    if write.chunks:
+        conn.execute(
+            "INSERT INTO scope_chunks (scope_id, chunks) VALUES (?, ?) ON CONFLICT (scope_id) "
+            "DO UPDATE SET chunks = chunks + excluded.chunks",
+            (scope_id, len(write.chunks)),
+        )
 
 
 def _append_events(conn: sqlite3.Connection, events: Sequence[Event]) -> None:

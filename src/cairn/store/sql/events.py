@@ -16,7 +16,7 @@ from cairn.store.base import EventFilter
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
 
-__all__ = ["SqlEvents"]
+__all__ = ["SqlEvents", "in_or_nothing"]
 
 Row = Mapping[str, Any]
 
@@ -31,7 +31,12 @@ class SqlEvents:
         raise NotImplementedError
 
     def list_events(
-        self, where: EventFilter, *, after: tuple[datetime, str] | None = None, limit: int = 100
+        self,
+        where: EventFilter,
+        *,
+        after: tuple[datetime, str] | None = None,
+        before: tuple[datetime, str] | None = None,
+        limit: int = 100,
     ) -> list[Event]:
         d = self.dialect
         clauses: list[str] = []
@@ -41,11 +46,13 @@ class SqlEvents:
             clauses.append(sql)
             params.extend(values)
 
-        add(*_in_or_nothing(d, "acl_id", where.acl_ids))
+        add(*in_or_nothing(d, "acl_id", where.acl_ids))
         if where.scope_ids is not None:
-            add(*_in_or_nothing(d, "scope_id", where.scope_ids))
+            add(*in_or_nothing(d, "scope_id", where.scope_ids))
         if where.session_id is not None:
             add("session_id = ?", [where.session_id])
+        if where.agent is not None:
+            add("agent = ?", [where.agent])
         if where.since is not None:
             add("ts >= ?", [d.time(where.since)])
         if where.until is not None:
@@ -53,8 +60,13 @@ class SqlEvents:
         if after is not None:
             ts = d.time(after[0])
             add("(ts > ? OR (ts = ? AND event_id > ?))", [ts, ts, after[1]])
+        order = "ts, event_id"
+        if before is not None:
+            ts = d.time(before[0])
+            add("(ts < ? OR (ts = ? AND event_id < ?))", [ts, ts, before[1]])
+            order = "ts DESC, event_id DESC"
         found = self._read(
-            f"SELECT * FROM events WHERE {' AND '.join(clauses)} ORDER BY ts, event_id LIMIT ?",
+            f"SELECT * FROM events WHERE {' AND '.join(clauses)} ORDER BY {order} LIMIT ?",
             [*params, limit],
         )
         return [rows.to_event(row, d) for row in found]
@@ -78,6 +90,14 @@ class SqlEvents:
         )
         return [(int(row["position"]), rows.to_event(row, self.dialect)) for row in found]
 
+    def outbox_lag(self, consumer: str) -> int:
+        found = self._read(
+            "SELECT count(*) AS n FROM event_outbox WHERE position > coalesce("
+            "(SELECT position FROM outbox_cursors WHERE consumer = ?), 0)",
+            (consumer,),
+        )
+        return int(found[0]["n"])
+
     def ack_outbox(self, consumer: str, position: int) -> None:
         # A cursor only moves forward: a late or repeated acknowledgement changes nothing.
         self._write_one(
@@ -88,7 +108,7 @@ class SqlEvents:
         )
 
 
-def _in_or_nothing(d: Dialect, column: str, values: frozenset[Any]) -> tuple[str, list[Any]]:
+def in_or_nothing(d: Dialect, column: str, values: frozenset[Any]) -> tuple[str, list[Any]]:
     if not values:
         return "1 = 0", []
     return d.in_list(column, sorted(values))

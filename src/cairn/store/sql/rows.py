@@ -21,11 +21,13 @@ from cairn.model import (
     EdgeStatus,
     Event,
     EventRole,
+    Grip,
     Origin,
     PathLink,
     Proposal,
     Record,
     Status,
+    TocNode,
     Version,
 )
 from cairn.store.base import ChunkMeta, PublishedRow
@@ -161,6 +163,40 @@ def event_row(e: Event) -> dict[str, Any]:
     }  # fmt: skip
 
 
+# What a timeline node's ``body`` column holds: its summary, as the node spells it.
+TOC_BODY_FIELDS = (
+    "title", "bullets", "keywords", "children", "grips", "sessions", "summarizer",
+)  # fmt: skip
+
+
+def toc_node_row(n: TocNode) -> dict[str, Any]:
+    """``acl`` and ``body`` stay dicts (each store's JSON); scope and ACL ids are interned by
+    the store."""
+    body = n.model_dump(mode="json", include=set(TOC_BODY_FIELDS))
+    return {
+        "node_id": n.node_id, "version": n.version, "level": n.level.value,
+        "node_key": n.key, "partition_key": toc_partition(n), "scope": n.scope,
+        "acl": n.acl.model_dump(mode="json"), "agent": n.agent, "parent_id": n.parent_id,
+        "starts_at": _iso(n.starts_at), "ends_at": _iso(n.ends_at),
+        "first_ts": _iso(n.first_ts), "last_ts": _iso(n.last_ts),
+        "event_count": n.event_count, "body": body, "digest": n.digest(),
+        "retired": n.retired, "built_at": _iso(n.built_at),
+    }  # fmt: skip
+
+
+def toc_partition(n: TocNode) -> str:
+    """The hierarchy a node belongs to: its id's prefix (``timeline.ids``)."""
+    return n.node_id.rsplit(".", 2)[0]
+
+
+def grip_row(g: Grip) -> dict[str, Any]:
+    return {
+        "grip_id": g.grip_id, "excerpt": g.excerpt, "event_id_start": g.event_id_start,
+        "event_id_end": g.event_id_end, "event_id": g.event_id, "ts": _iso(g.ts),
+        "source": g.source,
+    }  # fmt: skip
+
+
 def baseline_row(b: Baseline) -> dict[str, Any]:
     return {
         "id": b.id, "scope": b.scope, "name": b.name, "created_at": _iso(b.created_at),
@@ -291,6 +327,43 @@ def to_event(row: Row, d: Dialect) -> Event:
         appended_at=d.when(row["appended_at"]),
         appended_by=row["appended_by"],
         seq=int(row["seq"]),
+    )
+
+
+def to_toc_node(row: Row, d: Dialect) -> TocNode:
+    body = d.json(row["body"])
+    return TocNode.model_validate(
+        {
+            **body,
+            "node_id": row["node_id"],
+            "version": int(row["version"]),
+            "level": row["level"],
+            "key": row["node_key"],
+            "scope": row["scope"],
+            "acl": d.json(row["acl"]),
+            "agent": row["agent"],
+            "parent_id": row["parent_id"],
+            "starts_at": d.when(row["starts_at"]),
+            "ends_at": d.when(row["ends_at"]),
+            "first_ts": d.maybe_when(row["first_ts"]),
+            "last_ts": d.maybe_when(row["last_ts"]),
+            "event_count": int(row["event_count"]),
+            "retired": bool(row["retired"]),
+            "built_at": d.when(row["built_at"]),
+        },
+        context=STORED,
+    )
+
+
+def to_grip(row: Row, d: Dialect) -> Grip:
+    return Grip(
+        grip_id=row["grip_id"],
+        excerpt=row["excerpt"],
+        event_id_start=row["event_id_start"],
+        event_id_end=row["event_id_end"],
+        event_id=row["event_id"],
+        ts=d.when(row["ts"]),
+        source=row["source"],
     )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "create_table",
     "event_log_tables",
     "kernel_tables",
+    "timeline_tables",
 ]
 
 Backend = Literal["sqlite", "postgres"]
@@ -221,6 +222,75 @@ def event_log_tables(backend: Backend) -> str:
         + create_table("outbox_cursors", OUTBOX_CURSORS, backend)
         + "CREATE INDEX events_scope_time ON events (scope_id, ts, event_id);\n"
         + "CREATE INDEX events_session_time ON events (session_id, ts, event_id);\n"
+    )
+
+
+# The timeline (a later migration of each store): every version of every node of the time
+# hierarchy (never changed in place), which version is the latest, and the grips bullets
+# cite. A node's scope and ACL are interned like a chunk's, so reads trim nodes as they trim
+# chunks; ``body`` holds the summary (title, bullets, keywords, children, grips).
+TOC_NODES = """
+node_id key NOT NULL
+version int NOT NULL
+level text NOT NULL
+node_key text NOT NULL
+partition_key key NOT NULL
+scope key NOT NULL
+scope_id int NOT NULL REFERENCES scopes (id)
+acl json NOT NULL
+acl_id int NOT NULL REFERENCES acls (id)
+agent text
+parent_id key
+starts_at time NOT NULL
+ends_at time NOT NULL
+first_ts time
+last_ts time
+event_count int NOT NULL
+body json NOT NULL
+digest text NOT NULL
+retired flag NOT NULL DEFAULT false
+built_at time NOT NULL
+PRIMARY KEY (node_id, version)
+"""
+TOC_LATEST = """
+node_id key PRIMARY KEY
+version int NOT NULL
+level text NOT NULL
+partition_key key NOT NULL
+parent_id key
+starts_at time NOT NULL
+last_ts time
+scope_id int NOT NULL REFERENCES scopes (id)
+acl_id int NOT NULL REFERENCES acls (id)
+retired flag NOT NULL DEFAULT false
+digest text NOT NULL
+"""
+# A grip's id is a digest of what it says and where it points, so the same evidence carried
+# by a later version of a node (or by its parent's summary) is one row.
+GRIPS = """
+grip_id key PRIMARY KEY
+node_id key NOT NULL
+excerpt text NOT NULL
+event_id_start key NOT NULL
+event_id_end key NOT NULL
+event_id key NOT NULL
+ts time NOT NULL
+source text NOT NULL
+scope_id int NOT NULL REFERENCES scopes (id)
+acl_id int NOT NULL REFERENCES acls (id)
+"""
+
+
+def timeline_tables(backend: Backend) -> str:
+    """The timeline's nodes, their latest versions and grips, with the indexes reads use."""
+    return (
+        create_table("toc_nodes", TOC_NODES, backend)
+        + create_table("toc_latest", TOC_LATEST, backend)
+        + create_table("grips", GRIPS, backend)
+        + "CREATE INDEX toc_latest_level ON toc_latest (level, scope_id, starts_at);\n"
+        + "CREATE INDEX toc_latest_parent ON toc_latest (parent_id, starts_at);\n"
+        + "CREATE INDEX toc_latest_partition ON toc_latest (partition_key, level, starts_at);\n"
+        + "CREATE INDEX toc_latest_recent ON toc_latest (level, last_ts);\n"
     )
 
 

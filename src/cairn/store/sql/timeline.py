@@ -1,0 +1,129 @@
+"""Reads of the timeline (node versions, latest pointers, grips), the same statements on
+both stores.
+
+Nodes are written through ``commit`` (``PutTocNode``); these reads trim by the reader's
+scopes and ACLs in SQL, like the event reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from cairn.model import Grip, TocNode
+from cairn.store.base import TocFilter
+from cairn.store.sql import rows
+from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.events import in_or_nothing
+
+__all__ = ["SqlTimeline"]
+
+Row = Mapping[str, Any]
+_BATCH = 500
+
+
+class SqlTimeline:
+    dialect: Dialect
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        raise NotImplementedError
+
+    def toc_nodes(
+        self,
+        where: TocFilter,
+        *,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+        newest_first: bool = False,
+    ) -> list[TocNode]:
+        d = self.dialect
+        clauses = [d.flag("l.retired", False)]
+        params: list[Any] = []
+
+        def add(sql: str, values: Sequence[Any]) -> None:
+            clauses.append(sql)
+            params.extend(values)
+
+        add(*in_or_nothing(d, "l.acl_id", where.acl_ids))
+        if where.scope_ids is not None:
+            add(*in_or_nothing(d, "l.scope_id", where.scope_ids))
+        if where.levels is not None:
+            add(*in_or_nothing(d, "l.level", where.levels))
+        if where.parent_id is not None:
+            add("l.parent_id = ?", [where.parent_id])
+        if where.partition_key is not None:
+            add("l.partition_key = ?", [where.partition_key])
+        if where.node_ids is not None:
+            add(*in_or_nothing(d, "l.node_id", where.node_ids))
+        if newest_first:
+            order = "l.last_ts DESC, l.node_id DESC"
+            if after is not None:
+                ts = d.time(after[0])
+                add("(l.last_ts < ? OR (l.last_ts = ? AND l.node_id < ?))", [ts, ts, after[1]])
+        else:
+            order = "l.starts_at, l.node_id"
+            if after is not None:
+                ts = d.time(after[0])
+                add("(l.starts_at > ? OR (l.starts_at = ? AND l.node_id > ?))", [ts, ts, after[1]])
+        found = self._read(
+            "SELECT n.* FROM toc_latest l JOIN toc_nodes n "
+            "ON n.node_id = l.node_id AND n.version = l.version "
+            f"WHERE {' AND '.join(clauses)} ORDER BY {order} LIMIT ?",
+            [*params, limit],
+        )
+        return [rows.to_toc_node(row, d) for row in found]
+
+    def toc_node(self, node_id: str, version: int | None = None) -> TocNode | None:
+        if version is None:
+            found = self._read(
+                "SELECT n.* FROM toc_latest l JOIN toc_nodes n "
+                "ON n.node_id = l.node_id AND n.version = l.version WHERE l.node_id = ?",
+                (node_id,),
+            )
+        else:
+            found = self._read(
+                "SELECT * FROM toc_nodes WHERE node_id = ? AND version = ?", (node_id, version)
+            )
+        return rows.to_toc_node(found[0], self.dialect) if found else None
+
+    def toc_heads(self, node_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        heads: dict[str, tuple[int, str]] = {}
+        unique = list(dict.fromkeys(node_ids))
+        for start in range(0, len(unique), _BATCH):
+            test, params = self.dialect.in_list("node_id", unique[start : start + _BATCH])
+            for row in self._read(
+                f"SELECT node_id, version, digest FROM toc_latest WHERE {test}", params
+            ):
+                heads[row["node_id"]] = (int(row["version"]), row["digest"])
+        return heads
+
+    def grips(self, grip_ids: Sequence[str]) -> dict[str, tuple[Grip, int, int]]:
+        found: dict[str, tuple[Grip, int, int]] = {}
+        unique = list(dict.fromkeys(grip_ids))
+        for start in range(0, len(unique), _BATCH):
+            test, params = self.dialect.in_list("grip_id", unique[start : start + _BATCH])
+            for row in self._read(f"SELECT * FROM grips WHERE {test}", params):
+                grip = rows.to_grip(row, self.dialect)
+                found[grip.grip_id] = (grip, int(row["scope_id"]), int(row["acl_id"]))
+        return found
+
+    def toc_counts(self) -> dict[str, int]:
+        found = self._read(
+            f"SELECT level, count(*) AS n FROM toc_latest WHERE {self.dialect.flag('retired', False)} "
+            "GROUP BY level"
+        )
+        return {row["level"]: int(row["n"]) for row in found}
+
+    def timeline_chunks(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
+        found: dict[int, tuple[str, int, str]] = {}
+        unique = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(unique), _BATCH):
+            test, params = self.dialect.in_list("id", unique[start : start + _BATCH])
+            for row in self._read(
+                "SELECT id, record_id, version_no, chunk_key FROM chunks "
+                f"WHERE source_kind = 'timeline' AND {test}",
+                params,
+            ):
+                found[int(row["id"])] = (row["record_id"], int(row["version_no"]), row["chunk_key"])
+        return found

@@ -1,0 +1,226 @@
+"""The timeline's verbs on ``Memory``: each checks its arguments, works out what the
+principal may read, and delegates to ``timeline.reads`` or ``timeline.rollup``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from cairn.errors import InvalidInput
+from cairn.governance import access
+from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_text
+from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
+from cairn.retrieval.preselect import ReadRequest, preselect
+from cairn.timeline import reads
+from cairn.timeline.rollup import (
+    CONSUMER,
+    RollupProgress,
+    RollupReport,
+    rebuild_all,
+    run_rollup,
+)
+from cairn.timeline.settings import TimelineSettings
+from cairn.timeline.summarize import Summarizer, make_summarizer
+from cairn.timeline.views import (
+    ExpandedGrip,
+    NodePage,
+    RecentContext,
+    ScanReport,
+    TeleportHit,
+    TimelineStatus,
+)
+
+if TYPE_CHECKING:
+    from cairn.governance.gate import Gate
+    from cairn.retrieval.indexer import Indexer
+    from cairn.store.base import Store
+
+__all__ = ["TimelineVerbs"]
+
+
+class TimelineVerbs:
+    """Mixed into ``Memory``: the timeline through the kernel's one store and gate."""
+
+    store: Store
+    gate: Gate
+    timeline_settings: TimelineSettings
+
+    @property
+    def indexer(self) -> Indexer | None:  # provided by Memory
+        raise NotImplementedError
+
+    def _summarizer(self) -> Summarizer:
+        return make_summarizer(self.timeline_settings)
+
+    def _reader(self, principal: Principal, scope: str | None = None) -> reads.Reader:
+        if scope is not None:
+            check_text(scope, "scope", MAX_SCOPE_CHARS)
+        chosen = preselect(
+            principal,
+            ReadRequest(scope=scope),
+            acls=self.store.acls(),
+            scopes=self.store.scopes(),
+            baseline_pins=lambda _baseline_id: None,
+            published_baseline=lambda _scope: None,
+        ).where
+        return reads.Reader(chosen.acl_ids, chosen.scope_ids)
+
+    # ---- building ----------------------------------------------------------------------
+
+    def rollup(
+        self,
+        *,
+        principal: Principal,
+        piece: int = 20_000,
+        max_pieces: int | None = None,
+        on_progress: Callable[[RollupProgress], None] | None = None,
+    ) -> RollupReport:
+        """Bring the timeline up to date with the events appended since the last rollup
+        (a curator's or the system's job; it resumes where a stopped run left off)."""
+        _require_builder(principal)
+        if not 1 <= piece <= 100_000:
+            raise InvalidInput("piece must be between 1 and 100000", field="piece")
+        return run_rollup(
+            self.store,
+            self.gate,
+            self.timeline_settings,
+            self._summarizer(),
+            SYSTEM_PRINCIPAL,
+            piece=piece,
+            max_pieces=max_pieces,
+            on_progress=on_progress,
+        )
+
+    def rebuild_timeline(
+        self,
+        *,
+        principal: Principal,
+        on_progress: Callable[[RollupProgress], None] | None = None,
+    ) -> RollupReport:
+        """Rebuild every node from the stored events (after a change of settings or
+        summarizer): unchanged nodes stay as they are, changed ones get a new version."""
+        _require_builder(principal)
+        report = rebuild_all(
+            self.store,
+            self.gate,
+            self.timeline_settings,
+            self._summarizer(),
+            SYSTEM_PRINCIPAL,
+            on_progress=on_progress,
+        )
+        caught_up = self.rollup(principal=principal, on_progress=on_progress)
+        report.events += caught_up.events
+        report.nodes_written += caught_up.nodes_written
+        return report
+
+    def timeline_status(self, *, principal: Principal) -> TimelineStatus:
+        """How far the timeline lags the event log (curators only: it counts everything)."""
+        access.require_curator(principal, "read the timeline's status")
+        indexer = self.indexer
+        return TimelineStatus(
+            lag=self.store.outbox_lag(CONSUMER),
+            nodes=self.store.toc_counts(),
+            vector_lag=indexer.lag() if indexer is not None else 0,
+        )
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def timeline_root(self, *, principal: Principal, scope: str | None = None) -> list[TocNode]:
+        """The years the principal may see, oldest first (``scope`` is a glob)."""
+        return reads.root(self.store, self._reader(principal, scope))
+
+    def timeline_node(
+        self, node_id: str, *, principal: Principal, version: int | None = None
+    ) -> TocNode:
+        """One node with its summary and children's ids, latest or at ``version``."""
+        return reads.get_node(self.store, self._reader(principal), node_id, version)
+
+    def timeline_browse(
+        self, node_id: str, *, principal: Principal, after: str | None = None, limit: int = 20
+    ) -> NodePage:
+        return reads.browse(self.store, self._reader(principal), node_id, after=after, limit=limit)
+
+    def expand_grip(
+        self, grip_id: str, *, principal: Principal, before: int = 3, after: int = 3
+    ) -> ExpandedGrip:
+        return reads.expand_grip(
+            self.store, self._reader(principal), grip_id, before=before, after=after
+        )
+
+    def timeline_search(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        scope: str | None = None,
+        k: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[TeleportHit]:
+        """Teleport: the nodes and grips that best match ``query``, without walking the tree."""
+        check_text(query, "query", MAX_QUERY_CHARS)
+        _aware(since, "since")
+        _aware(until, "until")
+        return reads.teleport(
+            self.store,
+            self._reader(principal, scope),
+            query,
+            indexer=self.indexer,
+            k=k,
+            since=since,
+            until=until,
+        )
+
+    def timeline_recent(
+        self,
+        *,
+        principal: Principal,
+        scope: str | None = None,
+        session_id: str | None = None,
+        max_tokens: int = 2000,
+    ) -> RecentContext:
+        """What an agent starting work should read first, within ``max_tokens``."""
+        if session_id is not None:
+            check_text(session_id, "session_id", MAX_SCOPE_CHARS)
+        return reads.recent_context(
+            self.store,
+            self._reader(principal, scope),
+            max_tokens=max_tokens,
+            session_id=session_id,
+        )
+
+    def timeline_scan(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        scope: str | None = None,
+        node_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        k: int = 10,
+    ) -> ScanReport:
+        """Read raw events for ``query`` over a node's span (or ``since``..``until``)."""
+        check_text(query, "query", MAX_QUERY_CHARS)
+        reader = self._reader(principal, scope)
+        if node_id is not None:
+            node = reads.get_node(self.store, reader, node_id)
+            since, until = node.starts_at, node.ends_at
+            if node.first_ts is not None and node.last_ts is not None:
+                since, until = node.first_ts, max(node.ends_at, node.last_ts)
+        if since is None or until is None:
+            raise InvalidInput("give a node_id, or since and until", field="since")
+        _aware(since, "since")
+        _aware(until, "until")
+        return reads.scan(self.store, reader, query, since=since, until=until, k=k)
+
+
+def _require_builder(principal: Principal) -> None:
+    if principal != SYSTEM_PRINCIPAL:
+        access.require_curator(principal, "build the timeline")
+
+
+def _aware(moment: datetime | None, what: str) -> None:
+    if moment is not None and moment.tzinfo is None:
+        raise InvalidInput(f"{what} needs a time zone", field=what)
