@@ -48,7 +48,12 @@ def event(
 
 
 def conversation(
-    prefix: str, start: datetime, count: int, *, every: timedelta = timedelta(minutes=2), **kw: object
+    prefix: str,
+    start: datetime,
+    count: int,
+    *,
+    every: timedelta = timedelta(minutes=2),
+    **kw: object,
 ) -> list[EventDraft]:
     return [
         event(f"{prefix}{i}", start + i * every, **kw)  # type: ignore[arg-type]

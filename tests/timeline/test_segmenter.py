@@ -71,7 +71,10 @@ def test_the_overlap_is_bounded_by_tokens() -> None:
     rules = SegmentRules(max_tokens=120, overlap=timedelta(minutes=60), overlap_tokens=90)
     events = [_event(i, i, chars=160) for i in range(6)]  # 40 tokens a minute
     segments = segment_events(events, rules)
-    assert [_ids(s.events) for s in segments] == [["e000", "e001", "e002"], ["e003", "e004", "e005"]]
+    assert [_ids(s.events) for s in segments] == [
+        ["e000", "e001", "e002"],
+        ["e003", "e004", "e005"],
+    ]
     # within the hour all three would fit; 90 tokens admit two of the previous events
     assert _ids(segments[1].overlap) == ["e001", "e002"]
     none = SegmentRules(max_tokens=120, overlap=timedelta(minutes=60), overlap_tokens=39)
