@@ -291,9 +291,11 @@ def test_a_reader_outside_the_scope_sees_nothing_of_it(memory: Memory) -> None:
     memory.append_events(conversation("a", T0, 6), principal=AGENT)
     insider = AGENT.model_copy(update={"id": "other-bot", "scopes": ("other/*",)})
     memory.append_events(
-        conversation("z", T0, 4, scope="other/secret")
-        + [
-            event("z9", T0 + timedelta(minutes=9), "zebra quartz secret plan", scope="other/secret")
+        [
+            *conversation("z", T0, 4, scope="other/secret"),
+            event(
+                "z9", T0 + timedelta(minutes=9), "zebra quartz secret plan", scope="other/secret"
+            ),
         ],
         principal=insider,
     )
@@ -333,12 +335,12 @@ def test_a_reader_outside_the_scope_sees_nothing_of_it(memory: Memory) -> None:
 
 def test_teleport_finds_the_segment_and_its_grip(memory: Memory) -> None:
     memory.append_events(
-        conversation("a", T0, 7)
-        + [
+        [
+            *conversation("a", T0, 7),
             event("k0", T0 + timedelta(days=2), "The invoice service leaks file handles."),
             event("k1", T0 + timedelta(days=2, minutes=1), "Close the handles in the retry loop."),
-        ]
-        + conversation("c", T0 + timedelta(days=5), 7),
+            *conversation("c", T0 + timedelta(days=5), 7),
+        ],
         principal=AGENT,
     )
     memory.rollup(principal=CURATOR)
@@ -394,8 +396,10 @@ def test_recent_context_is_newest_first_within_the_budget(memory: Memory) -> Non
 
 def test_scan_reads_raw_events_of_a_node(memory: Memory) -> None:
     memory.append_events(
-        conversation("a", T0, 7)
-        + [event("m1", T0 + timedelta(days=1), "The mango deploy failed twice.")],
+        [
+            *conversation("a", T0, 7),
+            event("m1", T0 + timedelta(days=1), "The mango deploy failed twice."),
+        ],
         principal=AGENT,
     )
     memory.rollup(principal=CURATOR)

@@ -40,7 +40,10 @@ class TimelineSettings(BaseModel):
     )
     agents: Literal["shared", "separate"] = Field(
         default="shared",
-        description="shared: one timeline per scope with events tagged by agent; separate: one per scope and agent",
+        description=(
+            "shared: one timeline per scope with events tagged by agent; "
+            "separate: one per scope and agent"
+        ),
     )
     summarizer: str = Field(
         default="extractive",

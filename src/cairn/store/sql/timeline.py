@@ -109,9 +109,9 @@ class SqlTimeline:
         return found
 
     def toc_counts(self) -> dict[str, int]:
+        live = self.dialect.flag("retired", False)
         found = self._read(
-            f"SELECT level, count(*) AS n FROM toc_latest WHERE {self.dialect.flag('retired', False)} "
-            "GROUP BY level"
+            f"SELECT level, count(*) AS n FROM toc_latest WHERE {live} GROUP BY level"
         )
         return {row["level"]: int(row["n"]) for row in found}
 
