@@ -1,10 +1,12 @@
-"""Settings, in layers: flags > environment (``CAIRN_*``) > ``<store>/config.toml`` > defaults.
+"""Settings, in layers: flags > environment (``CAIRN_*``) > ``<store>/config.toml`` > the
+user's ``~/.config/cairn/config.toml`` (``$XDG_CONFIG_HOME``) > defaults.
 
 Only a door's entry point builds ``Settings``; nothing reads the environment at import.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +18,27 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from cairn.timeline.settings import TimelineSettings
+
 CONFIG_FILE = "config.toml"
 
 
 class Settings(BaseSettings):
     """What a cairn process needs to know. ``db`` unset means the embedded SQLite file."""
 
-    model_config = SettingsConfigDict(env_prefix="CAIRN_", extra="forbid")
+    model_config = SettingsConfigDict(
+        env_prefix="CAIRN_", env_nested_delimiter="__", extra="forbid"
+    )
 
     store: Path = Field(default=Path(".cairn"), description="the cairn folder")
     db: str | None = Field(default=None, description="postgresql://… or sqlite:///path")
     embedder: str = Field(default="minilm", description="minilm, static or openai:URL#model")
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)
+    timeline: TimelineSettings = Field(
+        default_factory=TimelineSettings,
+        description="how the timeline cuts and summarises ([timeline] in a config file)",
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -39,7 +49,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _StoreToml(settings_cls, init_settings, env_settings))
+        return (
+            init_settings,
+            env_settings,
+            _StoreToml(settings_cls, init_settings, env_settings),
+            _UserToml(settings_cls),
+        )
 
 
 class _StoreToml(PydanticBaseSettingsSource):
@@ -63,6 +78,24 @@ class _StoreToml(PydanticBaseSettingsSource):
             return {}
         values = TomlConfigSettingsSource(self.settings_cls, toml_file=self._file)()
         values.pop("store", None)  # the folder cannot relocate itself
+        return values
+
+
+class _UserToml(PydanticBaseSettingsSource):
+    """The user-wide ``config.toml``: ``$XDG_CONFIG_HOME/cairn`` (default ``~/.config/cairn``).
+    It may not choose a store or a database: those belong to a project."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        file = Path(base) / "cairn" / CONFIG_FILE
+        if not file.is_file():
+            return {}
+        values = TomlConfigSettingsSource(self.settings_cls, toml_file=file)()
+        values.pop("store", None)
+        values.pop("db", None)
         return values
 
 

@@ -17,6 +17,7 @@ from cairn.auth import (
     load_principals,
     save_principals,
 )
+from cairn.config import load_settings
 from cairn.errors import InvalidInput
 from cairn.governance.policy import DEFAULT_POLICY_YAML, load_policy
 from cairn.memory import DEFAULT_EMBEDDER, POLICY_FILE, PRINCIPALS_FILE, Memory
@@ -95,7 +96,10 @@ class Workspace:
     def open_memory(self, *, embedder: str | None = DEFAULT_EMBEDDER) -> Memory:
         # Stores made before files were private get their modes fixed on the way in.
         tighten(self.folder)
-        return Memory.open(self.folder, db=self.db, embedder=embedder)
+        # The timeline's settings come from the same layers on every door (config files,
+        # then CAIRN_TIMELINE__*).
+        timeline = load_settings(store=self.folder).timeline
+        return Memory.open(self.folder, db=self.db, embedder=embedder, timeline=timeline)
 
     def principals(self) -> PrincipalsFile:
         return load_principals(self.principals_path)

@@ -1128,6 +1128,10 @@ def create_app(
     install_error_handlers(app)
     app.state.cairn_workspace = workspace
     app.include_router(build_router(opened))
+    # the timeline's routes live in their own module, which builds on this one
+    from cairn.doors.http_timeline import timeline_router
+
+    app.include_router(timeline_router(opened))
     describe_kinds(app, opened.policy.all_kinds)
 
     @app.get(

@@ -50,6 +50,7 @@ from cairn.model import (
     Content,
     ContentPatch,
     Decision,
+    Event,
     Principal,
     ProposalOutcome,
     Record,
@@ -67,6 +68,7 @@ from cairn.retrieval.context import (
     ValidationReport,
 )
 from cairn.retrieval.types import Item, RetrievalResult, SearchResult
+from cairn.timeline.views import ExpandedGrip, RecentContext, TeleportHit
 
 __all__ = [
     "MCP_PROMPTS",
@@ -98,6 +100,10 @@ MCP_TOOLS = (
     "memory_for_symbol",
     "memory_validate_claims",
     "memory_research",
+    "timeline_search",
+    "timeline_recent",
+    "timeline_expand",
+    "timeline_events",
 )
 
 MCP_PROMPTS = ("task_context", "propose_memory", "check_claims")
@@ -704,6 +710,75 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         return _run(
             lambda: memory.research(
                 question, principal=principal, scope=scope, max_tokens=max_tokens
+            )
+        )
+
+    @server.tool(annotations=_READ)
+    def timeline_search(
+        query: str,
+        ctx: Context,
+        scope: str | None = None,
+        top_k: Annotated[int, Field(ge=1, le=100)] = 10,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
+    ) -> list[TeleportHit]:
+        """Search past conversations and tool calls: the summaries (segments, days, weeks…)
+        and grips that best match, each grip pointing at the exact events it came from."""
+        principal = who(ctx)
+        return _run(
+            lambda: memory.timeline_search(
+                query, principal=principal, scope=scope, k=top_k, since=since, until=until
+            )
+        )
+
+    @server.tool(annotations=_READ)
+    def timeline_recent(
+        ctx: Context,
+        scope: str | None = None,
+        session_id: str | None = None,
+        max_tokens: Annotated[int, Field(ge=50, le=100_000)] = 2000,
+    ) -> RecentContext:
+        """What happened lately, newest first, within a token budget: the latest segments'
+        bullets, then older days and weeks, each cited to its node version and grips."""
+        principal = who(ctx)
+        return _run(
+            lambda: memory.timeline_recent(
+                principal=principal, scope=scope, session_id=session_id, max_tokens=max_tokens
+            )
+        )
+
+    @server.tool(annotations=_READ)
+    def timeline_expand(
+        grip_id: Annotated[str, Field(description="a grip id from a summary, grp_…")],
+        ctx: Context,
+        before: Annotated[int, Field(ge=0, le=50)] = 3,
+        after: Annotated[int, Field(ge=0, le=50)] = 3,
+    ) -> ExpandedGrip:
+        """The events behind a grip, with a few more on either side."""
+        principal = who(ctx)
+        return _run(
+            lambda: memory.expand_grip(grip_id, principal=principal, before=before, after=after)
+        )
+
+    @server.tool(annotations=_READ)
+    def timeline_events(
+        ctx: Context,
+        scope: str | None = None,
+        session_id: str | None = None,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
+        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+    ) -> list[Event]:
+        """Raw conversation and tool events, in the order they happened."""
+        principal = who(ctx)
+        return _run(
+            lambda: memory.events(
+                principal=principal,
+                scope=scope,
+                session_id=session_id,
+                since=since,
+                until=until,
+                limit=limit,
             )
         )
 

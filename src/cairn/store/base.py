@@ -637,6 +637,11 @@ class Timeline(Protocol):
         """Each grip that exists, with the scope id and ACL id of the node it came from."""
         ...
 
+    def compact(self) -> dict[str, int | str]:
+        """Merge the keyword index's segments and reclaim free space, where the backend
+        leaves that to its caller (what it did, in numbers)."""
+        ...
+
     def toc_counts(self) -> dict[str, int]:
         """How many nodes of each level the hierarchy holds (retired segments left out)."""
         ...

@@ -480,6 +480,11 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         found = self._read("SELECT value FROM index_meta WHERE key = 'chunks'")
         return int(found[0]["value"]) if found else 0
 
+    def compact(self) -> dict[str, int | str]:
+        # PostgreSQL's autovacuum reclaims space and keeps statistics; the serving login
+        # does not own the tables and may not vacuum them.
+        return {"skipped": "PostgreSQL compacts itself (autovacuum)"}
+
     def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
         found = self._read(
             "SELECT c.text_hash, c.heading, c.text, coalesce(v.content ->> 'title', '') AS title "

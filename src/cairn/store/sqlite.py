@@ -463,6 +463,21 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         # Chunks are never deleted, so the largest rowid is the count, read in O(log n).
         return int(self._read("SELECT COALESCE(MAX(id), 0) AS n FROM chunks")[0]["n"])
 
+    def compact(self) -> dict[str, int | str]:
+        before = self._file_bytes()
+        with self._write_txn() as conn:
+            # merges the keyword index's b-tree segments into one
+            conn.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+        with self._write_lock:
+            # VACUUM cannot run inside a transaction; it takes the write lock itself
+            self._retrying(lambda: self._writer.execute("VACUUM"))
+            self._retrying(lambda: self._writer.execute("PRAGMA optimize"))
+        return {"bytes_before": before, "bytes_after": self._file_bytes()}
+
+    def _file_bytes(self) -> int:
+        path = Path(self.path)
+        return path.stat().st_size if path.exists() else 0
+
     def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
         # Scan forward from the first chunk that was still pending last time: everything
         # before it has a vector already, so catching up costs O(chunks), not O(chunks²).

@@ -190,6 +190,7 @@ def teleport(
     sources = store.timeline_chunks([int(h.key) for h in fused])
     hits: list[TeleportHit] = []
     seen: set[tuple[str, str]] = set()
+    returned: set[str] = set()
     nodes: dict[tuple[str, int], TocNode | None] = {}
     for hit in fused:
         source = sources.get(int(hit.key))
@@ -213,6 +214,11 @@ def teleport(
             text, grip_ids = bullet.text, bullet.grip_ids
         else:
             text, grip_ids = node.title, tuple(g for b in node.bullets for g in b.grip_ids)
+        # A summary higher up repeats its children's bullets: a hit pointing only at
+        # evidence already returned adds nothing.
+        if grip_ids and set(grip_ids) <= returned:
+            continue
+        returned.update(grip_ids)
         hits.append(
             TeleportHit(
                 node_id=node.node_id,

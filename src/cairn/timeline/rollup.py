@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
+
+from pydantic import BaseModel, Field
 
 from cairn.governance.gate import Gate
 from cairn.limits import MAX_EVENT_BATCH
@@ -59,13 +61,14 @@ class Partition:
     acl_id: int
 
 
-@dataclass
-class RollupReport:
+class RollupReport(BaseModel):
+    """What a rollup did: events read, days rebuilt, node versions written (by level)."""
+
     events: int = 0
     days: int = 0
     nodes_written: int = 0
     pieces: int = 0
-    levels: dict[str, int] = field(default_factory=dict)
+    levels: dict[str, int] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,11 @@ class TimelineVerbs:
         report.nodes_written += caught_up.nodes_written
         return report
 
+    def compact(self, *, principal: Principal) -> dict[str, int | str]:
+        """Compact the store's indexes and reclaim free space (curators)."""
+        access.require_curator(principal, "compact the store")
+        return self.store.compact()
+
     def timeline_status(self, *, principal: Principal) -> TimelineStatus:
         """How far the timeline lags the event log (curators only: it counts everything)."""
         access.require_curator(principal, "read the timeline's status")

@@ -1,0 +1,406 @@
+"""``cairn timeline …``: append events, navigate the hierarchy, search it, and keep it built.
+
+Every read takes ``--json`` and then prints the same objects the HTTP API returns.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import TypeAdapter, ValidationError
+from rich.markup import escape
+from rich.table import Table
+
+from cairn.doors import _render as render
+from cairn.doors.cli import (
+    TIME_HELP,
+    EmbedderOpt,
+    JsonOpt,
+    KeyOpt,
+    StoreOpt,
+    _errors,
+    _reader,
+    _run,
+    _session,
+    _want_json,
+)
+from cairn.errors import InvalidInput
+from cairn.ingest.records import append_events, read_events
+from cairn.model import Event, Timestamp, TocNode
+from cairn.timeline.rollup import RollupReport
+from cairn.timeline.views import NodePage, RecentContext, ScanReport, TeleportHit
+
+__all__ = ["timeline_app"]
+
+timeline_app = typer.Typer(
+    help="The timeline: conversation and tool events, summarised by year, month, week, day "
+    "and segment, each summary tied to the exact events it came from.",
+    no_args_is_help=True,
+)
+
+ScopeOpt = Annotated[str | None, typer.Option(help="A scope glob.")]
+_TIME = TypeAdapter(Timestamp)
+
+
+def _time(value: str | None, what: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return _TIME.validate_python(value)
+    except ValidationError as exc:
+        raise InvalidInput(f"--{what}: {exc.errors()[0]['msg']}", field=what) from None
+
+
+# ---- writing --------------------------------------------------------------------------
+
+
+@timeline_app.command("append")
+def append(
+    file: Annotated[str, typer.Argument(help="A JSON Lines file of events, or - for stdin.")],
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Append events (one JSON object per line: event_id, ts, session_id, scope, agent,
+    role, kind, text, metadata). Every line is checked first; an event sent again is
+    reported as a duplicate, never stored twice."""
+    with _errors():
+        if file == "-":
+            events = read_events(sys.stdin)
+        else:
+            try:
+                with Path(file).open(encoding="utf-8") as handle:
+                    events = read_events(handle)
+            except OSError as exc:
+                raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="file") from exc
+    with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
+        task = bar.add_task("append", total=len(events))
+        report = append_events(
+            memory,
+            events,
+            principal,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+        if _want_json(as_json):
+            render.print_json(report)
+        else:
+            render.out.print(
+                f"appended {len(report.stored)} events ({len(report.duplicates)} already stored)"
+            )
+
+
+@timeline_app.command("rollup")
+def rollup(
+    piece: Annotated[int, typer.Option(min=1, max=100_000, help="Events per step.")] = 20_000,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Summarise the events appended since the last rollup (curators). A stopped run
+    resumes where it left off."""
+    with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
+        lag = memory.store.outbox_lag("timeline")
+        task = bar.add_task("rollup", total=max(lag, 1))
+        report = memory.rollup(
+            principal=principal,
+            piece=piece,
+            on_progress=lambda step: bar.update(task, completed=step.events),
+        )
+        _show_rollup(report, as_json)
+
+
+@timeline_app.command("rebuild-toc")
+def rebuild_toc(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+    """Rebuild every summary from the stored events (after changing the timeline's settings
+    or summarizer). Unchanged nodes stay as they are; changed ones get a new version."""
+    with _session(store, key) as (memory, principal):
+        _run(as_json, lambda: memory.rebuild_timeline(principal=principal), _show_report)
+
+
+@timeline_app.command("compact")
+def compact(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+    """Compact the store's indexes and reclaim free space (curators)."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.compact(principal=principal),
+            lambda r: render.out.print(f"compacted: {r}"),
+        )
+
+
+@timeline_app.command("status")
+def status(
+    embedder: EmbedderOpt = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """How far the timeline lags the event log, and how many nodes it holds (curators)."""
+    with _reader(store, key, embedder) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.timeline_status(principal=principal),
+            lambda s: render.out.print(
+                f"lag {s.lag} events, vector lag {s.vector_lag}; nodes "
+                + ", ".join(f"{n} {level}" for level, n in sorted(s.nodes.items()))
+            ),
+        )
+
+
+def _show_rollup(report: RollupReport, as_json: bool) -> None:
+    if _want_json(as_json):
+        render.print_json(report)
+    else:
+        _show_report(report)
+
+
+def _show_report(report: RollupReport) -> None:
+    levels = ", ".join(f"{n} {level}" for level, n in sorted(report.levels.items()))
+    render.out.print(
+        f"{report.events} events, {report.days} days: {report.nodes_written} nodes written"
+        + (f" ({levels})" if levels else "")
+    )
+
+
+# ---- reading --------------------------------------------------------------------------
+
+
+@timeline_app.command("root")
+def root(
+    scope: ScopeOpt = None, store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False
+) -> None:
+    """The years you may see."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.timeline_root(principal=principal, scope=scope),
+            lambda nodes: render.out.print(_nodes_table(nodes, "timeline")),
+        )
+
+
+@timeline_app.command("node")
+def node(
+    node_id: str,
+    version: Annotated[int | None, typer.Option(min=1, help="A past version.")] = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One node: its summary (bullets with their grips), keywords and children."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.timeline_node(node_id, principal=principal, version=version),
+            _show_node,
+        )
+
+
+@timeline_app.command("browse")
+def browse(
+    node_id: str,
+    after: Annotated[str | None, typer.Option(help="The last child of the previous page.")] = None,
+    limit: Annotated[int, typer.Option("-k", "--limit", min=1, max=1000)] = 20,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A node's children, in time order, a page at a time."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.timeline_browse(node_id, principal=principal, after=after, limit=limit),
+            _show_page,
+        )
+
+
+@timeline_app.command("events")
+def events(
+    scope: ScopeOpt = None,
+    session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
+    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    limit: Annotated[int, typer.Option("-k", "--limit", min=1, max=10_000)] = 100,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Raw events you may see, in source-time order."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.events(
+                principal=principal,
+                scope=scope,
+                session_id=session,
+                since=_time(since, "since"),
+                until=_time(until, "until"),
+                limit=limit,
+            ),
+            _show_events,
+        )
+
+
+@timeline_app.command("expand")
+def expand(
+    grip_id: str,
+    before: Annotated[int, typer.Option(min=0, max=50)] = 3,
+    after: Annotated[int, typer.Option(min=0, max=50)] = 3,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The events behind a grip, with some context on either side."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.expand_grip(grip_id, principal=principal, before=before, after=after),
+            lambda g: _show_events([*g.before, *g.events, *g.after]),
+        )
+
+
+@timeline_app.command("search")
+def search(
+    query: str,
+    k: Annotated[int, typer.Option("-k", "--limit", min=1, max=100)] = 10,
+    scope: ScopeOpt = None,
+    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    embedder: EmbedderOpt = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Teleport: the summaries and grips that best match QUERY, without walking the tree."""
+    with _reader(store, key, embedder) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.timeline_search(
+                query,
+                principal=principal,
+                scope=scope,
+                k=k,
+                since=_time(since, "since"),
+                until=_time(until, "until"),
+            ),
+            _show_hits,
+        )
+
+
+@timeline_app.command("scan")
+def scan(
+    query: str,
+    node_id: Annotated[str | None, typer.Option("--node", help="Scan this node's span.")] = None,
+    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    k: Annotated[int, typer.Option("-k", "--limit", min=1, max=100)] = 10,
+    scope: ScopeOpt = None,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read the raw events of a span for QUERY (when search finds nothing good)."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.timeline_scan(
+                query,
+                principal=principal,
+                scope=scope,
+                node_id=node_id,
+                since=_time(since, "since"),
+                until=_time(until, "until"),
+                k=k,
+            ),
+            _show_scan,
+        )
+
+
+@timeline_app.command("recent")
+def recent(
+    scope: ScopeOpt = None,
+    session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
+    max_tokens: Annotated[int, typer.Option(min=50, max=100_000)] = 2000,
+    store: StoreOpt = None,
+    key: KeyOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """What an agent starting work should read: the latest segments, then older days and
+    weeks, within a token budget, each line cited to its node version and grips."""
+    with _session(store, key) as (memory, principal):
+        _run(
+            as_json,
+            lambda: memory.timeline_recent(
+                principal=principal, scope=scope, session_id=session, max_tokens=max_tokens
+            ),
+            _show_recent,
+        )
+
+
+# ---- rendering ------------------------------------------------------------------------
+
+
+def _nodes_table(nodes: list[TocNode], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("node", "v", "level", "title", "events"):
+        table.add_column(column, overflow="fold")
+    for n in nodes:
+        table.add_row(n.node_id, str(n.version), n.level.value, escape(n.title), str(n.event_count))
+    return table
+
+
+def _show_node(n: TocNode) -> None:
+    render.out.print(f"[bold]{escape(n.title)}[/] ({n.level.value} {n.key}, v{n.version})")
+    render.out.print(f"node {n.node_id} · {n.event_count} events · {n.summarizer}")
+    for bullet in n.bullets:
+        render.out.print(f"  • {escape(bullet.text)}  [dim]{' '.join(bullet.grip_ids)}[/]")
+    if n.keywords:
+        render.out.print(f"keywords: {', '.join(n.keywords)}")
+    for child in n.children:
+        render.out.print(f"  └ {child}")
+
+
+def _show_page(page: NodePage) -> None:
+    table = Table(title=f"children of {page.node_id}", title_justify="left")
+    for column in ("node", "level", "title", "events"):
+        table.add_column(column, overflow="fold")
+    for c in page.children:
+        table.add_row(c.node_id, c.level.value, escape(c.title), str(c.event_count))
+    render.out.print(table)
+    if page.next_after:
+        render.out.print(f"more: --after {page.next_after}")
+
+
+def _show_events(found: list[Event]) -> None:
+    for e in found:
+        render.out.print(
+            f"{e.ts.isoformat()} [bold]{e.role.value}[/] {e.kind} ({e.event_id}): {escape(e.text)}"
+        )
+
+
+def _show_hits(hits: list[TeleportHit]) -> None:
+    for h in hits:
+        render.out.print(
+            f"{h.score:.4f} {h.level.value} {h.node_id} v{h.version}: {escape(h.text)}"
+            f"  [dim]{' '.join(h.grip_ids[:3])}[/]"
+        )
+
+
+def _show_scan(report: ScanReport) -> None:
+    for grip, score in zip(report.grips, report.scores, strict=True):
+        render.out.print(
+            f"{score:.2f} {grip.ts.isoformat()} {grip.event_id}: {escape(grip.excerpt)}"
+        )
+    render.out.print(
+        f"scanned {report.scanned} events" + (" (truncated)" if report.truncated else "")
+    )
+
+
+def _show_recent(context: RecentContext) -> None:
+    for item in context.items:
+        cite = escape(f"[{item.level.value} {item.node_id} v{item.version}]")
+        render.out.print(f"{cite} {escape(item.text)}")
+    render.out.print(f"{context.tokens}/{context.max_tokens} tokens, {context.clipped} left out")

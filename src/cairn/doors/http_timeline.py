@@ -1,0 +1,199 @@
+"""The timeline's HTTP routes (``/v1/timeline/...``): a thin door over ``Memory``'s verbs,
+trimmed by permission like every other route."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+from fastapi import Path as PathParam
+from pydantic import Field
+
+from cairn.doors.http import API_PREFIX, COMMON_ERRORS, Who, _Body, _single_valued
+from cairn.limits import MAX_EVENT_BATCH
+from cairn.memory import Memory
+from cairn.model import AppendReport, Event, EventDraft, Id, Name, QueryText, Timestamp, TocNode
+from cairn.timeline.rollup import RollupReport
+from cairn.timeline.views import (
+    ExpandedGrip,
+    NodePage,
+    RecentContext,
+    ScanReport,
+    TeleportHit,
+    TimelineStatus,
+)
+
+__all__ = ["timeline_router"]
+
+NodeId = Annotated[str, PathParam(min_length=1, max_length=256, description="a timeline node id")]
+GripId = Annotated[str, PathParam(min_length=1, max_length=128, description="a grip id, grp_…")]
+Scope = Annotated[Name | None, Query(description="a scope glob")]
+
+
+class AppendBody(_Body):
+    events: list[EventDraft] = Field(min_length=1, max_length=MAX_EVENT_BATCH)
+
+
+class RollupBody(_Body):
+    piece: int = Field(default=20_000, ge=1, le=100_000, description="events per step")
+
+
+def timeline_router(memory: Memory) -> APIRouter:
+    router = APIRouter(
+        prefix=f"{API_PREFIX}/timeline",
+        responses=COMMON_ERRORS,
+        dependencies=[Depends(_single_valued)],
+        tags=["timeline"],
+    )
+
+    @router.post(
+        "/events",
+        response_model=AppendReport,
+        summary="Append events (idempotent by event id; the same id with other content is refused)",
+    )
+    def append(body: AppendBody, who: Who) -> AppendReport:
+        return memory.append_events(body.events, principal=who)
+
+    @router.get(
+        "/events",
+        response_model=list[Event],
+        summary="Events the caller may read, in source-time order, a page at a time",
+    )
+    def events(
+        who: Who,
+        scope: Scope = None,
+        session_id: Name | None = None,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
+        after_ts: Annotated[
+            Timestamp | None, Query(description="the ts of the last event of the previous page")
+        ] = None,
+        after_id: Annotated[
+            Id | None, Query(description="the event_id of the last event of the previous page")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    ) -> list[Event]:
+        after = (after_ts, after_id) if after_ts is not None and after_id is not None else None
+        return memory.events(
+            principal=who,
+            scope=scope,
+            session_id=session_id,
+            since=since,
+            until=until,
+            after=after,
+            limit=limit,
+        )
+
+    @router.get("/root", response_model=list[TocNode], summary="The years the caller may see")
+    def root(who: Who, scope: Scope = None) -> list[TocNode]:
+        return memory.timeline_root(principal=who, scope=scope)
+
+    @router.get(
+        "/nodes/{node_id}",
+        response_model=TocNode,
+        summary="One node with its summary, grips and children (latest, or a version)",
+    )
+    def node(
+        node_id: NodeId, who: Who, version: Annotated[int | None, Query(ge=1)] = None
+    ) -> TocNode:
+        return memory.timeline_node(node_id, principal=who, version=version)
+
+    @router.get(
+        "/nodes/{node_id}/children",
+        response_model=NodePage,
+        summary="A node's children in time order, a page at a time",
+    )
+    def browse(
+        node_id: NodeId,
+        who: Who,
+        after: Annotated[str | None, Query(max_length=256)] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    ) -> NodePage:
+        return memory.timeline_browse(node_id, principal=who, after=after, limit=limit)
+
+    @router.get(
+        "/grips/{grip_id}",
+        response_model=ExpandedGrip,
+        summary="The events behind a grip, with context on either side",
+    )
+    def expand(
+        grip_id: GripId,
+        who: Who,
+        before: Annotated[int, Query(ge=0, le=50)] = 3,
+        after: Annotated[int, Query(ge=0, le=50)] = 3,
+    ) -> ExpandedGrip:
+        return memory.expand_grip(grip_id, principal=who, before=before, after=after)
+
+    @router.get(
+        "/search",
+        response_model=list[TeleportHit],
+        summary="Teleport: the summaries and grips that best match a query",
+    )
+    def search(
+        who: Who,
+        q: QueryText,
+        scope: Scope = None,
+        k: Annotated[int, Query(ge=1, le=100)] = 10,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
+    ) -> list[TeleportHit]:
+        return memory.timeline_search(q, principal=who, scope=scope, k=k, since=since, until=until)
+
+    @router.get(
+        "/recent",
+        response_model=RecentContext,
+        summary="What an agent starting work should read, within a token budget",
+    )
+    def recent(
+        who: Who,
+        scope: Scope = None,
+        session_id: Name | None = None,
+        max_tokens: Annotated[int, Query(ge=50, le=100_000)] = 2000,
+    ) -> RecentContext:
+        return memory.timeline_recent(
+            principal=who, scope=scope, session_id=session_id, max_tokens=max_tokens
+        )
+
+    @router.get(
+        "/scan",
+        response_model=ScanReport,
+        summary="Read the raw events of a node's span (or a time range) for a query",
+    )
+    def scan(
+        who: Who,
+        q: QueryText,
+        node_id: Annotated[str | None, Query(max_length=256)] = None,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
+        scope: Scope = None,
+        k: Annotated[int, Query(ge=1, le=100)] = 10,
+    ) -> ScanReport:
+        return memory.timeline_scan(
+            q, principal=who, scope=scope, node_id=node_id, since=since, until=until, k=k
+        )
+
+    @router.post(
+        "/rollup",
+        response_model=RollupReport,
+        summary="Summarise the events appended since the last rollup (curators)",
+    )
+    def rollup(who: Who, body: RollupBody | None = None) -> RollupReport:
+        return memory.rollup(principal=who, piece=(body or RollupBody()).piece)
+
+    @router.post(
+        "/rebuild",
+        response_model=RollupReport,
+        summary="Rebuild every summary from the stored events (curators)",
+    )
+    def rebuild(who: Who) -> RollupReport:
+        return memory.rebuild_timeline(principal=who)
+
+    @router.get(
+        "/status",
+        response_model=TimelineStatus,
+        summary="How far the timeline lags the event log (curators)",
+    )
+    def status(who: Who) -> TimelineStatus:
+        return memory.timeline_status(principal=who)
+
+    return router
