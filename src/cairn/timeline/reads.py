@@ -284,8 +284,9 @@ def recent_context(
 
 
 def _items(node: TocNode) -> list[RecentItem]:
-    lines = [(node.title, tuple(g for b in node.bullets for g in b.grip_ids))]
-    lines += [(b.text, b.grip_ids) for b in node.bullets]
+    lines = [(b.text, b.grip_ids) for b in node.bullets]
+    if node.title not in {b.text for b in node.bullets}:
+        lines.insert(0, (node.title, tuple(g for b in node.bullets for g in b.grip_ids)))
     return [
         RecentItem(
             node_id=node.node_id,
