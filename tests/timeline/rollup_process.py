@@ -19,10 +19,7 @@ def main() -> None:
     backend, target = sys.argv[1], sys.argv[2]
     piece, pause_after = int(sys.argv[3]), int(sys.argv[4])
     store: Store
-    if backend == "postgres":
-        store = PostgresStore(target)
-    else:
-        store = SqliteStore(target)
+    store = PostgresStore(target) if backend == "postgres" else SqliteStore(target)
     memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), embedder=None)
     written = 0
 
