@@ -7,12 +7,14 @@ from typing import Any
 
 import psycopg
 
+TIMELINE = ("grips", "toc_latest", "toc_nodes")
+
 
 def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
     """The store as it was before edges became a domain type: edges as (src, dst, type,
     created_at), and none of what later steps add (agent tasks, the event log, chunk
-    sources)."""
-    for table in ("agent_tasks", "event_outbox", "outbox_cursors", "events"):
+    sources, the timeline)."""
+    for table in ("agent_tasks", "event_outbox", "outbox_cursors", "events", *TIMELINE):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute("DROP INDEX IF EXISTS chunks_source_time")
     for column in ("source_kind", "source_time"):
@@ -28,8 +30,14 @@ def rewind_edges_sqlite(conn: sqlite3.Connection) -> None:
 
 
 def rewind_edges_postgres(conn: psycopg.Connection[Any]) -> None:
-    for table in ("agent_tasks", "event_outbox", "outbox_cursors", "events"):
+    for table in ("agent_tasks", "event_outbox", "outbox_cursors", "events", *TIMELINE):
         conn.execute(f"DROP TABLE IF EXISTS cairn.{table}")
+    # before the timeline, chunks referenced the records and versions they index
+    conn.execute(
+        "ALTER TABLE cairn.chunks ADD CONSTRAINT chunks_record_id_fkey FOREIGN KEY (record_id) "
+        "REFERENCES cairn.records (id), ADD CONSTRAINT chunks_version_id_fkey FOREIGN KEY "
+        "(version_id) REFERENCES cairn.versions (id)"
+    )
     conn.execute("ALTER TABLE cairn.chunks DROP COLUMN source_kind, DROP COLUMN source_time")
     conn.execute(
         'CREATE TABLE cairn.edges_old (src text COLLATE "C" NOT NULL, '

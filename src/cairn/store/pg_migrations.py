@@ -363,8 +363,8 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
         -- The index also holds timeline nodes' chunks, whose record_id and version_id name a
         -- node and its version (as on SQLite, where chunks never referenced records).
-        ALTER TABLE chunks DROP CONSTRAINT chunks_record_id_fkey,
-            DROP CONSTRAINT chunks_version_id_fkey;
+        ALTER TABLE chunks DROP CONSTRAINT IF EXISTS chunks_record_id_fkey,
+            DROP CONSTRAINT IF EXISTS chunks_version_id_fkey;
         """,
     ),
 )

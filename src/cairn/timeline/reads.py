@@ -45,6 +45,8 @@ __all__ = [
 
 MAX_PAGE = 1000
 MAX_CONTEXT_EVENTS = 50
+# Recent context reads nodes this many at a time, newest first.
+RECENT_PAGE = 8
 # A scan reads at most this many events (the range is then reported as truncated), in at
 # most this many time buckets at once.
 MAX_SCAN_EVENTS = 200_000
@@ -133,8 +135,10 @@ def expand_grip(
     covered: list[Event] = []
     cursor = (start.ts, start.event_id)
     covered.append(start)
+    page_size = 8  # a grip usually covers a few events: read small pages, then larger
     while covered[-1].event_id != end.event_id and len(covered) < 10_000:
-        page = store.list_events(where, after=cursor, limit=500)
+        page = store.list_events(where, after=cursor, limit=page_size)
+        page_size = min(page_size * 4, 2000)
         if not page:
             break
         for event in page:
@@ -247,40 +251,45 @@ def recent_context(
 ) -> RecentContext:
     """What an agent starting work should read: the latest segments' bullets (newest
     first), then the summaries of older days and weeks, clipped in that order to
-    ``max_tokens``. Every item is cited to its node version and grips."""
+    ``max_tokens``. Every item is cited to its node version and grips. Nodes are read a
+    page at a time, newest first, and reading stops once the budget is spent."""
     if not 50 <= max_tokens <= 100_000:
         raise InvalidInput("max_tokens must be between 50 and 100000", field="max_tokens")
-    items: list[RecentItem] = []
-    covered_days: set[str] = set()
-    segments = store.toc_nodes(
-        reader.toc(levels=frozenset({TocLevel.SEGMENT.value})), limit=50, newest_first=True
-    )
-    if session_id is not None:
-        segments = [s for s in segments if session_id in s.sessions]
-    for node in segments:
-        if node.parent_id:
-            covered_days.add(node.parent_id)
-        items.extend(_items(node))
-    for level in (TocLevel.DAY, TocLevel.WEEK):
-        older = store.toc_nodes(
-            reader.toc(levels=frozenset({level.value})), limit=20, newest_first=True
-        )
-        for node in older:
-            if node.node_id in covered_days:
-                continue
-            if session_id is not None and session_id not in node.sessions:
-                continue
-            items.extend(_items(node))
     kept: list[RecentItem] = []
     used = 0
-    for item in items:
-        if used + item.tokens > max_tokens:
-            continue
-        kept.append(item)
-        used += item.tokens
-    return RecentContext(
-        items=tuple(kept), tokens=used, max_tokens=max_tokens, clipped=len(items) - len(kept)
-    )
+    clipped = 0
+    covered: set[str] = set()
+    for level, most in ((TocLevel.SEGMENT, 50), (TocLevel.DAY, 20), (TocLevel.WEEK, 20)):
+        read = 0
+        cursor: tuple[datetime, str] | None = None
+        while read < most and used < max_tokens:
+            page = store.toc_nodes(
+                reader.toc(levels=frozenset({level.value})),
+                after=cursor,
+                limit=RECENT_PAGE,
+                newest_first=True,
+            )
+            if not page:
+                break
+            read += len(page)
+            last = page[-1]
+            cursor = (last.last_ts or last.starts_at, last.node_id)
+            for node in page:
+                if node.node_id in covered:
+                    continue
+                if session_id is not None and session_id not in node.sessions:
+                    continue
+                if node.parent_id:
+                    covered.add(node.parent_id)  # a day whose segments were shown
+                for item in _items(node):
+                    if used + item.tokens > max_tokens:
+                        clipped += 1
+                        continue
+                    kept.append(item)
+                    used += item.tokens
+            if len(page) < RECENT_PAGE:
+                break
+    return RecentContext(items=tuple(kept), tokens=used, max_tokens=max_tokens, clipped=clipped)
 
 
 def _items(node: TocNode) -> list[RecentItem]:

@@ -59,11 +59,12 @@ class SqlEvents:
             add("ts < ?", [d.time(where.until)])
         if after is not None:
             ts = d.time(after[0])
-            add("(ts > ? OR (ts = ? AND event_id > ?))", [ts, ts, after[1]])
+            # a row-value comparison: both databases seek the (scope, ts, event_id) index
+            add("(ts, event_id) > (?, ?)", [ts, after[1]])
         order = "ts, event_id"
         if before is not None:
             ts = d.time(before[0])
-            add("(ts < ? OR (ts = ? AND event_id < ?))", [ts, ts, before[1]])
+            add("(ts, event_id) < (?, ?)", [ts, before[1]])
             order = "ts DESC, event_id DESC"
         found = self._read(
             f"SELECT * FROM events WHERE {' AND '.join(clauses)} ORDER BY {order} LIMIT ?",
