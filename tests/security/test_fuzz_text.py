@@ -49,6 +49,7 @@ from cairn.limits import (
     MAX_METADATA_DEPTH,
     MAX_QUERY_CHARS,
     MAX_REQUEST_BYTES,
+    MAX_REQUEST_DEPTH,
     MAX_TITLE_CHARS,
     LimitExceeded,
     check_text,
@@ -271,8 +272,8 @@ def names_the_fault(answer: Answer, field: str) -> bool:
         return "limit" in message
     if answer.door in ("mcp", "a2a") and message.startswith(("-32700", "-32602")):
         return True  # the protocol's own refusal of the JSON, before cairn reads it
-    if "malformed_json" in message:
-        return True  # HTTP: JSON nested deeper than the parser goes
+    if f"request body is nested more than {MAX_REQUEST_DEPTH} levels" in message:
+        return True  # HTTP: the whole request nests past its limit, named
     return any(name in message for name in FIELD_NAMES[field])
 
 
@@ -425,7 +426,9 @@ def test_a2a_takes_metadata_to_its_documented_depth_and_refuses_deeper_by_name(
     for depth in (deepest + 1, MAX_METADATA_DEPTH, 99):
         answer = _try_create(stack, "a2a", "metadata", Deep(depth))
         assert not answer.stored and not answer.crashed, (depth, answer.message)
-        assert answer.message.startswith("-32602") and "metadata" in answer.message, answer
+        # past the whole request's limit, the request is what the refusal names
+        named = "metadata" if depth < MAX_REQUEST_DEPTH else f"than {MAX_REQUEST_DEPTH} levels"
+        assert answer.message.startswith("-32602") and named in answer.message, answer
 
 
 def test_a2a_refuses_metadata_nested_past_its_parsers_by_name(stack: Stack) -> None:

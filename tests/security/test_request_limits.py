@@ -2,19 +2,23 @@
 
 The attacks this closes: a 20 MB body was stored; deeply nested JSON answered 500; error
 bodies quoted pydantic internals and linked to pydantic's documentation; the MCP door's 401
-told an HTTP client to pass a CLI flag.
+told an HTTP client to pass a CLI flag; JSON nested 100,000 levels reached Python's parser,
+whose RecursionError HTTP answered with a refusal that named no limit.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from mcp import Client
+from typer.testing import CliRunner
 
+from cairn.doors.cli import app as cli_app
 from cairn.doors.mcp_server import build_mcp_server
-from cairn.limits import MAX_BODY_CHARS, MAX_METADATA_DEPTH, MAX_REQUEST_BYTES
+from cairn.limits import MAX_BODY_CHARS, MAX_METADATA_DEPTH, MAX_REQUEST_BYTES, MAX_REQUEST_DEPTH
 from cairn.memory import Memory
 from tests.factories import CURATOR
 from tests.security.conftest import Served
@@ -154,6 +158,70 @@ def test_the_a2a_door_refuses_deep_metadata(served: Served) -> None:
     answer = response.json()
     assert answer["error"]["code"] == -32602  # invalid params, not an internal error
     assert "nested more than" in answer["error"]["message"] and "Traceback" not in response.text
+    assert _records(served) == before
+
+
+# JSON nested far past any parser's reach: 100,000 levels.
+ABYSS = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.fixture
+def guarded_parser(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """``json.loads`` that fails the test when handed text nested 1,000 levels or more (where
+    Python's parser would raise RecursionError); yields how often that happened."""
+    handed_deep: list[int] = []
+    parse = json.loads
+
+    def guarded(text: str | bytes, **options: Any) -> Any:
+        if ("[" * 1000 if isinstance(text, str) else b"[" * 1000) in text:
+            handed_deep.append(len(text))
+            raise AssertionError("the JSON parser was handed text nested 1,000 levels deep")
+        return parse(text, **options)
+
+    monkeypatch.setattr(json, "loads", guarded)
+    yield handed_deep
+
+
+def test_http_refuses_json_nested_past_the_request_limit_before_parsing_it(
+    served: Served, guarded_parser: list[int]
+) -> None:
+    before = _records(served)
+    for body in (ABYSS, '{"content": ' + "[" * (MAX_REQUEST_DEPTH + 1)):
+        response = served.client.post(
+            "/v1/records",
+            content=body,
+            headers={**served.as_("curator"), "content-type": "application/json"},
+        )
+        problem = _problem(response, 422, "invalid_input")
+        assert f"nested more than {MAX_REQUEST_DEPTH} levels" in problem["detail"], problem
+    assert not guarded_parser
+    assert _records(served) == before
+
+
+def test_a2a_refuses_json_nested_past_the_request_limit_before_parsing_it(
+    served: Served, guarded_parser: list[int]
+) -> None:
+    response = served.client.post(
+        "/", content=ABYSS, headers={**served.as_("curator"), "content-type": "application/json"}
+    )
+    error = response.json()["error"]
+    assert error["code"] == -32602, error
+    assert f"nested more than {MAX_REQUEST_DEPTH} levels" in error["message"]
+    assert not guarded_parser
+
+
+def test_the_cli_refuses_metadata_nested_past_its_limit_before_parsing_it(
+    served: Served, guarded_parser: list[int]
+) -> None:
+    before = _records(served)
+    refused = CliRunner().invoke(
+        cli_app,
+        ["remember", "--kind", "fact", "--scope", "acme/deep", "--title", "deep",
+         f"--metadata={ABYSS}", "--store", str(served.folder), "--key", served.keys["curator"]],
+    )  # fmt: skip
+    assert refused.exit_code == 2, (refused.output, refused.exception)
+    assert f"--metadata is nested more than {MAX_METADATA_DEPTH} levels" in refused.stderr
+    assert not guarded_parser
     assert _records(served) == before
 
 

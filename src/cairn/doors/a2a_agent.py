@@ -19,7 +19,6 @@ Three things are cairn's own:
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -60,7 +59,7 @@ from starlette.routing import Route
 from cairn.doors._errors import error_body
 from cairn.doors.http import authenticate_http, error_response
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
-from cairn.limits import MAX_METADATA_DEPTH, LimitExceeded, check_depth
+from cairn.limits import MAX_REQUEST_DEPTH, LimitExceeded, check_depth, load_json
 from cairn.memory import Memory
 from cairn.model import Content, Decision, Principal
 from cairn.workspace import Workspace
@@ -540,18 +539,16 @@ class A2AEndpoint:
             return _rpc_error(None, -32005, f"Content type not supported: {media}")
         raw = await request.body()  # cached by Starlette: the SDK reads it again
         try:
-            body = json.loads(raw, parse_constant=_no_constant)
-        except _NotFinite as exc:
+            # A request may nest MAX_REQUEST_DEPTH levels: a data part's metadata at the
+            # kernel's limit and the envelope around it. Deeper JSON, and numbers JSON has no
+            # room for (NaN, 1e999), are refused by name instead of failing in the SDK.
+            body = load_json(raw, "the request", max_depth=MAX_REQUEST_DEPTH)
+        except LimitExceeded as exc:
             return _rpc_error(None, -32602, f"Invalid params: {exc}")
-        except RecursionError:
-            # Python's JSON parser gives up about 1,000 levels down; far past any limit here.
-            deep = f"the request is nested more than {_MAX_REQUEST_DEPTH} levels deep"
-            return _rpc_error(None, -32602, f"Invalid params: {deep}")
         except ValueError:
             return _rpc_error(None, -32700, "Parse error: the body is not valid JSON")
         why = (
             _data_too_deep(body)
-            or _too_deep(body)
             or _bad_text(body)
             or _bad_v03_params(body)
             or _inexact_integer(body)
@@ -559,20 +556,6 @@ class A2AEndpoint:
         if why is not None:
             return _rpc_error(body.get("id"), -32602, f"Invalid params: {why}")
         return await self.dispatcher.handle_requests(request)
-
-
-# A request's JSON may nest this deep: a data part's metadata at the kernel's limit, plus
-# the envelope around it. Deeper JSON would otherwise fail inside the SDK's protobuf decoder
-# as an internal error.
-_MAX_REQUEST_DEPTH = MAX_METADATA_DEPTH + 8
-
-
-def _too_deep(body: Any) -> str | None:
-    try:
-        check_depth(body, "the request", _MAX_REQUEST_DEPTH)
-    except LimitExceeded as exc:
-        return str(exc)
-    return None
 
 
 # A data part travels inside the SDK as a protobuf Struct, three protobuf levels per JSON
@@ -594,15 +577,6 @@ def _data_too_deep(body: Any) -> str | None:
                     f"so its metadata at most {A2A_MAX_DATA_DEPTH - 1}"
                 )
     return None
-
-
-class _NotFinite(ValueError):
-    pass
-
-
-def _no_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON numbers (Python's parser accepts them as an extension).
-    raise _NotFinite(f"{name} is not a JSON number; send a finite number or a string")
 
 
 def _bad_text(body: Any) -> str | None:

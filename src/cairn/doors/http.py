@@ -21,6 +21,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import (
     AllowInfNan,
@@ -34,6 +35,7 @@ from pydantic import (
     ValidationError,
 )
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.doors._errors import PROBLEM_JSON, ErrorBody, error_body, problem
@@ -44,7 +46,9 @@ from cairn.limits import (
     MAX_LIST_ITEMS,
     MAX_RECORD_BATCH,
     MAX_REQUEST_BYTES,
+    LimitExceeded,
     TextLimit,
+    load_json,
 )
 from cairn.memory import DEFAULT_EMBEDDER, MAX_HOPS, Memory, RecordView, RefreshReport, VacuumReport
 from cairn.model import (
@@ -151,6 +155,32 @@ async def _send_problem(send: Send, body: ErrorBody) -> None:
         }
     )
     await send({"type": "http.response.body", "body": payload})
+
+
+class _JsonRequest(Request):
+    """A request whose JSON body is read with ``load_json``: JSON nested past the request
+    limit is refused (422, naming the limit) before the parser sees it."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            try:
+                # finite=False: the models refuse NaN and infinities themselves, by field name
+                self._json = load_json(await self.body(), "the request body", finite=False)
+            except LimitExceeded as exc:
+                # FastAPI passes HTTP exceptions raised while it reads a body through as they are
+                raise StarletteHTTPException(422, str(exc)) from None
+        return self._json
+
+
+class _JsonRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handle = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            answer: Response = await handle(_JsonRequest(request.scope, request.receive))
+            return answer
+
+        return route
 
 
 class _Body(BaseModel):
@@ -485,10 +515,11 @@ _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     413: "payload_too_large",
+    422: "invalid_input",
 }
-# Starlette's own words are fine except for 400, which FastAPI also raises when the JSON
-# parser gives up on a body nested too deeply.
-_HTTP_DETAILS = {400: "the request body is not valid JSON (or is nested too deeply)"}
+# Starlette's own words are fine except for 400, which FastAPI raises for any body its JSON
+# parser cannot read (such as one that is not UTF-8).
+_HTTP_DETAILS = {400: "the request body is not valid JSON"}
 
 
 def _allowed_methods(request: Request) -> list[str]:
@@ -585,7 +616,10 @@ def _single_valued(request: Request) -> None:
 
 def build_router(memory: Memory) -> APIRouter:
     router = APIRouter(
-        prefix=API_PREFIX, responses=COMMON_ERRORS, dependencies=[Depends(_single_valued)]
+        prefix=API_PREFIX,
+        responses=COMMON_ERRORS,
+        dependencies=[Depends(_single_valued)],
+        route_class=_JsonRoute,
     )
 
     # ---- records -----------------------------------------------------------------------
