@@ -8,14 +8,13 @@ transaction with one audit entry; a batch the caller may not write refuses the r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
 from cairn.errors import InvalidInput
-from cairn.limits import MAX_REQUEST_BYTES
+from cairn.limits import MAX_REQUEST_BYTES, LimitExceeded, load_json
 from cairn.memory import Memory
 from cairn.model import Content, Decision, Principal
 
@@ -46,8 +45,10 @@ def read_contents(lines: Iterable[str]) -> list[Content]:
         if len(line) > MAX_REQUEST_BYTES:
             raise InvalidInput(f"line {number} is over {MAX_REQUEST_BYTES:,} bytes", field="file")
         try:
-            data = json.loads(line)
-        except (ValueError, RecursionError) as exc:
+            data = load_json(line, f"line {number}")
+        except LimitExceeded as exc:
+            raise InvalidInput(str(exc), field="file") from None
+        except ValueError as exc:
             raise InvalidInput(f"line {number} is not a JSON object: {exc}", field="file") from None
         try:
             contents.append(Content.model_validate(data))
