@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from typer.testing import CliRunner
 
+from cairn.doors.a2a_agent import A2A_MAX_DATA_DEPTH
 from cairn.doors.cli import app as cli_app
 from cairn.doors.mcp_server import build_mcp_server
 from cairn.limits import MAX_BODY_CHARS, MAX_METADATA_DEPTH, MAX_REQUEST_BYTES, MAX_REQUEST_DEPTH
@@ -159,6 +160,83 @@ def test_the_a2a_door_refuses_deep_metadata(served: Served) -> None:
     assert answer["error"]["code"] == -32602  # invalid params, not an internal error
     assert "nested more than" in answer["error"]["message"] and "Traceback" not in response.text
     assert _records(served) == before
+
+
+def _a2a_send(
+    served: Served, parts: list[dict[str, Any]], metadata: Any = None, *, raw: str = ""
+) -> dict[str, Any]:
+    """message/send with ``parts`` and message ``metadata``; ``raw`` is spliced in as the
+    text of the metadata (for numbers no JSON encoder writes)."""
+    message: dict[str, Any] = {"kind": "message", "messageId": "m-limits", "role": "user",
+                               "parts": parts}  # fmt: skip
+    if metadata is not None:
+        message["metadata"] = metadata
+    request = {"jsonrpc": "2.0", "id": "limits", "method": "message/send",
+               "params": {"message": message}}  # fmt: skip
+    text = json.dumps(request).replace('"@RAW@"', raw)
+    response = served.client.post(
+        "/", content=text, headers={**served.as_("curator"), "content-type": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return value
+
+
+REMEMBER = {"kind": "data", "data": {"skill": "remember", "content": "limits", "type": "episode"}}
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "1E400"])
+def test_a2a_refuses_a_number_too_large_for_json_by_name(served: Served, number: str) -> None:
+    before = _records(served)
+    for parts, metadata in (
+        ([REMEMBER], {"ratio": "@RAW@"}),  # the message's metadata
+        ([{**REMEMBER, "metadata": {"ratio": "@RAW@"}}], None),  # a part's metadata
+        ([{"kind": "data", "data": {**REMEMBER["data"], "metadata": {"r": "@RAW@"}}}], None),
+    ):
+        error = _a2a_send(served, parts, metadata, raw=number).get("error")
+        assert error is not None and error["code"] == -32602, error
+        assert number in error["message"] and "not a finite number" in error["message"]
+    assert _records(served) == before
+
+
+def test_a2a_refuses_an_integer_a_double_cannot_hold_in_metadata(served: Served) -> None:
+    before = _records(served)
+    huge = "1" + "0" * 400
+    for parts, metadata in (
+        ([REMEMBER], {"count": "@RAW@"}),
+        ([{**REMEMBER, "metadata": {"count": "@RAW@"}}], None),
+    ):
+        error = _a2a_send(served, parts, metadata, raw=huge).get("error")
+        assert error is not None and error["code"] == -32602, error
+        assert "2**53" in error["message"] and "metadata" in error["message"], error
+    assert _records(served) == before
+
+
+def test_a2a_refuses_message_metadata_deeper_than_it_can_carry_by_name(
+    served: Served,
+) -> None:
+    before = _records(served)
+    for depth in (A2A_MAX_DATA_DEPTH + 1, MAX_METADATA_DEPTH + 2):
+        for parts, metadata, where in (
+            ([REMEMBER], _nested(depth), "params.message.metadata"),
+            ([{**REMEMBER, "metadata": _nested(depth)}], None, "params.message.parts[0].metadata"),
+        ):
+            error = _a2a_send(served, parts, metadata).get("error")
+            assert error is not None and error["code"] == -32602, (depth, where, error)
+            assert where in error["message"], error["message"]
+            assert f"nested more than {A2A_MAX_DATA_DEPTH} levels" in error["message"]
+    assert _records(served) == before
+    # as deep as A2A carries is fine
+    answer = _a2a_send(served, [REMEMBER], _nested(A2A_MAX_DATA_DEPTH))
+    assert answer["result"]["status"]["state"] == "completed", answer
+    assert _records(served) > before
 
 
 # JSON nested far past any parser's reach: 100,000 levels.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from a2a.compat.v0_3 import types as v03
@@ -434,6 +435,22 @@ def _message_parts(body: dict[str, Any]) -> list[Any]:
     return parts if isinstance(parts, list) else []
 
 
+def _carried_as_structs(body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Where a send request holds JSON the SDK carries as a protobuf ``Struct`` or ``Value``
+    (path, value): the message's metadata, and each part's data and metadata."""
+    if body.get("method") not in _SEND_METHODS:
+        return
+    params = body.get("params")
+    message = params.get("message") if isinstance(params, dict) else None
+    if isinstance(message, dict) and "metadata" in message:
+        yield "params.message.metadata", message["metadata"]
+    for index, part in enumerate(_message_parts(body)):
+        if isinstance(part, dict):
+            for key in ("data", "metadata"):
+                if key in part:
+                    yield f"params.message.parts[{index}].{key}", part[key]
+
+
 def _has_inexact_integer(value: Any) -> bool:
     if isinstance(value, bool):
         return False
@@ -447,19 +464,18 @@ def _has_inexact_integer(value: Any) -> bool:
 
 
 def _inexact_integer(body: Any) -> str | None:
-    """Which data part holds an integer a protobuf ``Struct`` would round, or None.
+    """Where a request holds an integer a protobuf ``Struct`` would round, or None.
 
-    Past 2**53 a double cannot hold every integer, and the SDK carries data parts as doubles:
-    ``2**53 + 1`` would be stored as ``2**53``. A memory must store what it was sent or refuse
+    Past 2**53 a double cannot hold every integer, and the SDK carries data parts and
+    metadata as doubles: ``2**53 + 1`` would be stored as ``2**53`` (and an integer past a
+    double's range would not convert at all). A memory must store what it was sent or refuse
     it, so such a request is refused (send the number as a string instead)."""
     if not isinstance(body, dict):
         return None
-    for index, part in enumerate(_message_parts(body)):
-        if isinstance(part, dict) and _has_inexact_integer(part.get("data")):
-            return (
-                f"params.message.parts[{index}].data: an integer beyond +/-2**53 cannot be "
-                "carried exactly; send it as a string"
-            )
+    for where, value in _carried_as_structs(body):
+        if _has_inexact_integer(value):
+            exactly = "cannot be carried exactly; send it as a string"
+            return f"{where}: an integer beyond +/-2**53 {exactly}"
     return None
 
 
@@ -548,7 +564,7 @@ class A2AEndpoint:
         except ValueError:
             return _rpc_error(None, -32700, "Parse error: the body is not valid JSON")
         why = (
-            _data_too_deep(body)
+            _struct_too_deep(body)
             or _bad_text(body)
             or _bad_v03_params(body)
             or _inexact_integer(body)
@@ -558,24 +574,27 @@ class A2AEndpoint:
         return await self.dispatcher.handle_requests(request)
 
 
-# A data part travels inside the SDK as a protobuf Struct, three protobuf levels per JSON
-# level, and protobuf's decoder stops at 100 levels: a data part may nest 30 levels (its
-# metadata 29), a little under the kernel's own metadata limit. Deeper data is refused here,
-# by name, instead of failing inside the decoder.
+# A data part (and a message's or a part's metadata) travels inside the SDK as a protobuf
+# Struct, three protobuf levels per JSON level, and protobuf's decoder stops at 100 levels: a
+# data part may nest 30 levels (its metadata 29), a little under the kernel's own metadata
+# limit, and so may metadata. Deeper JSON is refused here, by name, instead of failing
+# inside the decoder.
 A2A_MAX_DATA_DEPTH = 30
 
 
-def _data_too_deep(body: Any) -> str | None:
-    for index, part in enumerate(_message_parts(body)):
-        if isinstance(part, dict) and "data" in part:
-            where = f"params.message.parts[{index}].data"
-            try:
-                check_depth(part["data"], where, A2A_MAX_DATA_DEPTH)
-            except LimitExceeded as exc:
+def _struct_too_deep(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return None
+    for where, value in _carried_as_structs(body):
+        try:
+            check_depth(value, where, A2A_MAX_DATA_DEPTH)
+        except LimitExceeded as exc:
+            if where.endswith(".data"):
                 return (
                     f"{exc}: through A2A a data part nests at most {A2A_MAX_DATA_DEPTH} levels, "
                     f"so its metadata at most {A2A_MAX_DATA_DEPTH - 1}"
                 )
+            return f"{exc}: A2A carries it as a protobuf Struct, which nests at most that deep"
     return None
 
 
