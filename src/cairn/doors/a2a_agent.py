@@ -19,6 +19,7 @@ Three things are cairn's own:
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -191,6 +192,23 @@ def _intent(message: Message | None) -> tuple[str | None, dict[str, Any]]:
     return None, params
 
 
+def _carriable(answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` with every item's metadata in a form A2A can carry.
+
+    The kernel stores metadata up to 32 levels deep; an answer travels as a protobuf
+    ``Struct``, which holds an item's metadata only up to ``A2A_MAX_DATA_DEPTH - 1`` levels
+    (the same depth a request may send). Deeper metadata goes as its JSON text instead, a
+    string, rather than failing the whole answer inside the protobuf decoder."""
+    for item in answer.get("items", ()):
+        metadata = item.get("metadata")
+        if isinstance(metadata, dict):
+            try:
+                check_depth(metadata, "metadata", A2A_MAX_DATA_DEPTH - 1)
+            except LimitExceeded:
+                item["metadata"] = json.dumps(metadata, ensure_ascii=False)
+    return answer
+
+
 class CairnExecutor(AgentExecutor):
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
@@ -214,24 +232,28 @@ class CairnExecutor(AgentExecutor):
         if scope is not None and not isinstance(scope, str):
             raise InvalidInput(f"{skill}: 'scope' must be a string", field="scope")
         if skill == "research":
-            return self.memory.research(
-                text("query"),
-                principal=principal,
-                scope=scope,
-                max_tokens=number("max_tokens", 4000),
-            ).model_dump(mode="json")
+            return _carriable(
+                self.memory.research(
+                    text("query"),
+                    principal=principal,
+                    scope=scope,
+                    max_tokens=number("max_tokens", 4000),
+                ).model_dump(mode="json")
+            )
         if skill == "recall":
             mode = args.get("mode", "hybrid")
             if mode not in ("hybrid", "keyword", "vector"):
                 raise InvalidInput("recall: mode is hybrid, keyword or vector", field="mode")
-            return self.memory.retrieve(
-                text("query"),
-                principal=principal,
-                mode=mode,
-                k=number("top_k", 10),
-                max_tokens=number("max_tokens", 8000),
-                scope=scope,
-            ).model_dump(mode="json")
+            return _carriable(
+                self.memory.retrieve(
+                    text("query"),
+                    principal=principal,
+                    mode=mode,
+                    k=number("top_k", 10),
+                    max_tokens=number("max_tokens", 8000),
+                    scope=scope,
+                ).model_dump(mode="json")
+            )
         body = text("content")
         title = args.get("title") or body.strip().splitlines()[0][:120]
         content = Content(
