@@ -13,7 +13,6 @@ import logging
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from annotated_types import Gt
@@ -81,6 +80,7 @@ from cairn.model import (
     Selector,
     SelectorKind,
     Status,
+    Timestamp,
     Version,
 )
 from cairn.retrieval.context import (
@@ -185,19 +185,6 @@ class _JsonRoute(APIRoute):
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-
-
-def _rfc3339(value: object) -> object:
-    # Pydantic would read "0.5" as a Unix timestamp; the contract says RFC 3339 date-time.
-    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.match(value)):
-        return value
-    raise ValueError("must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z")
-
-
-DateTime = Annotated[datetime, BeforeValidator(_rfc3339)]
 
 
 def _json_number(value: object) -> object:
@@ -372,8 +359,8 @@ class _ReadBody(_Body):
     selector: Selector | None = Field(default=None, description="default: head")
     kinds: Annotated[list[Kind], Field(max_length=MAX_LIST_ITEMS)] = Field(default_factory=list)
     include_drafts: StrictBool = False
-    created_after: DateTime | None = None
-    created_before: DateTime | None = None
+    created_after: Timestamp | None = None
+    created_before: Timestamp | None = None
     record_ids: Annotated[list[Id], Field(max_length=10_000)] | None = None
     weights: Weights | None = Field(
         default=None, description="fusion weights, e.g. {'keyword': 0.4, 'vector': 0.6}"
@@ -646,8 +633,8 @@ def build_router(memory: Memory) -> APIRouter:
         kind: Annotated[list[Kind] | None, Query(max_length=MAX_LIST_ITEMS)] = None,
         status: Annotated[list[Status] | None, Query()] = None,
         scope: Name | None = None,
-        created_after: DateTime | None = None,
-        created_before: DateTime | None = None,
+        created_after: Timestamp | None = None,
+        created_before: Timestamp | None = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
         offset: Annotated[int, Query(ge=0)] = 0,
         after: Annotated[
@@ -928,7 +915,7 @@ def build_router(memory: Memory) -> APIRouter:
         action: Name | None = None,
         subject_id: Name | None = None,
         proposal_id: Name | None = None,
-        since: DateTime | None = None,
+        since: Timestamp | None = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 100,
         after_seq: Annotated[
             int | None, Query(ge=0, le=MAX_COUNTER, description="the last seq of the previous page")
