@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from mcp import Client
 from typer.testing import CliRunner
@@ -21,6 +22,7 @@ from cairn.doors.cli import app as cli_app
 from cairn.doors.mcp_server import build_mcp_server
 from cairn.limits import MAX_BODY_CHARS, MAX_METADATA_DEPTH, MAX_REQUEST_BYTES, MAX_REQUEST_DEPTH
 from cairn.memory import Memory
+from tests.doors.conftest import running
 from tests.factories import CURATOR
 from tests.security.conftest import Served
 
@@ -55,15 +57,46 @@ def test_a_body_over_the_request_limit_is_413_on_every_door(served: Served) -> N
         )
         body = _problem(response, 413, "payload_too_large")
         assert f"{MAX_REQUEST_BYTES:,}" in body["detail"]
-    # a body streamed without a Content-Length is counted as it arrives
-    chunks = (b"x" * 1_000_000 for _ in range(MAX_REQUEST_BYTES // 1_000_000 + 2))
-    streamed = served.client.post(
-        "/v1/records",
-        content=chunks,
-        headers={**served.as_("curator"), "content-type": "application/json"},
-    )
-    _problem(streamed, 413, "payload_too_large")
     assert _records(served) == before
+
+
+def _over_the_limit() -> Iterator[bytes]:
+    """A body of MAX_REQUEST_BYTES + 1 MB, in pieces: sent chunked, without Content-Length."""
+    for _ in range(MAX_REQUEST_BYTES // 1_000_000 + 2):
+        yield b"x" * 1_000_000
+
+
+@pytest.mark.parametrize("path", ["/v1/records", "/mcp", "/"])
+def test_a_body_streamed_without_a_length_is_counted_as_it_arrives(
+    served: Served, path: str
+) -> None:
+    before = _records(served)
+    streamed = served.client.post(
+        path,
+        content=_over_the_limit(),
+        headers={**served.as_("curator"), "content-type": "application/json",
+                 "accept": "application/json, text/event-stream"},
+    )  # fmt: skip
+    assert "content-length" not in streamed.request.headers
+    body = _problem(streamed, 413, "payload_too_large")
+    assert f"{MAX_REQUEST_BYTES:,}" in body["detail"]
+    assert _records(served) == before
+
+
+def test_a_real_server_counts_a_chunked_body_on_every_door(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    with running(tmp_path_factory, "chunked") as live:
+        for path in ("/v1/records", "/mcp", "/"):
+            response = httpx.post(
+                live.url + path,
+                content=_over_the_limit(),
+                headers={**live.headers(live.curator), "content-type": "application/json",
+                         "accept": "application/json, text/event-stream"},
+                timeout=60,
+            )  # fmt: skip
+            assert response.request.headers.get("transfer-encoding") == "chunked"
+            _problem(response, 413, "payload_too_large")
 
 
 def test_a_record_body_over_its_limit_is_422_naming_the_limit(served: Served) -> None:
