@@ -17,6 +17,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationInfo
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_REASON_CHARS",
     "MAX_RECORD_BATCH",
     "MAX_REQUEST_BYTES",
+    "MAX_REQUEST_DEPTH",
     "MAX_SCOPE_CHARS",
     "MAX_TITLE_CHARS",
     "STORED",
@@ -54,6 +56,7 @@ __all__ = [
     "check_text",
     "is_id",
     "is_stored",
+    "load_json",
 ]
 
 # ---- the limits -------------------------------------------------------------------------
@@ -87,6 +90,9 @@ MAX_EVENT_BATCH = 10_000
 MAX_RECORD_BATCH = 10_000
 # One HTTP request body (every door of `cairn serve`): room for a batch of records.
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
+# How deep a whole request (or a line of a file of records) may nest: metadata at its limit
+# and the envelope around it, with room to spare.
+MAX_REQUEST_DEPTH = MAX_METADATA_DEPTH + 8
 
 # The validation context that marks data read back from a store (see the module docstring).
 STORED: dict[str, bool] = {"cairn_stored": True}
@@ -256,6 +262,63 @@ def check_json(value: Any, what: str = "metadata") -> Any:
             f"{what} takes {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,}"
         )
     return value
+
+
+# ---- JSON text --------------------------------------------------------------------------
+
+# Python's json module has no depth limit: it recurses once per level of nesting and gives
+# up with a RecursionError about a thousand levels down (a thread with a small stack may
+# crash before that). So JSON text a caller sends is measured before it is parsed. This is
+# the one piece of JSON reading cairn does by hand, and it reads only what it needs for the
+# depth: strings are skipped (escapes included), the brackets left over are counted.
+#
+# A string runs to its closing quote; one that never closes runs to the end of the text
+# (the text is not JSON then, which the parser says), so each character is read once
+# whatever the input. The quantifiers are possessive: no backtracking.
+_JSON_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.DOTALL)
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _check_nesting(text: str, what: str, max_depth: int) -> None:
+    if text.count("[") + text.count("{") <= max_depth:
+        return  # too few brackets to nest deeper, in strings or not
+    brackets = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0) > max_depth:
+        raise LimitExceeded(f"{what} is nested more than {max_depth} levels deep")
+
+
+_NOT_FINITE = "which is not a finite number (send a finite number or a string)"
+
+
+def load_json(
+    text: str | bytes, what: str, *, max_depth: int = MAX_REQUEST_DEPTH, finite: bool = True
+) -> Any:
+    """``json.loads`` for text a caller sent: refused with ``LimitExceeded`` (naming ``what``
+    and the limit) when it nests more than ``max_depth`` levels, before the parser sees it.
+
+    With ``finite`` (the default) a number JSON cannot hold is refused too: the ``NaN`` and
+    ``Infinity`` literals, and a number too large for a double, such as ``1e999``, which
+    Python would read as infinity. Text that is not JSON raises ``ValueError`` as
+    ``json.loads`` does."""
+    if isinstance(text, bytes | bytearray):
+        # as json.loads reads bytes: UTF-8, -16 or -32, found from the first bytes
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    _check_nesting(text, what, max_depth)
+    if not finite:
+        return json.loads(text)
+
+    def number(literal: str) -> float:
+        value = float(literal)
+        if not math.isfinite(value):
+            raise LimitExceeded(f"{what} holds {literal}, {_NOT_FINITE}")
+        return value
+
+    def constant(name: str) -> Any:
+        # NaN, Infinity and -Infinity: Python's parser accepts them, JSON has no such numbers
+        raise LimitExceeded(f"{what} holds {name}, {_NOT_FINITE}")
+
+    return json.loads(text, parse_float=number, parse_constant=constant)
 
 
 @dataclass(frozen=True)

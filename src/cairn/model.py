@@ -68,13 +68,20 @@ def _not_a_number(value: object) -> object:
 
 
 def _aware(value: datetime, info: ValidationInfo) -> datetime:
-    if value.tzinfo is None and is_stored(info):
+    if is_stored(info):
         # Stores written before times were required to be aware: one rule, UTC.
-        return value.replace(tzinfo=UTC)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(
             "a date-time needs a time zone, e.g. 2026-01-31T12:00:00Z or 2026-01-31T14:00:00+02:00"
         )
+    try:
+        # Stores and indexes keep times in UTC: 9999-12-31T23:59:59-01:00 has no UTC time.
+        value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            "the date-time is out of range: in UTC it falls before year 1 or after year 9999"
+        ) from None
     return value
 
 

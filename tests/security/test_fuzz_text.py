@@ -49,6 +49,7 @@ from cairn.limits import (
     MAX_METADATA_DEPTH,
     MAX_QUERY_CHARS,
     MAX_REQUEST_BYTES,
+    MAX_REQUEST_DEPTH,
     MAX_TITLE_CHARS,
     LimitExceeded,
     check_text,
@@ -64,6 +65,7 @@ from tests.security.fuzz_doors import (
     Answer,
     Deep,
     Stack,
+    a2a_request,
     create,
     open_mcp_session,
     over_request_limit,
@@ -271,8 +273,8 @@ def names_the_fault(answer: Answer, field: str) -> bool:
         return "limit" in message
     if answer.door in ("mcp", "a2a") and message.startswith(("-32700", "-32602")):
         return True  # the protocol's own refusal of the JSON, before cairn reads it
-    if "malformed_json" in message:
-        return True  # HTTP: JSON nested deeper than the parser goes
+    if f"request body is nested more than {MAX_REQUEST_DEPTH} levels" in message:
+        return True  # HTTP: the whole request nests past its limit, named
     return any(name in message for name in FIELD_NAMES[field])
 
 
@@ -425,7 +427,9 @@ def test_a2a_takes_metadata_to_its_documented_depth_and_refuses_deeper_by_name(
     for depth in (deepest + 1, MAX_METADATA_DEPTH, 99):
         answer = _try_create(stack, "a2a", "metadata", Deep(depth))
         assert not answer.stored and not answer.crashed, (depth, answer.message)
-        assert answer.message.startswith("-32602") and "metadata" in answer.message, answer
+        # past the whole request's limit, the request is what the refusal names
+        named = "metadata" if depth < MAX_REQUEST_DEPTH else f"than {MAX_REQUEST_DEPTH} levels"
+        assert answer.message.startswith("-32602") and named in answer.message, answer
 
 
 def test_a2a_refuses_metadata_nested_past_its_parsers_by_name(stack: Stack) -> None:
@@ -459,3 +463,68 @@ def test_a2a_refusals_read_like_the_other_doors(stack: Stack) -> None:
     answer = _try_create(stack, "a2a", "title", "t" * (MAX_TITLE_CHARS + 1))
     assert not answer.stored and "title" in answer.message
     assert "pydantic" not in answer.message and "ttttt" not in answer.message, answer.message
+
+
+# ---- what a store holds, answered through A2A --------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[TestClient, dict[str, str]]]:
+    """``cairn serve``'s app on a store of this test's own (no other test's records in it),
+    and the curator's request headers."""
+    folder = tmp_path_factory.mktemp(f"answers-{request.param}") / ".cairn"
+    cluster: PgCluster | None = (
+        request.getfixturevalue("pg_cluster") if request.param == "postgres" else None
+    )
+    url = cluster.new_database() if cluster is not None else None
+    db = as_uri(url) if url else None
+    keys = Workspace(folder, db=db).init().keys
+    app = build_server_app(Workspace(folder, db=db), embedder="static")
+    headers = {"Authorization": f"Bearer {keys['curator']}", "content-type": "application/json"}
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client:
+            yield client, headers
+    finally:
+        if cluster is not None and url is not None:
+            cluster.drop_database(url)
+
+
+def test_a2a_answers_carry_metadata_deeper_than_a_struct_holds_as_json_text(
+    fresh_server: tuple[TestClient, dict[str, str]],
+) -> None:
+    """The kernel stores metadata 32 levels deep, A2A's protobuf Struct carries 29: an answer
+    holding such a record carries that record's metadata as its JSON text instead, and the
+    metadata of every other record as JSON, as before."""
+    client, headers = fresh_server
+    deepest = A2A_MAX_DATA_DEPTH - 1
+    made: dict[str, tuple[str, dict[str, Any]]] = {}
+    # Each record's word appears in its title and body and in no other record: a keyword
+    # search for it finds that record on a store holding only these two.
+    for word, depth in (("abyssal", MAX_METADATA_DEPTH), ("shallow", deepest)):
+        metadata = Deep(depth).python()
+        body = {"content": {"kind": "fact", "scope": SCOPE, "title": f"The {word} record",
+                            "body": f"Metadata nested {depth} levels: {word}.",
+                            "metadata": metadata}}  # fmt: skip
+        stored = client.post("/v1/records", json=body, headers=headers)
+        assert stored.status_code == 200, stored.text
+        made[word] = (stored.json()["record"]["id"], metadata)
+    for data in (
+        {"skill": "recall", "query": "abyssal shallow", "mode": "keyword"},
+        {"skill": "research", "query": "abyssal shallow"},
+    ):
+        response = client.post("/", content=a2a_request(data), headers=headers)
+        answer = response.json()
+        assert "error" not in answer, (data["skill"], answer)
+        task = answer["result"]
+        assert task["status"]["state"] == "completed", task["status"]
+        carried = [task["artifacts"][0]["parts"][0]["data"],
+                   task["status"]["message"]["parts"][1]["data"]]  # fmt: skip
+        for result in carried:
+            items = {item["record_id"]: item["metadata"] for item in result["items"]}
+            deep_id, deep = made["abyssal"]
+            shallow_id, shallow = made["shallow"]
+            assert set(items) >= {deep_id, shallow_id}, (data["skill"], sorted(items))
+            assert isinstance(items[deep_id], str) and json.loads(items[deep_id]) == deep
+            assert items[shallow_id] == shallow

@@ -13,6 +13,8 @@ import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cairn.errors import InvalidInput
 from cairn.limits import (
@@ -21,6 +23,8 @@ from cairn.limits import (
     MAX_METADATA_DEPTH,
     MAX_METADATA_KEYS,
     MAX_TITLE_CHARS,
+    LimitExceeded,
+    load_json,
 )
 from cairn.memory import Memory
 from cairn.model import Content, ContentPatch, Principal, RecordQuery
@@ -164,3 +168,69 @@ def test_stored_data_is_not_held_to_later_limits(memory: Memory, curator: Princi
     with pytest.raises(ValueError):
         Content.model_validate_json(raw)
     assert len(Content.model_validate_json(raw, context=STORED).title) == MAX_TITLE_CHARS + 5
+
+
+# ---- JSON text is measured before it is parsed -------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab,:\n\u2028'),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(alphabet='[]{}"\\k', max_size=4), inner, max_size=3)
+    ),
+    max_leaves=30,
+)
+
+
+def _depth(value: Any) -> int:
+    """Levels of arrays and objects in ``value``, counted on the parsed value."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+@given(value=json_values, indent=st.sampled_from([None, 1]))
+def test_the_nesting_of_json_text_is_measured_exactly(value: Any, indent: int | None) -> None:
+    """Brackets inside strings (escaped quotes and backslashes too) do not count; the ones
+    that structure the text do: text exactly at a limit loads, one level more is refused."""
+    text = json.dumps(value, indent=indent)
+    depth = _depth(value)
+    assert load_json(text, "the text", max_depth=depth) == value
+    if depth:
+        with pytest.raises(LimitExceeded, match=f"the text is nested more than {depth - 1} levels"):
+            load_json(text, "the text", max_depth=depth - 1)
+
+
+@pytest.mark.parametrize(
+    "text", ["[" * 100_000, "[" * 100_000 + "]" * 100_000, '{"a":' * 100_000 + "1" + "}" * 100_000]
+)
+def test_json_nested_past_any_parser_is_refused_before_parsing(text: str) -> None:
+    for raw in (text, text.encode()):
+        with pytest.raises(LimitExceeded, match=f"nested more than {MAX_METADATA_DEPTH} levels"):
+            load_json(raw, "metadata", max_depth=MAX_METADATA_DEPTH)
+
+
+def test_escapes_are_read_as_json_reads_them() -> None:
+    # an escaped quote does not end a string: its brackets stay text
+    text = '["\\"' + "[" * 50 + '"]'
+    assert load_json(text, "the text", max_depth=1) == ['"' + "[" * 50]
+    # an escaped backslash does not escape the quote after it: the brackets are structure
+    with pytest.raises(LimitExceeded, match="nested more than 40 levels"):
+        load_json('["\\\\", ' + "[" * 50 + "]" * 50 + "]", "the text", max_depth=40)
+    # a string that never ends holds the rest of the text: not JSON, but not deep either
+    with pytest.raises(ValueError) as refused:
+        load_json('["' + "{" * 50, "the text", max_depth=40)
+    assert not isinstance(refused.value, LimitExceeded)
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "NaN", "Infinity", "-Infinity"])
+def test_numbers_json_cannot_hold_are_refused_by_name(number: str) -> None:
+    text = f'{{"ratio": {number}}}'
+    with pytest.raises(LimitExceeded, match=f"metadata holds {number}, which is not a finite"):
+        load_json(text, "metadata")
+    assert load_json('{"ratio": 1e308}', "metadata") == {"ratio": 1e308}

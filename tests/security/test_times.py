@@ -174,6 +174,63 @@ def test_the_http_door_refuses_a_time_without_a_zone(served: Served, value: Any)
     assert listed.status_code == 422
 
 
+# Times no filter may take: without a zone, a number (also as a string), no time at all, or
+# a time that falls outside the years 1 to 9999 once it is turned into UTC.
+NOT_TIMES = [NAIVE, "2026-01-01", "1700000000", "1.5", "-1", "1e9", "yesterday", "",
+             "9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"]  # fmt: skip
+QUERY_TIMES = [("/v1/records", "created_after"), ("/v1/records", "created_before"),
+               ("/v1/audit", "since")]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", NOT_TIMES)
+@pytest.mark.parametrize(("path", "name"), QUERY_TIMES)
+def test_a_time_in_a_query_string_is_an_aware_rfc_3339_time_or_refused(
+    served: Served, path: str, name: str, value: str
+) -> None:
+    response = served.client.get(path, params={name: value}, headers=served.as_("curator"))
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["code"] == "invalid_input" and name in problem["detail"], problem
+    assert "pydantic" not in response.text
+
+
+@pytest.mark.parametrize(("path", "name"), QUERY_TIMES)
+def test_a_time_with_a_zone_in_a_query_string_is_taken(
+    served: Served, path: str, name: str
+) -> None:
+    for value in (VALID, "2026-01-01T10:30:00+02:00", "9999-12-31T23:59:59Z"):
+        response = served.client.get(path, params={name: value}, headers=served.as_("curator"))
+        assert response.status_code == 200, (value, response.text)
+
+
+@pytest.mark.parametrize("value", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"])
+def test_a_time_outside_the_years_utc_holds_is_refused_by_the_kernel(
+    memory: Memory, value: str
+) -> None:
+    with pytest.raises(ValueError, match="out of range"):
+        content("Out of range", valid_from=value)
+    with pytest.raises(ValueError, match="out of range"):
+        RecordQuery.model_validate({"created_after": value})
+    assert memory.status(principal=CURATOR)["records"] == 0
+
+
+@pytest.mark.parametrize("value", ["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+23:59"])
+def test_a_time_outside_the_years_utc_holds_is_refused_in_a_body(
+    served: Served, value: str
+) -> None:
+    before = served.client.get("/v1/status", headers=served.as_("curator")).json()
+    for path, body in (
+        ("/v1/records", {"content": {"kind": "fact", "scope": "acme/t", "title": "t",
+                                     "valid_from": value}}),
+        ("/v1/search", {"query": "zones", "mode": "keyword", "created_after": value}),
+    ):  # fmt: skip
+        response = served.client.post(path, json=body, headers=served.as_("curator"))
+        assert response.status_code == 422, (path, response.text)
+        assert "out of range" in response.json()["detail"], response.text
+    assert served.client.get("/v1/status", headers=served.as_("curator")).json() == before
+
+
 @pytest.mark.anyio
 async def test_the_mcp_door_refuses_a_time_without_a_zone(memory: Memory) -> None:
     server = build_mcp_server(memory, lambda _ctx: CURATOR)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from a2a.compat.v0_3 import types as v03
@@ -60,7 +61,7 @@ from starlette.routing import Route
 from cairn.doors._errors import error_body
 from cairn.doors.http import authenticate_http, error_response
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
-from cairn.limits import MAX_METADATA_DEPTH, LimitExceeded, check_depth
+from cairn.limits import MAX_REQUEST_DEPTH, LimitExceeded, check_depth, load_json
 from cairn.memory import Memory
 from cairn.model import Content, Decision, Principal
 from cairn.workspace import Workspace
@@ -191,6 +192,23 @@ def _intent(message: Message | None) -> tuple[str | None, dict[str, Any]]:
     return None, params
 
 
+def _carriable(answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` with every item's metadata in a form A2A can carry.
+
+    The kernel stores metadata up to 32 levels deep; an answer travels as a protobuf
+    ``Struct``, which holds an item's metadata only up to ``A2A_MAX_DATA_DEPTH - 1`` levels
+    (the same depth a request may send). Deeper metadata goes as its JSON text instead, a
+    string, rather than failing the whole answer inside the protobuf decoder."""
+    for item in answer.get("items", ()):
+        metadata = item.get("metadata")
+        if isinstance(metadata, dict):
+            try:
+                check_depth(metadata, "metadata", A2A_MAX_DATA_DEPTH - 1)
+            except LimitExceeded:
+                item["metadata"] = json.dumps(metadata, ensure_ascii=False)
+    return answer
+
+
 class CairnExecutor(AgentExecutor):
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
@@ -214,24 +232,28 @@ class CairnExecutor(AgentExecutor):
         if scope is not None and not isinstance(scope, str):
             raise InvalidInput(f"{skill}: 'scope' must be a string", field="scope")
         if skill == "research":
-            return self.memory.research(
-                text("query"),
-                principal=principal,
-                scope=scope,
-                max_tokens=number("max_tokens", 4000),
-            ).model_dump(mode="json")
+            return _carriable(
+                self.memory.research(
+                    text("query"),
+                    principal=principal,
+                    scope=scope,
+                    max_tokens=number("max_tokens", 4000),
+                ).model_dump(mode="json")
+            )
         if skill == "recall":
             mode = args.get("mode", "hybrid")
             if mode not in ("hybrid", "keyword", "vector"):
                 raise InvalidInput("recall: mode is hybrid, keyword or vector", field="mode")
-            return self.memory.retrieve(
-                text("query"),
-                principal=principal,
-                mode=mode,
-                k=number("top_k", 10),
-                max_tokens=number("max_tokens", 8000),
-                scope=scope,
-            ).model_dump(mode="json")
+            return _carriable(
+                self.memory.retrieve(
+                    text("query"),
+                    principal=principal,
+                    mode=mode,
+                    k=number("top_k", 10),
+                    max_tokens=number("max_tokens", 8000),
+                    scope=scope,
+                ).model_dump(mode="json")
+            )
         body = text("content")
         title = args.get("title") or body.strip().splitlines()[0][:120]
         content = Content(
@@ -435,6 +457,22 @@ def _message_parts(body: dict[str, Any]) -> list[Any]:
     return parts if isinstance(parts, list) else []
 
 
+def _carried_as_structs(body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Where a send request holds JSON the SDK carries as a protobuf ``Struct`` or ``Value``
+    (path, value): the message's metadata, and each part's data and metadata."""
+    if body.get("method") not in _SEND_METHODS:
+        return
+    params = body.get("params")
+    message = params.get("message") if isinstance(params, dict) else None
+    if isinstance(message, dict) and "metadata" in message:
+        yield "params.message.metadata", message["metadata"]
+    for index, part in enumerate(_message_parts(body)):
+        if isinstance(part, dict):
+            for key in ("data", "metadata"):
+                if key in part:
+                    yield f"params.message.parts[{index}].{key}", part[key]
+
+
 def _has_inexact_integer(value: Any) -> bool:
     if isinstance(value, bool):
         return False
@@ -448,19 +486,18 @@ def _has_inexact_integer(value: Any) -> bool:
 
 
 def _inexact_integer(body: Any) -> str | None:
-    """Which data part holds an integer a protobuf ``Struct`` would round, or None.
+    """Where a request holds an integer a protobuf ``Struct`` would round, or None.
 
-    Past 2**53 a double cannot hold every integer, and the SDK carries data parts as doubles:
-    ``2**53 + 1`` would be stored as ``2**53``. A memory must store what it was sent or refuse
+    Past 2**53 a double cannot hold every integer, and the SDK carries data parts and
+    metadata as doubles: ``2**53 + 1`` would be stored as ``2**53`` (and an integer past a
+    double's range would not convert at all). A memory must store what it was sent or refuse
     it, so such a request is refused (send the number as a string instead)."""
     if not isinstance(body, dict):
         return None
-    for index, part in enumerate(_message_parts(body)):
-        if isinstance(part, dict) and _has_inexact_integer(part.get("data")):
-            return (
-                f"params.message.parts[{index}].data: an integer beyond +/-2**53 cannot be "
-                "carried exactly; send it as a string"
-            )
+    for where, value in _carried_as_structs(body):
+        if _has_inexact_integer(value):
+            exactly = "cannot be carried exactly; send it as a string"
+            return f"{where}: an integer beyond +/-2**53 {exactly}"
     return None
 
 
@@ -540,18 +577,16 @@ class A2AEndpoint:
             return _rpc_error(None, -32005, f"Content type not supported: {media}")
         raw = await request.body()  # cached by Starlette: the SDK reads it again
         try:
-            body = json.loads(raw, parse_constant=_no_constant)
-        except _NotFinite as exc:
+            # A request may nest MAX_REQUEST_DEPTH levels: a data part's metadata at the
+            # kernel's limit and the envelope around it. Deeper JSON, and numbers JSON has no
+            # room for (NaN, 1e999), are refused by name instead of failing in the SDK.
+            body = load_json(raw, "the request", max_depth=MAX_REQUEST_DEPTH)
+        except LimitExceeded as exc:
             return _rpc_error(None, -32602, f"Invalid params: {exc}")
-        except RecursionError:
-            # Python's JSON parser gives up about 1,000 levels down; far past any limit here.
-            deep = f"the request is nested more than {_MAX_REQUEST_DEPTH} levels deep"
-            return _rpc_error(None, -32602, f"Invalid params: {deep}")
         except ValueError:
             return _rpc_error(None, -32700, "Parse error: the body is not valid JSON")
         why = (
-            _data_too_deep(body)
-            or _too_deep(body)
+            _struct_too_deep(body)
             or _bad_text(body)
             or _bad_v03_params(body)
             or _inexact_integer(body)
@@ -561,48 +596,28 @@ class A2AEndpoint:
         return await self.dispatcher.handle_requests(request)
 
 
-# A request's JSON may nest this deep: a data part's metadata at the kernel's limit, plus
-# the envelope around it. Deeper JSON would otherwise fail inside the SDK's protobuf decoder
-# as an internal error.
-_MAX_REQUEST_DEPTH = MAX_METADATA_DEPTH + 8
-
-
-def _too_deep(body: Any) -> str | None:
-    try:
-        check_depth(body, "the request", _MAX_REQUEST_DEPTH)
-    except LimitExceeded as exc:
-        return str(exc)
-    return None
-
-
-# A data part travels inside the SDK as a protobuf Struct, three protobuf levels per JSON
-# level, and protobuf's decoder stops at 100 levels: a data part may nest 30 levels (its
-# metadata 29), a little under the kernel's own metadata limit. Deeper data is refused here,
-# by name, instead of failing inside the decoder.
+# A data part (and a message's or a part's metadata) travels inside the SDK as a protobuf
+# Struct, three protobuf levels per JSON level, and protobuf's decoder stops at 100 levels: a
+# data part may nest 30 levels (its metadata 29), a little under the kernel's own metadata
+# limit, and so may metadata. Deeper JSON is refused here, by name, instead of failing
+# inside the decoder.
 A2A_MAX_DATA_DEPTH = 30
 
 
-def _data_too_deep(body: Any) -> str | None:
-    for index, part in enumerate(_message_parts(body)):
-        if isinstance(part, dict) and "data" in part:
-            where = f"params.message.parts[{index}].data"
-            try:
-                check_depth(part["data"], where, A2A_MAX_DATA_DEPTH)
-            except LimitExceeded as exc:
+def _struct_too_deep(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return None
+    for where, value in _carried_as_structs(body):
+        try:
+            check_depth(value, where, A2A_MAX_DATA_DEPTH)
+        except LimitExceeded as exc:
+            if where.endswith(".data"):
                 return (
                     f"{exc}: through A2A a data part nests at most {A2A_MAX_DATA_DEPTH} levels, "
                     f"so its metadata at most {A2A_MAX_DATA_DEPTH - 1}"
                 )
+            return f"{exc}: A2A carries it as a protobuf Struct, which nests at most that deep"
     return None
-
-
-class _NotFinite(ValueError):
-    pass
-
-
-def _no_constant(name: str) -> Any:
-    # NaN and Infinity are not JSON numbers (Python's parser accepts them as an extension).
-    raise _NotFinite(f"{name} is not a JSON number; send a finite number or a string")
 
 
 def _bad_text(body: Any) -> str | None:

@@ -22,7 +22,7 @@ from rich.table import Table
 from cairn.config import load_settings
 from cairn.doors import _render as render
 from cairn.errors import CairnError, InvalidInput, Unauthenticated
-from cairn.limits import MAX_METADATA_DEPTH
+from cairn.limits import MAX_METADATA_DEPTH, LimitExceeded, load_json
 from cairn.memory import Memory
 from cairn.model import (
     Acl,
@@ -124,14 +124,12 @@ def _json_arg(raw: str | None, name: str) -> dict[str, Any]:
     if raw is None:
         return {}
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"--{name} is not valid JSON: {exc.msg}", field=name) from exc
-    except RecursionError:
-        # Python's JSON parser gives up about 1,000 levels down, far past the kernel's limit.
-        raise InvalidInput(
-            f"--{name} is nested more than {MAX_METADATA_DEPTH} levels deep", field=name
-        ) from None
+        value = load_json(raw, f"--{name}", max_depth=MAX_METADATA_DEPTH)
+    except LimitExceeded as exc:
+        raise InvalidInput(str(exc), field=name) from None
+    except ValueError as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise InvalidInput(f"--{name} is not valid JSON: {why}", field=name) from None
     if not isinstance(value, dict):
         raise InvalidInput(f"--{name} must be a JSON object", field=name)
     return value

@@ -27,6 +27,7 @@ from cairn.config import load_settings
 from cairn.doors import _render as render
 from cairn.errors import CairnError, InvalidInput
 from cairn.ingest.records import import_records, read_contents
+from cairn.limits import load_json
 from cairn.workspace import Workspace
 
 __all__ = ["register"]
@@ -207,8 +208,8 @@ def import_command(
 
 def _is_export(first: str) -> bool:
     try:
-        header = json.loads(first)
-    except ValueError:
+        header = load_json(first, "line 1")
+    except ValueError:  # not JSON, or nested too deep: read_contents says which
         return False
     return isinstance(header, dict) and header.get("format") == "cairn-export"
 

@@ -13,7 +13,6 @@ import logging
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from annotated_types import Gt
@@ -21,6 +20,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import (
     AllowInfNan,
@@ -34,6 +34,7 @@ from pydantic import (
     ValidationError,
 )
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.doors._errors import PROBLEM_JSON, ErrorBody, error_body, problem
@@ -44,7 +45,9 @@ from cairn.limits import (
     MAX_LIST_ITEMS,
     MAX_RECORD_BATCH,
     MAX_REQUEST_BYTES,
+    LimitExceeded,
     TextLimit,
+    load_json,
 )
 from cairn.memory import DEFAULT_EMBEDDER, MAX_HOPS, Memory, RecordView, RefreshReport, VacuumReport
 from cairn.model import (
@@ -77,6 +80,7 @@ from cairn.model import (
     Selector,
     SelectorKind,
     Status,
+    Timestamp,
     Version,
 )
 from cairn.retrieval.context import (
@@ -153,21 +157,34 @@ async def _send_problem(send: Send, body: ErrorBody) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+class _JsonRequest(Request):
+    """A request whose JSON body is read with ``load_json``: JSON nested past the request
+    limit is refused (422, naming the limit) before the parser sees it."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            try:
+                # finite=False: the models refuse NaN and infinities themselves, by field name
+                self._json = load_json(await self.body(), "the request body", finite=False)
+            except LimitExceeded as exc:
+                # FastAPI passes HTTP exceptions raised while it reads a body through as they are
+                raise StarletteHTTPException(422, str(exc)) from None
+        return self._json
+
+
+class _JsonRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handle = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            answer: Response = await handle(_JsonRequest(request.scope, request.receive))
+            return answer
+
+        return route
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-
-
-def _rfc3339(value: object) -> object:
-    # Pydantic would read "0.5" as a Unix timestamp; the contract says RFC 3339 date-time.
-    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.match(value)):
-        return value
-    raise ValueError("must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z")
-
-
-DateTime = Annotated[datetime, BeforeValidator(_rfc3339)]
 
 
 def _json_number(value: object) -> object:
@@ -342,8 +359,8 @@ class _ReadBody(_Body):
     selector: Selector | None = Field(default=None, description="default: head")
     kinds: Annotated[list[Kind], Field(max_length=MAX_LIST_ITEMS)] = Field(default_factory=list)
     include_drafts: StrictBool = False
-    created_after: DateTime | None = None
-    created_before: DateTime | None = None
+    created_after: Timestamp | None = None
+    created_before: Timestamp | None = None
     record_ids: Annotated[list[Id], Field(max_length=10_000)] | None = None
     weights: Weights | None = Field(
         default=None, description="fusion weights, e.g. {'keyword': 0.4, 'vector': 0.6}"
@@ -485,10 +502,11 @@ _HTTP_CODES = {
     404: "not_found",
     405: "method_not_allowed",
     413: "payload_too_large",
+    422: "invalid_input",
 }
-# Starlette's own words are fine except for 400, which FastAPI also raises when the JSON
-# parser gives up on a body nested too deeply.
-_HTTP_DETAILS = {400: "the request body is not valid JSON (or is nested too deeply)"}
+# Starlette's own words are fine except for 400, which FastAPI raises for any body its JSON
+# parser cannot read (such as one that is not UTF-8).
+_HTTP_DETAILS = {400: "the request body is not valid JSON"}
 
 
 def _allowed_methods(request: Request) -> list[str]:
@@ -585,7 +603,10 @@ def _single_valued(request: Request) -> None:
 
 def build_router(memory: Memory) -> APIRouter:
     router = APIRouter(
-        prefix=API_PREFIX, responses=COMMON_ERRORS, dependencies=[Depends(_single_valued)]
+        prefix=API_PREFIX,
+        responses=COMMON_ERRORS,
+        dependencies=[Depends(_single_valued)],
+        route_class=_JsonRoute,
     )
 
     # ---- records -----------------------------------------------------------------------
@@ -612,8 +633,8 @@ def build_router(memory: Memory) -> APIRouter:
         kind: Annotated[list[Kind] | None, Query(max_length=MAX_LIST_ITEMS)] = None,
         status: Annotated[list[Status] | None, Query()] = None,
         scope: Name | None = None,
-        created_after: DateTime | None = None,
-        created_before: DateTime | None = None,
+        created_after: Timestamp | None = None,
+        created_before: Timestamp | None = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
         offset: Annotated[int, Query(ge=0)] = 0,
         after: Annotated[
@@ -894,7 +915,7 @@ def build_router(memory: Memory) -> APIRouter:
         action: Name | None = None,
         subject_id: Name | None = None,
         proposal_id: Name | None = None,
-        since: DateTime | None = None,
+        since: Timestamp | None = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 100,
         after_seq: Annotated[
             int | None, Query(ge=0, le=MAX_COUNTER, description="the last seq of the previous page")

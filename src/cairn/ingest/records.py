@@ -9,7 +9,6 @@ transaction with one audit entry; a batch the caller may not write refuses the r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -17,7 +16,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from cairn.errors import InvalidInput
-from cairn.limits import MAX_REQUEST_BYTES
+from cairn.limits import MAX_REQUEST_BYTES, LimitExceeded, load_json
 from cairn.memory import Memory
 from cairn.model import AppendReport, CairnModel, Content, Decision, EventDraft, Principal
 
@@ -58,8 +57,10 @@ def read_jsonl(lines: Iterable[str], model: type[M], noun: str) -> list[M]:
         if len(line) > MAX_REQUEST_BYTES:
             raise InvalidInput(f"line {number} is over {MAX_REQUEST_BYTES:,} bytes", field="file")
         try:
-            data = json.loads(line)
-        except (ValueError, RecursionError) as exc:
+            data = load_json(line, f"line {number}")
+        except LimitExceeded as exc:
+            raise InvalidInput(str(exc), field="file") from None
+        except ValueError as exc:
             raise InvalidInput(f"line {number} is not a JSON object: {exc}", field="file") from None
         try:
             found.append(model.model_validate(data))

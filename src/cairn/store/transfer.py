@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ValidationError
 
 from cairn.errors import InvalidInput
-from cairn.limits import STORED
+from cairn.limits import STORED, LimitExceeded, load_json
 from cairn.model import (
     Acl,
     AuditEntry,
@@ -56,6 +56,10 @@ FORMAT = "cairn-export"
 # only curators read (a version 1 edge holds no scope or ACL to read them under).
 FORMAT_VERSION = 2
 _READABLE_VERSIONS = (1, 2)
+# How deep a row may nest. A row holds what a store kept, and versions of cairn before the
+# metadata limit kept deeper metadata than a request may carry today, so this is generous;
+# it only keeps rows away from where Python's JSON parser gives up (about 1,000 levels).
+MAX_ROW_DEPTH = 256
 _CURATORS_ONLY = Acl(roles=("curator",), labels=(), sensitivity=Sensitivity.HIGH)
 
 # Kind name per row type, in the order rows must appear (foreign keys point backwards).
@@ -153,8 +157,8 @@ def read_rows(lines: Iterable[str], counts: dict[str, int]) -> Iterator[Dumped]:
     it = enumerate(lines, start=1)
     try:
         _, first = next(it)
-        header = json.loads(first)
-    except (StopIteration, json.JSONDecodeError) as exc:
+        header = load_json(first, "line 1", max_depth=MAX_ROW_DEPTH, finite=False)
+    except (StopIteration, ValueError) as exc:
         raise InvalidInput("not a cairn export: the first line is not its header") from exc
     if (
         not isinstance(header, dict)
@@ -171,8 +175,11 @@ def read_rows(lines: Iterable[str], counts: dict[str, int]) -> Iterator[Dumped]:
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
+            # as written: an export holds what a store kept, NaN included, if it ever was
+            obj = load_json(text, f"line {lineno}", max_depth=MAX_ROW_DEPTH, finite=False)
+        except LimitExceeded as exc:
+            raise InvalidInput(str(exc)) from None
+        except ValueError as exc:
             raise InvalidInput(f"line {lineno}: not JSON: {exc}") from exc
         kind = obj.get("type") if isinstance(obj, dict) else None
         if kind == "end":
