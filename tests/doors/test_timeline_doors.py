@@ -139,6 +139,12 @@ def test_appending_over_http_is_idempotent_and_refuses_bad_events(world: World) 
         headers=live.headers(world.reader), timeout=30,
     )  # fmt: skip
     assert outside.status_code == 403
+    deep = httpx.post(
+        f"{live.url}/v1/timeline/events",
+        content='{"events": [' + "[" * 5000 + "]" * 5000 + "]}",
+        headers={**live.headers(live.agent), "content-type": "application/json"}, timeout=30,
+    )  # fmt: skip
+    assert deep.status_code == 422 and "levels" in deep.json()["detail"]
     # and nothing of the refused batches was stored
     stored = _get(world, "/v1/timeline/events", live.curator, limit=100).json()
     assert {e["event_id"] for e in stored} == {e["event_id"] for e in OURS + THEIRS}

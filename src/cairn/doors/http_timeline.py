@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi import Path as PathParam
 from pydantic import Field
 
-from cairn.doors.http import API_PREFIX, COMMON_ERRORS, Who, _Body, _single_valued
+from cairn.doors.http import API_PREFIX, COMMON_ERRORS, Who, _Body, _JsonRoute, _single_valued
 from cairn.limits import MAX_EVENT_BATCH
 from cairn.memory import Memory
 from cairn.model import AppendReport, Event, EventDraft, Id, Name, QueryText, Timestamp, TocNode
@@ -44,6 +44,8 @@ def timeline_router(memory: Memory) -> APIRouter:
         responses=COMMON_ERRORS,
         dependencies=[Depends(_single_valued)],
         tags=["timeline"],
+        # bodies are measured before they are parsed, as on every other route
+        route_class=_JsonRoute,
     )
 
     @router.post(
