@@ -36,7 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -142,23 +142,23 @@ def _text(rng: random.Random) -> str:
     return " ".join(words).capitalize() + "."
 
 
-def synthetic_events(count: int, seed: int) -> list[EventDraft]:
-    """``count`` events of coding sessions, about 2,000 a day."""
+def synthetic_batches(count: int, seed: int, size: int = BATCH) -> Iterator[list[EventDraft]]:
+    """``count`` events of coding sessions (about 2,000 a day), ``size`` at a time, so that a
+    million of them never sit in memory at once."""
     rng = random.Random(seed)
-    events: list[EventDraft] = []
-    day = 0
-    session = 0
-    while len(events) < count:
+    batch: list[EventDraft] = []
+    made = day = session = 0
+    while made < count:
         hour = 8.0
-        while hour < 20 and len(events) < count:
-            size = rng.randint(20, 60)
+        while hour < 20 and made < count:
+            length = rng.randint(20, 60)
             start = T0 + timedelta(days=day, hours=hour)
             session += 1
-            for i in range(min(size, count - len(events))):
+            for i in range(min(length, count - made)):
                 role = (EventRole.USER, EventRole.ASSISTANT, EventRole.TOOL)[i % 3]
-                events.append(
+                batch.append(
                     EventDraft(
-                        event_id=f"ev{len(events):08d}",
+                        event_id=f"ev{made:08d}",
                         ts=start + timedelta(minutes=2 * i),
                         session_id=f"s{session}",
                         scope="bench/app",
@@ -168,9 +168,14 @@ def synthetic_events(count: int, seed: int) -> list[EventDraft]:
                         text=_text(rng),
                     )
                 )
-            hour += size * 2 / 60 + rng.uniform(0.6, 1.5)  # a pause past the 30-minute gap
+                made += 1
+                if len(batch) == size:
+                    yield batch
+                    batch = []
+            hour += length * 2 / 60 + rng.uniform(0.6, 1.5)  # a pause past the 30-minute gap
         day += 1
-    return events
+    if batch:
+        yield batch
 
 
 def _quantiles(samples: Sequence[float]) -> dict[str, float]:
@@ -197,24 +202,30 @@ def _open(folder: Path, db: str | None, embedder: str | None) -> Memory:
 
 
 def run_scale(args: argparse.Namespace, console: Console, folder: Path) -> dict[str, Any]:
-    events = synthetic_events(args.events, args.seed)
     embedder = None if args.embedder == "none" else args.embedder
     memory = _open(folder, args.db, embedder)
-    out: dict[str, Any] = {"events": len(events), "backend": "postgresql" if args.db else "sqlite"}
+    out: dict[str, Any] = {"events": args.events, "backend": "postgresql" if args.db else "sqlite"}
 
+    moments: list[datetime] = []  # every 97th event's time, for the range reads
+    first: list[EventDraft] = []
+    last_ts = T0
     start = time.perf_counter()
-    for i in range(0, len(events), BATCH):
-        memory.append_events(events[i : i + BATCH], principal=CURATOR)
-    out["append_batched_per_s"] = len(events) / (time.perf_counter() - start)
-    console.print(f"appended {len(events):,} events: {out['append_batched_per_s']:,.0f}/s")
+    for batch in synthetic_batches(args.events, args.seed):
+        memory.append_events(batch, principal=CURATOR)
+        moments += [e.ts for e in batch[::97]]
+        first = first or batch[:30]
+        last_ts = batch[-1].ts
+    out["append_batched_per_s"] = args.events / (time.perf_counter() - start)
+    console.print(f"appended {args.events:,} events: {out['append_batched_per_s']:,.0f}/s")
 
-    single = min(max(200, len(events) // 100), 2000)
     if args.db is None:
+        single = min(max(200, args.events // 100), 2000)
         (folder / "single").mkdir(exist_ok=True)
         lone = _open(folder / "single", None, None)
         start = time.perf_counter()
-        for event in events[:single]:
-            lone.append_events([event], principal=CURATOR)
+        for batch in synthetic_batches(single, args.seed):
+            for event in batch:
+                lone.append_events([event], principal=CURATOR)
         out["append_single_per_s"] = single / (time.perf_counter() - start)
         lone.close()
 
@@ -224,12 +235,11 @@ def run_scale(args: argparse.Namespace, console: Console, folder: Path) -> dict[
     out["nodes"] = report.levels
     console.print(f"full rollup: {out['rollup_full_s']:.1f}s, {report.nodes_written:,} nodes")
 
-    last = events[-1].ts
     fresh = [
         e.model_copy(
-            update={"event_id": f"late{i:04d}", "ts": last + timedelta(hours=2, minutes=i)}
+            update={"event_id": f"late{i:04d}", "ts": last_ts + timedelta(hours=2, minutes=i)}
         )
-        for i, e in enumerate(events[:30])
+        for i, e in enumerate(first)
     ]
     memory.append_events(fresh, principal=CURATOR)
     start = time.perf_counter()
@@ -241,13 +251,13 @@ def run_scale(args: argparse.Namespace, console: Console, folder: Path) -> dict[
         memory.index_pending()
         out["embed_s"] = time.perf_counter() - start
 
-    out["reads"] = _reads(memory, args, events)
+    out["reads"] = _reads(memory, args, moments)
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     memory.close()
     return out
 
 
-def _reads(memory: Memory, args: argparse.Namespace, events: list[EventDraft]) -> dict[str, Any]:
+def _reads(memory: Memory, args: argparse.Namespace, moments: list[datetime]) -> dict[str, Any]:
     rng = random.Random(args.seed + 1)
     (year,) = memory.timeline_root(principal=CURATOR)[:1]
     segments: list[TocNode] = []
@@ -264,7 +274,7 @@ def _reads(memory: Memory, args: argparse.Namespace, events: list[EventDraft]) -
     n = args.queries
 
     def range_read() -> object:
-        at = rng.choice(events).ts
+        at = rng.choice(moments)
         return memory.events(principal=CURATOR, since=at, until=at + timedelta(hours=1))
 
     return {
