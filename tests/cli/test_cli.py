@@ -166,3 +166,30 @@ def test_tour_prints_every_step() -> None:
         "tour complete",
     ):
         assert step in result.stdout, step  # fmt: skip
+
+
+def test_a_flag_before_the_command_beats_the_environment(cli: Cli, tmp_path: Path) -> None:
+    """flags > CAIRN_* > config.toml: --store and --db given before the command win over
+    CAIRN_STORE and CAIRN_DB naming another (empty) place, and a command's own flag wins
+    over the one before it."""
+    record_id = _remember(cli, "Kept where the flags point")["record"]["id"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    key = ["--key", cli.keys["curator"], "--json"]
+
+    env = {"CAIRN_STORE": str(elsewhere)}
+    got = runner.invoke(app, ["--store", str(cli.folder), "get", record_id, *key], env=env)
+    assert got.exit_code == 0, got.stderr
+    assert json.loads(got.stdout)["record"]["id"] == record_id
+
+    env = {"CAIRN_DB": f"sqlite:///{elsewhere / 'cairn.db'}"}
+    db = f"sqlite:///{cli.folder / 'cairn.db'}"
+    out = tmp_path / "export.jsonl"
+    exported = runner.invoke(app, ["--db", db, "export", str(out), "--json"], env=env)
+    assert exported.exit_code == 0, exported.stderr
+    assert json.loads(exported.stdout)["counts"]["record"] == 1
+
+    moved = runner.invoke(
+        app, ["--store", str(elsewhere), "get", record_id, "--store", str(cli.folder), *key]
+    )
+    assert moved.exit_code == 0, moved.stderr
