@@ -87,7 +87,7 @@ def test_scopes_and_sensitivity_trim_too(
     }
 
 
-def test_lifecycle_rules_of_spec_002(rmemory: Memory, curator: Principal, agent: Principal) -> None:
+def test_lifecycle_rules(rmemory: Memory, curator: Principal, agent: Principal) -> None:
     active = _add(rmemory, curator, "Kafka retention is seven days", "Kafka keeps 7 days.")
     stale = _add(rmemory, curator, "Kafka brokers", "We run 3 Kafka brokers.")
     rmemory.gate.submit(TransitionChange(record_id=stale, to=Status.STALE), SYSTEM_PRINCIPAL)
