@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.doors.conftest import Live
+from tests.doors.conftest import Live, wait_embedded
 
 FACT = {"kind": "fact", "scope": "acme/app", "title": "Tests run with make test"}
 
 
 def _client(live: Live, key: str | None) -> httpx.Client:
     return httpx.Client(base_url=live.url, headers=live.headers(key), timeout=10)
-
-
-def _embedded(live: Live, timeout: float = 30.0) -> None:
-    """Wait (bounded, polling the store's own count) until the server's background worker
-    has embedded every chunk, so hybrid reads rank what is stored, not a race with it."""
-    deadline = time.monotonic() + timeout
-    with _client(live, live.curator) as curator:
-        while curator.get("/v1/status").json()["vector_lag"] > 0:
-            assert time.monotonic() < deadline, "the index worker never caught up"
-            time.sleep(0.05)  # pacing the poll, not synchronisation
 
 
 def _operations(live: Live) -> list[tuple[str, str]]:
@@ -114,7 +103,7 @@ def test_retrieval_routes_answer_from_the_kernel(live: Live) -> None:
         version_id = made["version"]["id"]
         found = client.post("/v1/search", json={"query": "okapi", "mode": "keyword"}).json()
         assert [h["record_id"] for h in found["hits"]] == [record_id]  # at once, no vectors
-        _embedded(live)
+        wait_embedded(live)
         got = client.post("/v1/retrieve", json={"query": "okapi build", "top_k": 5})
         assert got.status_code == 200, got.text
         result = got.json()
