@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _writer(folder: Path, key: str, label: str, count: int) -> subprocess.Popen[str]:
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    # this checkout's code first, whatever the virtualenv's editable install points at
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     return subprocess.Popen(
         [sys.executable, str(WRITER), str(folder), key, label, str(count)],
         stdout=subprocess.PIPE,
