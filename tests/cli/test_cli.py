@@ -97,11 +97,14 @@ def test_agent_key_cannot_reach_curator_actions(cli: Cli) -> None:
 
 
 def test_missing_or_wrong_key_is_refused(cli: Cli) -> None:
-    for key_args in ([], ["--key", "cairn_wrong"]):
+    for key_args, message in (
+        ([], "error (unauthenticated): no API key: pass --key or set CAIRN_API_KEY"),
+        (["--key", "cairn_wrong"], "error (unauthenticated): unknown or revoked API key"),
+    ):
         result = runner.invoke(app, ["list", "--store", str(cli.folder), *key_args],
                                env={"CAIRN_API_KEY": ""})  # fmt: skip
         assert result.exit_code == PermissionDenied.exit_code
-        assert "key" in result.stderr
+        assert result.stderr.strip() == message and result.stdout == ""
 
 
 @pytest.mark.parametrize(
@@ -144,12 +147,23 @@ def test_drafts_publish_refresh_vacuum_and_audit(cli: Cli, tmp_path: Path) -> No
     assert promoted["record"]["status"] == "active"
     published = cli.run("publish", "--scope", "acme/app", "--name", "r1")
     assert published["decision"] == "approve"
+    cli.run("update", draft["record"]["id"], "--body", "after the publish")  # head moves on
     got = cli.run("get", draft["record"]["id"], "--selector", "published")
     assert got["selector_used"]["kind"] == "published"
+    assert (got["version"]["number"], got["version"]["content"]["body"]) == (
+        1,
+        "A handoff note body",
+    )  # the published pin, not the head (v2)
     assert cli.run("refresh")["checked"] == 0
     assert cli.run("vacuum")["archived"] == []
     entries = cli.run("audit", "--action", "approve")
-    assert {e["details"]["op"] for e in entries} >= {"create", "transition", "publish"}
+    ops = [(e["actor"], e["details"]["op"]) for e in entries]
+    assert ops == [
+        ("agent", "create"),
+        ("curator", "transition"),
+        ("curator", "publish"),
+        ("curator", "update"),
+    ]
 
 
 def test_tour_prints_every_step() -> None:
@@ -166,3 +180,30 @@ def test_tour_prints_every_step() -> None:
         "tour complete",
     ):
         assert step in result.stdout, step  # fmt: skip
+
+
+def test_a_flag_before_the_command_beats_the_environment(cli: Cli, tmp_path: Path) -> None:
+    """flags > CAIRN_* > config.toml: --store and --db given before the command win over
+    CAIRN_STORE and CAIRN_DB naming another (empty) place, and a command's own flag wins
+    over the one before it."""
+    record_id = _remember(cli, "Kept where the flags point")["record"]["id"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    key = ["--key", cli.keys["curator"], "--json"]
+
+    env = {"CAIRN_STORE": str(elsewhere)}
+    got = runner.invoke(app, ["--store", str(cli.folder), "get", record_id, *key], env=env)
+    assert got.exit_code == 0, got.stderr
+    assert json.loads(got.stdout)["record"]["id"] == record_id
+
+    env = {"CAIRN_DB": f"sqlite:///{elsewhere / 'cairn.db'}"}
+    db = f"sqlite:///{cli.folder / 'cairn.db'}"
+    out = tmp_path / "export.jsonl"
+    exported = runner.invoke(app, ["--db", db, "export", str(out), "--json"], env=env)
+    assert exported.exit_code == 0, exported.stderr
+    assert json.loads(exported.stdout)["counts"]["record"] == 1
+
+    moved = runner.invoke(
+        app, ["--store", str(elsewhere), "get", record_id, "--store", str(cli.folder), *key]
+    )
+    assert moved.exit_code == 0, moved.stderr

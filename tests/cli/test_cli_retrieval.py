@@ -31,10 +31,18 @@ def test_ingest_index_search_context_validate_research(tmp_path: Path) -> None:
     assert run("ingest", str(docs), "--scope", "acme/app")["unchanged"] != []
     assert run("status")["counts"]["vector_lag"] == 2
     assert run("reindex")["embedded"] == 2
+    testing_id = next(
+        r["id"] for r in run("list", "--kind", "document") if r["content"]["title"] == "Testing SOP"
+    )
     found = run("search", "how do I run the tests", "--k", "1")
-    assert found["items"][0]["title"] == "Testing SOP"
-    citation = found["items"][0]["citations"][0]
-    assert citation["record_id"] == found["items"][0]["record_id"]
+    (item,) = found["items"]
+    assert (item["record_id"], item["title"]) == (testing_id, "Testing SOP")
+    citation = item["citations"][0]
+    assert (citation["record_id"], citation["version_id"], citation["chunk_key"]) == (
+        testing_id,
+        item["version_id"],
+        "testing-sop",
+    )
     assert run("search", "tuesday", "--mode", "keyword")["items"][0]["title"] == "Deploys"
     bad = runner.invoke(
         app, ["search", "x", "--mode", "fuzzy", "--store", str(cli.folder), "--key", key]
@@ -51,4 +59,6 @@ def test_ingest_index_search_context_validate_research(tmp_path: Path) -> None:
     assert run("validate", record_id)["records"][0]["valid"] is True
     assert run("validate", "rec_missing", code=1)["records"][0]["problems"] == ["not_found"]
     answer = run("research", "how do we deploy?")
-    assert answer["items"] and "cite (" in answer["summary"]
+    assert answer["items"][0]["title"] == "Deploys"
+    for item in answer["items"]:
+        assert f"cite ({item['record_id']}, {item['version_id']})" in answer["summary"]

@@ -75,6 +75,17 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0
     raise TimeoutError(f"{url} never became ready")
 
 
+def wait_embedded(live: Live, timeout: float = 30.0) -> None:
+    """Poll the store's own count until every chunk has a vector (a bounded loop, not a
+    sleep), so a hybrid read ranks what is stored, not a race with the index worker."""
+    deadline = time.monotonic() + timeout
+    headers = live.headers(live.curator)
+    while httpx.get(f"{live.url}/v1/status", headers=headers).json()["vector_lag"] > 0:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the index worker never caught up")
+        time.sleep(0.05)  # pacing the poll, not synchronisation
+
+
 def stop_server(process: subprocess.Popen[bytes]) -> int:
     process.send_signal(signal.SIGTERM)
     try:

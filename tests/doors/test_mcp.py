@@ -15,7 +15,7 @@ from mcp_types import ResourceTemplateReference
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from cairn.doors.mcp_server import MCP_PROMPTS, MCP_TOOLS
-from tests.doors.conftest import Live
+from tests.doors.conftest import Live, wait_embedded
 
 pytestmark = pytest.mark.anyio
 
@@ -25,7 +25,7 @@ ARGS: dict[str, dict[str, Any]] = {
     "memory_store": {"type": "episode", "content": "MCP stored this\nbody", "scope": "acme/mcp"},
     "memory_retrieve": {"query": "stored"},
     "memory_search": {"query": "stored", "mode": "keyword"},
-    "memory_list": {"limit": 10},
+    "memory_list": {"scope": "acme/mcp", "limit": 100},
     "memory_validate": {"ids": ["rec_nope"]},
     "memory_get_context": {"scope": "acme/mcp", "query": "stored", "selector": "head"},
     "memory_propose": {
@@ -80,7 +80,10 @@ async def _protocol_edges(client: Client, record_id: str, tag: str) -> None:
     assert caught.value.code == -32602
 
 
-async def _exercise(client: Client, tag: str) -> None:
+WRITES = ("memory_store", "memory_propose", "memory_record_candidate")
+
+
+async def _exercise(client: Client, tag: str, live: Live) -> None:
     # Both transports share one store: unique content keeps the gate's duplicate check quiet.
     args = {name: dict(value) for name, value in ARGS.items()}
     args["memory_store"]["content"] = f"MCP stored this over {tag}\nbody"
@@ -98,13 +101,52 @@ async def _exercise(client: Client, tag: str) -> None:
     for name, tool in tools.items():
         assert tool.description and tool.input_schema and tool.output_schema, name
         assert not any(word in name for word in CURATOR_WORDS)
-    stored = await client.call_tool("memory_store", args.pop("memory_store"))
-    assert not stored.is_error, stored.content
-    record_id = stored.structured_content["id"]
-    for name, arguments in args.items():
-        result = await client.call_tool(name, arguments)
+    out: dict[str, Any] = {}
+
+    async def call(name: str) -> None:
+        result = await client.call_tool(name, args[name])
         assert not result.is_error, (name, result.content)
-        assert result.structured_content is not None
+        assert result.structured_content is not None, name
+        out[name] = result.structured_content
+
+    for name in WRITES:
+        await call(name)
+    wait_embedded(live)  # reads rank what is stored, not a race with the index worker
+    for name in args:
+        if name not in WRITES:
+            await call(name)
+
+    # Writes: the gate's decision under the default policy, in the tool's own words.
+    record_id = out["memory_store"]["id"]
+    assert (out["memory_store"]["status"], out["memory_store"]["record_status"]) == (
+        "approved",
+        "active",
+    )  # episodes-are-history
+    assert (out["memory_propose"]["status"], out["memory_propose"]["id"]) == ("pending", None)
+    note = out["memory_record_candidate"]
+    assert (note["status"], note["record_status"]) == ("approved", "draft")  # drafts-are-notes
+    # Reads: each names what was just written.
+    assert record_id in [i["record_id"] for i in out["memory_retrieve"]["items"]]
+    assert record_id in [h["record_id"] for h in out["memory_search"]["hits"]]
+    listed = out["memory_list"]
+    assert record_id in [r["id"] for r in listed["records"]]
+    assert {r["scope"] for r in listed["records"]} == {"acme/mcp"}
+    assert listed["count"] == len(listed["records"])
+    assert [
+        (c["record_id"], c["valid"], c["problems"]) for c in out["memory_validate"]["records"]
+    ] == [("rec_nope", False, ["not_found"])]
+    assert record_id in [i["record_id"] for i in out["memory_get_context"]["items"]]
+    assert note["id"] in [i["record_id"] for i in out["memory_get_relevant"]["items"]]
+    assert note["id"] in [i["record_id"] for i in out["memory_for_path"]["items"]]
+    assert record_id in [i["record_id"] for i in out["memory_for_symbol"]["items"]]
+    (claim,) = out["memory_validate_claims"]["claims"]
+    assert (claim["claim"], claim["verdict"]) == ("MCP stored this.", "supported")
+    research = out["memory_research"]
+    assert research["items"] and all(
+        f"cite ({i['record_id']}, {i['version_id']})" in research["summary"]
+        for i in research["items"]
+    )
+
     got = await client.call_tool("memory_get", {"id": record_id})
     assert got.structured_content["record"]["id"] == record_id
     missing = await client.call_tool("memory_get", {"id": "rec_nope"})
@@ -126,7 +168,7 @@ async def _exercise(client: Client, tag: str) -> None:
 
 async def test_streamable_http_with_agent_key(live: Live) -> None:
     async with _http(live, live.agent) as client:
-        await _exercise(client, "http")
+        await _exercise(client, "http", live)
 
 
 # The client itself warns that logging/setLevel is gone from protocol 2026-07-28.
@@ -169,7 +211,8 @@ async def test_stdio_server(live: Live) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-c", STDIO, str(live.store), "mcp"],
-        env={**os.environ, "CAIRN_API_KEY": live.agent},
+        # the stdio server reads its embedder from the environment, as `cairn mcp` does
+        env={**os.environ, "CAIRN_API_KEY": live.agent, "CAIRN_EMBEDDER": "static"},
     )
     async with Client(params) as client:
-        await _exercise(client, "stdio")
+        await _exercise(client, "stdio", live)

@@ -1,4 +1,4 @@
-"""Every lifecycle move of spec 002 works for its actor; every other move is refused."""
+"""Every lifecycle move works for its actor; every other move is refused."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ SPEC_002_MOVES = {
     (Status.STALE, Status.ARCHIVED),
     (Status.REJECTED, Status.ARCHIVED),
     (Status.DRAFT, Status.ARCHIVED),
-    # cairn's one addition: archive is soft and a curator can undo it (spec 001 FR-02)
+    # cairn's one addition: archive is soft and a curator can undo it
     (Status.ARCHIVED, Status.ACTIVE),
 }
 

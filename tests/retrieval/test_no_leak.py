@@ -5,7 +5,7 @@ sensitivities; each with a unique marker word in its title and body), a random p
 and a random query (vocabulary words, other records' marker words, or any text), and reads
 it through every read door of the kernel: ``search``, ``retrieve``, ``read_context`` and
 ``validate``, in keyword, vector and hybrid mode. Visibility comes from an oracle that
-restates the access rules of spec 001 here, independently of ``governance.access``.
+restates the access rules here, independently of ``governance.access``.
 
 Checked for every example:
 

@@ -19,6 +19,7 @@ from cairn.model import (
     Acl,
     ContentPatch,
     Principal,
+    RecordQuery,
     Selector,
     Status,
     TransitionChange,
@@ -66,10 +67,13 @@ def test_trimming_happens_before_ranking(
         assert {i.record_id for i in result.items} == public_ids, mode
         dumped = json.dumps(result.model_dump(mode="json"))
         assert not any(secret in dumped for secret in secret_ids), "a withheld id leaked"
+    # The curator may read the secrets, and they outrank the public notes for this query:
+    # both slots go to them. (So the agent's answer above is not just the top two overall.)
     seen_by_curator = rmemory.retrieve(
         "database password rotation schedule", principal=curator, mode="keyword", k=2
     )
-    assert {i.record_id for i in seen_by_curator.items} <= set(secret_ids)
+    curator_ids = [i.record_id for i in seen_by_curator.items]
+    assert len(curator_ids) == 2 and set(curator_ids) <= set(secret_ids)
 
 
 def test_scopes_and_sensitivity_trim_too(
@@ -87,7 +91,7 @@ def test_scopes_and_sensitivity_trim_too(
     }
 
 
-def test_lifecycle_rules_of_spec_002(rmemory: Memory, curator: Principal, agent: Principal) -> None:
+def test_lifecycle_rules(rmemory: Memory, curator: Principal, agent: Principal) -> None:
     active = _add(rmemory, curator, "Kafka retention is seven days", "Kafka keeps 7 days.")
     stale = _add(rmemory, curator, "Kafka brokers", "We run 3 Kafka brokers.")
     rmemory.gate.submit(TransitionChange(record_id=stale, to=Status.STALE), SYSTEM_PRINCIPAL)
@@ -148,22 +152,30 @@ def test_every_citation_is_pinned_and_checkable(
         "# Runbook\n\nIntro.\n\n## Restart\n\nRestart the API with systemctl.\n\n"
         "## Logs\n\nSee journald."
     )
-    record_id = _add(rmemory, curator, "API runbook", body, kind="document")
+    outcome = rmemory.remember(
+        content("API runbook", body=body, kind="document"), principal=curator
+    )
+    assert outcome.record is not None and outcome.version is not None
+    record_id, version_id = outcome.record.id, outcome.version.id
+    rmemory.index_pending()
     result = rmemory.retrieve("restart the API", principal=agent)
-    assert result.items and result.items[0].record_id == record_id
-    for item in result.items:
-        for citation in item.citations:
-            version = rmemory.store.get_version(citation.version_id)
-            assert version is not None and version.record_id == citation.record_id
-            assert citation.excerpt is not None
-            excerpt = version.content.body[citation.excerpt.start : citation.excerpt.end]
-            assert excerpt.strip() and excerpt.strip() in version.content.body
-    first = result.items[0].citations[0]
-    assert first.chunk_key is not None and "restart" in first.chunk_key
-    assert result.items[0].why_included and set(result.items[0].why_included) <= {
-        "keyword_match",
-        "vector_match",
-    }
+    assert [i.record_id for i in result.items] == [record_id]
+    item = result.items[0]
+    assert item.version_id == version_id and item.version == 1
+    # The best chunk is the "Restart" section: cited to this version, by the section's key,
+    # with the span of exactly that section in the body (counted here from the text).
+    first = item.citations[0]
+    assert (first.record_id, first.version_id, first.chunk_key) == (
+        record_id,
+        version_id,
+        "runbook/restart",
+    )
+    start = body.index("## Restart")
+    end = body.index("systemctl.") + len("systemctl.")
+    assert first.excerpt is not None
+    assert (first.excerpt.start, first.excerpt.end) == (start, end)
+    assert all((c.record_id, c.version_id) == (record_id, version_id) for c in item.citations)
+    assert set(item.why_included) == {"keyword_match", "vector_match"}
     assert {
         "preselect",
         "recall.keyword",
@@ -205,8 +217,12 @@ def test_any_text_is_a_valid_keyword_query(memory: Memory, curator: Principal, t
         with pytest.raises(InvalidInput, match="NUL"):
             memory.search(text, principal=curator, mode="keyword")
         return
-    result = memory.search(text, principal=curator, mode="keyword")
-    assert isinstance(result.hits, tuple)
+    memory.search(text, principal=curator, mode="keyword")  # the text alone: no error
+    # Whatever else the text holds (quotes, NEAR(, a dangling AND...), it does not turn a
+    # word the record holds into something that misses it.
+    (record,) = memory.store.query_records(RecordQuery(limit=2), scope_globs=("*",))
+    found = memory.search(f"anchor {text}", principal=curator, mode="keyword")
+    assert [h.record_id for h in found.hits] == [record.id]
 
 
 def test_empty_query_returns_nothing(rmemory: Memory, curator: Principal) -> None:
@@ -217,12 +233,15 @@ def test_empty_query_returns_nothing(rmemory: Memory, curator: Principal) -> Non
 def test_keyword_sees_a_write_at_once_and_status_shows_vector_lag(
     rmemory: Memory, curator: Principal
 ) -> None:
-    _add(rmemory, curator, "Fresh fact", "Zebra crossings are striped.")
+    fresh = _add(rmemory, curator, "Fresh fact", "Zebra crossings are striped.")
     assert rmemory.status(principal=CURATOR)["vector_lag"] == 1
-    assert rmemory.search("zebra", principal=curator, mode="keyword").hits
+    assert [
+        h.record_id for h in rmemory.search("zebra", principal=curator, mode="keyword").hits
+    ] == [fresh]
     assert rmemory.index_pending() == 1
     assert rmemory.status(principal=CURATOR)["vector_lag"] == 0
-    assert rmemory.search("zebra crossing", principal=curator, mode="vector").hits
+    found = rmemory.search("zebra crossing", principal=curator, mode="vector").hits
+    assert [(h.record_id, h.why_included) for h in found] == [(fresh, ("vector_match",))]
 
 
 def test_confidence_decreases_with_version(rmemory: Memory, curator: Principal) -> None:

@@ -1,4 +1,4 @@
-"""Spec 000 §6, the reference scenario: "How do I run tests?" end to end."""
+"""The reference scenario: "How do I run tests?" end to end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Researcher (spec 001 FR-09): planning, bounded retries, summaries with citations."""
+"""The Researcher: planning, bounded retries, summaries with citations."""
 
 from __future__ import annotations
 

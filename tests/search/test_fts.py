@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from cairn.search import fts
 from cairn.search.fts import (
     FTS5_TOKENIZE,
+    TermOptions,
     build_match_query,
     doc_freq_from_vocab,
     fts_tokens,
     quote_term,
+    select_terms,
 )
 
 FTS5_SYNTAX = [
@@ -94,25 +96,41 @@ _insert(
 )
 
 
+def _holding_any(conn: sqlite3.Connection, terms: tuple[str, ...]) -> set[int]:
+    """The rows FTS5's own index lists for any of ``terms`` (its instance vocabulary): what
+    an OR of plain terms must match, found without MATCH."""
+    found: set[int] = set()
+    for term in terms:
+        found |= {
+            int(r[0]) for r in conn.execute("SELECT doc FROM docs_inst WHERE term = ?", (term,))
+        }
+    return found
+
+
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(query_text)
-def test_match_never_raises_for_any_text(text: str) -> None:
+def test_match_finds_exactly_the_rows_holding_a_kept_term(text: str) -> None:
+    """Whatever the text (operators, quotes, columns, NUL), the MATCH built from it never
+    raises and matches exactly the rows holding one of the terms kept: nothing in the text
+    acts as syntax that would narrow (NOT, AND, a column filter) or widen (a prefix) it."""
+    terms = select_terms(text)
     query = build_match_query(text)
-    _search(_PROPERTY_DB, query)  # raises sqlite3.OperationalError on bad syntax
-    if query is not None:
-        assert query.startswith('"') and query.endswith('"')
+    assert (query is None) == (not terms)
+    assert set(_search(_PROPERTY_DB, query)) == _holding_any(_PROPERTY_DB, terms)
 
 
 @settings(max_examples=200)
 @given(query_text)
-def test_match_never_raises_with_doc_freq(text: str) -> None:
-    query = build_match_query(
-        text,
-        doc_freq=doc_freq_from_vocab(_PROPERTY_DB, "docs_vocab"),
-        total_docs=4,
-        max_terms=3,
-    )
-    _search(_PROPERTY_DB, query)
+def test_match_with_doc_freq_finds_the_rows_of_its_terms(text: str) -> None:
+    options: TermOptions = {
+        "doc_freq": doc_freq_from_vocab(_PROPERTY_DB, "docs_vocab"),
+        "total_docs": 4,
+        "max_terms": 3,
+    }
+    terms = select_terms(text, **options)
+    assert len(terms) <= 3
+    query = build_match_query(text, **options)
+    assert set(_search(_PROPERTY_DB, query)) == _holding_any(_PROPERTY_DB, terms)
 
 
 @settings(max_examples=300, deadline=None)

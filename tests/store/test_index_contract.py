@@ -127,6 +127,13 @@ def _terms(text: str) -> KeywordQuery:
     return KeywordQuery(select_terms(text))
 
 
+def _chunk_holding(store: Store, word: str) -> int:
+    """The id of the one chunk whose text holds ``word`` (read from the rows, not searched)."""
+    rows = store.chunk_rows([m.id for m in store.chunk_changes(0)])
+    (found,) = [chunk_id for chunk_id, row in rows.items() if word in row.text.split()]
+    return found
+
+
 def _search(store: Store, query: str, where: ChunkFilter, k: int = 10) -> list[int]:
     match = _terms(query)
     assert match.terms
@@ -349,15 +356,24 @@ def pg_store(pg_cluster: PgCluster) -> Iterator[PostgresStore]:
 @pytest.mark.parametrize(
     "term",
     ['"unterminated', '"a""b" OR "c"', "NEAR(a b)", "*", ":*", "!&|", "'", "((", "NOT", "",
-     '""', "x\x00y", "\ud800", "a" * 3000, 'OR OR "OR"', "-", "<->", '"staging" OR "x"'],
+     '""', "x\x00y", "\ud800", "a" * 3000, 'OR OR "OR"', "-", "<->", '"staging" OR "x"',
+     "alph*", "alph:*", "alpha:*B", "-staging", "!staging"],
 )  # fmt: skip
 def test_no_term_is_read_as_query_syntax(store: Store, term: str) -> None:
     """Terms cross the store interface as plain words: on both stores no text a caller
-    typed is read as an operator, so none can break or widen the query."""
+    typed is read as an operator, so none can break, narrow or widen the query."""
+    _create(store, "Cluster", "deploy the staging cluster")
+    _create(store, "Greek", "alpha beta gamma")  # no term holds a word of it but "alpha:*B"
+    staging = _chunk_holding(store, "staging")
+    # With "staging" beside it, a term can neither hide the staging chunk (as a NOT or a
+    # phrase swallowing it would) nor bring in the Greek one (as a prefix "alph*" would).
     hits = store.keyword_search(KeywordQuery((term, "staging")), _everyone(store), 5)
-    assert isinstance(hits, list)
+    assert [chunk_id for chunk_id, _ in hits] == [staging]
+    alone = store.keyword_search(KeywordQuery((term,)), _everyone(store), 5)
+    assert {chunk_id for chunk_id, _ in alone} <= {staging}
     assert store.keyword_search(KeywordQuery(("NOT",)), _everyone(store), 5) == []
-    assert store.doc_freq(term) >= 0
+    if "staging" not in term and "alpha" not in term:
+        assert store.doc_freq(term) == 0
 
 
 @settings(max_examples=60, deadline=None)
@@ -366,6 +382,10 @@ def test_any_text_is_a_safe_term_on_postgres(pg_store: PostgresStore, text: str)
     hits = pg_store.keyword_search(KeywordQuery((text,)), _everyone(pg_store), 5)
     assert all(score > 0 for _, score in hits)
     pg_store.doc_freq(text)
+    # Beside any text, "staging" still finds the one chunk that holds it.
+    staging = _chunk_holding(pg_store, "staging")
+    beside = pg_store.keyword_search(KeywordQuery((text, "staging")), _everyone(pg_store), 5)
+    assert staging in [chunk_id for chunk_id, _ in beside]
 
 
 def test_doc_freq_estimates_common_terms_from_postgres_statistics(pg_cluster: PgCluster) -> None:

@@ -1,7 +1,8 @@
-"""One table per door from a kernel error ``code`` to that door's own status.
+"""How the HTTP door says a kernel error: the code → status table and the problem body.
 
 The kernel decides *what* went wrong (``CairnError.code``); a door only decides how to say
-it. Keeping the three tables side by side makes a new error code a one-line change per door.
+it. The CLI exits with the error class's ``exit_code``; MCP and A2A answer with the code and
+the message (``[code] message``), A2A adding this module's problem body to a failed task.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ from cairn.errors import CairnError
 
 __all__ = [
     "HTTP_STATUS",
-    "JSONRPC_CODE",
     "PROBLEM_JSON",
     "ErrorBody",
     "error_body",
     "http_status",
-    "jsonrpc_code",
     "problem",
 ]
 
@@ -48,18 +47,6 @@ HTTP_STATUS: dict[str, int] = {
     "internal_error": 500,
 }
 
-# code → JSON-RPC error code for the A2A door (-32001/-32002 are A2A's task errors and are
-# raised by the task machinery itself, never by the kernel).
-JSONRPC_CODE: dict[str, int] = {
-    "invalid_input": -32602,
-    "malformed_json": -32700,
-    "not_found": -32602,
-    "permission_denied": -32603,
-    "unauthenticated": -32603,
-    "conflict": -32603,
-    "store_error": -32603,
-}
-
 
 def _lookup(table: dict[str, int], error: CairnError, default: int) -> int:
     # Walk the class tree so a new subclass inherits its parent's mapping without an edit here.
@@ -72,10 +59,6 @@ def _lookup(table: dict[str, int], error: CairnError, default: int) -> int:
 
 def http_status(error: CairnError) -> int:
     return _lookup(HTTP_STATUS, error, 500)
-
-
-def jsonrpc_code(error: CairnError) -> int:
-    return _lookup(JSONRPC_CODE, error, -32603)
 
 
 class ErrorBody(BaseModel):

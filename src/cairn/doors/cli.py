@@ -56,9 +56,18 @@ app = typer.Typer(
 review_app = typer.Typer(help="The review queue: list, show, approve, reject (curators).")
 app.add_typer(review_app, name="review")
 
-StoreOpt = Annotated[
+# CAIRN_STORE is read once, by the option given before the command, so that a --store flag
+# before the command beats the environment (flags > CAIRN_* > config.toml > defaults).
+GlobalStoreOpt = Annotated[
     Path | None,
     typer.Option("--store", envvar="CAIRN_STORE", help="The cairn folder (default ./.cairn)."),
+]
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        help="The cairn folder (default: --store before the command, CAIRN_STORE, ./.cairn).",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 KeyOpt = Annotated[
@@ -184,7 +193,7 @@ def _run(as_json: bool, fn: Callable[[], T], show: Callable[[T], None]) -> None:
 @app.callback()
 def _main(
     ctx: typer.Context,
-    store: StoreOpt = None,
+    store: GlobalStoreOpt = None,
     db: Annotated[
         str | None,
         typer.Option("--db", envvar="CAIRN_DB", help="postgresql://… (default: the SQLite file)."),

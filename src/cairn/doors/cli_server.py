@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from cairn.auth import add_key, revoke_key, save_principals
-from cairn.config import load_settings
+from cairn.config import Settings, load_settings
 from cairn.errors import CairnError, Unauthenticated
 from cairn.workspace import Workspace
 
@@ -24,11 +24,17 @@ __all__ = ["register"]
 keys_app = typer.Typer(help="Manage API keys (shown once at creation; stored hashed).")
 
 
-def _workspace(ctx: typer.Context) -> Workspace:
+def _settings(ctx: typer.Context, **flags: Any) -> Settings:
+    """flags > CAIRN_* > <store>/config.toml > defaults, for the store folder and database
+    given before the command (the same layers as every command)."""
     obj: dict[str, Any] = ctx.obj or {}
     folder = Path(obj.get("store") or ".cairn")
-    # the backend: --db > CAIRN_DB > <store>/config.toml (the same layers as every command)
-    return Workspace(folder, db=load_settings(store=folder, db=obj.get("db")).db)
+    return load_settings(store=folder, db=obj.get("db"), **flags)
+
+
+def _workspace(ctx: typer.Context) -> Workspace:
+    settings = _settings(ctx)
+    return Workspace(settings.store, db=settings.db)
 
 
 def _as_json(ctx: typer.Context) -> bool:
@@ -65,14 +71,13 @@ def serve_command(
     """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process."""
     from cairn.doors.server import serve
 
-    workspace = _workspace(ctx)
+    settings = _settings(ctx, host=host, port=port, embedder=embedder)
+    workspace = Workspace(settings.store, db=settings.db)
     if not workspace.exists():
         typer.echo(
             f"error (not_found): no cairn store in {workspace.folder}: run 'cairn init'", err=True
         )
         raise typer.Exit(3)
-    # flags > CAIRN_* > <store>/config.toml > defaults
-    settings = load_settings(store=workspace.folder, host=host, port=port, embedder=embedder)
     base = f"http://{settings.host}:{settings.port}"
     typer.echo(
         f"cairn serves {workspace.folder} on {base}\n"
@@ -102,7 +107,8 @@ def mcp_command(
         str | None, typer.Option(help="API key (default: $CAIRN_API_KEY)", show_default=False)
     ] = None,
 ) -> None:
-    """Run the MCP server on stdio (for Claude Code and other MCP clients)."""
+    """Run the MCP server on stdio (for Claude Code and other MCP clients). The embedder is
+    CAIRN_EMBEDDER, else <store>/config.toml's, else minilm, as for ``cairn serve``."""
     import logging
 
     from cairn.doors.mcp_server import build_mcp_server
@@ -111,13 +117,14 @@ def mcp_command(
     # stdout carries the protocol and nothing else: every log line goes to stderr.
     configure_logging("warning")
     logging.getLogger("cairn").setLevel(logging.INFO)
-    workspace = _workspace(ctx)
+    settings = _settings(ctx)
+    workspace = Workspace(settings.store, db=settings.db)
     secret = key or os.environ.get("CAIRN_API_KEY")
     try:
         if not secret:
             raise Unauthenticated("no API key: pass --key or set CAIRN_API_KEY")
         workspace.authenticate(secret)  # fail fast with a clear message, before any protocol
-        memory = workspace.open_memory()
+        memory = workspace.open_memory(embedder=settings.embedder)
     except CairnError as exc:
         raise _fail(exc) from exc
     memory.start_indexing()  # vectors are made in the background, never in a read

@@ -38,12 +38,13 @@ StoreOpt = Annotated[
     Path | None,
     typer.Option("--store", help="The cairn folder (default ./.cairn)."),
 ]
+# CAIRN_DB is read by the --db given before the command, so that flag still beats it.
 DbOpt = Annotated[
     str | None,
     typer.Option(
         "--db",
-        envvar="CAIRN_DB",
-        help="postgresql://… or sqlite:///path (default: the folder's cairn.db).",
+        help="postgresql://… or sqlite:///path (default: --db before the command, CAIRN_DB, "
+        "config.toml, else the folder's cairn.db).",
         show_default=False,
     ),
 ]

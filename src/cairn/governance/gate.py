@@ -299,7 +299,7 @@ class Gate:
             return self._reject_duplicate(proposal, principal, duplicate, stored=False)
         if principal.kind is PrincipalKind.SYSTEM:
             # Trigger: drift, retention and other system housekeeping. Why: these moves are
-            # fixed by spec 002 and must not wait on a policy a user may have edited.
+            # fixed by the lifecycle and must not wait on a policy a user may have edited.
             return self._accept(
                 proposal, principal, rule="system", reason=reason, auto=True, stored=False
             )

@@ -1,4 +1,4 @@
-"""The record lifecycle of spec 002, as data.
+"""The record lifecycle, as data.
 
     [*]      → draft     agent candidate (any principal may record a draft)
     [*]      → active    ingest, or an accepted create proposal
@@ -12,7 +12,7 @@
     draft    → archived  vacuum retention         (system)
     archived → active    restore                  (curator)
 
-The last line is cairn's one addition: spec 001 FR-02 makes archive a soft delete, and a
+The last line is cairn's one addition: archive is a soft delete, so a
 curator must be able to undo it. Every other move is refused with ``InvalidTransition``.
 """
 

@@ -60,7 +60,7 @@ class Rule(CairnModel):
 
 
 class Retention(CairnModel):
-    """Days after which vacuum archives records left in these states (spec 002)."""
+    """Days after which vacuum archives records left in these states."""
 
     draft_days: int = Field(default=30, ge=0)
     rejected_days: int = Field(default=30, ge=0)

@@ -26,7 +26,7 @@ __all__ = [
 T = TypeVar("T")
 
 CHARS_PER_TOKEN = 4
-"""Spec 001 FR-03: tokens are estimated as ``len(text) / 4``, rounded up."""
+"""Tokens are estimated as ``len(text) / 4``, rounded up."""
 
 ITEM_OVERHEAD_TOKENS = 40
 """Per-item allowance for the citation and framing sent with each item.

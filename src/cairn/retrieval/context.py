@@ -1,4 +1,4 @@
-"""The ``read_context`` contract (spec 000 §1.1) and the other report shapes of the read side."""
+"""The ``read_context`` contract and the other report shapes of the read side."""
 
 from __future__ import annotations
 

@@ -67,8 +67,8 @@ def preselect(
     baseline_pins: Callable[[str], Mapping[str, str] | None],
     published_baseline: Callable[[str], str | None],
 ) -> Preselection:
-    """Stale, rejected and archived records are never read; drafts only when asked for
-    (spec 002); superseded and expired versions are left out (spec 001 FR-04)."""
+    """Stale, rejected and archived records are never read; drafts only when asked for;
+    superseded and expired versions are left out."""
     scope_ids = allowed_scope_ids(principal, scopes, request.scope)
     statuses = {Status.ACTIVE.value}
     if request.include_drafts:

@@ -1,4 +1,4 @@
-"""The Researcher (spec 001 FR-09): plan, retrieve, validate, retry within bounds, summarise.
+"""The Researcher: plan, retrieve, validate, retry within bounds, summarise.
 
 Deterministic, no LLM: the plan comes from keywords in the question, the summary is
 templated from the validated items and cites each one by (record, version).

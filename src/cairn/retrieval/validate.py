@@ -1,12 +1,12 @@
 """Stage 4, validate: provenance, supersession, validity, confidence, contradictions.
 
-Confidence (spec 001 FR-04), clamped to [0, 1]:
+Confidence, clamped to [0, 1]:
 
     base        = fused score / the best possible fused score for the mode
     − 0.05 × (version − 1)                 older lineages carry more revision risk
     − 0.10 if the version has a valid_to   an expiring belief
     − 0.10 if its confidence is "inferred" not yet supported by evidence or a human
-    − 0.20 if it is a draft                drafts are non-authoritative (spec 002)
+    − 0.20 if it is a draft                drafts are non-authoritative
 
 Results are then sorted by confidence (stable, so ties keep their fused order).
 Contradictions are flagged between beliefs/facts of one scope and never resolved.
@@ -167,7 +167,7 @@ def _similar(
 def find_contradictions(
     items: Sequence[Item], vector_of: Callable[[Item], FloatArray | None] = lambda _item: None
 ) -> list[Contradiction]:
-    """A heuristic (spec 001 FR-04: false positives acceptable): two beliefs or facts of one
+    """A heuristic (false positives acceptable): two beliefs or facts of one
     scope that say nearly the same thing, where one negates it or the numbers differ."""
     found: list[Contradiction] = []
     candidates = [

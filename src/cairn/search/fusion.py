@@ -3,7 +3,7 @@
 :func:`rrf` is weighted reciprocal rank fusion (Cormack et al. 2009):
 ``score(d) = sum_i weight_i / (k + rank_i(d))`` with 1-based ranks, summed over
 the signals that returned ``d``. :func:`weighted_score_fusion` is the
-alternative from spec 001: a weighted average of min-max normalised raw scores.
+alternative: a weighted average of min-max normalised raw scores.
 Both keep every signal's rank (and raw score when given) so an answer can show
 why each item ranked where it did.
 """

@@ -4,29 +4,34 @@ Zero bypass is enforced by the database itself, with two roles (both ``NOLOGIN``
 login roles are made members of):
 
 ``cairn_owner``
-    owns the ``cairn`` schema, every table and the ``cairn_commit(jsonb)`` function.
+    owns the ``cairn`` schema, every table and the functions of ``pg_functions.sql``.
     Migrations and ``cairn import`` act as this role (``SET ROLE cairn_owner``).
 ``cairn_serving``
-    what serving processes act as: ``SELECT`` on the tables and ``EXECUTE`` on
-    ``cairn_commit``, nothing else. ``cairn_commit`` is ``SECURITY DEFINER``: it runs with the
-    owner's rights, applies a batch of change sets in the caller's transaction, checks their
-    preconditions under row locks and writes each change set's audit entry, so a serving
-    process can change memory only in audited, precondition-checked units, and a plain
-    ``INSERT``/``UPDATE``/``DELETE`` from it fails with ``insufficient_privilege``.
+    what serving processes act as: ``SELECT`` on the tables, ``EXECUTE`` on ``cairn_commit``
+    and ``cairn_put_vectors``, and writes to two tables that hold no memory (A2A tasks, the
+    event outbox's read positions). ``cairn_commit`` is ``SECURITY DEFINER``: it runs with
+    the owner's rights, applies a batch of change sets in the caller's transaction, checks
+    their preconditions under row locks and writes each change set's audit entry, so a
+    serving process can change memory only in audited, precondition-checked units, and a
+    plain ``INSERT``/``UPDATE``/``DELETE`` on a memory table fails with
+    ``insufficient_privilege``. ``cairn_put_vectors`` only adds to the embedding cache.
 
-Versions and the audit log are append-only for everyone, owner included (triggers).
+Versions, the audit log and events are append-only for everyone, owner included (triggers).
 
 A step is SQL run as ``cairn_owner`` plus optional ``admin_sql`` run first as the connecting
-login (for what only a superuser may do, such as ``CREATE EXTENSION vector``).
+login (for what only a superuser may do, such as ``CREATE EXTENSION vector``). Steps hold
+schema only: the functions are defined once in ``pg_functions.sql``, applied after the steps
+whenever its digest differs from the one recorded in ``installed_functions``.
 
-Steps: 1 ``kernel`` (memory tables, ``cairn_commit``); 2 ``retrieval`` (the derived index:
-chunks with a weighted ``tsvector`` under GIN, interned ACLs and scopes, the embedding cache
-with a pgvector column and per-dimension HNSW indexes; ``cairn_commit`` replaced to index
-versions as it stores them, and ``cairn_put_vectors``, the one other function ``cairn_serving``
-may call, which only adds to the embedding cache); 3 ``scope_reach`` (a btree on the chunks'
-scope and a per-scope chunk count kept by a trigger, so keyword search of a few small scopes
-keeps every query word: ``PostgresStore.keyword_reach``); 4 ``utc_times`` (a one-time repair:
-validity times stored without a time zone are given UTC's).
+Steps: 1 ``kernel`` (memory tables); 2 ``retrieval`` (the derived index: chunks with a
+weighted ``tsvector`` under GIN, interned ACLs and scopes, the embedding cache with a pgvector
+column and per-dimension HNSW indexes); 3 ``scope_reach`` (a btree on the chunks' scope and a
+per-scope chunk count kept by a trigger, so keyword search of a few small scopes keeps every
+query word: ``PostgresStore.keyword_reach``); 4 ``utc_times`` (a one-time repair: validity
+times stored without a time zone are given UTC's); 5 ``functions`` (the table recording which
+``pg_functions.sql`` is installed); 6 ``edges`` (edges as a domain type); 7 ``agent_tasks``;
+8 ``events`` (the event log and its outbox); 9 ``chunk_sources`` (each chunk's source kind
+and time).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 Same protocol and semantics as ``SqliteStore``; what differs is who enforces them:
 
 - **Zero bypass, enforced by the database.** The store acts as ``cairn_serving``
-  (``SET ROLE`` right after connecting, whatever login the URL names), which may only
-  ``SELECT`` memory tables and call ``cairn_commit(jsonb)``, a ``SECURITY DEFINER`` function
-  that applies change sets with their audit entries (see ``pg_migrations``).
+  (``SET ROLE`` right after connecting, when the login is a superuser or was granted it),
+  which may only ``SELECT`` memory tables and change them through ``cairn_commit(jsonb)``,
+  a ``SECURITY DEFINER`` function that applies change sets with their audit entries (see
+  ``pg_migrations``).
 - **Concurrency.** ``commit`` is one call of ``cairn_commit`` in one transaction. Preconditions
   are checked there under ``SELECT … FOR UPDATE`` (per-scope advisory lock for a published
   pointer that may not exist yet), so of two curators accepting conflicting proposals exactly

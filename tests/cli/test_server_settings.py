@@ -1,0 +1,85 @@
+"""`cairn serve` and `cairn mcp` choose their embedder the same way: flag (serve only) >
+CAIRN_EMBEDDER > <store>/config.toml > minilm. The servers themselves are replaced by
+recorders, so each case checks what the command would have run, not a running server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cairn.doors import mcp_server, server
+from cairn.doors.cli import app
+from cairn.workspace import Workspace
+
+runner = CliRunner()
+
+
+class _Memory:
+    def start_indexing(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class _McpServer:
+    def run(self, transport: str) -> None:
+        assert transport == "stdio"
+
+
+@pytest.fixture
+def chosen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """What `serve` and `mcp` were started with, recorded instead of starting them."""
+    seen: dict[str, Any] = {}
+
+    def fake_serve(workspace: Workspace, **options: Any) -> None:
+        seen["serve"] = options["embedder"]
+        seen["serve_store"] = workspace.folder
+
+    def fake_open_memory(self: Workspace, *, embedder: str | None = "unset") -> _Memory:
+        seen["mcp"] = embedder
+        seen["mcp_store"] = self.folder
+        return _Memory()
+
+    monkeypatch.setattr(server, "serve", fake_serve)
+    monkeypatch.setattr(Workspace, "open_memory", fake_open_memory)
+    monkeypatch.setattr(mcp_server, "build_mcp_server", lambda memory, who: _McpServer())
+    monkeypatch.delenv("CAIRN_EMBEDDER", raising=False)
+    monkeypatch.delenv("CAIRN_STORE", raising=False)
+    monkeypatch.delenv("CAIRN_DB", raising=False)
+    return seen
+
+
+def _start_both(folder: Path, key: str, *serve_flags: str) -> None:
+    served = runner.invoke(app, ["--store", str(folder), "serve", *serve_flags])
+    assert served.exit_code == 0, served.output
+    mcp = runner.invoke(app, ["--store", str(folder), "mcp", "--key", key])
+    assert mcp.exit_code == 0, mcp.output
+
+
+def test_serve_and_mcp_take_the_embedder_from_the_same_layers(
+    tmp_path: Path, chosen: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / ".cairn"
+    made = runner.invoke(app, ["init", "--store", str(folder), "--json"])
+    key = json.loads(made.stdout)["keys"]["agent"]
+
+    _start_both(folder, key)
+    assert (chosen["serve"], chosen["mcp"]) == ("minilm", "minilm")  # the default
+    assert chosen["serve_store"] == chosen["mcp_store"] == folder
+
+    (folder / "config.toml").write_text('embedder = "static"\n')
+    _start_both(folder, key)
+    assert (chosen["serve"], chosen["mcp"]) == ("static", "static")  # the store's file
+
+    monkeypatch.setenv("CAIRN_EMBEDDER", "openai:http://127.0.0.1:9/v1#e5")
+    _start_both(folder, key)
+    expected = "openai:http://127.0.0.1:9/v1#e5"
+    assert (chosen["serve"], chosen["mcp"]) == (expected, expected)  # environment over file
+
+    _start_both(folder, key, "--embedder", "static")
+    assert chosen["serve"] == "static"  # serve's flag over the environment
