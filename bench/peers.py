@@ -34,9 +34,15 @@ What is timed:
 - how alike the answers are: vector recall@10 against exact search over the same vectors
   (numpy), and, for keyword and hybrid reads, which have no ground truth, the share of
   SQLite FTS5 + sqlite-vec's top 10 that an engine's top 10 holds too (overlap@10), with
-  the mean number of items returned. cairn leaves out query terms that are in more than a
-  tenth of the chunks (docs/retrieval.md), so it answers fewer keyword queries, and with
-  other hits, than an engine that searches every term.
+  the mean number of items returned. Beside recall, "similarity kept" (the summed cosine
+  of an engine's vector answers over that of the true top 10) says whether the answers
+  missed were near-ties. cairn leaves out query terms common across the store
+  (docs/retrieval.md), so it answers fewer keyword queries, and with other hits, than an
+  engine that searches every term.
+
+Each peer runs as it comes: LanceDB without a vector index (exact, like cairn below 200k
+rows) unless ``--lance-index IVF_PQ|IVF_HNSW_SQ`` asks for one (its build then counts as
+ingest), Chroma with its default HNSW search breadth unless ``--chroma-ef-search N``.
 
 Ratios are cairn ÷ peer of the same quantity: for ingest (records/s) below 1 means cairn
 is slower; for latency (ms) above 1 means cairn is slower. Prints tables and writes JSON
@@ -279,13 +285,18 @@ class CairnEngine(Engine):
 
 
 class LanceEngine(Engine):
-    def __init__(self, folder: Path) -> None:
-        super().__init__("lancedb", folder=folder, vector_index="exact (flat scan)")
+    def __init__(self, folder: Path, index: str | None = None) -> None:
+        shown = "exact (flat scan)" if index is None else f"{index} (approximate)"
+        super().__init__("lancedb", folder=folder, vector_index=shown)
+        self.index = index
         self.table: Any = None
         self.notes = [
             "create_table with every row, then create_index(text, FTS()): native BM25, "
             "stemming and stop words (its defaults)",
-            "no vector index: a flat scan, exact like cairn's below 200k rows",
+            "no vector index: a flat scan, exact like cairn's below 200k rows"
+            if index is None
+            else f"vector index {index} (cosine, its default partitions and probes), "
+            "built after the table and timed with the ingest",
             "hybrid: search(query_type='hybrid') with its default RRF reranker",
         ]
 
@@ -313,6 +324,13 @@ class LanceEngine(Engine):
         self.ingest_parts["write_s"] = written - started
         self.ingest_parts["fts_index_s"] = time.perf_counter() - written
         del self.table_data
+        if self.index is not None:
+            from lancedb.index import IvfHnswSq, IvfPq
+
+            config = {"IVF_PQ": IvfPq, "IVF_HNSW_SQ": IvfHnswSq}[self.index]
+            self.ingest_parts["vector_index_s"] = _timed(
+                lambda: self.table.create_index("vector", config=config(distance_type="cosine"))
+            )
 
     @staticmethod
     def _ids(result: Any) -> list[int]:
@@ -333,11 +351,15 @@ class LanceEngine(Engine):
 
 
 class ChromaEngine(Engine):
-    def __init__(self, folder: Path) -> None:
-        super().__init__("chroma", folder=folder, vector_index="HNSW (approximate)")
+    def __init__(self, folder: Path, ef_search: int | None = None) -> None:
+        ef = "100, its default" if ef_search is None else str(ef_search)
+        super().__init__("chroma", folder=folder, vector_index=f"HNSW (approximate, ef {ef})")
+        self.hnsw: dict[str, object] = {"space": "cosine"}
+        if ef_search is not None:
+            self.hnsw["ef_search"] = ef_search
         self.notes = [
             "PersistentClient, telemetry off, no embedding function; add() in batches of "
-            "its maximum batch size; HNSW, cosine, default ef_search 100",
+            f"its maximum batch size; HNSW, cosine, M 16, ef_construction 100, ef_search {ef}",
         ]
         reason = ("the local client has no ranked keyword search (where_document $contains "
                   "is an unranked filter); Collection.search with BM25/RRF is for "
@@ -352,7 +374,9 @@ class ChromaEngine(Engine):
             path=str(self.folder), settings=Settings(anonymized_telemetry=False)
         )
         self.collection = self.client.create_collection(
-            "docs", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+            "docs",
+            embedding_function=None,
+            configuration={"hnsw": self.hnsw},  # type: ignore[arg-type]
         )
         step = self.client.get_max_batch_size()
         self.batches = [
@@ -503,10 +527,10 @@ REQUIREMENTS: dict[str, tuple[tuple[str, str], ...]] = {
     "sqlite_vec": (("sqlite_vec", "sqlite-vec"),),
 }
 VERSIONS = {"lancedb": "lancedb", "chroma": "chromadb", "sqlite_vec": "sqlite-vec"}
-MAKERS: dict[str, Callable[[Path], Engine]] = {
-    "lancedb": LanceEngine,
-    "chroma": ChromaEngine,
-    "sqlite_vec": SqliteVecEngine,
+MAKERS: dict[str, Callable[[Path, argparse.Namespace], Engine]] = {
+    "lancedb": lambda folder, args: LanceEngine(folder, args.lance_index),
+    "chroma": lambda folder, args: ChromaEngine(folder, args.chroma_ef_search),
+    "sqlite_vec": lambda folder, args: SqliteVecEngine(folder),
 }
 
 
@@ -545,6 +569,15 @@ def _recall(found: list[int], exact: npt.NDArray[np.int64]) -> float:
     return len(set(found) & {int(i) for i in exact}) / len(exact)
 
 
+def _similarity_kept(found: list[int], exact: npt.NDArray[np.int64], data: Corpus, i: int) -> float:
+    """The summed cosine of the answers over that of the true top k: near 1 when the
+    answers missed are near-ties of the true ones (recall alone cannot tell)."""
+    query = data.query_vectors[i]
+    best = float(np.sum(data.vectors[exact] @ query))
+    got = float(np.sum(data.vectors[found] @ query)) if found else 0.0
+    return got / best if best > 0 else 1.0
+
+
 def exact_top(data: Corpus) -> npt.NDArray[np.int64]:
     """The true top k of every query by cosine (unit vectors: a dot product)."""
     scores = data.query_vectors @ data.vectors.T
@@ -575,6 +608,7 @@ def measure_reads(
         samples: dict[str, list[float]] = {e.name: [] for e in serving}
         items: dict[str, int] = dict.fromkeys(samples, 0)
         recall: dict[str, float] = dict.fromkeys(samples, 0.0)
+        kept: dict[str, float] = dict.fromkeys(samples, 0.0)
         answers: dict[str, list[list[int]]] = {name: [] for name in samples}
         task = progress.add_task(f"{mode} reads", total=len(data.queries))
         for i, (q, vec) in enumerate(zip(data.queries, data.query_vectors, strict=True)):
@@ -586,16 +620,18 @@ def measure_reads(
                 answers[engine.name].append(found)
                 if mode == "vector":
                     recall[engine.name] += _recall(found, exact[i])
+                    kept[engine.name] += _similarity_kept(found, exact[i], data, i)
             progress.update(task, completed=i + 1)
         n = len(data.queries)
         for engine in engines:
             if engine.name not in samples:
                 results[engine.name][mode] = None
                 continue
-            figures = _percentiles(samples[engine.name])
+            figures: dict[str, Any] = _percentiles(samples[engine.name])
             figures["mean_items"] = round(items[engine.name] / n, 2)
             if mode == "vector":
                 figures["recall_at_10"] = round(recall[engine.name] / n, 4)
+                figures["similarity_kept"] = round(kept[engine.name] / n, 4)
             elif REFERENCE in answers:
                 figures["overlap_with_reference"] = _overlap(
                     answers[engine.name], answers[REFERENCE]
@@ -637,7 +673,7 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         with progress:
             data = build_corpus(args.records, args.queries, args.seed, inner, progress)
             engines.append(CairnEngine(root / "cairn", inner, args.batch))
-            engines += [MAKERS[p](root / p) for p in wanted if p not in skipped]
+            engines += [MAKERS[p](root / p, args) for p in wanted if p not in skipped]
             for engine in engines:
                 assert engine.folder is not None
                 engine.folder.mkdir()
@@ -753,17 +789,20 @@ def show(figures: dict[str, Any], console: Console) -> None:
             _pair(e["hybrid"]), e["vector_index"], f"{e['disk_mb']:,.1f}",
         )  # fmt: skip
     console.print(table)
-    answers = Table(title=f"answers: items returned (of {figures['k']}), vector recall@10 "
-                    f"against exact search, overlap@10 with {LABELS[REFERENCE]}'s answers",
-                    title_justify="left")  # fmt: skip
+    title = (f"answers: items returned (of {figures['k']}), vector recall@10 against exact "
+             "search" + (f", overlap@10 with {LABELS[REFERENCE]}'s answers"
+                         if REFERENCE in engines else ""))  # fmt: skip
+    answers = Table(title=title, title_justify="left")
     for column in ("engine", "keyword items", "keyword overlap", "vector items",
-                   "vector recall@10", "hybrid items", "hybrid overlap"):  # fmt: skip
+                   "vector recall@10", "similarity kept", "hybrid items",
+                   "hybrid overlap"):  # fmt: skip
         answers.add_column(column, justify="left" if column == "engine" else "right")
     for e in engines.values():
         answers.add_row(
             e["label"], _field(e["keyword"], "mean_items"),
             _field(e["keyword"], "overlap_with_reference"), _field(e["vector"], "mean_items"),
-            _field(e["vector"], "recall_at_10"), _field(e["hybrid"], "mean_items"),
+            _field(e["vector"], "recall_at_10"), _field(e["vector"], "similarity_kept"),
+            _field(e["hybrid"], "mean_items"),
             _field(e["hybrid"], "overlap_with_reference"),
         )  # fmt: skip
     console.print(answers)
@@ -799,6 +838,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--embedder", default="static", help="static or minilm (offline)")
     parser.add_argument("--peers", default=None, help=f"comma list of {', '.join(PEERS)}")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--lance-index",
+        choices=("IVF_PQ", "IVF_HNSW_SQ"),
+        default=None,
+        help="give LanceDB a vector index (default: none, an exact scan)",
+    )
+    parser.add_argument(
+        "--chroma-ef-search",
+        type=int,
+        default=None,
+        help="Chroma's HNSW search breadth (default: its own, 100)",
+    )
     parser.add_argument("--quick", action="store_true", help="2,000 records, 50 queries")
     parser.add_argument("--out", "--json", dest="out", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
