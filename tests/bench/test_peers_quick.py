@@ -1,0 +1,103 @@
+"""bench/peers.py runs end to end in --quick mode, with whichever peers are installed, and
+writes the figures it prints. A peer whose package is missing (the `peers` extra is not
+part of `dev`) must be reported as skipped, not fail the run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PEERS = ("lancedb", "chroma", "sqlite_vec")
+# What each peer needs to run here (sqlite-vec is an extension: a driver must load it).
+NEEDS = {
+    "lancedb": ("lancedb", "pyarrow"),
+    "chroma": ("chromadb",),
+    "sqlite_vec": ("sqlite_vec",)
+    + (() if hasattr(sqlite3.Connection, "enable_load_extension") else ("apsw",)),
+}
+# The modes each peer serves (Chroma's local client has no ranked keyword search).
+MODES = {
+    "cairn": ("keyword", "vector", "hybrid"),
+    "lancedb": ("keyword", "vector", "hybrid"),
+    "chroma": ("vector",),
+    "sqlite_vec": ("keyword", "vector", "hybrid"),
+}
+
+
+def installed(peer: str) -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in NEEDS[peer])
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    out = tmp_path_factory.mktemp("peers") / "peers.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "peers.py"), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures: dict[str, Any] = json.loads(out.read_text())
+    return figures, done.stdout
+
+
+def test_quick_run_writes_the_expected_structure(run: tuple[dict[str, Any], str]) -> None:
+    figures, stdout = run
+    assert figures["records"] == 2_000 and figures["queries"] == 50 and figures["k"] == 10
+    embedding = figures["embedding"]
+    assert embedding["dim"] > 0 and embedding["documents_per_s"] > 0
+    assert "cairn" in figures["engines"]
+    assert set(figures["engines"]) | set(figures["skipped"]) == {"cairn", *PEERS}
+    assert "cairn and peers" in stdout
+
+
+def _check_engine(engine: dict[str, Any], modes: tuple[str, ...]) -> None:
+    ingest = engine["ingest"]
+    assert ingest["per_s"] > 0 and ingest["seconds"] > 0
+    assert all(seconds >= 0 for seconds in ingest["parts_s"].values())
+    for mode in ("keyword", "vector", "hybrid"):
+        figures = engine[mode]
+        if mode not in modes:
+            assert figures is None and mode in engine["unsupported"]
+            continue
+        assert 0 < figures["p50_ms"] <= figures["p95_ms"], (mode, figures)
+        assert figures["mean_items"] > 0, f"{mode} reads found nothing"
+    assert 0 < engine["vector"]["recall_at_10"] <= 1
+
+
+def test_cairn_figures(run: tuple[dict[str, Any], str]) -> None:
+    cairn = run[0]["engines"]["cairn"]
+    _check_engine(cairn, MODES["cairn"])
+    assert cairn["embedder_misses"] == 0, "cairn embedded a text itself: vectors not shared"
+    # Exact search over the very vectors numpy ranks by: the same answers.
+    assert cairn["vector"]["recall_at_10"] >= 0.9
+    if installed("sqlite_vec"):
+        for mode in ("keyword", "hybrid"):
+            assert 0 <= cairn[mode]["overlap_with_reference"] <= 1
+
+
+@pytest.mark.parametrize("peer", PEERS)
+def test_peer_figures_and_ratios(run: tuple[dict[str, Any], str], peer: str) -> None:
+    figures, stdout = run
+    if not installed(peer):
+        assert "not installed" in figures["skipped"][peer]
+        assert "skipping" in stdout
+        pytest.skip(f"{peer} is not installed (pip install -e '.[peers]')")
+    engine = figures["engines"][peer]
+    _check_engine(engine, MODES[peer])
+    ratios = figures["ratios"][peer]
+    assert ratios["ingest_per_s"] > 0
+    for mode in ("keyword", "vector", "hybrid"):
+        for q in ("p50_ms", "p95_ms"):
+            value = ratios[f"{mode}_{q}"]
+            assert (value is None) == (mode not in MODES[peer]) and (value is None or value > 0)
