@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -170,6 +171,8 @@ class Memory(TimelineVerbs):
         ``folder`` the store folder, which they never read."""
         self.store = store
         self.timeline_settings = timeline or TimelineSettings()
+        # one rollup at a time in this process (the background one and a curator's)
+        self._rollup_lock = threading.Lock()
         # Loading a model takes a moment: only reads that need vectors pay for it.
         self._embedder_spec = embedder
         self._indexer: Indexer | None = None
@@ -391,6 +394,7 @@ class Memory(TimelineVerbs):
         self.store.get_record("rec_ping")
 
     def close(self) -> None:
+        self._stop_timeline()
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
@@ -687,7 +691,10 @@ class Memory(TimelineVerbs):
         """Append a batch of events in one transaction (one audit entry for the batch).
         Sending an event again is a no-op reported in ``duplicates``; the same id with other
         content refuses the whole batch."""
-        return self.gate.append_events(events, principal)
+        report = self.gate.append_events(events, principal)
+        if report.stored:
+            self._events_appended()
+        return report
 
     def events(
         self,

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -77,11 +78,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                     "/v1/timeline/events", json={"events": events}, headers=live.headers(key)
                 )
                 assert answer.status_code == 200, answer.text
+            # the server rolls up in the background too: whichever runs first builds it
             built = http.post("/v1/timeline/rollup", headers=live.headers(live.curator))
             assert built.status_code == 200, built.text
-            assert built.json()["levels"] == {
-                "segment": 2, "day": 2, "week": 2, "month": 2, "year": 2,
-            }  # fmt: skip
+            status = http.get("/v1/timeline/status", headers=live.headers(live.curator)).json()
+            assert status["lag"] == 0
+            assert status["nodes"] == {"segment": 2, "day": 2, "week": 2, "month": 2, "year": 2}
             years = http.get("/v1/timeline/root", headers=live.headers(live.curator)).json()
             secret_nodes: list[str] = []
             secret_grips: set[str] = set()
@@ -267,3 +269,25 @@ async def test_mcp_tools_answer_within_the_callers_scopes(world: World) -> None:
             hidden = await client.call_tool("timeline_expand", {"grip_id": grip_id})
             assert hidden.is_error and "[not_found]" in str(hidden.content)
             assert SECRET not in str(hidden.content)
+
+
+def test_the_server_rolls_up_appended_events_by_itself(world: World) -> None:
+    live = world.live
+    late = [_event("bg0", 40, "A background rollup picked this up."), _event("bg1", 41, "Yes.")]
+    answer = httpx.post(
+        f"{live.url}/v1/timeline/events", json={"events": late},
+        headers=live.headers(live.agent), timeout=30,
+    )  # fmt: skip
+    assert answer.json()["stored"] == ["bg0", "bg1"]
+    deadline = time.monotonic() + 30
+    while True:  # a bounded wait for the server's own rollup, woken by the append
+        status = _get(world, "/v1/timeline/status", live.curator).json()
+        if status["lag"] == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)  # pacing the poll, not synchronisation
+    assert status["lag"] == 0
+    hits = _get(world, "/v1/timeline/search", world.reader, q="background rollup").json()
+    grips = [
+        _get(world, f"/v1/timeline/grips/{g}", world.reader).json() for g in hits[0]["grip_ids"]
+    ]
+    assert "bg0" in {e["event_id"] for g in grips for e in g["events"]}

@@ -438,3 +438,24 @@ def test_days_follow_the_configured_time_zone(store: Store, tmp_path: Path) -> N
     (day,) = [n for n in _all_nodes(memory) if n.level is TocLevel.DAY]
     assert day.key == "2026-03-02"
     assert day.starts_at == datetime(2026, 3, 2, 5, 0, tzinfo=UTC)
+
+
+def test_the_background_rollup_follows_appends(store: Store, tmp_path: Path) -> None:
+    off = Memory(
+        store, _policy(), root=tmp_path, embedder=None,
+        timeline=TimelineSettings(rollup_every_seconds=0),
+    )  # fmt: skip
+    assert off.start_timeline() is None
+    memory = Memory(
+        store, _policy(), root=tmp_path, embedder=None,
+        timeline=TimelineSettings(rollup_every_seconds=3600),
+    )  # fmt: skip
+    worker = memory.start_timeline()
+    assert worker is not None and worker.wait_idle(30)
+    memory.append_events(conversation("a", T0, 5), principal=AGENT)
+    # woken by the append, not by the hourly poll
+    assert worker.wait_idle(30)
+    assert memory.timeline_status(principal=CURATOR).lag == 0
+    assert [y.event_count for y in memory.timeline_root(principal=READER)] == [5]
+    memory.close()
+    assert not worker._thread.is_alive()

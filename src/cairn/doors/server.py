@@ -174,6 +174,7 @@ def build_server_app(
     async def lifespan() -> AsyncIterator[None]:
         log.info("starting", extra={"fields": config})
         memory.start_indexing()  # vectors are made in the background, never in a read
+        memory.start_timeline()  # and the timeline is rolled up in the background too
         try:
             async with mcp.session_manager.run():
                 yield

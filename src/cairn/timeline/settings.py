@@ -56,6 +56,14 @@ class TimelineSettings(BaseModel):
         description="seconds before an endpoint summary falls back to the extractive one",
     )
 
+    rollup_every_seconds: float = Field(
+        default=60,
+        ge=0,
+        le=86_400,
+        description="how often cairn serve rolls up new events in the background (0: never; "
+        "appends made through the server also wake it)",
+    )
+
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:

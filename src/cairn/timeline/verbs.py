@@ -3,6 +3,7 @@ principal may read, and delegates to ``timeline.reads`` or ``timeline.rollup``."
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from cairn.timeline.views import (
     TeleportHit,
     TimelineStatus,
 )
+from cairn.timeline.worker import RollupWorker
 
 if TYPE_CHECKING:
     from cairn.governance.gate import Gate
@@ -45,6 +47,8 @@ class TimelineVerbs:
     store: Store
     gate: Gate
     timeline_settings: TimelineSettings
+    _rollups: RollupWorker | None = None
+    _rollup_lock: threading.Lock
 
     @property
     def indexer(self) -> Indexer | None:  # provided by Memory
@@ -81,16 +85,42 @@ class TimelineVerbs:
         _require_builder(principal)
         if not 1 <= piece <= 100_000:
             raise InvalidInput("piece must be between 1 and 100000", field="piece")
-        return run_rollup(
-            self.store,
-            self.gate,
-            self.timeline_settings,
-            self._summarizer(),
-            SYSTEM_PRINCIPAL,
-            piece=piece,
-            max_pieces=max_pieces,
-            on_progress=on_progress,
-        )
+        with self._rollup_lock:
+            return run_rollup(
+                self.store,
+                self.gate,
+                self.timeline_settings,
+                self._summarizer(),
+                SYSTEM_PRINCIPAL,
+                piece=piece,
+                max_pieces=max_pieces,
+                on_progress=on_progress,
+            )
+
+    def start_timeline(self) -> RollupWorker | None:
+        """Roll up new events in the background from now on (``cairn serve``): woken by
+        appends through this memory and every ``rollup_every_seconds`` for other
+        processes'. None when the settings turn it off. ``close`` stops it."""
+        every = self.timeline_settings.rollup_every_seconds
+        if every <= 0:
+            return None
+        if self._rollups is None:
+            self._rollups = RollupWorker(
+                lambda: self.rollup(principal=SYSTEM_PRINCIPAL, max_pieces=1),
+                lambda: self.store.outbox_lag(CONSUMER),
+                poll=every,
+            ).start()
+            self._rollups.notify()
+        return self._rollups
+
+    def _stop_timeline(self) -> None:
+        if self._rollups is not None:
+            self._rollups.stop()
+            self._rollups = None
+
+    def _events_appended(self) -> None:
+        if self._rollups is not None:
+            self._rollups.notify()
 
     def rebuild_timeline(
         self,
@@ -101,14 +131,15 @@ class TimelineVerbs:
         """Rebuild every node from the stored events (after a change of settings or
         summarizer): unchanged nodes stay as they are, changed ones get a new version."""
         _require_builder(principal)
-        report = rebuild_all(
-            self.store,
-            self.gate,
-            self.timeline_settings,
-            self._summarizer(),
-            SYSTEM_PRINCIPAL,
-            on_progress=on_progress,
-        )
+        with self._rollup_lock:
+            report = rebuild_all(
+                self.store,
+                self.gate,
+                self.timeline_settings,
+                self._summarizer(),
+                SYSTEM_PRINCIPAL,
+                on_progress=on_progress,
+            )
         caught_up = self.rollup(principal=principal, on_progress=on_progress)
         report.events += caught_up.events
         report.nodes_written += caught_up.nodes_written
