@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,6 +15,10 @@ from cairn.model import Content, Principal, PrincipalKind
 from cairn.store.base import Store
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
+
+# The suite never reads the user's own ~/.config/cairn/config.toml (nor do the servers and
+# CLIs it starts, which inherit this): tests that want one make their own.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="cairn-test-config-")
 
 # Backends every contract test runs on. The PostgreSQL fixture registers itself here.
 BACKENDS: list[str] = ["sqlite"]

@@ -1,4 +1,5 @@
-"""Settings precedence: flags > CAIRN_* environment > <store>/config.toml > defaults."""
+"""Settings precedence: flags > CAIRN_* environment > <store>/config.toml > the user's
+config.toml > defaults."""
 
 from __future__ import annotations
 
@@ -37,4 +38,43 @@ def test_the_store_folder_is_found_from_the_environment(
 def test_a_typo_in_the_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text('embeder = "static"\n')
     with pytest.raises(ValidationError, match="embeder"):
+        load_settings(store=tmp_path)
+
+
+def test_the_user_file_sits_below_the_store_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, store = tmp_path / "home", tmp_path / "store"
+    (home / "cairn").mkdir(parents=True)
+    store.mkdir()
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    for name in ("CAIRN_DB", "CAIRN_EMBEDDER", "CAIRN_TIMELINE__GAP_MINUTES"):
+        monkeypatch.delenv(name, raising=False)
+    (home / "cairn" / "config.toml").write_text(
+        'embedder = "static"\n[timeline]\ngap_minutes = 20\ntimezone = "Europe/Paris"\n'
+    )
+    settings = load_settings(store=store)
+    assert (settings.embedder, settings.timeline.gap_minutes) == ("static", 20)
+    (store / "config.toml").write_text("[timeline]\ngap_minutes = 45\n")
+    settings = load_settings(store=store)
+    # the store's file wins where it speaks; the user's still supplies the rest
+    assert settings.timeline.gap_minutes == 45
+    assert (settings.timeline.timezone, settings.embedder) == ("Europe/Paris", "static")
+    monkeypatch.setenv("CAIRN_TIMELINE__GAP_MINUTES", "10")
+    assert load_settings(store=store).timeline.gap_minutes == 10
+
+
+def test_the_user_file_cannot_choose_a_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cairn").mkdir()
+    (tmp_path / "cairn" / "config.toml").write_text('db = "postgresql://elsewhere/x"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("CAIRN_DB", raising=False)
+    assert load_settings(store=tmp_path / "store").db is None
+
+
+def test_a_bad_timeline_setting_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[timeline]\ntimezone = "Mars/Olympus"\n')
+    with pytest.raises(ValidationError, match="Mars/Olympus"):
         load_settings(store=tmp_path)
