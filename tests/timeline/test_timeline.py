@@ -381,7 +381,7 @@ def test_recent_context_is_newest_first_within_the_budget(memory: Memory) -> Non
     )
     memory.rollup(principal=CURATOR)
     recent = memory.timeline_recent(principal=READER, max_tokens=400)
-    assert recent.tokens <= 400 and recent.clipped > 0
+    assert recent.tokens <= 400 and recent.clipped
     starts = [i.starts_at for i in recent.items if i.level is TocLevel.SEGMENT]
     assert starts and starts[0] == T0 + timedelta(days=2)
     assert starts == sorted(starts, reverse=True)

@@ -403,4 +403,5 @@ def _show_recent(context: RecentContext) -> None:
     for item in context.items:
         cite = escape(f"[{item.level.value} {item.node_id} v{item.version}]")
         render.out.print(f"{cite} {escape(item.text)}")
-    render.out.print(f"{context.tokens}/{context.max_tokens} tokens, {context.clipped} left out")
+    more = ", more before that" if context.clipped else ""
+    render.out.print(f"{context.tokens}/{context.max_tokens} tokens{more}")

@@ -150,10 +150,16 @@ def glob_to_like(pattern: str) -> tuple[str, str]:
 class PostgresDialect(Dialect):
     """How PostgreSQL spells the shared statements (``store.sql.dialect``)."""
 
+    id_param = '? COLLATE "C"'  # id columns compare byte-wise (schema.py)
+
     def sql(self, statement: str) -> str:
         return statement.replace("?", "%s")
 
     def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        if len(values) == 1:
+            # one value is an equality, which the planner matches to an index prefix and
+            # then walks in the index's order (an ``= ANY`` array it only filters by)
+            return f"{column} = ?", [values[0]]
         return f"{column} = ANY(?)", [list(values)]
 
     def flag(self, column: str, value: bool) -> str:

@@ -257,12 +257,12 @@ def recent_context(
         raise InvalidInput("max_tokens must be between 50 and 100000", field="max_tokens")
     kept: list[RecentItem] = []
     used = 0
-    clipped = 0
+    full = False
     covered: set[str] = set()
     for level, most in ((TocLevel.SEGMENT, 50), (TocLevel.DAY, 20), (TocLevel.WEEK, 20)):
         read = 0
         cursor: tuple[datetime, str] | None = None
-        while read < most and used < max_tokens:
+        while read < most and not full:
             page = store.toc_nodes(
                 reader.toc(levels=frozenset({level.value})),
                 after=cursor,
@@ -282,14 +282,18 @@ def recent_context(
                 if node.parent_id:
                     covered.add(node.parent_id)  # a day whose segments were shown
                 for item in _items(node):
+                    # clipped in order, like every budget: the first line that does not fit
+                    # ends the list (no later, shorter line jumps the queue)
                     if used + item.tokens > max_tokens:
-                        clipped += 1
-                        continue
+                        full = True
+                        break
                     kept.append(item)
                     used += item.tokens
+                if full:
+                    break
             if len(page) < RECENT_PAGE:
                 break
-    return RecentContext(items=tuple(kept), tokens=used, max_tokens=max_tokens, clipped=clipped)
+    return RecentContext(items=tuple(kept), tokens=used, max_tokens=max_tokens, clipped=full)
 
 
 def _items(node: TocNode) -> list[RecentItem]:

@@ -97,7 +97,7 @@ class RecentContext(CairnModel):
     items: tuple[RecentItem, ...]
     tokens: int
     max_tokens: int
-    clipped: int = Field(description="items left out to stay within max_tokens")
+    clipped: bool = Field(description="whether the budget ran out before the history did")
 
 
 class ScanReport(CairnModel):

@@ -23,6 +23,9 @@ class Dialect:
     one array parameter."""
 
     placeholder = "?"
+    # An id parameter in a keyset comparison ``(ts, id) > (?, ?)``: it must compare the way
+    # the id column does, or the database cannot walk its index in that order.
+    id_param = "?"
 
     def sql(self, statement: str) -> str:
         """A shared statement (``?`` placeholders) in this dialect."""

@@ -60,11 +60,11 @@ class SqlEvents:
         if after is not None:
             ts = d.time(after[0])
             # a row-value comparison: both databases seek the (scope, ts, event_id) index
-            add("(ts, event_id) > (?, ?)", [ts, after[1]])
+            add(f"(ts, event_id) > (?, {d.id_param})", [ts, after[1]])
         order = "ts, event_id"
         if before is not None:
             ts = d.time(before[0])
-            add("(ts, event_id) < (?, ?)", [ts, before[1]])
+            add(f"(ts, event_id) < (?, {d.id_param})", [ts, before[1]])
             order = "ts DESC, event_id DESC"
         found = self._read(
             f"SELECT * FROM events WHERE {' AND '.join(clauses)} ORDER BY {order} LIMIT ?",

@@ -287,10 +287,10 @@ def timeline_tables(backend: Backend) -> str:
         create_table("toc_nodes", TOC_NODES, backend)
         + create_table("toc_latest", TOC_LATEST, backend)
         + create_table("grips", GRIPS, backend)
-        + "CREATE INDEX toc_latest_level ON toc_latest (level, scope_id, starts_at);\n"
-        + "CREATE INDEX toc_latest_parent ON toc_latest (parent_id, starts_at);\n"
-        + "CREATE INDEX toc_latest_partition ON toc_latest (partition_key, level, starts_at);\n"
-        + "CREATE INDEX toc_latest_recent ON toc_latest (level, last_ts);\n"
+        # each ends with node_id: listings page by (time, node_id) and walk these in order
+        + "CREATE INDEX toc_latest_level ON toc_latest (level, starts_at, node_id);\n"
+        + "CREATE INDEX toc_latest_parent ON toc_latest (parent_id, starts_at, node_id);\n"
+        + "CREATE INDEX toc_latest_recent ON toc_latest (level, last_ts, node_id);\n"
     )
 
 

@@ -60,12 +60,12 @@ class SqlTimeline:
             order = "l.last_ts DESC, l.node_id DESC"
             if after is not None:
                 ts = d.time(after[0])
-                add("(l.last_ts, l.node_id) < (?, ?)", [ts, after[1]])
+                add(f"(l.last_ts, l.node_id) < (?, {d.id_param})", [ts, after[1]])
         else:
             order = "l.starts_at, l.node_id"
             if after is not None:
                 ts = d.time(after[0])
-                add("(l.starts_at, l.node_id) > (?, ?)", [ts, after[1]])
+                add(f"(l.starts_at, l.node_id) > (?, {d.id_param})", [ts, after[1]])
         found = self._read(
             "SELECT n.* FROM toc_latest l JOIN toc_nodes n "
             "ON n.node_id = l.node_id AND n.version = l.version "
