@@ -305,7 +305,8 @@ class EventFilter:
 @dataclass(frozen=True)
 class TocFilter:
     """Which timeline nodes a read may see (the reader's ACLs and scopes, as for events) and
-    which it asks for. Only latest versions are listed; retired segments are left out."""
+    which it asks for. Only latest versions are listed; retired segments are left out unless
+    ``include_retired``."""
 
     acl_ids: frozenset[int]
     scope_ids: frozenset[int] | None
@@ -313,6 +314,7 @@ class TocFilter:
     parent_id: str | None = None
     partition_key: str | None = None
     node_ids: frozenset[str] | None = None
+    include_retired: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from cairn.errors import InvalidInput, NotFound
+from cairn.limits import MAX_COUNTER, is_id
 from cairn.model import Event, Grip, TocLevel, TocNode
 from cairn.retrieval.budget import estimate_item_tokens
 from cairn.retrieval.indexer import Indexer
@@ -76,18 +77,26 @@ def root(store: Store, reader: Reader) -> list[TocNode]:
 
 
 def get_node(store: Store, reader: Reader, node_id: str, version: int | None = None) -> TocNode:
-    """One node (latest, or ``version``), if the reader may see it."""
-    latest = _visible(store, reader, node_id)
+    """One node (latest, or ``version``), if the reader may see it. A segment that later
+    events merged into another has left the hierarchy, but its versions stay readable by
+    number, so that a citation ``(node, version)`` still shows what was cited."""
+    latest = _visible(store, reader, node_id, retired=version is not None)
     if version is None or version == latest.version:
         return latest
-    found = store.toc_node(node_id, version)
+    found = store.toc_node(node_id, version) if 1 <= version <= MAX_COUNTER else None
     if found is None:
         raise NotFound(f"node {node_id} has no version {version}", field="version")
     return found
 
 
-def _visible(store: Store, reader: Reader, node_id: str) -> TocNode:
-    found = store.toc_nodes(reader.toc(node_ids=frozenset({node_id})), limit=1)
+def _visible(store: Store, reader: Reader, node_id: str, *, retired: bool = False) -> TocNode:
+    # Text that cannot be an id (a NUL, a lone surrogate, 10,000 characters) is answered
+    # like any unknown id, without reaching the store.
+    found = (
+        store.toc_nodes(reader.toc(node_ids=frozenset({node_id}), include_retired=retired), limit=1)
+        if is_id(node_id)
+        else []
+    )
     if not found:
         raise NotFound(f"no timeline node {node_id!r}", field="node_id")
     return found[0]
@@ -103,7 +112,11 @@ def browse(
     parent = _visible(store, reader, node_id)
     cursor: tuple[datetime, str] | None = None
     if after is not None:
-        previous = store.toc_nodes(reader.toc(node_ids=frozenset({after})), limit=1)
+        previous = (
+            store.toc_nodes(reader.toc(node_ids=frozenset({after})), limit=1)
+            if is_id(after)
+            else []
+        )
         if not previous or previous[0].parent_id != parent.node_id:
             raise InvalidInput(f"{after!r} is not a child of {node_id}", field="after")
         cursor = (previous[0].starts_at, previous[0].node_id)
@@ -125,7 +138,7 @@ def expand_grip(
     for value, what in ((before, "before"), (after, "after")):
         if not 0 <= value <= MAX_CONTEXT_EVENTS:
             raise InvalidInput(f"{what} must be between 0 and {MAX_CONTEXT_EVENTS}", field=what)
-    found = store.grips([grip_id]).get(grip_id)
+    found = store.grips([grip_id]).get(grip_id) if is_id(grip_id) else None
     if found is None or not reader.sees(found[1], found[2]):
         raise NotFound(f"no grip {grip_id!r}", field="grip_id")
     grip, scope_id, acl_id = found
@@ -333,8 +346,10 @@ def scan(
     buckets: list[tuple[datetime, datetime]] = []
     moment = since
     while moment < until:
-        buckets.append((moment, min(moment + timedelta(days=1), until)))
-        moment += timedelta(days=1)
+        # (never past ``until``: a day after it may lie beyond the year 9999)
+        end = until if until - moment <= timedelta(days=1) else moment + timedelta(days=1)
+        buckets.append((moment, end))
+        moment = end
     budget = max(1, MAX_SCAN_EVENTS // len(buckets))
 
     def run(bucket: tuple[datetime, datetime]) -> tuple[list[tuple[float, Grip]], int, bool]:
