@@ -689,6 +689,11 @@ class Memory(TimelineVerbs):
         content refuses the whole batch."""
         return self.gate.append_events(events, principal)
 
+    def check_events(self, events: Sequence[EventDraft], *, principal: Principal) -> None:
+        """Refuse what ``append_events`` would refuse of these events (any number of them),
+        storing nothing: a file appended in batches is checked whole first."""
+        self.gate.check_events(events, principal)
+
     def events(
         self,
         *,

@@ -522,3 +522,20 @@ def test_bad_appends_store_nothing_on_any_door(stack: Stack, tmp_path: Path) -> 
         assert code in (2, 4, 5) and field.replace("_", "") in said.replace("_", ""), (name, said)
         assert stack.event_ids() == before, f"{name}: something was stored"
 
+
+def test_an_append_file_is_checked_whole_before_anything_is_stored(
+    stack: Stack, tmp_path: Path
+) -> None:
+    """The CLI appends a file in batches; a bad line anywhere in it stores no batch."""
+    before = stack.event_ids()
+    lines = _batch("file-", 2_500)
+    for bad, field in (
+        (_event("out", 5, "x", scope="other/secret"), "scope"),
+        ({**_event("file-7", 7, "not what line 8 says")}, "event_id"),
+        (_event("t1", 1, "rewritten"), "event_id"),
+    ):
+        path = tmp_path / "file.jsonl"
+        path.write_text("\n".join(raw_json(e) for e in [*lines, bad]) + "\n", encoding="utf-8")
+        code, said = cli(stack, "append", str(path))
+        assert code in (4, 5) and field in said, said
+        assert stack.event_ids() == before

@@ -1010,35 +1010,13 @@ class Gate:
         with the same content is reported as a duplicate, with other content the whole
         batch is refused."""
         rules = self.policy.events
-        if not set(principal.roles) & set(rules.append_roles):
-            raise PermissionDenied(
-                f"{principal.id} may not append events (roles allowed: "
-                f"{', '.join(rules.append_roles)})"
-            )
         if not 1 <= len(drafts) <= MAX_EVENT_BATCH:
             raise InvalidInput(f"send 1 to {MAX_EVENT_BATCH} events at a time", field="events")
-        sent: dict[str, EventDraft] = {}
-        for draft in drafts:
-            access.require_scope(principal, draft.scope)
-            earlier = sent.get(draft.event_id)
-            if earlier is not None and earlier.digest() != draft.digest():
-                raise Conflict(
-                    f"event {draft.event_id} is in the batch twice with different content",
-                    field="event_id",
-                )
-            sent[draft.event_id] = draft
-        stored = self.store.get_events(list(sent))
+        sent, stored = self._vet_events(drafts, principal)
         now = self.clock()
         fresh: list[Event] = []
         for event_id, draft in sent.items():
-            known = stored.get(event_id)
-            if known is not None:
-                if known.digest() != draft.digest():
-                    raise Conflict(
-                        f"event {event_id} was appended before with other content; events "
-                        "are never rewritten: send a correction as a new event",
-                        field="event_id",
-                    )
+            if event_id in stored:
                 continue
             fresh.append(
                 Event(
@@ -1065,6 +1043,47 @@ class Gate:
         )
         self._write([ChangeSet(audit=audit, writes=(PutEvents(tuple(fresh)),))])
         return report
+
+    def check_events(self, drafts: Sequence[EventDraft], principal: Principal) -> None:
+        """Everything ``append_events`` checks, for any number of events, storing nothing:
+        a file appended in batches is checked whole first, so that a bad line stores no
+        batch."""
+        self._vet_events(drafts, principal)
+
+    def _vet_events(
+        self, drafts: Sequence[EventDraft], principal: Principal
+    ) -> tuple[dict[str, EventDraft], dict[str, Event]]:
+        """The events by id (refusing an appender without an append role, a scope it may
+        not write, and an id sent twice or stored before with other content), and those
+        already stored as sent."""
+        rules = self.policy.events
+        if not set(principal.roles) & set(rules.append_roles):
+            raise PermissionDenied(
+                f"{principal.id} may not append events (roles allowed: "
+                f"{', '.join(rules.append_roles)})"
+            )
+        sent: dict[str, EventDraft] = {}
+        for draft in drafts:
+            access.require_scope(principal, draft.scope)
+            earlier = sent.get(draft.event_id)
+            if earlier is not None and earlier.digest() != draft.digest():
+                raise Conflict(
+                    f"event {draft.event_id} is in the batch twice with different content",
+                    field="event_id",
+                )
+            sent[draft.event_id] = draft
+        ids = list(sent)
+        stored: dict[str, Event] = {}
+        for start in range(0, len(ids), MAX_EVENT_BATCH):
+            stored.update(self.store.get_events(ids[start : start + MAX_EVENT_BATCH]))
+        for event_id, known in stored.items():
+            if known.digest() != sent[event_id].digest():
+                raise Conflict(
+                    f"event {event_id} was appended before with other content; events "
+                    "are never rewritten: send a correction as a new event",
+                    field="event_id",
+                )
+        return sent, stored
 
     def write_timeline(self, writes: Sequence[PutTocNode], principal: Principal) -> None:
         """Store new versions of timeline nodes in one transaction with one audit entry.
