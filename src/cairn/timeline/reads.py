@@ -22,6 +22,7 @@ from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
 from cairn.store.base import ChunkFilter, EventFilter, Store, TocFilter
 from cairn.timeline import ids
+from cairn.timeline.calendar import LAST_MOMENT
 from cairn.timeline.summarize import MAX_EXCERPT_CHARS, clip, sentences
 from cairn.timeline.views import (
     ExpandedGrip,
@@ -353,7 +354,10 @@ def scan(
     budget = max(1, MAX_SCAN_EVENTS // len(buckets))
 
     def run(bucket: tuple[datetime, datetime]) -> tuple[list[tuple[float, Grip]], int, bool]:
-        where = reader.events(since=bucket[0], until=bucket[1])
+        # (the last moment a time can hold is in the range too)
+        where = reader.events(
+            since=bucket[0], until=None if bucket[1] == LAST_MOMENT else bucket[1]
+        )
         found: list[tuple[float, Grip]] = []
         read = 0
         after: tuple[datetime, str] | None = None

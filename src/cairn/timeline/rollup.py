@@ -26,7 +26,7 @@ from cairn.limits import MAX_EVENT_BATCH
 from cairn.model import Acl, Event, Principal, TocLevel, TocNode
 from cairn.store.base import AclRow, ChunkDraft, EventFilter, PutTocNode, Store, TocFilter
 from cairn.timeline import ids
-from cairn.timeline.calendar import Period, day_of, parent_of, period_label
+from cairn.timeline.calendar import LAST_MOMENT, Period, day_of, parent_of, period_label
 from cairn.timeline.segmenter import Segment, segment_events
 from cairn.timeline.settings import TimelineSettings
 from cairn.timeline.summarize import Summarizer, Summary
@@ -246,7 +246,8 @@ class _Builder:
             acl_ids=frozenset({part.acl_id}),
             scope_ids=frozenset({part.scope_id}),
             since=period.starts_at,
-            until=period.ends_at,
+            # the last day a date holds runs to the end of time, its last microsecond too
+            until=None if period.ends_at == LAST_MOMENT else period.ends_at,
             agent=part.agent,
         )
         found: list[Event] = []
