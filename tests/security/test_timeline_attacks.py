@@ -8,12 +8,16 @@ every door: ``test_leak_property``.)
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any, cast
 
 import pytest
 
 from cairn.memory import Memory
-from cairn.model import TocNode
+from cairn.model import Event, TocNode
+from cairn.store.base import EventText, Store
+from cairn.timeline import reads
 from cairn.timeline.settings import TimelineSettings
 from tests.factories import CURATOR
 from tests.timeline.events import AGENT, T0, conversation, event
@@ -68,3 +72,64 @@ def test_events_at_the_ends_of_time_do_not_wedge_the_rollup(memory: Memory, zone
         scanned = memory.timeline_scan("edge", node_id=year.node_id, principal=AGENT)
         assert scanned.scanned == year.event_count
     assert memory.rebuild_timeline(principal=CURATOR).nodes_written == 0
+
+
+# ---- the scan's cost ---------------------------------------------------------------------
+
+
+class Counting:
+    """A store that counts the characters of event text and metadata its reads hand over."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.chars = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def list_events(self, *args: Any, **kwargs: Any) -> list[Event]:
+        found: list[Event] = self.inner.list_events(*args, **kwargs)
+        self.chars += sum(len(e.text) + len(json.dumps(e.metadata)) for e in found)
+        return found
+
+    def event_texts(self, *args: Any, **kwargs: Any) -> list[EventText]:
+        found: list[EventText] = self.inner.event_texts(*args, **kwargs)
+        self.chars += sum(len(e.text) for e in found)
+        return found
+
+
+def test_a_scan_reads_a_bounded_amount_of_text(memory: Memory) -> None:
+    """A scan read every event of its range whole, text and metadata: an agent that
+    appended a day of megabyte events made every scan of that day read gigabytes."""
+    big = {f"k{n}": "v" * 1_000 for n in range(60)}
+    drafts = [
+        event(f"huge{n}", T0 + timedelta(minutes=n), "backup " * 140_000).model_copy(
+            update={"metadata": big}
+        )
+        for n in range(30)
+    ]
+    memory.append_events(drafts, principal=AGENT)
+    counting = Counting(memory.store)
+    memory.store = cast(Store, counting)
+    try:
+        report = memory.timeline_scan(
+            "backup", since=T0, until=T0 + timedelta(days=1), principal=AGENT
+        )
+    finally:
+        memory.store = counting.inner
+    assert report.scanned == 30 and len(report.grips) == 10
+    assert counting.chars <= 30 * reads.SCAN_EVENT_CHARS, counting.chars
+
+
+def test_a_scan_stops_at_its_character_budget(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory.append_events(
+        [event(f"e{n}", T0 + timedelta(minutes=n), "backup " * 600) for n in range(100)],
+        principal=AGENT,
+    )
+    monkeypatch.setattr(reads, "MAX_SCAN_CHARS", 40 * 4_200)
+    report = memory.timeline_scan(
+        "backup", since=T0, until=T0 + timedelta(hours=12), principal=AGENT
+    )
+    assert report.truncated and 40 <= report.scanned < 100

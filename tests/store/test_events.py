@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from cairn.errors import Conflict, InvalidInput, PermissionDenied
 from cairn.memory import Memory
 from cairn.model import AuditQuery, EventDraft, EventRole, Principal, PrincipalKind
+from cairn.store.base import EventFilter
 from tests.factories import CURATOR
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -143,3 +144,20 @@ def test_random_batches_with_repeats_store_each_event_exactly_once(
     in_outbox = [e.event_id for _, e in memory.store.outbox(f"check{run}", 10_000)
                  if e.scope == scope]  # fmt: skip
     assert sorted(in_outbox) == sorted(e.event_id for e in read)
+
+
+def test_event_texts_cut_each_text_in_characters_in_the_database(memory: Memory) -> None:
+    memory.append_events(
+        [_event("e1", 1, text="é" * 10 + "x" * 10, metadata={"big": "m" * 1000}),
+         _event("e2", 2, text="short"), _event("o1", 3, scope="other/x", text="theirs")],
+        principal=CURATOR,
+    )  # fmt: skip
+    acl_ids = frozenset(row.id for row in memory.store.acls())
+    scope_ids = frozenset(i for i, s in memory.store.scopes().items() if s == "acme/app")
+    where = EventFilter(acl_ids=acl_ids, scope_ids=scope_ids)
+    found = memory.store.event_texts(where, limit=10, max_chars=12)
+    assert [(e.event_id, e.text, e.session_id) for e in found] == [
+        ("e1", "é" * 10 + "xx", "s1"), ("e2", "short", "s1"),
+    ]  # fmt: skip
+    after = memory.store.event_texts(where, after=(found[0].ts, "e1"), limit=10, max_chars=12)
+    assert [e.event_id for e in after] == ["e2"] and after[0].ts == T0 + timedelta(minutes=2)

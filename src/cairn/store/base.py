@@ -303,6 +303,17 @@ class EventFilter:
 
 
 @dataclass(frozen=True)
+class EventText:
+    """What a scan reads of an event: its id, time and session, and the start of its text
+    (never its metadata)."""
+
+    event_id: str
+    ts: datetime
+    session_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class TocFilter:
     """Which timeline nodes a read may see (the reader's ACLs and scopes, as for events) and
     which it asks for. Only latest versions are listed; retired segments are left out unless
@@ -593,6 +604,18 @@ class EventLog(Protocol):
         """Events ``where`` admits in source-time order (``ts``, then ``event_id``), after
         the ``(ts, event_id)`` of the last one seen, at most ``limit``; with ``before``, the
         ones before that position instead, nearest first."""
+        ...
+
+    def event_texts(
+        self,
+        where: EventFilter,
+        *,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+        max_chars: int,
+    ) -> list[EventText]:
+        """Like ``list_events``, but only each event's id, time, session and the first
+        ``max_chars`` characters of its text, cut in the database: what a scan reads."""
         ...
 
     def get_events(self, event_ids: Sequence[str]) -> dict[str, Event]: ...

@@ -8,6 +8,7 @@ Reads never write and never summarise.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,7 +21,7 @@ from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.recall import keyword_recall, vector_recall
 from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
-from cairn.store.base import ChunkFilter, EventFilter, Store, TocFilter
+from cairn.store.base import ChunkFilter, EventFilter, EventText, Store, TocFilter
 from cairn.timeline import ids
 from cairn.timeline.calendar import LAST_MOMENT
 from cairn.timeline.summarize import MAX_EXCERPT_CHARS, clip, sentences
@@ -49,9 +50,13 @@ MAX_PAGE = 1000
 MAX_CONTEXT_EVENTS = 50
 # Recent context reads nodes this many at a time, newest first.
 RECENT_PAGE = 8
-# A scan reads at most this many events (the range is then reported as truncated), in at
-# most this many time buckets at once.
+# A scan reads at most this many events, and this many characters of their text in all
+# (the first SCAN_EVENT_CHARS of each event, cut in the database, never its metadata): the
+# range is then reported as truncated. Its day buckets run this many at once.
 MAX_SCAN_EVENTS = 200_000
+MAX_SCAN_CHARS = 20_000_000
+SCAN_EVENT_CHARS = 4_000
+SCAN_PAGE = 500
 SCAN_WORKERS = 4
 
 
@@ -352,6 +357,20 @@ def scan(
         buckets.append((moment, end))
         moment = end
     budget = max(1, MAX_SCAN_EVENTS // len(buckets))
+    # The character budget is shared by the buckets: a page reserves what it may read at
+    # most (its events' first SCAN_EVENT_CHARS each) and gives back what it did not use.
+    chars_left = [MAX_SCAN_CHARS]
+    lock = threading.Lock()
+
+    def reserve(most: int) -> int:
+        with lock:
+            events = min(most, chars_left[0] // SCAN_EVENT_CHARS)
+            chars_left[0] -= events * SCAN_EVENT_CHARS
+            return events
+
+    def give_back(chars: int) -> None:
+        with lock:
+            chars_left[0] += chars
 
     def run(bucket: tuple[datetime, datetime]) -> tuple[list[tuple[float, Grip]], int, bool]:
         # (the last moment a time can hold is in the range too)
@@ -362,13 +381,17 @@ def scan(
         read = 0
         after: tuple[datetime, str] | None = None
         while read < budget:
-            page = store.list_events(where, after=after, limit=min(2000, budget - read))
+            want = reserve(min(SCAN_PAGE, budget - read))
+            if not want:
+                break
+            page = store.event_texts(where, after=after, limit=want, max_chars=SCAN_EVENT_CHARS)
+            give_back(want * SCAN_EVENT_CHARS - sum(len(e.text) for e in page))
             read += len(page)
             for event in page:
                 scored = _scan_hit(event, wanted)
                 if scored is not None:
                     found.append(scored)
-            if len(page) < min(2000, budget - read + len(page)):
+            if len(page) < want:
                 return found, read, False
             after = (page[-1].ts, page[-1].event_id)
         return found, read, True
@@ -385,7 +408,7 @@ def scan(
     )
 
 
-def _scan_hit(event: Event, wanted: set[str]) -> tuple[float, Grip] | None:
+def _scan_hit(event: EventText, wanted: set[str]) -> tuple[float, Grip] | None:
     if not event.text:
         return None
     best: tuple[int, str] | None = None

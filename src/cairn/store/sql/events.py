@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from cairn.model import Event
-from cairn.store.base import EventFilter
+from cairn.store.base import EventFilter, EventText
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
 
@@ -38,6 +38,39 @@ class SqlEvents:
         before: tuple[datetime, str] | None = None,
         limit: int = 100,
     ) -> list[Event]:
+        clauses, params, order = self._event_where(where, after, before)
+        found = self._read(
+            f"SELECT * FROM events WHERE {clauses} ORDER BY {order} LIMIT ?", [*params, limit]
+        )
+        return [rows.to_event(row, self.dialect) for row in found]
+
+    def event_texts(
+        self,
+        where: EventFilter,
+        *,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+        max_chars: int,
+    ) -> list[EventText]:
+        clauses, params, order = self._event_where(where, after, None)
+        found = self._read(
+            "SELECT event_id, ts, session_id, substr(text, 1, ?) AS text FROM events "
+            f"WHERE {clauses} ORDER BY {order} LIMIT ?",
+            [max_chars, *params, limit],
+        )
+        when = self.dialect.when
+        return [
+            EventText(row["event_id"], when(row["ts"]), row["session_id"], row["text"])
+            for row in found
+        ]
+
+    def _event_where(
+        self,
+        where: EventFilter,
+        after: tuple[datetime, str] | None,
+        before: tuple[datetime, str] | None,
+    ) -> tuple[str, list[Any], str]:
+        """The WHERE clause, its parameters and the ORDER BY of an event read."""
         d = self.dialect
         clauses: list[str] = []
         params: list[Any] = []
@@ -66,11 +99,7 @@ class SqlEvents:
             ts = d.time(before[0])
             add("(ts, event_id) < (?, ?)", [ts, before[1]])
             order = "ts DESC, event_id DESC"
-        found = self._read(
-            f"SELECT * FROM events WHERE {' AND '.join(clauses)} ORDER BY {order} LIMIT ?",
-            [*params, limit],
-        )
-        return [rows.to_event(row, d) for row in found]
+        return " AND ".join(clauses), params, order
 
     def get_events(self, event_ids: Sequence[str]) -> dict[str, Event]:
         found: dict[str, Event] = {}
