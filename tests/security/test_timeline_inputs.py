@@ -40,8 +40,9 @@ from cairn.errors import CairnError
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.limits import MAX_EVENT_BATCH
 from cairn.memory import Memory
-from cairn.model import EventDraft, Principal, PrincipalKind
+from cairn.model import AuditQuery, EventDraft, Principal, PrincipalKind
 from cairn.store.factory import open_store
+from cairn.store.sqlite import SqliteStore
 from cairn.workspace import Workspace
 from tests.factories import CURATOR
 from tests.pg import PgCluster, as_uri
@@ -49,6 +50,9 @@ from tests.security.fuzz_doors import _mcp_reply as mcp_reply
 from tests.security.fuzz_doors import open_mcp_session, raw_json
 
 AGENT = Principal(id="acme-bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+SCOPED_CURATOR = Principal(
+    id="acme-curator", kind=PrincipalKind.HUMAN, roles=("curator",), scopes=("acme/*",)
+)
 DAY = "2026-03-02"
 
 
@@ -86,6 +90,7 @@ class Stack:
     year: str  # the agent's year node
     segment: str
     grip: str
+    keys: dict[str, str]  # by who: "agent", "curator", "scoped curator" (of acme/* only)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -103,12 +108,15 @@ def stack(
     folder = tmp_path_factory.mktemp(f"timeline-{request.param}") / ".cairn"
     url = pg_cluster.new_database() if request.param == "postgres" else None
     db = as_uri(url) if url else None
-    Workspace(folder, db=db).init()
+    keys = Workspace(folder, db=db).init().keys
     path = folder / "principals.yaml"
     principals = load_principals(path)
     entry = PrincipalEntry(**AGENT.model_dump())
     principals = principals.model_copy(update={"principals": (*principals.principals, entry)})
     principals, key, _ = add_key(principals, AGENT.id)
+    scoped = PrincipalEntry(**SCOPED_CURATOR.model_dump())
+    principals = principals.model_copy(update={"principals": (*principals.principals, scoped)})
+    principals, scoped_key, _ = add_key(principals, SCOPED_CURATOR.id)
     save_principals(path, principals)
     memory = Memory(
         open_store(db, folder), parse_policy(DEFAULT_POLICY_YAML), root=folder.parent,
@@ -135,6 +143,7 @@ def stack(
             yield Stack(
                 request.param, folder, db, memory, client, key, session, CliRunner(),
                 year.node_id, node.node_id, node.bullets[0].grip_ids[0],
+                {"agent": key, "curator": keys["curator"], "scoped curator": scoped_key},
             )  # fmt: skip
     finally:
         memory.close()
@@ -206,10 +215,10 @@ def mcp(stack: Stack, tool: str, arguments: dict[str, Any]) -> tuple[str, str]:
     return "ok", json.dumps(result.get("structuredContent"))
 
 
-def cli(stack: Stack, *args: str) -> tuple[int, str]:
+def cli(stack: Stack, *args: str, key: str | None = None) -> tuple[int, str]:
     where = ["--store", str(stack.folder), *(["--db", stack.db] if stack.db else [])]
     # the key right after the command: after a "--" everything is an argument
-    argv = [*where, "timeline", args[0], "--key", stack.key, *args[1:]]
+    argv = [*where, "timeline", args[0], "--key", key or stack.key, *args[1:]]
     result = stack.cli.invoke(cli_app, argv)
     crash = result.exception if not isinstance(result.exception, SystemExit) else None
     assert crash is None, f"{type(crash).__name__}: {crash}"
@@ -539,3 +548,82 @@ def test_an_append_file_is_checked_whole_before_anything_is_stored(
         code, said = cli(stack, "append", str(path))
         assert code in (4, 5) and field in said, said
         assert stack.event_ids() == before
+
+
+# ---- building and counting: curators only ------------------------------------------------
+
+
+def _state(stack: Stack) -> tuple[int, dict[str, int], int]:
+    """What a build would change: the events waiting, the nodes, the audit entries."""
+    store = stack.memory.store
+    audit = stack.memory.audit(AuditQuery(limit=10_000), principal=CURATOR)
+    return store.outbox_lag("timeline"), store.toc_counts(), len(audit)
+
+
+def test_building_and_counting_are_for_curators_on_every_door(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = stack.memory
+    m.append_events([EventDraft.model_validate(_event("late", 30, "Late news."))], principal=AGENT)
+    before = _state(stack)
+    assert before[0] == 1
+    # a door must not count before the kernel has said who may: the CLI read the store's
+    # lag for its progress bar before the rollup refused the caller
+    lag_reads: list[str] = []
+    for store_class in {type(m.store), SqliteStore}:
+        real = store_class.outbox_lag
+        monkeypatch.setattr(
+            store_class, "outbox_lag", lambda s, c, r=real: lag_reads.append(c) or r(s, c)
+        )
+    agent = stack.keys["agent"]
+    refused: list[Any] = [
+        ("library rollup", library(lambda: m.rollup(principal=AGENT))[0]),
+        ("library rebuild", library(lambda: m.rebuild_timeline(principal=AGENT))[0]),
+        ("library compact", library(lambda: m.compact(principal=AGENT))[0]),
+    ]
+    routes = {"rollup": ("POST", "/rollup"), "rebuild": ("POST", "/rebuild"),
+              "status": ("GET", "/status")}  # fmt: skip
+    for name, (method, path) in routes.items():
+        response = stack.client.request(
+            method, f"/v1/timeline{path}", headers={"Authorization": f"Bearer {agent}"}
+        )
+        refused.append((f"HTTP {name}", _http(response)[0]))
+    for command in ("rollup", "rebuild-toc", "compact", "status"):
+        code, said = cli(stack, command, key=agent)
+        refused.append((f"CLI {command}", (code, "curator" in said)))
+    assert lag_reads == [], "the store's lag was read for a caller who may not build"
+    # the status counts every scope: a curator of some scopes may not read it either
+    for who, principal in (("agent", AGENT), ("scoped curator", SCOPED_CURATOR)):
+        status = library(lambda p=principal: m.timeline_status(principal=p))
+        refused.append((f"library status ({who})", status[0]))
+        response = stack.client.get(
+            "/v1/timeline/status", headers={"Authorization": f"Bearer {stack.keys[who]}"}
+        )
+        refused.append((f"HTTP status ({who})", _http(response)[0]))
+        code, said = cli(stack, "status", key=stack.keys[who])
+        refused.append((f"CLI status ({who})", (code, "curator" in said)))
+    wrong = [
+        (name, got) for name, got in refused
+        if got not in ("permission_denied", 403, (4, True))
+    ]  # fmt: skip
+    assert wrong == [], wrong
+    assert _state(stack) == before
+    # and MCP offers no tool that builds or counts
+    listed = stack.client.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=stack.mcp_headers
+    )
+    tools = {t["name"] for t in mcp_reply(listed.text)["result"]["tools"]}
+    assert {t for t in tools if t.startswith("timeline_")} == {
+        "timeline_search", "timeline_recent", "timeline_expand", "timeline_events",
+    }  # fmt: skip
+    # a curator of every scope builds and counts
+    response = stack.client.post(
+        "/v1/timeline/rollup", headers={"Authorization": f"Bearer {stack.keys['curator']}"}
+    )
+    assert _http(response)[0] == 200
+    response = stack.client.get(
+        "/v1/timeline/status", headers={"Authorization": f"Bearer {stack.keys['curator']}"}
+    )
+    status, counted = _http(response)
+    assert status == 200 and isinstance(counted, dict)
+    assert (counted["lag"], counted["nodes"]) == (0, m.store.toc_counts())

@@ -193,7 +193,7 @@ def timeline_router(memory: Memory) -> APIRouter:
     @router.get(
         "/status",
         response_model=TimelineStatus,
-        summary="How far the timeline lags the event log (curators)",
+        summary="How far the timeline lags the event log (curators of every scope)",
     )
     def status(who: Who) -> TimelineStatus:
         return memory.timeline_status(principal=who)

@@ -73,12 +73,14 @@ class RollupReport(BaseModel):
 
 @dataclass(frozen=True)
 class RollupProgress:
-    """Where a run stands, after each committed batch of nodes."""
+    """Where a run stands, after each committed batch of nodes. ``total``: the events that
+    were waiting when the run began (0 when not known)."""
 
     pieces: int
     events: int
     nodes_written: int
     acknowledged: bool
+    total: int = 0
 
 
 def run_rollup(
@@ -95,19 +97,22 @@ def run_rollup(
     """Bring the timeline up to date with the event log (see the module docstring)."""
     report = RollupReport()
     builder = _Builder(store, settings, summarizer, gate.clock())
+    total = store.outbox_lag(CONSUMER) if on_progress is not None else 0
     while max_pieces is None or report.pieces < max_pieces:
         batch = store.outbox(CONSUMER, limit=piece)
         if not batch:
             break
         dirty = builder.dirty_days(e for _, e in batch)
         nodes = builder.build(dirty)
-        _write(store, gate, principal, nodes, report, on_progress, len(batch))
+        _write(store, gate, principal, nodes, report, on_progress, total)
         store.ack_outbox(CONSUMER, batch[-1][0])
         report.pieces += 1
         report.events += len(batch)
         report.days += sum(len(days) for days in dirty.values())
         if on_progress is not None:
-            on_progress(RollupProgress(report.pieces, report.events, report.nodes_written, True))
+            on_progress(
+                RollupProgress(report.pieces, report.events, report.nodes_written, True, total)
+            )
     return report
 
 
@@ -146,7 +151,7 @@ def _write(
     nodes: Sequence[tuple[TocNode, tuple[ChunkDraft, ...]]],
     report: RollupReport,
     on_progress: Callable[[RollupProgress], None] | None,
-    piece_events: int,
+    total: int,
 ) -> None:
     heads = store.toc_heads([n.node_id for n, _ in nodes])
     writes: list[PutTocNode] = []
@@ -164,7 +169,9 @@ def _write(
             level = write.node.level.value
             report.levels[level] = report.levels.get(level, 0) + 1
         if on_progress is not None:
-            on_progress(RollupProgress(report.pieces, report.events, report.nodes_written, False))
+            on_progress(
+                RollupProgress(report.pieces, report.events, report.nodes_written, False, total)
+            )
 
 
 class _Builder:

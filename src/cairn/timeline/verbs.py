@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cairn.errors import InvalidInput
+from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, LimitExceeded, check_text
 from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
@@ -120,8 +120,14 @@ class TimelineVerbs:
         return self.store.compact()
 
     def timeline_status(self, *, principal: Principal) -> TimelineStatus:
-        """How far the timeline lags the event log (curators only: it counts everything)."""
+        """How far the timeline lags the event log. It counts every scope's events and
+        nodes, so only a curator of every scope (``"*"``) reads it, as for the audit log."""
         access.require_curator(principal, "read the timeline's status")
+        if not access.sees_everything(principal):
+            raise PermissionDenied(
+                "the timeline's status counts every scope: only a curator of every scope "
+                "('*') may read it"
+            )
         indexer = self.indexer
         return TimelineStatus(
             lag=self.store.outbox_lag(CONSUMER),
