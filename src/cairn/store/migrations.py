@@ -205,6 +205,13 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER toc_nodes_no_delete BEFORE DELETE ON toc_nodes
         BEGIN SELECT RAISE(ABORT, 'timeline nodes are versioned, never changed'); END;
     """,
+    # 10: a grip says which events a bullet quotes; it is written once, never changed.
+    """
+    CREATE TRIGGER grips_no_update BEFORE UPDATE ON grips
+        BEGIN SELECT RAISE(ABORT, 'grips are append-only'); END;
+    CREATE TRIGGER grips_no_delete BEFORE DELETE ON grips
+        BEGIN SELECT RAISE(ABORT, 'grips are append-only'); END;
+    """,
 )
 
 # Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).

@@ -367,6 +367,19 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             DROP CONSTRAINT IF EXISTS chunks_version_id_fkey;
         """,
     ),
+    # A grip says which events a bullet quotes: written once, never changed; and neither
+    # grips nor node versions may be emptied wholesale, as events and versions may not.
+    Migration(
+        "timeline_append_only",
+        """
+        CREATE TRIGGER grips_append_only BEFORE UPDATE OR DELETE ON grips
+            FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
+        CREATE TRIGGER grips_no_truncate BEFORE TRUNCATE ON grips
+            FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
+        CREATE TRIGGER toc_nodes_no_truncate BEFORE TRUNCATE ON toc_nodes
+            FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
+        """,
+    ),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")
