@@ -15,7 +15,7 @@ from typing import Any, cast
 import pytest
 
 from cairn.memory import Memory
-from cairn.model import Event, TocNode
+from cairn.model import Event, Principal, PrincipalKind, TocNode
 from cairn.store.base import EventText, Store
 from cairn.timeline import reads
 from cairn.timeline.settings import TimelineSettings
@@ -133,3 +133,32 @@ def test_a_scan_stops_at_its_character_budget(
         "backup", since=T0, until=T0 + timedelta(hours=12), principal=AGENT
     )
     assert report.truncated and 40 <= report.scanned < 100
+
+
+# ---- the same ids in two scopes ----------------------------------------------------------
+
+
+def test_the_same_event_ids_in_two_scopes_make_two_timelines(memory: Memory) -> None:
+    """Producers choose event ids; two scopes may use the same ones. Each scope's grips
+    point at its own events (a grip named only ids, so the second scope's grips were the
+    first's rows, and expanding them answered "not found" to the second scope's readers)."""
+    ours = conversation("e", T0, 6, scope="acme/app")
+    theirs = [e.model_copy(update={"scope": "other/app"}) for e in ours]
+    wide = Principal(id="wide", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("*",))
+    memory.append_events(ours, principal=AGENT)
+    memory.append_events(theirs, principal=wide)
+    memory.rollup(principal=CURATOR)
+    outsider = Principal(id="oz", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("other/*",))
+    for reader, scope in ((AGENT, "acme/app"), (outsider, "other/app")):
+        (year,) = memory.timeline_root(principal=reader)
+        assert year.scope == scope and year.event_count == 6
+        for grip in year.grips:
+            expanded = memory.expand_grip(grip.grip_id, principal=reader)
+            assert {e.scope for e in expanded.events} == {scope}
+            assert grip.excerpt in " ".join(e.text for e in expanded.events)
+    mine = {g.grip_id for n in _nodes(memory) if n.scope == "acme/app" for g in n.grips}
+    yours = {g.grip_id for n in _nodes(memory) if n.scope == "other/app" for g in n.grips}
+    assert mine and yours and not mine & yours
+    scanned = memory.timeline_scan("jenkins", since=T0, until=T0 + timedelta(days=1),
+                                   principal=CURATOR, k=100)  # fmt: skip
+    assert len({g.grip_id for g in scanned.grips}) == len(scanned.grips) == 4  # 2 a scope

@@ -627,3 +627,18 @@ def test_building_and_counting_are_for_curators_on_every_door(
     status, counted = _http(response)
     assert status == 200 and isinstance(counted, dict)
     assert (counted["lag"], counted["nodes"]) == (0, m.store.toc_counts())
+
+
+def test_event_pages_over_http_name_the_scope_of_the_last_event(stack: Stack) -> None:
+    first = http_get(stack, "/events", limit=1)[1]
+    assert isinstance(first, list) and len(first) == 1
+    last = first[0]
+    status, rest = http_get(
+        stack, "/events", limit=100, after_ts=last["ts"], after_id=last["event_id"],
+        after_scope=last["scope"],
+    )  # fmt: skip
+    assert status == 200 and isinstance(rest, list)
+    assert last["event_id"] not in {e["event_id"] for e in rest if e["scope"] == last["scope"]}
+    status, problem = http_get(stack, "/events", after_ts=last["ts"], after_id="x",
+                               after_scope="\x00")  # fmt: skip
+    assert status == 422 and "after_scope" in json.dumps(problem)

@@ -380,6 +380,15 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
         """,
     ),
+    # An event is identified by its scope and id, no longer by its id alone (an id taken in
+    # a scope its producer could not read refused its event, and so told it existed).
+    Migration(
+        "events_by_scope",
+        """
+        ALTER TABLE events DROP CONSTRAINT events_event_id_key;
+        ALTER TABLE events ADD CONSTRAINT events_scope_event UNIQUE (scope_id, event_id);
+        """,
+    ),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")

@@ -21,7 +21,14 @@ from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.recall import keyword_recall, vector_recall
 from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
-from cairn.store.base import ChunkFilter, EventFilter, EventText, Store, TocFilter
+from cairn.store.base import (
+    ChunkFilter,
+    EventCursor,
+    EventFilter,
+    EventText,
+    Store,
+    TocFilter,
+)
 from cairn.timeline import ids
 from cairn.timeline.calendar import LAST_MOMENT
 from cairn.timeline.summarize import MAX_EXCERPT_CHARS, clip, sentences
@@ -148,7 +155,7 @@ def expand_grip(
     if found is None or not reader.sees(found[1], found[2]):
         raise NotFound(f"no grip {grip_id!r}", field="grip_id")
     grip, scope_id, acl_id = found
-    ends = store.get_events([grip.event_id_start, grip.event_id_end])
+    ends = store.get_events(scope_id, [grip.event_id_start, grip.event_id_end])
     start, end = ends[grip.event_id_start], ends[grip.event_id_end]
     where = EventFilter(acl_ids=frozenset({acl_id}), scope_ids=frozenset({scope_id}))
     covered: list[Event] = []
@@ -379,7 +386,7 @@ def scan(
         )
         found: list[tuple[float, Grip]] = []
         read = 0
-        after: tuple[datetime, str] | None = None
+        after: EventCursor | None = None
         while read < budget:
             want = reserve(min(SCAN_PAGE, budget - read))
             if not want:
@@ -393,7 +400,8 @@ def scan(
                     found.append(scored)
             if len(page) < want:
                 return found, read, False
-            after = (page[-1].ts, page[-1].event_id)
+            # (the reader's scopes: the same id may stand at the same time in two)
+            after = (page[-1].ts, page[-1].event_id, page[-1].scope)
         return found, read, True
 
     with ThreadPoolExecutor(max_workers=SCAN_WORKERS) as pool:
@@ -420,7 +428,7 @@ def _scan_hit(event: EventText, wanted: set[str]) -> tuple[float, Grip] | None:
         return None
     excerpt = clip(best[1], MAX_EXCERPT_CHARS)
     grip = Grip(
-        grip_id=ids.grip_id(excerpt, event.event_id, event.event_id, event.event_id),
+        grip_id=ids.grip_id(event.scope, excerpt, event.event_id, event.event_id, event.event_id),
         excerpt=excerpt,
         event_id_start=event.event_id,
         event_id_end=event.event_id,

@@ -24,7 +24,15 @@ from pydantic import BaseModel, Field
 from cairn.governance.gate import Gate
 from cairn.limits import MAX_EVENT_BATCH
 from cairn.model import Acl, Event, Principal, TocLevel, TocNode
-from cairn.store.base import AclRow, ChunkDraft, EventFilter, PutTocNode, Store, TocFilter
+from cairn.store.base import (
+    AclRow,
+    ChunkDraft,
+    EventCursor,
+    EventFilter,
+    PutTocNode,
+    Store,
+    TocFilter,
+)
 from cairn.timeline import ids
 from cairn.timeline.calendar import LAST_MOMENT, Period, day_of, parent_of, period_label
 from cairn.timeline.segmenter import Segment, segment_events
@@ -130,7 +138,7 @@ def rebuild_all(
     builder = _Builder(store, settings, summarizer, gate.clock())
     every = EventFilter(acl_ids=frozenset(row.id for row in store.acls()), scope_ids=None)
     dirty: dict[str, set[date]] = defaultdict(set)
-    after: tuple[datetime, str] | None = None
+    after: EventCursor | None = None
     while True:
         page = store.list_events(every, after=after, limit=MAX_EVENT_BATCH)
         for key, days in builder.dirty_days(page).items():
@@ -138,7 +146,8 @@ def rebuild_all(
         report.events += len(page)
         if len(page) < MAX_EVENT_BATCH:
             break
-        after = (page[-1].ts, page[-1].event_id)
+        # (every scope: the same id may stand at the same time in two)
+        after = (page[-1].ts, page[-1].event_id, page[-1].scope)
     _write(store, gate, principal, builder.build(dirty), report, on_progress, report.events)
     report.days = sum(len(days) for days in dirty.values())
     return report
