@@ -61,6 +61,7 @@ from cairn.model import (
     EdgeDraft,
     EdgeStatus,
     Event,
+    EventCursor,
     EventDraft,
     LinkChange,
     Neighbourhood,
@@ -109,7 +110,6 @@ from cairn.search.embedder import Embedder, make_embedder
 from cairn.store.base import (
     ChunkFilter,
     EdgeFilter,
-    EventCursor,
     EventFilter,
     Store,
     StoredTask,

@@ -12,8 +12,17 @@ from pydantic import Field
 from cairn.doors.http import API_PREFIX, COMMON_ERRORS, Who, _Body, _JsonRoute, _single_valued
 from cairn.limits import MAX_EVENT_BATCH
 from cairn.memory import Memory
-from cairn.model import AppendReport, Event, EventDraft, Id, Name, QueryText, Timestamp, TocNode
-from cairn.store.base import EventCursor
+from cairn.model import (
+    AppendReport,
+    Event,
+    EventCursor,
+    EventDraft,
+    Id,
+    Name,
+    QueryText,
+    Timestamp,
+    TocNode,
+)
 from cairn.timeline.rollup import RollupReport
 from cairn.timeline.views import (
     ExpandedGrip,

@@ -23,6 +23,7 @@ from cairn.model import (
     Direction,
     Edge,
     Event,
+    EventCursor,
     Grip,
     Neighbourhood,
     PathLink,
@@ -300,11 +301,6 @@ class EventFilter:
     since: datetime | None = None
     until: datetime | None = None
     agent: str | None = None
-
-
-# A position in the event log's source-time order: ``(ts, event_id)`` within one scope,
-# ``(ts, event_id, scope)`` across scopes.
-EventCursor = tuple[datetime, str] | tuple[datetime, str, str]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from cairn.errors import InvalidInput, NotFound
 from cairn.limits import MAX_COUNTER, is_id
-from cairn.model import Event, Grip, TocLevel, TocNode
+from cairn.model import Event, EventCursor, Grip, TocLevel, TocNode
 from cairn.retrieval.budget import estimate_item_tokens
 from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.recall import keyword_recall, vector_recall
@@ -23,7 +23,6 @@ from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
 from cairn.store.base import (
     ChunkFilter,
-    EventCursor,
     EventFilter,
     EventText,
     Store,

@@ -23,11 +23,10 @@ from pydantic import BaseModel, Field
 
 from cairn.governance.gate import Gate
 from cairn.limits import MAX_EVENT_BATCH
-from cairn.model import Acl, Event, Principal, TocLevel, TocNode
+from cairn.model import Acl, Event, EventCursor, Principal, TocLevel, TocNode
 from cairn.store.base import (
     AclRow,
     ChunkDraft,
-    EventCursor,
     EventFilter,
     PutTocNode,
     Store,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cairn.model import Event
-from cairn.store.base import EventCursor, EventFilter, EventText
+from cairn.model import Event, EventCursor
+from cairn.store.base import EventFilter, EventText
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
 
