@@ -62,6 +62,7 @@ from cairn.model import (
     EdgeDraft,
     EdgeStatus,
     Event,
+    EventCursor,
     EventDraft,
     LinkChange,
     Neighbourhood,
@@ -107,7 +108,13 @@ from cairn.retrieval.types import (
 )
 from cairn.retrieval.validate import direct_item, find_contradictions
 from cairn.search.embedder import Embedder, make_embedder
-from cairn.store.base import ChunkFilter, EdgeFilter, EventFilter, Store, StoredTask
+from cairn.store.base import (
+    ChunkFilter,
+    EdgeFilter,
+    EventFilter,
+    Store,
+    StoredTask,
+)
 from cairn.store.factory import open_store
 from cairn.timeline.settings import TimelineSettings
 from cairn.timeline.verbs import TimelineVerbs
@@ -696,6 +703,11 @@ class Memory(TimelineVerbs):
             self._events_appended()
         return report
 
+    def check_events(self, events: Sequence[EventDraft], *, principal: Principal) -> None:
+        """Refuse what ``append_events`` would refuse of these events (any number of them),
+        storing nothing: a file appended in batches is checked whole first."""
+        self.gate.check_events(events, principal)
+
     def events(
         self,
         *,
@@ -704,11 +716,12 @@ class Memory(TimelineVerbs):
         session_id: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
-        after: tuple[datetime, str] | None = None,
+        after: EventCursor | None = None,
         limit: int = 100,
     ) -> list[Event]:
         """Events the principal may read, in source-time order, a page at a time (``after``:
-        the ``(ts, event_id)`` of the last one seen). ``scope`` is a glob."""
+        the ``(ts, event_id, scope)`` of the last one seen; ``(ts, event_id)`` within one
+        scope). ``scope`` is a glob."""
         if not 1 <= limit <= 10_000:
             raise InvalidInput("limit must be between 1 and 10000", field="limit")
         for value, what in ((scope, "scope"), (session_id, "session_id")):

@@ -678,6 +678,11 @@ class Event(EventDraft):
     seq: int | None = None
 
 
+# A position in the event log's source-time order: ``(ts, event_id)`` within one scope,
+# ``(ts, event_id, scope)`` across scopes (the same id may stand at the same time in two).
+EventCursor = tuple[datetime, str] | tuple[datetime, str, str]
+
+
 class AppendReport(CairnModel):
     """What an append did: the ids it stored, and those it had already (sent again)."""
 

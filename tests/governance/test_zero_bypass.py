@@ -7,6 +7,7 @@ import hashlib
 import random
 import re
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from cairn.memory import Memory
 from cairn.model import (
     Content,
     ContentPatch,
+    EventDraft,
+    EventRole,
     Principal,
     PrincipalKind,
     ProposalStatus,
@@ -67,6 +70,8 @@ PRINCIPALS = [
     Principal(id="bot2", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/app",)),
     Principal(id="outsider", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("globex/*",)),
 ]
+CURATOR_OF_ALL = PRINCIPALS[0]
+T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 KINDS = ["decision", "belief", "episode", "skill", "fact", "document", "bogus"]
 SCOPES = ["acme/app", "acme/web", "globex/app"]
 
@@ -78,7 +83,7 @@ def _random_op(memory: Memory, rng: random.Random, n: int) -> None:
     record = rng.choice(records) if records else "rec_missing"
     proposal = rng.choice(pending) if pending else "prp_missing"
     title = f"memory {rng.randrange(60)}"  # small pool: duplicates happen
-    op = rng.randrange(12)
+    op = rng.randrange(15)
     if op <= 2:
         memory.remember(
             Content(
@@ -117,8 +122,51 @@ def _random_op(memory: Memory, rng: random.Random, n: int) -> None:
         memory.publish(rng.choice(SCOPES), principal=who)
     elif op == 10:
         memory.get(record, principal=who)
-    else:
+    elif op == 11:
         memory.archive(record, principal=who)
+    elif op == 12:
+        # events from a small pool of ids: some sent again, some again with other content
+        memory.append_events(
+            [
+                EventDraft(
+                    event_id=f"ev{rng.randrange(40)}",
+                    ts=T0 + timedelta(minutes=rng.randrange(3000)),
+                    session_id=f"s{rng.randrange(3)}",
+                    scope=rng.choice(SCOPES),
+                    role=EventRole.USER,
+                    kind="user_message",
+                    text=f"turn {rng.randrange(2)}",
+                )
+                for _ in range(rng.randrange(1, 4))
+            ],
+            principal=who,
+        )
+    elif op == 13:
+        memory.rollup(principal=who)
+    else:
+        _timeline_read(memory, rng, who)
+
+
+def _timeline_read(memory: Memory, rng: random.Random, who: Principal) -> None:
+    """A timeline read: it must commit nothing."""
+    nodes = memory.timeline_root(principal=CURATOR_OF_ALL)
+    node = rng.choice(nodes).node_id if nodes else "tl_missing.year.2026"
+    grips = [g.grip_id for n in nodes for g in n.grips] or ["grp_missing"]
+    read = rng.randrange(7)
+    if read == 0:
+        memory.timeline_node(node, principal=who)
+    elif read == 1:
+        memory.timeline_browse(node, principal=who)
+    elif read == 2:
+        memory.expand_grip(rng.choice(grips), principal=who)
+    elif read == 3:
+        memory.timeline_search("turn", principal=who)
+    elif read == 4:
+        memory.timeline_recent(principal=who)
+    elif read == 5:
+        memory.timeline_scan("turn", node_id=node, principal=who)
+    else:
+        memory.events(principal=who)
 
 
 def test_audit_entries_equal_committed_changes_over_1000_random_operations(tmp_path: Path) -> None:
@@ -143,8 +191,15 @@ def test_audit_entries_equal_committed_changes_over_1000_random_operations(tmp_p
         state = after
     memory.close()
     assert _audit_count(db) == committed
-    # the sequence must exercise both outcomes to mean anything
+    # the sequence must exercise both outcomes to mean anything, timeline builds included
     assert committed > 200 and refused > 200
+    conn = sqlite3.connect(db)
+    try:
+        built = conn.execute("SELECT count(*) FROM toc_nodes").fetchone()[0]
+        appended = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        conn.close()
+    assert built > 20 and appended > 10, (built, appended)
 
 
 WRITE_SQL = re.compile(
@@ -200,14 +255,31 @@ def test_only_the_gate_calls_store_commit() -> None:
         "DELETE FROM versions",
         "UPDATE audit SET actor = 'mallory'",
         "DELETE FROM audit",
+        "UPDATE events SET text = 'rewritten'",
+        "DELETE FROM events",
+        "UPDATE toc_nodes SET body = '{}'",
+        "DELETE FROM toc_nodes",
+        "UPDATE grips SET event_id_end = event_id_start",
+        "DELETE FROM grips",
     ],
 )
 def test_history_tables_refuse_rewrites(tmp_path: Path, statement: str) -> None:
     db = tmp_path / "cairn.db"
     memory = Memory(SqliteStore(db), parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
     memory.remember(Content(kind="episode", scope="acme/app", title="t"), principal=PRINCIPALS[0])
+    memory.append_events(
+        [
+            EventDraft(
+                event_id=f"e{n}", ts=T0 + timedelta(minutes=n), session_id="s",
+                scope="acme/app", role=EventRole.USER, kind="note", text=f"Turn {n} said this.",
+            )
+            for n in range(4)
+        ],
+        principal=PRINCIPALS[0],
+    )  # fmt: skip
+    memory.rollup(principal=PRINCIPALS[0])
     memory.close()
     conn = sqlite3.connect(db)
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(sqlite3.IntegrityError, match=r"append-only|never changed"):
         conn.execute(statement)
     conn.close()

@@ -2,7 +2,10 @@
 
 A curator writes records (random scopes and ACLs, one unique marker word per version),
 publishes a scope, edits and supersedes records; another agent leaves proposals pending;
-the reader leaves a proposal or two of its own. ``Secrets`` lists every id and marker word
+the reader leaves a proposal or two of its own. Timeline events are appended in random
+scopes, under the policy's event ACL or a narrower one, each with a marker word, an id and
+a session of its own; a rollup builds the hierarchy, late events re-version (and may
+retire) segments, and a second rollup follows. ``Secrets`` lists every id and marker word
 the reader may not see, computed from a restatement of the read rule here, independent of
 ``cairn.governance.access``.
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from hypothesis import strategies as st
@@ -22,11 +26,15 @@ from cairn.model import (
     Content,
     ContentPatch,
     Decision,
+    EventDraft,
+    EventRole,
     Principal,
     PrincipalKind,
     Sensitivity,
+    TocNode,
     new_id,
 )
+from cairn.store.base import TocFilter
 from tests.factories import CURATOR
 
 T = TypeVar("T")
@@ -63,6 +71,18 @@ def proposal_marker(n: int) -> str:
 
 def own_marker(n: int) -> str:
     return f"zmine{n}q"
+
+
+def event_marker(n: int) -> str:
+    return f"zevt{n}q"
+
+
+def event_id(n: int) -> str:
+    return f"zev{n}q"
+
+
+def session_id(scope: str, n: int) -> str:
+    return f"zses{SCOPES.index(scope)}x{n}q"
 
 
 # ---- what hypothesis draws ---------------------------------------------------------------
@@ -116,6 +136,34 @@ record_specs = st.builds(
 )
 
 
+# The ACL events are appended under: the policy's (None), or a narrower one a policy may
+# name instead (events appended before and after such a change form separate hierarchies).
+EVENT_ACLS: tuple[Acl | None, ...] = (None, Acl(labels=("confidential",), sensitivity=HIGH))
+EVENT_T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)  # a Monday
+MAX_EVENTS = 10
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    scope: str
+    session: int
+    minute: int  # after EVENT_T0: within three days, so that days, weeks and segments vary
+    words: tuple[str, ...]
+    acl: int  # an index into EVENT_ACLS
+    late: bool  # appended after the first rollup (it re-versions, or retires, segments)
+
+
+event_specs = st.builds(
+    EventSpec,
+    scope=st.sampled_from(SCOPES),
+    session=st.integers(0, 1),
+    minute=st.sampled_from([0, 2, 5, 9, 50, 52, 120, 24 * 60 + 3, 2 * 24 * 60 + 7]),
+    words=st.lists(st.sampled_from(VOCAB), min_size=1, max_size=3).map(tuple),
+    acl=weighted((3, 0), (1, 1)),
+    late=weighted((3, False), (1, True)),
+)
+
+
 @dataclass(frozen=True)
 class WorldSpec:
     records: tuple[RecordSpec, ...]
@@ -126,6 +174,7 @@ class WorldSpec:
     other_create: str | None  # a scope the other agent proposes a new record in
     reader_create: bool  # the reader proposes a record of its own
     reader_update: int | None  # a record the reader proposes to edit (then made stale)
+    events: tuple[EventSpec, ...] = ()
 
 
 @st.composite
@@ -142,6 +191,7 @@ def world_specs(draw: st.DrawFn) -> WorldSpec:
         other_create=draw(st.none() | st.sampled_from(SCOPES)),
         reader_create=draw(st.booleans()),
         reader_update=draw(st.none() | number),
+        events=tuple(draw(st.lists(event_specs, max_size=MAX_EVENTS))),
     )
 
 
@@ -169,6 +219,7 @@ _ALL_MARKERS = (
     *(record_marker(n, v) for n in range(MAX_RECORDS) for v in (1, 2, 3)),
     *(proposal_marker(n) for n in range(3)),
     *(own_marker(n) for n in range(2)),
+    *(event_marker(n) for n in range(MAX_EVENTS)),
 )
 queries = st.lists(
     st.sampled_from(VOCAB) | st.sampled_from(_ALL_MARKERS), min_size=1, max_size=3
@@ -227,6 +278,16 @@ class BaselineFact:
     proposal_id: str
 
 
+@dataclass(frozen=True)
+class EventFact:
+    n: int
+    id: str
+    scope: str
+    session: str
+    acl: Acl
+    marker: str
+
+
 @dataclass
 class World:
     memory: Memory
@@ -236,6 +297,8 @@ class World:
     foreign_markers: list[str] = field(default_factory=list)
     own_proposals: list[str] = field(default_factory=list)
     own_stale: str | None = None  # the reader's proposal a later edit made stale
+    events: list[EventFact] = field(default_factory=list)
+    nodes: list[TocNode] = field(default_factory=list)  # the latest version of every node
 
     def record(self, record_id: str) -> RecordFact:
         return next(r for r in self.records if r.id == record_id)
@@ -259,6 +322,21 @@ class World:
 
     def hidden_records(self, reader: Principal) -> list[RecordFact]:
         return [r for r in self.records if not self.sees_record(reader, r)]
+
+    def sees_timeline(self, reader: Principal, scope: str, acl: Acl) -> bool:
+        """Events, and the nodes and grips built from them, read like a record: the scope
+        and the ACL (one ACL per hierarchy, so a node never summarises what its reader may
+        not read)."""
+        return in_scope(reader, scope) and admits(reader, acl)
+
+    def visible_events(self, reader: Principal) -> list[EventFact]:
+        return [e for e in self.events if self.sees_timeline(reader, e.scope, e.acl)]
+
+    def visible_nodes(self, reader: Principal) -> list[TocNode]:
+        return [n for n in self.nodes if self.sees_timeline(reader, n.scope, n.acl)]
+
+    def hidden_nodes(self, reader: Principal) -> list[TocNode]:
+        return [n for n in self.nodes if not self.sees_timeline(reader, n.scope, n.acl)]
 
 
 def _content(n: int, version: int, spec: RecordSpec, acl: Acl) -> Content:
@@ -350,8 +428,58 @@ def build_world(memory: Memory, spec: WorldSpec, reader: Principal) -> World:
             marker = record_marker(target.n, number)
             edited = head.model_copy(update={"title": f"Note {marker}", "body": f"{marker}."})
             _curator_edit(world, target, edited)
+    _append_and_roll_up(world, spec.events)
     memory.index_pending()
     return world
+
+
+def _append_and_roll_up(world: World, specs: tuple[EventSpec, ...]) -> None:
+    """The events, appended by the curator under the policy's event ACL or another, in two
+    rounds with a rollup after each: late events re-version segments, days and above (or
+    merge two segments, retiring one)."""
+    memory = world.memory
+    gate = memory.gate
+    default = gate.policy.events.acl
+    for late in (False, True):
+        for acl_index, acl in enumerate(EVENT_ACLS):
+            chosen = acl or default
+            drafts: list[EventDraft] = []
+            for n, spec in enumerate(specs):
+                if spec.late is not late or spec.acl != acl_index:
+                    continue
+                fact = EventFact(
+                    n, event_id(n), spec.scope, session_id(spec.scope, spec.session), chosen,
+                    event_marker(n),
+                )  # fmt: skip
+                world.events.append(fact)
+                drafts.append(
+                    EventDraft(
+                        event_id=fact.id,
+                        ts=EVENT_T0 + timedelta(minutes=spec.minute, seconds=n),
+                        session_id=fact.session,
+                        scope=spec.scope,
+                        agent="claude-code",
+                        role=EventRole.USER if n % 2 == 0 else EventRole.ASSISTANT,
+                        kind="user_message" if n % 2 == 0 else "assistant_message",
+                        text=f"We talked about {' and '.join(spec.words)} {fact.marker}.",
+                    )
+                )
+            if not drafts:
+                continue
+            events = gate.policy.events.model_copy(update={"acl": chosen})
+            gate.policy = gate.policy.model_copy(update={"events": events})
+            try:
+                memory.append_events(drafts, principal=CURATOR)
+            finally:
+                gate.policy = gate.policy.model_copy(
+                    update={"events": events.model_copy(update={"acl": default})}
+                )
+        memory.rollup(principal=CURATOR)
+    every = TocFilter(
+        acl_ids=frozenset(row.id for row in memory.store.acls()), scope_ids=None,
+        include_retired=True,
+    )  # fmt: skip
+    world.nodes = memory.store.toc_nodes(every, limit=100_000)
 
 
 def _curator_edit(world: World, fact: RecordFact, content: Content) -> None:
@@ -394,5 +522,22 @@ def secrets_of(world: World, reader: Principal) -> Secrets:
     for baseline in world.baselines:
         if not in_scope(reader, baseline.scope):
             tokens[baseline.id] = f"a baseline of {baseline.scope}"
+    seen_sessions = {e.session for e in world.visible_events(reader)}
+    for event in world.events:
+        if event not in world.visible_events(reader):
+            tokens[event.id] = f"hidden event {event.n}"
+            tokens[event.marker] = f"the text of hidden event {event.n}"
+            if event.session not in seen_sessions:
+                tokens[event.session] = f"a session of hidden events ({event.scope})"
+    for node in world.hidden_nodes(reader):
+        partition = node.node_id.split(".", 1)[0]
+        tokens[partition] = f"a hierarchy the reader may not see ({node.scope})"
+        tokens[node.node_id] = f"a hidden {node.level.value} node ({node.scope})"
+        for grip in node.grips:
+            tokens[grip.grip_id] = f"a grip of a hidden {node.level.value} ({node.scope})"
     never = {kind: new_id(kind) for kind in ("rec", "ver", "prp", "bsl")}
+    never["node"] = "tl_00000000000000000000.segment.0000000000000000"
+    never["grip"] = "grp_000000000000000000000000"
+    never["event"] = "zevneverq"
+    never["session"] = "zsesneverq"
     return Secrets(tokens, never)

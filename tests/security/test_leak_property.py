@@ -19,6 +19,14 @@ prompt, completion) may name a secret, once the words the reader typed itself (i
 content it proposes) are taken out. Reads that take an id are also asked with each hidden id
 and with an id that never existed: both answers must be the same once the id is swapped.
 
+The world also holds timeline events in random scopes and ACLs, rolled up into their
+hierarchies: the reader's timeline reads (the years, nodes, children, grips, teleport search,
+recent context, the raw-event scan and the event list) go through every door too, and may
+name no hidden event's marker word, id or session, no hidden node or grip id; the years'
+event counts add up to the events the reader may read; a hidden node or grip asked for by id
+answers like one that never existed; and appending an event with a hidden event's id answers
+like appending one with an id never used.
+
 The library door runs every read; the other doors run a sample each example (a request
 costs them 5 to 100 ms), drawn by hypothesis, so that every read is covered across examples.
 The served app and the MCP server are built once (that costs most of a second) on a
@@ -35,6 +43,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -60,12 +69,15 @@ from cairn.model import (
     Acl,
     Content,
     ContentPatch,
+    EventDraft,
+    EventRole,
     Principal,
     PrincipalKind,
     ProposalStatus,
     RecordQuery,
     Selector,
     SelectorKind,
+    TocLevel,
     new_id,
 )
 from cairn.retrieval.context import ReadContextRequest
@@ -77,12 +89,14 @@ from tests.factories import CURATOR
 from tests.pg import PgCluster, as_uri
 from tests.security.leak_check import Checker, as_text, http, library, maybe_json
 from tests.security.leak_world import (
+    EVENT_T0,
     SCOPES,
     RecordFact,
     Secrets,
     World,
     WorldSpec,
     build_world,
+    in_scope,
     queries,
     readers,
     secrets_of,
@@ -166,6 +180,7 @@ class Sample:
     http_read: str
     mcp_read: str
     mcp_scope: str  # the scope MCP reads published context of
+    append_door: str  # the door the reader appends an event through
 
 
 HTTP_BY_ID = ("get", "get published", "version 1", "versions", "resolve", "validate",
@@ -180,6 +195,7 @@ samples = st.builds(
     http_read=st.sampled_from(HTTP_READS),
     mcp_read=st.sampled_from(MCP_READS),
     mcp_scope=st.sampled_from(SCOPES),
+    append_door=st.sampled_from(["library", "HTTP"]),
 )
 
 
@@ -726,6 +742,201 @@ async def _mcp_store(client: Client, arguments: dict[str, Any]) -> str:
     return _mcp_result(await client.call_tool("memory_store", arguments))
 
 
+# ---- the timeline, on every door -------------------------------------------------------
+
+# A scan's span: every event of the world lies in it.
+SCAN_SINCE, SCAN_UNTIL = EVENT_T0 - timedelta(days=1), EVENT_T0 + timedelta(days=4)
+
+
+def _hidden_node_ids(ex: Example) -> list[str]:
+    return [n.node_id for n in ex.world.hidden_nodes(ex.reader)]
+
+
+def _hidden_grip_ids(ex: Example) -> list[str]:
+    return sorted({g.grip_id for n in ex.world.hidden_nodes(ex.reader) for g in n.grips})
+
+
+def _hidden_sessions(ex: Example) -> list[str]:
+    return sorted({e.session for e in ex.world.events if e.session in ex.secrets.tokens})
+
+
+def _timeline_library(ex: Example) -> None:
+    memory, reader, query, world = ex.world.memory, ex.reader, ex.query, ex.world
+    check = Checker(ex.secrets, "library")
+    never = ex.secrets.never
+    by_node: dict[str, Callable[[str], Any]] = {
+        "timeline_node": lambda i: memory.timeline_node(i, principal=reader),
+        "timeline_node version 1": lambda i: memory.timeline_node(i, principal=reader, version=1),
+        "timeline_browse": lambda i: memory.timeline_browse(i, principal=reader),
+        "timeline_scan node": lambda i: memory.timeline_scan("deploy", node_id=i, principal=reader),
+    }  # fmt: skip
+    for probe, call in by_node.items():
+        answer = lambda i, c=call: library(lambda: c(i))  # noqa: E731
+        check.alike(probe, answer, _hidden_node_ids(ex), never["node"])
+    expand = lambda i: library(lambda: memory.expand_grip(i, principal=reader))  # noqa: E731
+    check.alike("expand_grip", expand, _hidden_grip_ids(ex), never["grip"])
+    by_session: dict[str, Callable[[str], Any]] = {
+        "timeline_recent session": lambda s: memory.timeline_recent(
+            principal=reader, session_id=s, max_tokens=100_000
+        ),
+        "events session": lambda s: memory.events(principal=reader, session_id=s, limit=10_000),
+    }
+    for probe, call in by_session.items():
+        answer = lambda i, c=call: library(lambda: c(i))  # noqa: E731
+        check.alike(probe, answer, _hidden_sessions(ex), never["session"])
+
+    visible = world.visible_nodes(reader)
+    for node in visible:
+        if not node.retired:
+            check.clean("timeline_node", library(lambda n=node: memory.timeline_node(
+                n.node_id, principal=reader)))  # fmt: skip
+            check.clean("timeline_browse", library(lambda n=node: memory.timeline_browse(
+                n.node_id, principal=reader, limit=1000)))  # fmt: skip
+            # a hidden node is not a child of a visible one, and says nothing about it
+            after = lambda i, n=node: library(  # noqa: E731
+                lambda: memory.timeline_browse(n.node_id, after=i, principal=reader)
+            )
+            check.alike("timeline_browse after", after, _hidden_node_ids(ex)[:2], never["node"])
+        check.clean("timeline_node version", library(lambda n=node: memory.timeline_node(
+            n.node_id, principal=reader, version=n.version)))  # fmt: skip
+        for grip in node.grips:
+            check.clean("expand_grip", library(lambda g=grip.grip_id: memory.expand_grip(
+                g, principal=reader, before=50, after=50)))  # fmt: skip
+
+    years = memory.timeline_root(principal=reader)
+    check.clean("timeline_root", as_text(years))
+    shown_events = world.visible_events(reader)
+    assert {y.node_id for y in years} == {
+        n.node_id for n in visible if n.level is TocLevel.YEAR and not n.retired
+    }
+    # counts: the years' event counts add up to exactly the events the reader may read
+    assert sum(y.event_count for y in years) == len(shown_events), years
+    events = memory.events(principal=reader, limit=10_000)
+    check.clean("events", as_text(events))
+    assert {e.event_id for e in events} == {e.id for e in shown_events}
+    for mode_reads in (
+        ("timeline_search", lambda: memory.timeline_search(query, principal=reader, k=100)),
+        ("timeline_search since", lambda: memory.timeline_search(
+            query, principal=reader, k=100, since=SCAN_SINCE, until=SCAN_UNTIL)),
+        ("timeline_recent", lambda: memory.timeline_recent(principal=reader, max_tokens=100_000)),
+    ):  # fmt: skip
+        probe, call = mode_reads
+        check.clean(probe, library(call), echo=[query])
+    for scope in SCOPES:
+        check.clean(f"timeline_root {scope}", library(
+            lambda s=scope: memory.timeline_root(principal=reader, scope=s)))  # fmt: skip
+        check.clean(f"timeline_search {scope}", library(lambda s=scope: memory.timeline_search(
+            query, principal=reader, scope=s, k=100)), echo=[query])  # fmt: skip
+    scan = memory.timeline_scan(query, since=SCAN_SINCE, until=SCAN_UNTIL, principal=reader, k=100)
+    check.clean("timeline_scan", as_text(scan), echo=[query])
+    assert scan.scanned == len(shown_events), scan
+
+
+def _timeline_http(doors: Doors, ex: Example) -> None:
+    client, query = doors.client, ex.query
+    check = Checker(ex.secrets, "HTTP")
+    never = ex.secrets.never
+
+    def get(path: str, **params: str) -> str:
+        return http(client.get(f"/v1/timeline{path}", params=params, headers=ex.headers))
+
+    hidden = _hidden_node_ids(ex)[:2]
+    check.alike("node", lambda i: get(f"/nodes/{i}"), hidden, never["node"])
+    check.alike("node version", lambda i: get(f"/nodes/{i}", version="1"), hidden, never["node"])
+    check.alike("children", lambda i: get(f"/nodes/{i}/children"), hidden, never["node"])
+    scan_node = lambda i: get("/scan", q="deploy", node_id=i)  # noqa: E731
+    check.alike("scan node", scan_node, hidden[:1], never["node"])
+    grips = _hidden_grip_ids(ex)[:2]
+    check.alike("grip", lambda i: get(f"/grips/{i}"), grips, never["grip"])
+    sessions = _hidden_sessions(ex)[:1]
+    recent_session = lambda s: get("/recent", session_id=s, max_tokens="100000")  # noqa: E731
+    check.alike("recent session", recent_session, sessions, never["session"])
+    root = client.get("/v1/timeline/root", headers=ex.headers)
+    check.clean("root", http(root))
+    assert sum(y["event_count"] for y in root.json()) == len(ex.world.visible_events(ex.reader))
+    for node in ex.world.visible_nodes(ex.reader)[:2]:
+        check.clean("node", get(f"/nodes/{node.node_id}", version=str(node.version)))
+    check.clean("search", get("/search", q=query, k="100"), echo=[query])
+    check.clean("recent", get("/recent", max_tokens="100000"))
+    check.clean("events", get("/events", limit="10000"))
+    span = {"since": SCAN_SINCE.isoformat(), "until": SCAN_UNTIL.isoformat()}
+    check.clean("scan", get("/scan", q=query, k="100", **span), echo=[query])
+    assert client.get("/v1/timeline/status", headers=ex.headers).status_code == 403
+
+
+def _timeline_mcp(doors: Doors, ex: Example) -> None:
+    answers = doors.mcp_run(_mcp_timeline_answers, ex)
+    check = Checker(ex.secrets, "MCP")
+    never = ex.secrets.never
+    grips = _hidden_grip_ids(ex)[:2]
+    check.alike("timeline_expand", lambda i: answers[f"expand {i}"], grips, never["grip"])
+    sessions = _hidden_sessions(ex)[:1]
+    recent = lambda s: answers[f"recent {s}"]  # noqa: E731
+    check.alike("timeline_recent session", recent, sessions, never["session"])
+    for probe in ("timeline_search", "timeline_recent", "timeline_events"):
+        check.clean(probe, answers[probe], echo=[ex.query])
+    listed = json.loads(answers["timeline_events"])["structured"]["result"]
+    assert {e["event_id"] for e in listed} == {e.id for e in ex.world.visible_events(ex.reader)}
+
+
+async def _mcp_timeline_answers(client: Client, ex: Example) -> dict[str, str]:
+    async def tool(name: str, arguments: dict[str, Any]) -> str:
+        return _mcp_result(await client.call_tool(name, arguments))
+
+    never = ex.secrets.never
+    answers: dict[str, str] = {}
+    for grip_id in [*_hidden_grip_ids(ex)[:2], never["grip"]]:
+        answers[f"expand {grip_id}"] = await tool("timeline_expand", {"grip_id": grip_id})
+    for session in [*_hidden_sessions(ex)[:1], never["session"]]:
+        answers[f"recent {session}"] = await tool(
+            "timeline_recent", {"session_id": session, "max_tokens": 100_000}
+        )
+    answers["timeline_search"] = await tool("timeline_search", {"query": ex.query, "top_k": 100})
+    answers["timeline_recent"] = await tool("timeline_recent", {"max_tokens": 100_000})
+    answers["timeline_events"] = await tool("timeline_events", {"limit": 1000})
+    return answers
+
+
+def _timeline_cli(doors: Doors, ex: Example) -> None:
+    check = Checker(ex.secrets, "CLI")
+    never = ex.secrets.never
+    searched, _ = _cli(doors, ex, "timeline", "search", ex.query, "--embedder", "static")
+    check.clean("timeline search", searched, echo=[ex.query])
+    recent, _ = _cli(doors, ex, "timeline", "recent", "--max-tokens", "100000")
+    check.clean("timeline recent", recent)
+    node = lambda i: _cli(doors, ex, "timeline", "node", i)[0]  # noqa: E731
+    check.alike("timeline node", node, _hidden_node_ids(ex)[:1], never["node"])
+    expand = lambda i: _cli(doors, ex, "timeline", "expand", i)[0]  # noqa: E731
+    check.alike("timeline expand", expand, _hidden_grip_ids(ex)[:1], never["grip"])
+
+
+def _timeline_appends(doors: Doors, ex: Example) -> None:
+    """Appending an event whose id a hidden event of another scope holds answers like
+    appending one whose id was never used: the answer may not tell that the id is taken in
+    a scope the reader may not read, nor may that event keep the reader's from being stored.
+    (One door per example: the first append stores the reader's event.)"""
+    memory, reader = ex.world.memory, ex.reader
+    for scope in (s for s in SCOPES if in_scope(reader, s)):
+        hidden = [e.id for e in ex.world.events if e.id in ex.secrets.tokens and e.scope != scope]
+        if hidden:
+            break
+    else:
+        return
+
+    def append(event_id: str) -> str:
+        sent = EventDraft(
+            event_id=event_id, ts=EVENT_T0 + timedelta(days=3), session_id="mine",
+            scope=scope, role=EventRole.USER, kind="note", text="my own note",
+        )  # fmt: skip
+        if ex.sample.append_door == "library":
+            return library(lambda: memory.append_events([sent], principal=reader))
+        body = {"events": [sent.model_dump(mode="json")]}
+        return http(doors.client.post("/v1/timeline/events", json=body, headers=ex.headers))
+
+    check = Checker(ex.secrets, ex.sample.append_door)
+    check.alike("append", append, hidden[:1], ex.secrets.never["event"])
+
+
 # ---- the property ------------------------------------------------------------------------
 
 
@@ -757,11 +968,16 @@ def test_no_door_reveals_what_the_reader_may_not_see(
             secrets = secrets_of(world, reader)
             ex = Example(world, reader, secrets, query, sample, key, folder, db)
             _library_reads(ex)
+            _timeline_library(ex)
             _http_reads(doors, ex)
+            _timeline_http(doors, ex)
             _mcp_reads(doors, ex)
+            _timeline_mcp(doors, ex)
             _a2a_reads(doors, ex)
             _cli_reads(doors, ex)
+            _timeline_cli(doors, ex)
             _writes(doors, ex)
+            _timeline_appends(doors, ex)
         finally:
             memory.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,10 @@ from cairn.memory import Memory
 from cairn.model import Acl, Principal, PrincipalKind
 from cairn.search.embedder import Embedder, Vectors, make_embedder
 from cairn.store.base import Store
+from cairn.store.sqlite import SqliteStore
 from tests.conftest import content
 from tests.factories import CURATOR
+from tests.timeline.events import T0, conversation
 
 
 class Watched:
@@ -120,3 +123,47 @@ def test_reads_go_on_while_a_batch_embeds(store: Store, tmp_path: Path) -> None:
         embedder.gate.set()
         embedding.join(60)
     assert memory.vector_lag() == 0
+
+
+def test_timeline_reads_embed_nothing_and_write_nothing(store: Store, tmp_path: Path) -> None:
+    """Teleport search syncs the vector catalog with what rollups wrote; it must not embed
+    the new summaries (the rollup's readers would wait for them), nor may any timeline read
+    write a row, the outbox cursor included."""
+    embedder = Watched()
+    memory = _memory(store, tmp_path, embedder)
+    agent = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+    memory.append_events(conversation("a", T0, 8), principal=agent)
+    memory.rollup(principal=CURATOR)
+    memory.append_events(conversation("b", T0 + timedelta(days=1), 4), principal=agent)
+    lag = memory.vector_lag()
+    assert lag > 0
+    before = _every_row(store)
+    (year,) = memory.timeline_root(principal=agent)
+    hits = memory.timeline_search("nightly build", principal=agent)
+    assert hits and all("vector" not in h.signals for h in hits)
+    segment = memory.timeline_node(hits[0].node_id, principal=agent)
+    memory.expand_grip(segment.bullets[0].grip_ids[0], principal=agent)
+    memory.timeline_browse(year.node_id, principal=agent)
+    memory.timeline_recent(principal=agent)
+    memory.timeline_scan("jenkins", node_id=year.node_id, principal=agent)
+    memory.events(principal=agent)
+    memory.timeline_status(principal=CURATOR)
+    assert embedder.documents == 0, "a timeline read embedded pending chunks"
+    assert memory.vector_lag() == lag
+    assert _every_row(store) == before, "a timeline read wrote to the store"
+
+
+def _every_row(store: Store) -> dict[str, list[tuple[str, ...]]]:
+    """Every row of every table, read through the store's own connection."""
+    read = store._read  # type: ignore[attr-defined]
+    if isinstance(store, SqliteStore):
+        listed = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    else:
+        listed = "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()"
+    rows: dict[str, list[tuple[str, ...]]] = {}
+    for table in sorted(row["name"] for row in read(listed)):
+        found = read(f"SELECT * FROM {table}")
+        rows[table] = sorted(
+            tuple(map(repr, row.values() if isinstance(row, dict) else tuple(row))) for row in found
+        )
+    return rows

@@ -53,3 +53,27 @@ def rewind_edges_postgres(conn: psycopg.Connection[Any]) -> None:
     conn.execute("ALTER TABLE cairn.edges_old RENAME TO edges")
     conn.execute("ALTER TABLE cairn.edges OWNER TO cairn_owner")
     conn.execute("CREATE INDEX edges_dst ON cairn.edges (dst)")
+
+
+def rewind_events_by_id_sqlite(conn: sqlite3.Connection) -> None:
+    """The event log as it was when an event was identified by its id alone."""
+    from cairn.store.sql import schema
+
+    conn.execute("ALTER TABLE events RENAME TO events_by_scope")
+    conn.execute("DROP INDEX events_scope_time")
+    conn.execute("DROP INDEX events_session_time")
+    conn.execute(schema.create_table("events", schema.EVENTS, "sqlite"))
+    conn.execute("INSERT INTO events SELECT * FROM events_by_scope")
+    conn.execute("DROP TABLE events_by_scope")
+    conn.execute("CREATE INDEX events_scope_time ON events (scope_id, ts, event_id)")
+    conn.execute("CREATE INDEX events_session_time ON events (session_id, ts, event_id)")
+    for op in ("UPDATE", "DELETE"):
+        conn.execute(
+            f"CREATE TRIGGER events_no_{op.lower()} BEFORE {op} ON events "
+            "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"
+        )
+
+
+def rewind_events_by_id_postgres(conn: psycopg.Connection[Any]) -> None:
+    conn.execute("ALTER TABLE cairn.events DROP CONSTRAINT events_scope_event")
+    conn.execute("ALTER TABLE cairn.events ADD CONSTRAINT events_event_id_key UNIQUE (event_id)")

@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn.errors import Conflict, InvalidInput, PermissionDenied
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import AuditQuery, EventDraft, EventRole, Principal, PrincipalKind
+from cairn.store.base import EventFilter, Store
+from cairn.store.migrations import SQLITE_MIGRATIONS
+from cairn.store.pg_migrations import latest_version
+from cairn.store.postgres import PostgresStore
+from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
+from tests.store.legacy import rewind_events_by_id_postgres, rewind_events_by_id_sqlite
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 AGENT = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
@@ -143,3 +152,101 @@ def test_random_batches_with_repeats_store_each_event_exactly_once(
     in_outbox = [e.event_id for _, e in memory.store.outbox(f"check{run}", 10_000)
                  if e.scope == scope]  # fmt: skip
     assert sorted(in_outbox) == sorted(e.event_id for e in read)
+
+
+def test_event_texts_cut_each_text_in_characters_in_the_database(memory: Memory) -> None:
+    memory.append_events(
+        [_event("e1", 1, text="é" * 10 + "x" * 10, metadata={"big": "m" * 1000}),
+         _event("e2", 2, text="short"), _event("o1", 3, scope="other/x", text="theirs")],
+        principal=CURATOR,
+    )  # fmt: skip
+    acl_ids = frozenset(row.id for row in memory.store.acls())
+    scope_ids = frozenset(i for i, s in memory.store.scopes().items() if s == "acme/app")
+    where = EventFilter(acl_ids=acl_ids, scope_ids=scope_ids)
+    found = memory.store.event_texts(where, limit=10, max_chars=12)
+    assert [(e.event_id, e.text, e.session_id) for e in found] == [
+        ("e1", "é" * 10 + "xx", "s1"), ("e2", "short", "s1"),
+    ]  # fmt: skip
+    after = memory.store.event_texts(where, after=(found[0].ts, "e1"), limit=10, max_chars=12)
+    assert [e.event_id for e in after] == ["e2"] and after[0].ts == T0 + timedelta(minutes=2)
+
+
+# ---- an event is its scope's ---------------------------------------------------------------
+
+WIDE = Principal(id="wide", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("*",))
+
+
+def test_an_event_is_identified_by_its_scope_and_id(memory: Memory) -> None:
+    """The same id in a scope the appender may not read is another event: an id taken there
+    neither refuses the appender's event nor tells it is taken (it answered "appended
+    before with other content", and a producer could squat the ids another would use)."""
+    memory.append_events([_event("e1", 1, scope="other/app", text="theirs")], principal=WIDE)
+    taken = memory.append_events([_event("e1", 2, text="ours")], principal=AGENT)
+    fresh = memory.append_events([_event("e9", 2, text="ours")], principal=AGENT)
+    assert (taken.stored, taken.duplicates) == (("e1",), ())
+    assert (fresh.stored, fresh.duplicates) == (("e9",), ())
+    assert [e.text for e in memory.events(principal=READER)] == ["ours", "ours"]
+    assert [e.text for e in memory.events(principal=OUTSIDER)] == ["theirs"]
+    # within a scope, an id is still one event: sent again it is a duplicate, with other
+    # content it is refused, in the batch or in the store
+    again = memory.append_events([_event("e1", 2, text="ours")], principal=AGENT)
+    assert (again.stored, again.duplicates) == ((), ("e1",))
+    with pytest.raises(Conflict, match="e1"):
+        memory.append_events([_event("e1", 3, text="rewritten")], principal=AGENT)
+    with pytest.raises(Conflict, match="twice"):
+        memory.append_events(
+            [_event("e5", 1, text="a"), _event("e5", 1, text="b")], principal=AGENT
+        )
+    # the same id in two scopes in one batch: two events
+    both = memory.append_events(
+        [_event("e7", 4, scope="acme/app"), _event("e7", 4, scope="acme/web")], principal=WIDE
+    )
+    assert both.stored == ("e7", "e7")
+
+
+def test_pages_across_scopes_keep_events_of_the_same_time_and_id(memory: Memory) -> None:
+    """Two scopes may each hold an event with the same id at the same time: a page boundary
+    between them loses neither (the position names the scope too)."""
+    memory.append_events(
+        [_event(f"e{n}", n, scope=scope) for n in range(3) for scope in ("acme/app", "acme/web")],
+        principal=WIDE,
+    )
+    seen: list[tuple[str, str]] = []
+    after = None
+    while page := memory.events(principal=READER, after=after, limit=1):
+        seen += [(e.event_id, e.scope) for e in page]
+        after = (page[-1].ts, page[-1].event_id, page[-1].scope)
+    assert seen == [(f"e{n}", s) for n in range(3) for s in ("acme/app", "acme/web")]
+
+
+def test_an_older_store_identifies_its_events_by_scope_once_upgraded(
+    store: Store, tmp_path: Path
+) -> None:
+    memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
+    memory.append_events([_event("e1", 1), _event("e2", 2)], principal=AGENT)
+    lag = store.outbox_lag("timeline")
+    if isinstance(store, SqliteStore):
+        with store._write_txn() as conn:
+            rewind_events_by_id_sqlite(conn)
+            conn.execute(f"DELETE FROM schema_migrations WHERE version = {len(SQLITE_MIGRATIONS)}")
+        store.close()
+        reopened: Store = SqliteStore(store.path)
+    else:
+        assert isinstance(store, PostgresStore)
+        url = store.url
+        store.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            rewind_events_by_id_postgres(conn)
+            conn.execute(f"DELETE FROM cairn.schema_migrations WHERE version = {latest_version()}")
+        reopened = PostgresStore(url)
+    try:
+        upgraded = Memory(reopened, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
+        assert reopened.outbox_lag("timeline") == lag
+        assert _ids(upgraded) == ["e1", "e2"]
+        report = upgraded.append_events([_event("e1", 1, scope="other/app")], principal=WIDE)
+        assert report.stored == ("e1",)
+        with pytest.raises(Conflict):
+            upgraded.append_events([_event("e2", 3)], principal=AGENT)
+        assert reopened.outbox_lag("timeline") == lag + 1
+    finally:
+        reopened.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import numpy as np
 import psycopg
@@ -14,7 +15,7 @@ from psycopg import errors as pg_errors
 from cairn.errors import InvalidInput, StoreError
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import AuditQuery, Content, Principal
+from cairn.model import AuditQuery, Content, EventDraft, EventRole, Principal
 from cairn.store.pg_migrations import PG_INDEX_TABLES, PG_MEMORY_TABLES, SERVING_ROLE
 from cairn.store.postgres import PostgresStore
 from cairn.store.transfer import export_store, import_store
@@ -37,12 +38,28 @@ def db(pg_cluster: PgCluster) -> Iterator[str]:
     pg_cluster.drop_database(url)
 
 
-def _seeded(url: str, curator: Principal) -> str:
+def _seeded(url: str, curator: Principal, *, timeline: bool = False) -> str:
+    """A record; with ``timeline``, events and the timeline built from them too, so that
+    every memory table has rows."""
     with Memory(PostgresStore(url), parse_policy(DEFAULT_POLICY_YAML)) as memory:
         outcome = memory.remember(
             Content(kind="fact", scope="acme/app", title="seed", body="seed"), principal=curator
         )
         assert outcome.record is not None
+        if not timeline:
+            return outcome.record.id
+        memory.append_events(
+            [
+                EventDraft(
+                    event_id=f"e{n}", ts=datetime(2026, 3, 2, 9, n, tzinfo=UTC),
+                    session_id="s", scope="acme/app", role=EventRole.USER, kind="note",
+                    text=f"Turn {n} said this.",
+                )
+                for n in range(4)
+            ],
+            principal=curator,
+        )  # fmt: skip
+        memory.rollup(principal=curator)
         return outcome.record.id
 
 
@@ -70,7 +87,7 @@ _ATTEMPTS = {
 def test_serving_login_cannot_write_any_memory_table(
     db: str, pg_cluster: PgCluster, curator: Principal, table: str
 ) -> None:
-    _seeded(db, curator)
+    _seeded(db, curator, timeline=True)
     statements = _ATTEMPTS.get(
         table,
         (
@@ -150,7 +167,7 @@ def test_commit_function_demands_an_audit_entry(
 
 
 def test_history_is_append_only_even_for_the_owner(db: str, curator: Principal) -> None:
-    _seeded(db, curator)
+    _seeded(db, curator, timeline=True)
     with psycopg.connect(db, autocommit=True) as conn:  # superuser
         for statement in (
             "UPDATE cairn.versions SET created_by = 'x'",
@@ -159,6 +176,15 @@ def test_history_is_append_only_even_for_the_owner(db: str, curator: Principal) 
             "UPDATE cairn.audit SET reason = 'x'",
             "DELETE FROM cairn.audit",
             "TRUNCATE cairn.audit",
+            "UPDATE cairn.events SET text = 'x'",
+            "DELETE FROM cairn.events",
+            "TRUNCATE cairn.events CASCADE",
+            "UPDATE cairn.toc_nodes SET node_key = 'x'",
+            "DELETE FROM cairn.toc_nodes",
+            "TRUNCATE cairn.toc_nodes CASCADE",
+            "UPDATE cairn.grips SET event_id_end = event_id_start",
+            "DELETE FROM cairn.grips",
+            "TRUNCATE cairn.grips CASCADE",
         ):
             with pytest.raises(psycopg.DatabaseError, match="append-only") as info:
                 conn.execute(statement)
@@ -185,7 +211,7 @@ def test_other_logins_cannot_even_read(db: str, pg_cluster: PgCluster) -> None:
 def test_serving_login_cannot_write_index_tables(
     db: str, pg_cluster: PgCluster, curator: Principal, table: str
 ) -> None:
-    _seeded(db, curator)
+    _seeded(db, curator, timeline=True)
     with psycopg.connect(pg_cluster.login_url(db, LOGIN), autocommit=True) as conn:
         assert conn.execute(f"SELECT count(*) FROM cairn.{table}").fetchone()  # may read
         for statement in (

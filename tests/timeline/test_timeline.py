@@ -240,6 +240,14 @@ def test_a_late_event_that_bridges_two_segments_retires_one(memory: Memory) -> N
     assert not any(
         h.node_id == retired_id for h in memory.timeline_search("nightly build", principal=READER)
     )
+    # a citation of it still shows what was cited, and its last version says it retired;
+    # to a reader outside its scope it does not exist, at any version
+    cited = memory.timeline_node(retired_id, principal=READER, version=1)
+    assert (cited.version, cited.retired, cited.event_count) == (1, False, 3)
+    assert memory.timeline_node(retired_id, principal=READER, version=2).retired
+    for version in (1, 2):
+        with pytest.raises(NotFound, match="no timeline node"):
+            memory.timeline_node(retired_id, principal=OUTSIDER, version=version)
 
 
 def test_a_rollup_with_nothing_new_writes_nothing(memory: Memory) -> None:

@@ -103,12 +103,14 @@ def rollup(
     """Summarise the events appended since the last rollup (curators). A stopped run
     resumes where it left off."""
     with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
-        lag = memory.store.outbox_lag("timeline")
-        task = bar.add_task("rollup", total=max(lag, 1))
+        # How many events wait is the kernel's to tell, once it knows the caller may build.
+        task = bar.add_task("rollup", total=None)
         report = memory.rollup(
             principal=principal,
             piece=piece,
-            on_progress=lambda step: bar.update(task, completed=step.events),
+            on_progress=lambda step: bar.update(
+                task, completed=step.events, total=max(step.total, step.events, 1)
+            ),
         )
         _show_rollup(report, as_json)
 
@@ -139,7 +141,8 @@ def status(
     key: KeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """How far the timeline lags the event log, and how many nodes it holds (curators)."""
+    """How far the timeline lags the event log, and how many nodes it holds (curators of
+    every scope)."""
     with _reader(store, key, embedder) as (memory, principal):
         _run(
             as_json,

@@ -12,7 +12,17 @@ from pydantic import Field
 from cairn.doors.http import API_PREFIX, COMMON_ERRORS, Who, _Body, _JsonRoute, _single_valued
 from cairn.limits import MAX_EVENT_BATCH
 from cairn.memory import Memory
-from cairn.model import AppendReport, Event, EventDraft, Id, Name, QueryText, Timestamp, TocNode
+from cairn.model import (
+    AppendReport,
+    Event,
+    EventCursor,
+    EventDraft,
+    Id,
+    Name,
+    QueryText,
+    Timestamp,
+    TocNode,
+)
 from cairn.timeline.rollup import RollupReport
 from cairn.timeline.views import (
     ExpandedGrip,
@@ -73,9 +83,20 @@ def timeline_router(memory: Memory) -> APIRouter:
         after_id: Annotated[
             Id | None, Query(description="the event_id of the last event of the previous page")
         ] = None,
+        after_scope: Annotated[
+            Name | None,
+            Query(
+                description="the scope of the last event of the previous page (the same id "
+                "may stand at the same time in two scopes)"
+            ),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
     ) -> list[Event]:
-        after = (after_ts, after_id) if after_ts is not None and after_id is not None else None
+        after: EventCursor | None = None
+        if after_ts is not None and after_id is not None:
+            after = (
+                (after_ts, after_id) if after_scope is None else (after_ts, after_id, after_scope)
+            )
         return memory.events(
             principal=who,
             scope=scope,
@@ -193,7 +214,7 @@ def timeline_router(memory: Memory) -> APIRouter:
     @router.get(
         "/status",
         response_model=TimelineStatus,
-        summary="How far the timeline lags the event log (curators)",
+        summary="How far the timeline lags the event log (curators of every scope)",
     )
     def status(who: Who) -> TimelineStatus:
         return memory.timeline_status(principal=who)

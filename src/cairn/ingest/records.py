@@ -90,8 +90,11 @@ def append_events(
     *,
     progress: Callable[[int, int], None] = lambda done, total: None,
 ) -> AppendReport:
-    """Append in batches of ``BATCH`` (each one transaction with one audit entry). Events
-    are idempotent by id, so a run cut short can simply be repeated."""
+    """Append in batches of ``BATCH`` (each one transaction with one audit entry), once
+    every event was checked: a scope the caller may not write or an id that clashes
+    anywhere in the file stores no batch. Events are idempotent by id, so a run cut short
+    can simply be repeated."""
+    memory.check_events(events, principal=principal)
     stored: list[str] = []
     duplicates: list[str] = []
     for start in range(0, len(events), BATCH):

@@ -23,6 +23,7 @@ from cairn.model import (
     Direction,
     Edge,
     Event,
+    EventCursor,
     Grip,
     Neighbourhood,
     PathLink,
@@ -303,9 +304,22 @@ class EventFilter:
 
 
 @dataclass(frozen=True)
+class EventText:
+    """What a scan reads of an event: its id, scope, time and session, and the start of its
+    text (never its metadata)."""
+
+    event_id: str
+    scope: str
+    ts: datetime
+    session_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class TocFilter:
     """Which timeline nodes a read may see (the reader's ACLs and scopes, as for events) and
-    which it asks for. Only latest versions are listed; retired segments are left out."""
+    which it asks for. Only latest versions are listed; retired segments are left out unless
+    ``include_retired``."""
 
     acl_ids: frozenset[int]
     scope_ids: frozenset[int] | None
@@ -313,6 +327,7 @@ class TocFilter:
     parent_id: str | None = None
     partition_key: str | None = None
     node_ids: frozenset[str] | None = None
+    include_retired: bool = False
 
 
 @dataclass(frozen=True)
@@ -578,22 +593,39 @@ class TaskStore(Protocol):
 
 class EventLog(Protocol):
     """Events, appended by ``RecordStore.commit`` (``PutEvents``) and never changed, and the
-    outbox that tells indexers what was appended, in commit order."""
+    outbox that tells indexers what was appended, in commit order. An event is identified
+    by its scope and its producer's id: the same id in another scope is another event."""
 
     def list_events(
         self,
         where: EventFilter,
         *,
-        after: tuple[datetime, str] | None = None,
-        before: tuple[datetime, str] | None = None,
+        after: EventCursor | None = None,
+        before: EventCursor | None = None,
         limit: int = 100,
     ) -> list[Event]:
-        """Events ``where`` admits in source-time order (``ts``, then ``event_id``), after
-        the ``(ts, event_id)`` of the last one seen, at most ``limit``; with ``before``, the
-        ones before that position instead, nearest first."""
+        """Events ``where`` admits in source-time order (``ts``, ``event_id``, then
+        ``scope``), after the position of the last one seen, at most ``limit``; with
+        ``before``, the ones before that position instead, nearest first. A position is
+        ``(ts, event_id)``, or ``(ts, event_id, scope)`` where a read spans scopes (the same
+        id may stand at the same time in two scopes)."""
         ...
 
-    def get_events(self, event_ids: Sequence[str]) -> dict[str, Event]: ...
+    def event_texts(
+        self,
+        where: EventFilter,
+        *,
+        after: EventCursor | None = None,
+        limit: int = 100,
+        max_chars: int,
+    ) -> list[EventText]:
+        """Like ``list_events``, but only each event's id, scope, time, session and the
+        first ``max_chars`` characters of its text, cut in the database: what a scan reads."""
+        ...
+
+    def get_events(self, scope_id: int, event_ids: Sequence[str]) -> dict[str, Event]:
+        """The events of one scope (its interned id) with these ids, by id."""
+        ...
 
     def outbox(self, consumer: str, limit: int = 1000) -> list[tuple[int, Event]]:
         """The events appended since ``consumer`` last acknowledged, with their outbox

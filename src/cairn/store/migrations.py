@@ -205,6 +205,32 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER toc_nodes_no_delete BEFORE DELETE ON toc_nodes
         BEGIN SELECT RAISE(ABORT, 'timeline nodes are versioned, never changed'); END;
     """,
+    # 10: a grip says which events a bullet quotes; it is written once, never changed.
+    """
+    CREATE TRIGGER grips_no_update BEFORE UPDATE ON grips
+        BEGIN SELECT RAISE(ABORT, 'grips are append-only'); END;
+    CREATE TRIGGER grips_no_delete BEFORE DELETE ON grips
+        BEGIN SELECT RAISE(ABORT, 'grips are append-only'); END;
+    """,
+    # 11: an event is identified by its scope and id, no longer by its id alone (an id taken
+    # in a scope its producer could not read refused its event, and so told it existed).
+    # SQLite drops a UNIQUE constraint only with its table: the log moves to a new one.
+    """
+    ALTER TABLE events RENAME TO events_by_id;
+    DROP INDEX events_scope_time;
+    DROP INDEX events_session_time;
+    """
+    + schema.create_table("events", schema.EVENTS_BY_SCOPE, "sqlite")
+    + """
+    INSERT INTO events SELECT * FROM events_by_id;
+    DROP TABLE events_by_id;
+    CREATE INDEX events_scope_time ON events (scope_id, ts, event_id);
+    CREATE INDEX events_session_time ON events (session_id, ts, event_id);
+    CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    """,
 )
 
 # Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).

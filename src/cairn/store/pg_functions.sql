@@ -362,15 +362,16 @@ BEGIN
                         AS n(seq, event_id, ts, session_id, scope, scope_id, agent, role, kind,
                              text, metadata, acl, acl_id, digest, appended_at, appended_by, i)
                     ORDER BY n.i
-                    ON CONFLICT (event_id) DO NOTHING
+                    ON CONFLICT (scope_id, event_id) DO NOTHING
                     RETURNING seq
                 )
                 SELECT appended || coalesce(array_agg(seq ORDER BY seq), '{}') INTO appended
                     FROM added;
-                -- An id sent again with other content: events are never rewritten.
+                -- An id sent again to its scope with other content: events are never
+                -- rewritten.
                 SELECT n.event_id INTO clash
                     FROM jsonb_populate_recordset(NULL::events, w -> 'rows') n
-                    JOIN events e ON e.event_id = n.event_id
+                    JOIN events e ON e.scope = n.scope AND e.event_id = n.event_id
                     WHERE e.digest IS DISTINCT FROM n.digest LIMIT 1;
                 IF clash IS NOT NULL THEN
                     RAISE EXCEPTION USING ERRCODE = 'CR409',

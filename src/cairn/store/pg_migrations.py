@@ -372,6 +372,28 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
             DROP CONSTRAINT IF EXISTS chunks_version_id_fkey;
         """,
     ),
+    # A grip says which events a bullet quotes: written once, never changed; and neither
+    # grips nor node versions may be emptied wholesale, as events and versions may not.
+    Migration(
+        "timeline_append_only",
+        """
+        CREATE TRIGGER grips_append_only BEFORE UPDATE OR DELETE ON grips
+            FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
+        CREATE TRIGGER grips_no_truncate BEFORE TRUNCATE ON grips
+            FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
+        CREATE TRIGGER toc_nodes_no_truncate BEFORE TRUNCATE ON toc_nodes
+            FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
+        """,
+    ),
+    # An event is identified by its scope and id, no longer by its id alone (an id taken in
+    # a scope its producer could not read refused its event, and so told it existed).
+    Migration(
+        "events_by_scope",
+        """
+        ALTER TABLE events DROP CONSTRAINT events_event_id_key;
+        ALTER TABLE events ADD CONSTRAINT events_scope_event UNIQUE (scope_id, event_id);
+        """,
+    ),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")

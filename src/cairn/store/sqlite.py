@@ -768,7 +768,7 @@ def _append_events(conn: sqlite3.Connection, events: Sequence[Event]) -> None:
     conn.executemany(
         "INSERT INTO events (event_id, ts, session_id, scope, scope_id, agent, role, kind, "
         "text, metadata, acl, acl_id, digest, appended_at, appended_by) "
-        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING",
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (scope_id, event_id) DO NOTHING",
         values,
     )
     # One writer at a time: the rows past ``before`` are exactly this commit's, in order.
@@ -778,20 +778,25 @@ def _append_events(conn: sqlite3.Connection, events: Sequence[Event]) -> None:
         "+ row_number() OVER (ORDER BY seq), seq FROM events WHERE seq > ?",
         (before,),
     )
-    sent = {v[0]: v[12] for v in values}
-    ids = list(sent)
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        marks = ",".join("?" * len(part))
-        for event_id, digest in conn.execute(
-            f"SELECT event_id, digest FROM events WHERE event_id IN ({marks})", part
-        ):
-            if digest != sent[event_id]:
-                raise Conflict(
-                    f"event {event_id} was appended before with other content; events are "
-                    "never rewritten: send a correction as a new event",
-                    field="event_id",
-                )
+    # An event is its scope's: an id is compared with the same id in the same scope only.
+    sent: dict[int, dict[str, str]] = {}
+    for v in values:
+        sent.setdefault(v[4], {})[v[0]] = v[12]
+    for scope_id, digests in sent.items():
+        ids = list(digests)
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for event_id, digest in conn.execute(
+                f"SELECT event_id, digest FROM events WHERE scope_id = ? AND event_id IN ({marks})",
+                [scope_id, *part],
+            ):
+                if digest != digests[event_id]:
+                    raise Conflict(
+                        f"event {event_id} was appended before with other content; events "
+                        "are never rewritten: send a correction as a new event",
+                        field="event_id",
+                    )
 
 
 def _now() -> str:

@@ -132,7 +132,9 @@ class ChatSummarizer:
             spoken = sentences(holder.text)
             excerpt = clip(spoken[0], MAX_EXCERPT_CHARS) if spoken else ""
             grip = Grip(
-                grip_id=ids.grip_id(excerpt, first.event_id, last.event_id, holder.event_id),
+                grip_id=ids.grip_id(
+                    holder.scope, excerpt, first.event_id, last.event_id, holder.event_id
+                ),
                 excerpt=excerpt,
                 event_id_start=first.event_id,
                 event_id_end=last.event_id,

@@ -34,6 +34,8 @@ def segment_slug(first_event_id: str) -> str:
     return _digest(first_event_id, size=16)
 
 
-def grip_id(excerpt: str, event_id_start: str, event_id_end: str, event_id: str) -> str:
-    """The same evidence is one grip, whichever node (or version) carries it."""
-    return "grp_" + _digest(excerpt, event_id_start, event_id_end, event_id, size=24)
+def grip_id(scope: str, excerpt: str, event_id_start: str, event_id_end: str, event_id: str) -> str:
+    """The same evidence is one grip, whichever node (or version) carries it. An event is
+    identified by its scope and id, so the scope is part of what the grip points at: the
+    same ids in another scope are other events, and another grip."""
+    return "grp_" + _digest(scope, excerpt, event_id_start, event_id_end, event_id, size=24)

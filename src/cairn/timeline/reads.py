@@ -8,19 +8,28 @@ Reads never write and never summarise.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from cairn.errors import InvalidInput, NotFound
-from cairn.model import Event, Grip, TocLevel, TocNode
+from cairn.limits import MAX_COUNTER, is_id
+from cairn.model import Event, EventCursor, Grip, TocLevel, TocNode
 from cairn.retrieval.budget import estimate_item_tokens
 from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.recall import keyword_recall, vector_recall
 from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
-from cairn.store.base import ChunkFilter, EventFilter, Store, TocFilter
+from cairn.store.base import (
+    ChunkFilter,
+    EventFilter,
+    EventText,
+    Store,
+    TocFilter,
+)
 from cairn.timeline import ids
+from cairn.timeline.calendar import LAST_MOMENT
 from cairn.timeline.summarize import MAX_EXCERPT_CHARS, clip, sentences
 from cairn.timeline.views import (
     ExpandedGrip,
@@ -47,9 +56,13 @@ MAX_PAGE = 1000
 MAX_CONTEXT_EVENTS = 50
 # Recent context reads nodes this many at a time, newest first.
 RECENT_PAGE = 8
-# A scan reads at most this many events (the range is then reported as truncated), in at
-# most this many time buckets at once.
+# A scan reads at most this many events, and this many characters of their text in all
+# (the first SCAN_EVENT_CHARS of each event, cut in the database, never its metadata): the
+# range is then reported as truncated. Its day buckets run this many at once.
 MAX_SCAN_EVENTS = 200_000
+MAX_SCAN_CHARS = 20_000_000
+SCAN_EVENT_CHARS = 4_000
+SCAN_PAGE = 500
 SCAN_WORKERS = 4
 
 
@@ -76,18 +89,26 @@ def root(store: Store, reader: Reader) -> list[TocNode]:
 
 
 def get_node(store: Store, reader: Reader, node_id: str, version: int | None = None) -> TocNode:
-    """One node (latest, or ``version``), if the reader may see it."""
-    latest = _visible(store, reader, node_id)
+    """One node (latest, or ``version``), if the reader may see it. A segment that later
+    events merged into another has left the hierarchy, but its versions stay readable by
+    number, so that a citation ``(node, version)`` still shows what was cited."""
+    latest = _visible(store, reader, node_id, retired=version is not None)
     if version is None or version == latest.version:
         return latest
-    found = store.toc_node(node_id, version)
+    found = store.toc_node(node_id, version) if 1 <= version <= MAX_COUNTER else None
     if found is None:
         raise NotFound(f"node {node_id} has no version {version}", field="version")
     return found
 
 
-def _visible(store: Store, reader: Reader, node_id: str) -> TocNode:
-    found = store.toc_nodes(reader.toc(node_ids=frozenset({node_id})), limit=1)
+def _visible(store: Store, reader: Reader, node_id: str, *, retired: bool = False) -> TocNode:
+    # Text that cannot be an id (a NUL, a lone surrogate, 10,000 characters) is answered
+    # like any unknown id, without reaching the store.
+    found = (
+        store.toc_nodes(reader.toc(node_ids=frozenset({node_id}), include_retired=retired), limit=1)
+        if is_id(node_id)
+        else []
+    )
     if not found:
         raise NotFound(f"no timeline node {node_id!r}", field="node_id")
     return found[0]
@@ -103,7 +124,11 @@ def browse(
     parent = _visible(store, reader, node_id)
     cursor: tuple[datetime, str] | None = None
     if after is not None:
-        previous = store.toc_nodes(reader.toc(node_ids=frozenset({after})), limit=1)
+        previous = (
+            store.toc_nodes(reader.toc(node_ids=frozenset({after})), limit=1)
+            if is_id(after)
+            else []
+        )
         if not previous or previous[0].parent_id != parent.node_id:
             raise InvalidInput(f"{after!r} is not a child of {node_id}", field="after")
         cursor = (previous[0].starts_at, previous[0].node_id)
@@ -125,11 +150,11 @@ def expand_grip(
     for value, what in ((before, "before"), (after, "after")):
         if not 0 <= value <= MAX_CONTEXT_EVENTS:
             raise InvalidInput(f"{what} must be between 0 and {MAX_CONTEXT_EVENTS}", field=what)
-    found = store.grips([grip_id]).get(grip_id)
+    found = store.grips([grip_id]).get(grip_id) if is_id(grip_id) else None
     if found is None or not reader.sees(found[1], found[2]):
         raise NotFound(f"no grip {grip_id!r}", field="grip_id")
     grip, scope_id, acl_id = found
-    ends = store.get_events([grip.event_id_start, grip.event_id_end])
+    ends = store.get_events(scope_id, [grip.event_id_start, grip.event_id_end])
     start, end = ends[grip.event_id_start], ends[grip.event_id_end]
     where = EventFilter(acl_ids=frozenset({acl_id}), scope_ids=frozenset({scope_id}))
     covered: list[Event] = []
@@ -337,25 +362,49 @@ def scan(
     buckets: list[tuple[datetime, datetime]] = []
     moment = since
     while moment < until:
-        buckets.append((moment, min(moment + timedelta(days=1), until)))
-        moment += timedelta(days=1)
+        # (never past ``until``: a day after it may lie beyond the year 9999)
+        end = until if until - moment <= timedelta(days=1) else moment + timedelta(days=1)
+        buckets.append((moment, end))
+        moment = end
     budget = max(1, MAX_SCAN_EVENTS // len(buckets))
+    # The character budget is shared by the buckets: a page reserves what it may read at
+    # most (its events' first SCAN_EVENT_CHARS each) and gives back what it did not use.
+    chars_left = [MAX_SCAN_CHARS]
+    lock = threading.Lock()
+
+    def reserve(most: int) -> int:
+        with lock:
+            events = min(most, chars_left[0] // SCAN_EVENT_CHARS)
+            chars_left[0] -= events * SCAN_EVENT_CHARS
+            return events
+
+    def give_back(chars: int) -> None:
+        with lock:
+            chars_left[0] += chars
 
     def run(bucket: tuple[datetime, datetime]) -> tuple[list[tuple[float, Grip]], int, bool]:
-        where = reader.events(since=bucket[0], until=bucket[1])
+        # (the last moment a time can hold is in the range too)
+        where = reader.events(
+            since=bucket[0], until=None if bucket[1] == LAST_MOMENT else bucket[1]
+        )
         found: list[tuple[float, Grip]] = []
         read = 0
-        after: tuple[datetime, str] | None = None
+        after: EventCursor | None = None
         while read < budget:
-            page = store.list_events(where, after=after, limit=min(2000, budget - read))
+            want = reserve(min(SCAN_PAGE, budget - read))
+            if not want:
+                break
+            page = store.event_texts(where, after=after, limit=want, max_chars=SCAN_EVENT_CHARS)
+            give_back(want * SCAN_EVENT_CHARS - sum(len(e.text) for e in page))
             read += len(page)
             for event in page:
                 scored = _scan_hit(event, wanted)
                 if scored is not None:
                     found.append(scored)
-            if len(page) < min(2000, budget - read + len(page)):
+            if len(page) < want:
                 return found, read, False
-            after = (page[-1].ts, page[-1].event_id)
+            # (the reader's scopes: the same id may stand at the same time in two)
+            after = (page[-1].ts, page[-1].event_id, page[-1].scope)
         return found, read, True
 
     with ThreadPoolExecutor(max_workers=SCAN_WORKERS) as pool:
@@ -370,7 +419,7 @@ def scan(
     )
 
 
-def _scan_hit(event: Event, wanted: set[str]) -> tuple[float, Grip] | None:
+def _scan_hit(event: EventText, wanted: set[str]) -> tuple[float, Grip] | None:
     if not event.text:
         return None
     best: tuple[int, str] | None = None
@@ -382,7 +431,7 @@ def _scan_hit(event: Event, wanted: set[str]) -> tuple[float, Grip] | None:
         return None
     excerpt = clip(best[1], MAX_EXCERPT_CHARS)
     grip = Grip(
-        grip_id=ids.grip_id(excerpt, event.event_id, event.event_id, event.event_id),
+        grip_id=ids.grip_id(event.scope, excerpt, event.event_id, event.event_id, event.event_id),
         excerpt=excerpt,
         event_id_start=event.event_id,
         event_id_end=event.event_id,

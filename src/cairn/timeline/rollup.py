@@ -23,10 +23,17 @@ from pydantic import BaseModel, Field
 
 from cairn.governance.gate import Gate
 from cairn.limits import MAX_EVENT_BATCH
-from cairn.model import Acl, Event, Principal, TocLevel, TocNode
-from cairn.store.base import AclRow, ChunkDraft, EventFilter, PutTocNode, Store, TocFilter
+from cairn.model import Acl, Event, EventCursor, Principal, TocLevel, TocNode
+from cairn.store.base import (
+    AclRow,
+    ChunkDraft,
+    EventFilter,
+    PutTocNode,
+    Store,
+    TocFilter,
+)
 from cairn.timeline import ids
-from cairn.timeline.calendar import Period, day_of, parent_of, period_label
+from cairn.timeline.calendar import LAST_MOMENT, Period, day_of, parent_of, period_label
 from cairn.timeline.segmenter import Segment, segment_events
 from cairn.timeline.settings import TimelineSettings
 from cairn.timeline.summarize import Summarizer, Summary
@@ -73,12 +80,14 @@ class RollupReport(BaseModel):
 
 @dataclass(frozen=True)
 class RollupProgress:
-    """Where a run stands, after each committed batch of nodes."""
+    """Where a run stands, after each committed batch of nodes. ``total``: the events that
+    were waiting when the run began (0 when not known)."""
 
     pieces: int
     events: int
     nodes_written: int
     acknowledged: bool
+    total: int = 0
 
 
 def run_rollup(
@@ -95,19 +104,22 @@ def run_rollup(
     """Bring the timeline up to date with the event log (see the module docstring)."""
     report = RollupReport()
     builder = _Builder(store, settings, summarizer, gate.clock())
+    total = store.outbox_lag(CONSUMER) if on_progress is not None else 0
     while max_pieces is None or report.pieces < max_pieces:
         batch = store.outbox(CONSUMER, limit=piece)
         if not batch:
             break
         dirty = builder.dirty_days(e for _, e in batch)
         nodes = builder.build(dirty)
-        _write(store, gate, principal, nodes, report, on_progress, len(batch))
+        _write(store, gate, principal, nodes, report, on_progress, total)
         store.ack_outbox(CONSUMER, batch[-1][0])
         report.pieces += 1
         report.events += len(batch)
         report.days += sum(len(days) for days in dirty.values())
         if on_progress is not None:
-            on_progress(RollupProgress(report.pieces, report.events, report.nodes_written, True))
+            on_progress(
+                RollupProgress(report.pieces, report.events, report.nodes_written, True, total)
+            )
     return report
 
 
@@ -125,7 +137,7 @@ def rebuild_all(
     builder = _Builder(store, settings, summarizer, gate.clock())
     every = EventFilter(acl_ids=frozenset(row.id for row in store.acls()), scope_ids=None)
     dirty: dict[str, set[date]] = defaultdict(set)
-    after: tuple[datetime, str] | None = None
+    after: EventCursor | None = None
     while True:
         page = store.list_events(every, after=after, limit=MAX_EVENT_BATCH)
         for key, days in builder.dirty_days(page).items():
@@ -133,7 +145,8 @@ def rebuild_all(
         report.events += len(page)
         if len(page) < MAX_EVENT_BATCH:
             break
-        after = (page[-1].ts, page[-1].event_id)
+        # (every scope: the same id may stand at the same time in two)
+        after = (page[-1].ts, page[-1].event_id, page[-1].scope)
     _write(store, gate, principal, builder.build(dirty), report, on_progress, report.events)
     report.days = sum(len(days) for days in dirty.values())
     return report
@@ -146,7 +159,7 @@ def _write(
     nodes: Sequence[tuple[TocNode, tuple[ChunkDraft, ...]]],
     report: RollupReport,
     on_progress: Callable[[RollupProgress], None] | None,
-    piece_events: int,
+    total: int,
 ) -> None:
     heads = store.toc_heads([n.node_id for n, _ in nodes])
     writes: list[PutTocNode] = []
@@ -164,7 +177,9 @@ def _write(
             level = write.node.level.value
             report.levels[level] = report.levels.get(level, 0) + 1
         if on_progress is not None:
-            on_progress(RollupProgress(report.pieces, report.events, report.nodes_written, False))
+            on_progress(
+                RollupProgress(report.pieces, report.events, report.nodes_written, False, total)
+            )
 
 
 class _Builder:
@@ -246,7 +261,8 @@ class _Builder:
             acl_ids=frozenset({part.acl_id}),
             scope_ids=frozenset({part.scope_id}),
             since=period.starts_at,
-            until=period.ends_at,
+            # the last day a date holds runs to the end of time, its last microsecond too
+            until=None if period.ends_at == LAST_MOMENT else period.ends_at,
             agent=part.agent,
         )
         found: list[Event] = []

@@ -128,7 +128,11 @@ class ExtractiveSummarizer:
             excerpt, holder = self._best_sentence(stretch, weights)
             grip = Grip(
                 grip_id=ids.grip_id(
-                    excerpt, stretch[0].event_id, stretch[-1].event_id, holder.event_id
+                    holder.scope,
+                    excerpt,
+                    stretch[0].event_id,
+                    stretch[-1].event_id,
+                    holder.event_id,
                 ),
                 excerpt=excerpt,
                 event_id_start=stretch[0].event_id,

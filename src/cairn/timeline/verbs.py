@@ -8,9 +8,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from cairn.errors import InvalidInput
+from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
-from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_text
+from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, LimitExceeded, check_text
 from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
 from cairn.retrieval.preselect import ReadRequest, preselect
 from cairn.timeline import reads
@@ -59,7 +59,7 @@ class TimelineVerbs:
 
     def _reader(self, principal: Principal, scope: str | None = None) -> reads.Reader:
         if scope is not None:
-            check_text(scope, "scope", MAX_SCOPE_CHARS)
+            _check(scope, "scope", MAX_SCOPE_CHARS)
         chosen = preselect(
             principal,
             ReadRequest(scope=scope),
@@ -151,8 +151,14 @@ class TimelineVerbs:
         return self.store.compact()
 
     def timeline_status(self, *, principal: Principal) -> TimelineStatus:
-        """How far the timeline lags the event log (curators only: it counts everything)."""
+        """How far the timeline lags the event log. It counts every scope's events and
+        nodes, so only a curator of every scope (``"*"``) reads it, as for the audit log."""
         access.require_curator(principal, "read the timeline's status")
+        if not access.sees_everything(principal):
+            raise PermissionDenied(
+                "the timeline's status counts every scope: only a curator of every scope "
+                "('*') may read it"
+            )
         indexer = self.indexer
         return TimelineStatus(
             lag=self.store.outbox_lag(CONSUMER),
@@ -195,7 +201,7 @@ class TimelineVerbs:
         until: datetime | None = None,
     ) -> list[TeleportHit]:
         """Teleport: the nodes and grips that best match ``query``, without walking the tree."""
-        check_text(query, "query", MAX_QUERY_CHARS)
+        _check(query, "query", MAX_QUERY_CHARS)
         _aware(since, "since")
         _aware(until, "until")
         return reads.teleport(
@@ -218,7 +224,7 @@ class TimelineVerbs:
     ) -> RecentContext:
         """What an agent starting work should read first, within ``max_tokens``."""
         if session_id is not None:
-            check_text(session_id, "session_id", MAX_SCOPE_CHARS)
+            _check(session_id, "session_id", MAX_SCOPE_CHARS)
         return reads.recent_context(
             self.store,
             self._reader(principal, scope),
@@ -238,7 +244,11 @@ class TimelineVerbs:
         k: int = 10,
     ) -> ScanReport:
         """Read raw events for ``query`` over a node's span (or ``since``..``until``)."""
-        check_text(query, "query", MAX_QUERY_CHARS)
+        _check(query, "query", MAX_QUERY_CHARS)
+        if not 1 <= k <= 100:
+            raise InvalidInput("k must be between 1 and 100", field="k")
+        _aware(since, "since")
+        _aware(until, "until")
         reader = self._reader(principal, scope)
         if node_id is not None:
             node = reads.get_node(self.store, reader, node_id)
@@ -247,14 +257,21 @@ class TimelineVerbs:
                 since, until = node.first_ts, max(node.ends_at, node.last_ts)
         if since is None or until is None:
             raise InvalidInput("give a node_id, or since and until", field="since")
-        _aware(since, "since")
-        _aware(until, "until")
         return reads.scan(self.store, reader, query, since=since, until=until, k=k)
 
 
 def _require_builder(principal: Principal) -> None:
     if principal != SYSTEM_PRINCIPAL:
         access.require_curator(principal, "build the timeline")
+
+
+def _check(value: str, what: str, limit: int) -> None:
+    """A plain string a verb takes, within ``cairn.limits``; refusals are ``InvalidInput``
+    naming the argument."""
+    try:
+        check_text(value, what, limit)
+    except LimitExceeded as exc:
+        raise InvalidInput(str(exc), field=what) from None
 
 
 def _aware(moment: datetime | None, what: str) -> None:

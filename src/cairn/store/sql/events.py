@@ -8,11 +8,10 @@ ACLs, and the outbox cursors indexers keep.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from cairn.model import Event
-from cairn.store.base import EventFilter
+from cairn.model import Event, EventCursor
+from cairn.store.base import EventFilter, EventText
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
 
@@ -34,10 +33,45 @@ class SqlEvents:
         self,
         where: EventFilter,
         *,
-        after: tuple[datetime, str] | None = None,
-        before: tuple[datetime, str] | None = None,
+        after: EventCursor | None = None,
+        before: EventCursor | None = None,
         limit: int = 100,
     ) -> list[Event]:
+        clauses, params, order = self._event_where(where, after, before)
+        found = self._read(
+            f"SELECT * FROM events WHERE {clauses} ORDER BY {order} LIMIT ?", [*params, limit]
+        )
+        return [rows.to_event(row, self.dialect) for row in found]
+
+    def event_texts(
+        self,
+        where: EventFilter,
+        *,
+        after: EventCursor | None = None,
+        limit: int = 100,
+        max_chars: int,
+    ) -> list[EventText]:
+        clauses, params, order = self._event_where(where, after, None)
+        found = self._read(
+            "SELECT event_id, scope, ts, session_id, substr(text, 1, ?) AS text FROM events "
+            f"WHERE {clauses} ORDER BY {order} LIMIT ?",
+            [max_chars, *params, limit],
+        )
+        when = self.dialect.when
+        return [
+            EventText(
+                row["event_id"], row["scope"], when(row["ts"]), row["session_id"], row["text"]
+            )
+            for row in found
+        ]
+
+    def _event_where(
+        self,
+        where: EventFilter,
+        after: EventCursor | None,
+        before: EventCursor | None,
+    ) -> tuple[str, list[Any], str]:
+        """The WHERE clause, its parameters and the ORDER BY of an event read."""
         d = self.dialect
         clauses: list[str] = []
         params: list[Any] = []
@@ -45,6 +79,18 @@ class SqlEvents:
         def add(sql: str, values: Sequence[Any]) -> None:
             clauses.append(sql)
             params.extend(values)
+
+        def position(cursor: EventCursor, op: str) -> None:
+            # a row-value comparison: both databases seek the (scope, ts, event_id) index
+            # (ids compare the way their columns do, or the database cannot walk the index)
+            key = d.id_param
+            if len(cursor) == 2:
+                add(f"(ts, event_id) {op} (?, {key})", [d.time(cursor[0]), cursor[1]])
+            else:
+                add(
+                    f"(ts, event_id, scope) {op} (?, {key}, {key})",
+                    [d.time(cursor[0]), *cursor[1:]],
+                )
 
         add(*in_or_nothing(d, "acl_id", where.acl_ids))
         if where.scope_ids is not None:
@@ -58,26 +104,21 @@ class SqlEvents:
         if where.until is not None:
             add("ts < ?", [d.time(where.until)])
         if after is not None:
-            ts = d.time(after[0])
-            # a row-value comparison: both databases seek the (scope, ts, event_id) index
-            add(f"(ts, event_id) > (?, {d.id_param})", [ts, after[1]])
-        order = "ts, event_id"
+            position(after, ">")
+        order = "ts, event_id, scope"
         if before is not None:
-            ts = d.time(before[0])
-            add(f"(ts, event_id) < (?, {d.id_param})", [ts, before[1]])
-            order = "ts DESC, event_id DESC"
-        found = self._read(
-            f"SELECT * FROM events WHERE {' AND '.join(clauses)} ORDER BY {order} LIMIT ?",
-            [*params, limit],
-        )
-        return [rows.to_event(row, d) for row in found]
+            position(before, "<")
+            order = "ts DESC, event_id DESC, scope DESC"
+        return " AND ".join(clauses), params, order
 
-    def get_events(self, event_ids: Sequence[str]) -> dict[str, Event]:
+    def get_events(self, scope_id: int, event_ids: Sequence[str]) -> dict[str, Event]:
         found: dict[str, Event] = {}
         unique = list(dict.fromkeys(event_ids))
         for start in range(0, len(unique), 500):
             test, params = self.dialect.in_list("event_id", unique[start : start + 500])
-            for row in self._read(f"SELECT * FROM events WHERE {test}", params):
+            for row in self._read(
+                f"SELECT * FROM events WHERE scope_id = ? AND {test}", [scope_id, *params]
+            ):
                 found[row["event_id"]] = rows.to_event(row, self.dialect)
         return found
 

@@ -202,6 +202,13 @@ digest text NOT NULL
 appended_at time NOT NULL
 appended_by text NOT NULL
 """
+# The event log as a later migration of each store makes it: an event is identified by its
+# scope and its producer's id (the same id in another scope is another event, so that an id
+# taken in a scope a producer cannot read neither refuses its event nor tells it exists).
+EVENTS_BY_SCOPE = (
+    EVENTS.replace("event_id key NOT NULL UNIQUE", "event_id key NOT NULL")
+    + "UNIQUE (scope_id, event_id)\n"
+)
 # One row per stored event, numbered in commit order: what indexers follow.
 EVENT_OUTBOX = """
 position big PRIMARY KEY

@@ -38,7 +38,7 @@ class SqlTimeline:
         newest_first: bool = False,
     ) -> list[TocNode]:
         d = self.dialect
-        clauses = [d.flag("l.retired", False)]
+        clauses = [] if where.include_retired else [d.flag("l.retired", False)]
         params: list[Any] = []
 
         def add(sql: str, values: Sequence[Any]) -> None:
