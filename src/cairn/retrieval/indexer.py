@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from cairn.background import BackgroundWorker
 from cairn.search.catalog import FloatArray, VectorCatalog
 from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
@@ -148,7 +149,7 @@ class Indexer:
                 return  # nothing could be taken in (pending filled at once)
 
 
-class IndexWorker:
+class IndexWorker(BackgroundWorker):
     """Embeds pending chunks in the background, so that no read ever has to.
 
     ``cairn serve`` and ``cairn mcp`` start one. It wakes when this process commits a write
@@ -159,49 +160,17 @@ class IndexWorker:
 
     def __init__(self, indexer: Indexer, *, poll: float = 2.0, batch: int = 64) -> None:
         self.indexer = indexer
-        self.poll = poll
         self.batch = batch
-        self._wake = threading.Event()
-        self._stopping = threading.Event()
-        self._idle = threading.Event()
-        # Bumped by every notify: idle is declared only by a pass that began after the
-        # latest notify, so a write landing mid-pass is never reported as done.
-        self._generation = 0
-        self._thread = threading.Thread(target=self._run, name="cairn-indexer", daemon=True)
 
-    def start(self) -> IndexWorker:
-        self._thread.start()
-        return self
+        def work() -> bool:
+            done = indexer.catch_up(limit=batch)
+            indexer.sync()
+            return done > 0
 
-    def notify(self) -> None:
-        """Something was written: look for chunks to embed now."""
-        self._generation += 1
-        self._idle.clear()
-        self._wake.set()
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Block until the worker has found nothing left to embed since the last
-        ``notify`` (True), or ``timeout`` seconds pass (False)."""
-        return self._idle.wait(timeout)
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self._stopping.set()
-        self._wake.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stopping.is_set():
-            self._wake.clear()
-            generation = self._generation
-            try:
-                done = self.indexer.catch_up(limit=self.batch)
-                self.indexer.sync()
-            except Exception:  # the worker must outlive a failing batch; the log has it
-                log.exception("background indexing failed; retrying at the next wake-up")
-                done = 0
-            if done:
-                continue  # there may be more
-            if generation == self._generation:
-                self._idle.set()
-            self._wake.wait(self.poll)
+        super().__init__(
+            "cairn-indexer",
+            work,
+            poll=poll,
+            failure="background indexing failed; retrying at the next wake-up",
+            logger=log,
+        )

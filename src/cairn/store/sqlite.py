@@ -29,6 +29,7 @@ from cairn.private_files import create_private_file
 from cairn.search.fts import match_expression
 from cairn.store.base import (
     ChangeSet,
+    ChunkDraft,
     Chunker,
     ChunkFilter,
     Dumped,
@@ -161,35 +162,60 @@ def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
         "SELECT status, current_version_id, superseded_by FROM records WHERE id = ?",
         (version.record_id,),
     ).fetchone()
+    _add_chunks(
+        conn,
+        write.chunks,
+        title=content.title,
+        hashed_title=content.title,
+        scope_id=_intern(conn, "scopes", ("scope",), (content.scope,)),
+        fixed={
+            "record_id": version.record_id, "version_id": version.id,
+            "version_no": version.number, "kind": content.kind,
+            "acl_id": _acl_id(conn, content.acl), "status": state["status"],
+            "is_head": int(state["current_version_id"] == version.id),
+            "superseded": int(state["superseded_by"] is not None),
+            "valid_from": _utc(content.valid_from), "valid_to": _utc(content.valid_to),
+            "created_at": _utc(version.created_at), "source_kind": "record",
+            "source_time": _utc(content.valid_from or version.created_at),
+        },
+    )  # fmt: skip
+
+
+def _add_chunks(
+    conn: sqlite3.Connection,
+    chunks: Sequence[ChunkDraft],
+    *,
+    title: str,
+    hashed_title: str,
+    scope_id: int,
+    fixed: dict[str, Any],
+) -> None:
+    """Index ``chunks`` (one seq for them all): their rows with the ``fixed`` columns they
+    share, their keyword rows under ``title``, and their scope's count. A chunk's text hash
+    covers ``hashed_title`` (the text it is embedded with)."""
+    if not chunks:
+        return
     seq = _next_seq(conn)
-    scope_id = _intern(conn, "scopes", ("scope",), (content.scope,))
-    acl_id = _acl_id(conn, content.acl)
-    for chunk in write.chunks:
+    columns = [*fixed, "chunk_key", "heading", "span_start", "span_end", "text", "text_hash",
+               "scope_id", "seq"]  # fmt: skip
+    sql = f"INSERT INTO chunks ({', '.join(columns)}) VALUES ({','.join('?' * len(columns))})"
+    for chunk in chunks:
         cursor = conn.execute(
-            "INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, "
-            "span_start, span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, "
-            "superseded, valid_from, valid_to, created_at, seq, source_kind, source_time) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            sql,
             (
-                version.record_id, version.id, version.number, chunk.chunk_key, chunk.heading,
-                chunk.start, chunk.end, chunk.text,
-                text_hash(content.title, chunk.heading, chunk.text), content.kind, scope_id,
-                acl_id, state["status"], int(state["current_version_id"] == version.id),
-                int(state["superseded_by"] is not None), _utc(content.valid_from),
-                _utc(content.valid_to), _utc(version.created_at), seq, "record",
-                _utc(content.valid_from or version.created_at),
+                *fixed.values(), chunk.chunk_key, chunk.heading, chunk.start, chunk.end,
+                chunk.text, text_hash(hashed_title, chunk.heading, chunk.text), scope_id, seq,
             ),
         )  # fmt: skip
         conn.execute(
             "INSERT INTO chunks_fts (rowid, title, heading, text, scope) VALUES (?,?,?,?,?)",
-            (cursor.lastrowid, content.title, chunk.heading, chunk.text, _scope_token(scope_id)),
+            (cursor.lastrowid, title, chunk.heading, chunk.text, _scope_token(scope_id)),
         )
-    if write.chunks:
-        conn.execute(
-            "INSERT INTO scope_chunks (scope_id, chunks) VALUES (?, ?) ON CONFLICT (scope_id) "
-            "DO UPDATE SET chunks = chunks + excluded.chunks",
-            (scope_id, len(write.chunks)),
-        )
+    conn.execute(
+        "INSERT INTO scope_chunks (scope_id, chunks) VALUES (?, ?) ON CONFLICT (scope_id) "
+        "DO UPDATE SET chunks = chunks + excluded.chunks",
+        (scope_id, len(chunks)),
+    )
 
 
 def _reflect_record_state(conn: sqlite3.Connection, record: Record) -> None:
@@ -711,35 +737,25 @@ def _put_toc_node(conn: sqlite3.Connection, write: PutTocNode) -> None:
             for g in map(rows.grip_row, node.grips)
         ],
     )  # fmt: skip
-    seq = _next_seq(conn)
+    # the node's earlier chunks leave the head (with a seq, so catalogs follow)
     conn.execute(
         "UPDATE chunks SET is_head = 0, seq = ? WHERE record_id = ? AND is_head = 1",
-        (seq, node.node_id),
+        (_next_seq(conn), node.node_id),
     )
-    version_id = f"{node.node_id}@{node.version}"
-    for chunk in write.chunks:
-        cursor = conn.execute(
-            "INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, "
-            "span_start, span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, "
-            "superseded, valid_from, valid_to, created_at, seq, source_kind, source_time) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,'active',1,0,NULL,NULL,?,?,'timeline',?)",
-            (
-                node.node_id, version_id, node.version, chunk.chunk_key, chunk.heading,
-                chunk.start, chunk.end, chunk.text, text_hash("", chunk.heading, chunk.text),
-                f"timeline_{node.level.value}", scope_id, acl_id, _utc(node.built_at), seq,
-                _utc(node.first_ts or node.starts_at),
-            ),
-        )  # fmt: skip
-        conn.execute(
-            "INSERT INTO chunks_fts (rowid, title, heading, text, scope) VALUES (?,?,?,?,?)",
-            (cursor.lastrowid, node.title, chunk.heading, chunk.text, _scope_token(scope_id)),
-        )
-    if write.chunks:
-        conn.execute(
-            "INSERT INTO scope_chunks (scope_id, chunks) VALUES (?, ?) ON CONFLICT (scope_id) "
-            "DO UPDATE SET chunks = chunks + excluded.chunks",
-            (scope_id, len(write.chunks)),
-        )
+    _add_chunks(
+        conn,
+        write.chunks,
+        title=node.title,
+        hashed_title="",  # a node's chunk carries its title in its heading
+        scope_id=scope_id,
+        fixed={
+            "record_id": node.node_id, "version_id": f"{node.node_id}@{node.version}",
+            "version_no": node.version, "kind": f"timeline_{node.level.value}",
+            "acl_id": acl_id, "status": "active", "is_head": 1, "superseded": 0,
+            "valid_from": None, "valid_to": None, "created_at": _utc(node.built_at),
+            "source_kind": "timeline", "source_time": _utc(node.first_ts or node.starts_at),
+        },
+    )  # fmt: skip
 
 
 def _append_events(conn: sqlite3.Connection, events: Sequence[Event]) -> None:

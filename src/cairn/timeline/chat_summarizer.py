@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 
 from cairn.model import Bullet, Event, Grip, TocNode
-from cairn.timeline import ids
 from cairn.timeline.summarize import (
     MAX_BULLETS,
     MAX_EXCERPT_CHARS,
@@ -28,6 +27,7 @@ from cairn.timeline.summarize import (
     ExtractiveSummarizer,
     Summary,
     clip,
+    grip_for,
     sentences,
 )
 
@@ -131,17 +131,7 @@ class ChatSummarizer:
             holder = next((events[n - 1] for n in cited if events[n - 1].text.strip()), first)
             spoken = sentences(holder.text)
             excerpt = clip(spoken[0], MAX_EXCERPT_CHARS) if spoken else ""
-            grip = Grip(
-                grip_id=ids.grip_id(
-                    holder.scope, excerpt, first.event_id, last.event_id, holder.event_id
-                ),
-                excerpt=excerpt,
-                event_id_start=first.event_id,
-                event_id_end=last.event_id,
-                event_id=holder.event_id,
-                ts=holder.ts,
-                source=f"session:{holder.session_id}",
-            )
+            grip = grip_for(excerpt, first.event_id, last.event_id, holder)
             text = clip(" ".join(str(raw["text"]).split()), MAX_EXCERPT_CHARS)
             if not text:
                 raise ValueError("an empty bullet")

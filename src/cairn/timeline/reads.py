@@ -28,9 +28,8 @@ from cairn.store.base import (
     Store,
     TocFilter,
 )
-from cairn.timeline import ids
 from cairn.timeline.calendar import LAST_MOMENT
-from cairn.timeline.summarize import MAX_EXCERPT_CHARS, clip, sentences
+from cairn.timeline.summarize import MAX_EXCERPT_CHARS, clip, grip_for, sentences
 from cairn.timeline.views import (
     ExpandedGrip,
     NodeHeader,
@@ -430,13 +429,5 @@ def _scan_hit(event: EventText, wanted: set[str]) -> tuple[float, Grip] | None:
     if best is None:
         return None
     excerpt = clip(best[1], MAX_EXCERPT_CHARS)
-    grip = Grip(
-        grip_id=ids.grip_id(event.scope, excerpt, event.event_id, event.event_id, event.event_id),
-        excerpt=excerpt,
-        event_id_start=event.event_id,
-        event_id_end=event.event_id,
-        event_id=event.event_id,
-        ts=event.ts,
-        source=f"session:{event.session_id}",
-    )
+    grip = grip_for(excerpt, event.event_id, event.event_id, event)
     return best[0] / len(wanted), grip

@@ -15,6 +15,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from cairn.errors import InvalidInput
@@ -25,9 +26,11 @@ from cairn.timeline.settings import TimelineSettings
 
 __all__ = [
     "ExtractiveSummarizer",
+    "Quoted",
     "Summarizer",
     "Summary",
     "clip",
+    "grip_for",
     "make_summarizer",
     "sentences",
     "terms",
@@ -71,6 +74,33 @@ class Summarizer(Protocol):
     def summarize_children(self, label: str, children: Sequence[TocNode]) -> Summary:
         """A day's, week's, month's or year's summary from its children's (in time order)."""
         ...
+
+
+class Quoted(Protocol):
+    """What a grip needs of the event that holds its excerpt."""
+
+    @property
+    def scope(self) -> str: ...
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def ts(self) -> datetime: ...
+    @property
+    def session_id(self) -> str: ...
+
+
+def grip_for(excerpt: str, first_id: str, last_id: str, holder: Quoted) -> Grip:
+    """The grip for ``excerpt`` (a piece of ``holder``'s text) standing for the events from
+    ``first_id`` to ``last_id`` of ``holder``'s scope."""
+    return Grip(
+        grip_id=ids.grip_id(holder.scope, excerpt, first_id, last_id, holder.event_id),
+        excerpt=excerpt,
+        event_id_start=first_id,
+        event_id_end=last_id,
+        event_id=holder.event_id,
+        ts=holder.ts,
+        source=f"session:{holder.session_id}",
+    )
 
 
 def terms(text: str) -> list[str]:
@@ -126,21 +156,7 @@ class ExtractiveSummarizer:
         grips: list[Grip] = []
         for stretch in _stretches(events, _bullet_count(len(spoken))):
             excerpt, holder = self._best_sentence(stretch, weights)
-            grip = Grip(
-                grip_id=ids.grip_id(
-                    holder.scope,
-                    excerpt,
-                    stretch[0].event_id,
-                    stretch[-1].event_id,
-                    holder.event_id,
-                ),
-                excerpt=excerpt,
-                event_id_start=stretch[0].event_id,
-                event_id_end=stretch[-1].event_id,
-                event_id=holder.event_id,
-                ts=holder.ts,
-                source=f"session:{holder.session_id}",
-            )
+            grip = grip_for(excerpt, stretch[0].event_id, stretch[-1].event_id, holder)
             text = excerpt or f"{len(stretch)} {holder.kind.replace('_', ' ')} event(s)"
             bullets.append(Bullet(text=text, grip_ids=(grip.grip_id,)))
             grips.append(grip)
