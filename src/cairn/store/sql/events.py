@@ -80,11 +80,16 @@ class SqlEvents:
             clauses.append(sql)
             params.extend(values)
 
+        # Within one scope the scope is a constant: order and page by (ts, event_id) alone,
+        # which the (scope, ts, event_id) index gives in order; across scopes the scope
+        # breaks ties between equal ids.
+        one_scope = where.scope_ids is not None and len(where.scope_ids) == 1
+
         def position(cursor: EventCursor, op: str) -> None:
             # a row-value comparison: both databases seek the (scope, ts, event_id) index
             # (ids compare the way their columns do, or the database cannot walk the index)
             key = d.id_param
-            if len(cursor) == 2:
+            if len(cursor) == 2 or one_scope:
                 add(f"(ts, event_id) {op} (?, {key})", [d.time(cursor[0]), cursor[1]])
             else:
                 add(
@@ -103,12 +108,13 @@ class SqlEvents:
             add("ts >= ?", [d.time(where.since)])
         if where.until is not None:
             add("ts < ?", [d.time(where.until)])
+        tail = "" if one_scope else ", scope"
         if after is not None:
             position(after, ">")
-        order = "ts, event_id, scope"
+        order = f"ts, event_id{tail}"
         if before is not None:
             position(before, "<")
-            order = "ts DESC, event_id DESC, scope DESC"
+            order = f"ts DESC, event_id DESC{tail.replace('scope', 'scope DESC')}"
         return " AND ".join(clauses), params, order
 
     def get_events(self, scope_id: int, event_ids: Sequence[str]) -> dict[str, Event]:
