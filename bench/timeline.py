@@ -44,87 +44,25 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _data import SHARED_DATA, load_locomo
+from bench._data import SHARED_DATA, load_locomo
+from bench.ingest import WORDS, WRITER
+
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import (
     Content,
     EventDraft,
     EventRole,
-    Principal,
-    PrincipalKind,
-    Sensitivity,
     TocLevel,
     TocNode,
 )
 from cairn.store.factory import open_store
 
-CURATOR = Principal(
-    id="bench",
-    kind=PrincipalKind.HUMAN,
-    roles=("curator",),
-    scopes=("*",),
-    labels=("*",),
-    sensitivity=Sensitivity.HIGH,
-)
-WORDS = [
-    "database",
-    "migration",
-    "schema",
-    "index",
-    "replica",
-    "backup",
-    "restore",
-    "postgres",
-    "sqlite",
-    "query",
-    "deploy",
-    "release",
-    "rollback",
-    "canary",
-    "cluster",
-    "node",
-    "queue",
-    "worker",
-    "latency",
-    "budget",
-    "incident",
-    "review",
-    "decision",
-    "owner",
-    "team",
-    "service",
-    "gateway",
-    "token",
-    "secret",
-    "rotate",
-    "cache",
-    "timeout",
-    "retry",
-    "test",
-    "fixture",
-    "pipeline",
-    "runner",
-    "build",
-    "artifact",
-    "docker",
-    "kubernetes",
-    "terraform",
-    "module",
-    "parser",
-    "tokenizer",
-    "embedding",
-    "vector",
-    "search",
-    "ranking",
-    "recall",
-    "citation",
-    "audit",
-    "policy",
-    "curator",
-]
+# The writer and vocabulary of the write-throughput bench: one synthetic world for both.
+CURATOR = WRITER
+
 T0 = datetime(2025, 1, 6, tzinfo=UTC)
 BATCH = 1000
 TARGETS = {

@@ -98,7 +98,7 @@ from cairn.retrieval.context import (
 from cairn.retrieval.fuse import chosen_weights
 from cairn.retrieval.indexer import Indexer, IndexWorker
 from cairn.retrieval.pipeline import SearchPlan, clipped, run_retrieve, run_search
-from cairn.retrieval.preselect import ReadRequest, preselect
+from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.retrieval.researcher import research
 from cairn.retrieval.types import (
     Item,
@@ -730,10 +730,10 @@ class Memory(TimelineVerbs):
         for moment, what in ((since, "since"), (until, "until")):
             if moment is not None and moment.tzinfo is None:
                 raise InvalidInput(f"{what} needs a time zone", field=what)
-        readable = _preselect_filter(self.store, principal, ReadRequest(scope=scope))
+        allowed = readable(self.store, principal, ReadRequest(scope=scope))
         where = EventFilter(
-            acl_ids=readable.acl_ids,
-            scope_ids=readable.scope_ids,
+            acl_ids=allowed.acl_ids,
+            scope_ids=allowed.scope_ids,
             session_id=session_id,
             since=since,
             until=until,
@@ -1003,7 +1003,7 @@ class Memory(TimelineVerbs):
     def _everything_readable(self, principal: Principal) -> ChunkFilter:
         """The filter admitting the head of every record the principal may read, in any
         state (drafts, archived and superseded ones too)."""
-        where = _preselect_filter(self.store, principal, ReadRequest(include_drafts=True))
+        where = readable(self.store, principal, ReadRequest(include_drafts=True))
         return dataclasses.replace(
             where, statuses=frozenset(s.value for s in Status), include_superseded=True
         )
@@ -1335,17 +1335,6 @@ class Memory(TimelineVerbs):
                 )
                 archived.append(record.id)
         return VacuumReport(archived=archived)
-
-
-def _preselect_filter(store: Store, principal: Principal, request: ReadRequest) -> ChunkFilter:
-    return preselect(
-        principal,
-        request,
-        acls=store.acls(),
-        scopes=store.scopes(),
-        baseline_pins=lambda _baseline_id: None,
-        published_baseline=lambda _scope: None,
-    ).where
 
 
 _SIGNALS: dict[str, tuple[str, ...]] = {

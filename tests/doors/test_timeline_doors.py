@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from cairn.auth import PrincipalEntry, add_key, load_principals, save_principals
 from tests.doors.conftest import Live, running
+from tests.timeline.events import event_json
 
 pytestmark = pytest.mark.anyio
 
@@ -36,16 +37,7 @@ class World:
 
 
 def _event(event_id: str, minute: int, text: str, scope: str = "acme/tl") -> dict[str, Any]:
-    return {
-        "event_id": event_id,
-        "ts": f"2026-03-02T09:{minute:02d}:00Z",
-        "session_id": "s-1",
-        "scope": scope,
-        "agent": "claude-code",
-        "role": "user" if minute % 2 == 0 else "assistant",
-        "kind": "user_message" if minute % 2 == 0 else "assistant_message",
-        "text": text,
-    }
+    return event_json(event_id, minute, text, scope, day="2026-03-02")
 
 
 OURS = [

@@ -48,6 +48,7 @@ from tests.factories import CURATOR
 from tests.pg import PgCluster, as_uri
 from tests.security.fuzz_doors import _mcp_reply as mcp_reply
 from tests.security.fuzz_doors import open_mcp_session, raw_json
+from tests.timeline.events import event_json
 
 AGENT = Principal(id="acme-bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
 SCOPED_CURATOR = Principal(
@@ -57,16 +58,7 @@ DAY = "2026-03-02"
 
 
 def _event(event_id: str, minute: int, text: str, scope: str = "acme/app") -> dict[str, Any]:
-    return {
-        "event_id": event_id,
-        "ts": f"{DAY}T09:{minute:02d}:00Z",
-        "session_id": "s-1",
-        "scope": scope,
-        "agent": "claude-code",
-        "role": "user" if minute % 2 == 0 else "assistant",
-        "kind": "user_message" if minute % 2 == 0 else "assistant_message",
-        "text": text,
-    }
+    return event_json(event_id, minute, text, scope, day=DAY)
 
 
 OURS = [

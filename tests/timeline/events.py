@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from cairn.model import EventDraft, EventRole, Principal, PrincipalKind
 
@@ -59,3 +60,20 @@ def conversation(
         event(f"{prefix}{i}", start + i * every, **kw)  # type: ignore[arg-type]
         for i in range(count)
     ]
+
+
+def event_json(
+    event_id: str, minute: int, text: str, scope: str = "acme/app", day: str = "2026-03-02"
+) -> dict[str, Any]:
+    """An event as a door takes it (JSON): at 09:<minute> on ``day``, the user on even
+    minutes and the assistant on odd ones."""
+    return {
+        "event_id": event_id,
+        "ts": f"{day}T09:{minute:02d}:00Z",
+        "session_id": "s-1",
+        "scope": scope,
+        "agent": "claude-code",
+        "role": "user" if minute % 2 == 0 else "assistant",
+        "kind": "user_message" if minute % 2 == 0 else "assistant_message",
+        "text": text,
+    }

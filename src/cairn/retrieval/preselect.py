@@ -14,7 +14,7 @@ from datetime import datetime
 from cairn.errors import NotFound
 from cairn.governance import access
 from cairn.model import Acl, Principal, Selector, SelectorKind, Sensitivity, Status
-from cairn.store.base import AclRow, ChunkFilter
+from cairn.store.base import AclRow, ChunkFilter, Store
 
 _SENSITIVITY = {s.rank: s for s in Sensitivity}
 
@@ -105,3 +105,16 @@ def preselect(
         source_kinds=frozenset({"record"}),
     )
     return Preselection(where=where, selector_used=selector)
+
+
+def readable(store: Store, principal: Principal, request: ReadRequest) -> ChunkFilter:
+    """What ``principal`` may read for ``request`` with the head selector: the filter every
+    read that pins no baseline starts from (records, events, the timeline)."""
+    return preselect(
+        principal,
+        request,
+        acls=store.acls(),
+        scopes=store.scopes(),
+        baseline_pins=lambda _baseline_id: None,
+        published_baseline=lambda _scope: None,
+    ).where

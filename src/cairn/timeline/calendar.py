@@ -19,7 +19,15 @@ from zoneinfo import ZoneInfo
 
 from cairn.model import TocLevel
 
-__all__ = ["FIRST_MOMENT", "LAST_MOMENT", "Period", "day_of", "parent_of", "period_label"]
+__all__ = [
+    "FIRST_MOMENT",
+    "LAST_MOMENT",
+    "Period",
+    "day_of",
+    "day_period",
+    "parent_of",
+    "period_label",
+]
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,10 @@ def local_day(moment: datetime, zone: str) -> date:
 
 
 def day_of(moment: datetime, zone: str) -> Period:
-    day = local_day(moment, zone)
+    return day_period(local_day(moment, zone), zone)
+
+
+def day_period(day: date, zone: str) -> Period:
     return Period(TocLevel.DAY, day.isoformat(), day, day, zone)
 
 

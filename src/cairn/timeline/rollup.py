@@ -17,7 +17,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
@@ -33,7 +32,7 @@ from cairn.store.base import (
     TocFilter,
 )
 from cairn.timeline import ids
-from cairn.timeline.calendar import LAST_MOMENT, Period, day_of, parent_of, period_label
+from cairn.timeline.calendar import LAST_MOMENT, Period, day_of, day_period, parent_of, period_label
 from cairn.timeline.segmenter import Segment, segment_events
 from cairn.timeline.settings import TimelineSettings
 from cairn.timeline.summarize import Summarizer, Summary
@@ -236,7 +235,7 @@ class _Builder:
             fresh: dict[str, TocNode] = {}
             periods: dict[str, Period] = {}
             for day in sorted(dirty[key]):
-                period = day_of(_noon(day, self.settings.timezone), self.settings.timezone)
+                period = day_period(day, self.settings.timezone)
                 for node, chunks in self._build_day(part, period):
                     built.append((node, chunks))
                     fresh[node.node_id] = node
@@ -382,10 +381,6 @@ class _Builder:
             **_summary_fields(summary),
             built_at=self.now,
         )
-
-
-def _noon(day: date, zone: str) -> datetime:
-    return datetime(day.year, day.month, day.day, 12, tzinfo=ZoneInfo(zone))
 
 
 def _summary_fields(summary: Summary) -> dict[str, object]:

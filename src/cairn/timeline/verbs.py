@@ -12,7 +12,7 @@ from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, LimitExceeded, check_text
 from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
-from cairn.retrieval.preselect import ReadRequest, preselect
+from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.timeline import reads
 from cairn.timeline.rollup import (
     CONSUMER,
@@ -60,14 +60,7 @@ class TimelineVerbs:
     def _reader(self, principal: Principal, scope: str | None = None) -> reads.Reader:
         if scope is not None:
             _check(scope, "scope", MAX_SCOPE_CHARS)
-        chosen = preselect(
-            principal,
-            ReadRequest(scope=scope),
-            acls=self.store.acls(),
-            scopes=self.store.scopes(),
-            baseline_pins=lambda _baseline_id: None,
-            published_baseline=lambda _scope: None,
-        ).where
+        chosen = readable(self.store, principal, ReadRequest(scope=scope))
         return reads.Reader(chosen.acl_ids, chosen.scope_ids)
 
     # ---- building ----------------------------------------------------------------------
