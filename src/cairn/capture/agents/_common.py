@@ -1,0 +1,56 @@
+"""Small helpers every adapter uses (standard library only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["canonical", "first_text", "parse_time", "text_of"]
+
+
+def canonical(value: Any) -> str:
+    """The payload as one canonical JSON text (sorted keys, no spaces): equal payloads give
+    equal text, whatever order the agent wrote their fields in."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def text_of(value: Any) -> str:
+    """A field as text: strings as they are, anything else (a tool's input or output, which
+    agents send as objects) as readable JSON; None as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=1, default=str)
+
+
+def first_text(payload: Mapping[str, Any], *names: str) -> str:
+    """The first of ``names`` present in ``payload`` (agents renamed fields between
+    versions), as text; empty when none is."""
+    for name in names:
+        if payload.get(name) is not None:
+            return text_of(payload[name])
+    return ""
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An agent's own time stamp, when it sends one: ISO 8601 text with a zone offset, or
+    Unix time in milliseconds or seconds. Naive or unparsable times give None (the hook then
+    stamps its own time): a time without a zone cannot be placed on the timeline."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        seconds = value / 1000 if value > 1e11 else float(value)
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo is not None else None
+    return None

@@ -1,0 +1,154 @@
+"""Claude Code: hook payloads as its hooks documentation describes them.
+
+Every payload carries ``session_id``, ``transcript_path``, ``cwd`` and
+``hook_event_name``. Context goes back to the agent on SessionStart and UserPromptSubmit as
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``; Claude Code
+caps it at 10,000 characters, so the reply is cut well below that.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents._common import canonical, first_text, text_of
+
+__all__ = ["CONTEXT_CAP", "adapter"]
+
+CONTEXT_CAP = 9_500  # characters; Claude Code's own cap is 10,000
+
+# event name → (kind, role)
+_KINDS: dict[str, tuple[str, str]] = {
+    "SessionStart": ("session_start", "system"),
+    "UserPromptSubmit": ("user_message", "user"),
+    "PreToolUse": ("tool_call", "assistant"),
+    "PostToolUse": ("tool_result", "tool"),
+    "PostToolUseFailure": ("tool_failure", "tool"),
+    "Stop": ("assistant_message", "assistant"),
+    "SubagentStart": ("subagent_start", "system"),
+    "SubagentStop": ("subagent_stop", "assistant"),
+    "PreCompact": ("compaction", "system"),
+    "PostCompact": ("compaction", "system"),
+    "Notification": ("notification", "system"),
+    "SessionEnd": ("session_end", "system"),
+}
+
+# fields kept as metadata when present (small, and useful to filter on)
+_META = (
+    "source",
+    "model",
+    "reason",
+    "trigger",
+    "permission_mode",
+    "tool_name",
+    "tool_use_id",
+    "duration_ms",
+    "agent_id",
+    "agent_type",
+    "notification_type",
+    "stop_hook_active",
+    "is_interrupt",
+)
+
+
+def _text(name: str, payload: Mapping[str, Any]) -> str:
+    if name == "UserPromptSubmit":
+        return first_text(payload, "prompt")
+    if name == "PreToolUse":
+        return f"{payload.get('tool_name') or 'tool'}: {text_of(payload.get('tool_input'))}"
+    if name == "PostToolUse":
+        return first_text(payload, "tool_response", "tool_output")
+    if name == "PostToolUseFailure":
+        return first_text(payload, "error", "tool_response")
+    if name in {"Stop", "SubagentStop"}:
+        return first_text(payload, "last_assistant_message")
+    if name == "PreCompact":
+        return first_text(payload, "custom_instructions")
+    if name == "PostCompact":
+        return first_text(payload, "compact_summary", "summary")
+    if name == "Notification":
+        return first_text(payload, "message")
+    if name == "SessionEnd":
+        return first_text(payload, "reason")
+    if name == "SessionStart":
+        return first_text(payload, "source")
+    # an event this adapter does not know: keep what it said, minus the envelope
+    rest = {k: v for k, v in payload.items() if k not in _ENVELOPE}
+    return canonical(rest) if rest else ""
+
+
+_ENVELOPE = {"session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode"}
+
+
+def _events(payload: Mapping[str, Any]) -> list[Captured]:
+    name = _event_name(payload)
+    kind, role = _KINDS.get(name, (hook_kind(name), "system"))
+    metadata: dict[str, Any] = {"hook_event": name}
+    for key in _META:
+        value = payload.get(key)
+        if isinstance(value, str | int | float | bool) and value is not None:
+            metadata[key] = value
+    if name in {"PreCompact", "PostCompact"}:
+        metadata["phase"] = "before" if name == "PreCompact" else "after"
+    tool_use_id = payload.get("tool_use_id")
+    # A tool call's own id names it; anything else is named by the whole payload, so the
+    # same hook call sent twice is the same event.
+    identity = (
+        f"{name}:{tool_use_id}"
+        if isinstance(tool_use_id, str) and tool_use_id
+        else f"{name}:{canonical(dict(payload))}"
+    )
+    return [
+        Captured(
+            kind=kind,
+            role=role,
+            text=_text(name, payload),
+            session_id=str(payload.get("session_id") or "unknown-session"),
+            identity=identity,
+            metadata=metadata,
+        )
+    ]
+
+
+def _event_name(payload: Mapping[str, Any]) -> str:
+    name = payload.get("hook_event_name")
+    return name if isinstance(name, str) and name else "Unknown"
+
+
+def _cwd(payload: Mapping[str, Any]) -> str | None:
+    cwd = payload.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:
+    name = _event_name(payload)
+    if not context or name not in _CONTEXT_EVENTS:
+        return None
+    return json.dumps(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": name,
+                "additionalContext": context[:CONTEXT_CAP],
+            }
+        },
+        ensure_ascii=False,
+    )
+
+
+_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
+
+
+def adapter() -> AgentAdapter:
+    return AgentAdapter(
+        name="claude",
+        to_events=_events,
+        cwd=_cwd,
+        reply=_reply,
+        event_name=_event_name,
+        context_events=_CONTEXT_EVENTS,
+    )
+
+
+register("claude", adapter)
