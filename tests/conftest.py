@@ -19,6 +19,8 @@ from tests.factories import CURATOR
 # The suite never reads the user's own ~/.config/cairn/config.toml (nor do the servers and
 # CLIs it starts, which inherit this): tests that want one make their own.
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="cairn-test-config-")
+# Nor its state folder (the hooks' spool and log): tests that look at one make their own.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="cairn-test-state-")
 
 # Backends every contract test runs on. The PostgreSQL fixture registers itself here.
 BACKENDS: list[str] = ["sqlite"]

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -18,6 +18,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from cairn.capture.local import parse_capture
 from cairn.timeline.settings import TimelineSettings
 
 CONFIG_FILE = "config.toml"
@@ -39,6 +40,19 @@ class Settings(BaseSettings):
         default_factory=TimelineSettings,
         description="how the timeline cuts and summarises ([timeline] in a config file)",
     )
+    # Read by the coding-agent hook, which cannot afford pydantic at start-up: the table is
+    # checked here by the hook's own rules (``parse_capture``) so a mistake shows on every
+    # command, not only in the hook's log.
+    capture: dict[str, Any] = Field(
+        default_factory=dict,
+        description="how coding-agent hooks record sessions ([capture] in a config file)",
+    )
+
+    @field_validator("capture")
+    @classmethod
+    def _capture_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        parse_capture(value)
+        return value
 
     @classmethod
     def settings_customise_sources(

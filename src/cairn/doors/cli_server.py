@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from cairn.auth import add_key, revoke_key, save_principals
+from cairn.capture.local import socket_path
 from cairn.config import Settings, load_settings
 from cairn.errors import CairnError, Unauthenticated
 from cairn.workspace import Workspace
@@ -67,6 +68,17 @@ def serve_command(
             show_default=False,
         ),
     ] = None,
+    socket: Annotated[
+        bool,
+        typer.Option(
+            "--socket/--no-socket",
+            help="also listen on the store's capture socket, for coding-agent hooks "
+            "(owner-only; 'cairn daemon start' turns it on)",
+        ),
+    ] = False,
+    tcp: Annotated[
+        bool, typer.Option("--tcp/--no-tcp", help="listen on host:port (on by default)")
+    ] = True,
 ) -> None:
     """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process."""
     from cairn.doors.server import serve
@@ -79,15 +91,23 @@ def serve_command(
         )
         raise typer.Exit(3)
     base = f"http://{settings.host}:{settings.port}"
-    typer.echo(
-        f"cairn serves {workspace.folder} on {base}\n"
-        f"  HTTP API   {base}/v1   (docs: {base}/docs)\n"
-        f"  MCP        {base}/mcp  claude mcp add --transport http cairn {base}/mcp "
-        '--header "Authorization: Bearer $CAIRN_API_KEY"\n'
-        f"  A2A        {base}/     card: {base}/.well-known/agent-card.json\n"
-        "  every door takes Authorization: Bearer <key> (keys: cairn keys create); Ctrl-C stops",
-        err=True,
-    )
+    capture = socket_path(workspace.folder) if socket else None
+    if capture is not None:
+        typer.echo(f"cairn listens for coding-agent hooks on {capture}", err=True)
+    if not tcp and capture is None:
+        typer.echo("error (invalid_input): --no-tcp needs --socket: nothing to serve", err=True)
+        raise typer.Exit(2)
+    if tcp:
+        typer.echo(
+            f"cairn serves {workspace.folder} on {base}\n"
+            f"  HTTP API   {base}/v1   (docs: {base}/docs)\n"
+            f"  MCP        {base}/mcp  claude mcp add --transport http cairn {base}/mcp "
+            '--header "Authorization: Bearer $CAIRN_API_KEY"\n'
+            f"  A2A        {base}/     card: {base}/.well-known/agent-card.json\n"
+            "  every door takes Authorization: Bearer <key> (keys: cairn keys create); "
+            "Ctrl-C stops",
+            err=True,
+        )
     try:
         serve(
             workspace,
@@ -96,6 +116,8 @@ def serve_command(
             log_level=log_level,
             embedder=settings.embedder,
             a2a_anonymous=a2a_anonymous,
+            socket=capture,
+            tcp=tcp,
         )
     except CairnError as exc:
         raise _fail(exc) from exc

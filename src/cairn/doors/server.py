@@ -14,12 +14,17 @@ durable when it was acknowledged (SQLite ``synchronous=FULL``), so nothing is lo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+import os
+import socket as socket_module
 import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -134,9 +139,13 @@ def build_server_app(
     port: int = DEFAULT_PORT,
     embedder: str = DEFAULT_EMBEDDER,
     a2a_anonymous: str | None = None,
+    capture_socket: bool = False,
 ) -> FastAPI:
     """Every door on one ``Memory``. ``a2a_anonymous`` (off by default) names a low-privilege
     principal that A2A requests *without* a key act as; ``/v1`` and ``/mcp`` always need a key.
+    With ``capture_socket`` the app also carries the capture socket's own app (in
+    ``app.state.capture_socket_app``, for ``serve`` to route the socket to) and replays the
+    hooks' spool when it starts.
     """
     memory = workspace.open_memory(embedder=embedder)
     base_url = f"http://{host}:{port}"
@@ -175,6 +184,11 @@ def build_server_app(
         log.info("starting", extra={"fields": config})
         memory.start_indexing()  # vectors are made in the background, never in a read
         memory.start_timeline()  # and the timeline is rolled up in the background too
+        if capture_socket:
+            from cairn.doors.capture_socket import replay_spool
+
+            report = await asyncio.to_thread(replay_spool, workspace, memory)
+            log.info("spool replayed", extra={"fields": vars(report)})
         try:
             async with mcp.session_manager.run():
                 yield
@@ -188,7 +202,12 @@ def build_server_app(
             app.router.routes.append(Route(MCP_PATH, endpoint=BearerGate(route.app, workspace)))
     app.router.routes.extend(a2a_routes)
     app.add_middleware(AccessLog)
+    if capture_socket:
+        from cairn.doors.capture_socket import build_socket_app
 
+        socket_app = build_socket_app(workspace, memory)
+        socket_app.add_middleware(AccessLog)
+        app.state.capture_socket_app = socket_app
     return app
 
 
@@ -200,13 +219,27 @@ def serve(
     log_level: str = "info",
     embedder: str = DEFAULT_EMBEDDER,
     a2a_anonymous: str | None = None,
+    socket: Path | None = None,
+    tcp: bool = True,
 ) -> None:
+    """Serve on ``host:port`` (unless ``tcp`` is off) and, with ``socket``, on the capture
+    socket at that path (see ``cairn.doors.capture_socket``)."""
     configure_logging(log_level)
     app = build_server_app(
-        workspace, host=host, port=port, embedder=embedder, a2a_anonymous=a2a_anonymous
+        workspace,
+        host=host,
+        port=port,
+        embedder=embedder,
+        a2a_anonymous=a2a_anonymous,
+        capture_socket=socket is not None,
     )
+    served: ASGIApp = app
+    if socket is not None:
+        from cairn.doors.capture_socket import SocketSplit
+
+        served = SocketSplit(app, app.state.capture_socket_app, socket)
     config = uvicorn.Config(
-        app,
+        served,
         host=host,
         port=port,
         log_config=None,
@@ -214,4 +247,38 @@ def serve(
         timeout_graceful_shutdown=10,
         lifespan="on",
     )
-    uvicorn.Server(config).run()
+    listeners = [config.bind_socket()] if tcp else []
+    if socket is not None:
+        listeners.append(bind_private_socket(socket))
+    try:
+        uvicorn.Server(config).run(sockets=listeners)
+    finally:
+        for listener in listeners:
+            listener.close()
+        if socket is not None:
+            with contextlib.suppress(FileNotFoundError):
+                socket.unlink()
+
+
+def bind_private_socket(path: Path) -> socket_module.socket:
+    """A listening Unix socket at ``path`` that only this user can connect to. A file left
+    there by a daemon that died is replaced; a socket another live daemon answers on is not."""
+    if path.exists():
+        probe = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # nobody listens: a stale file from a daemon that died
+        else:
+            raise CairnError(f"another daemon already serves {path}")
+        finally:
+            probe.close()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    listener = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+    old = os.umask(0o177)  # created 0600: never a moment when others could connect
+    try:
+        listener.bind(str(path))
+    finally:
+        os.umask(old)
+    listener.listen(128)
+    return listener

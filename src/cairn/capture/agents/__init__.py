@@ -57,8 +57,9 @@ class Captured:
 
     ``identity`` is what makes this event itself, stable when the same hook call is
     retried with the same payload (a tool call's own id, or the canonical payload): the hook
-    core derives the event id from it. ``ts`` is the agent's own time when the payload
-    carries one (timezone-aware), else None (the hook stamps the time it ran)."""
+    core derives the event id from it (see ``unique_identity``). ``ts`` is the agent's own
+    time when the payload carries one (timezone-aware), else None (the hook stamps the time
+    it ran)."""
 
     kind: str
     role: str  # user | assistant | tool | system
@@ -67,6 +68,10 @@ class Captured:
     identity: str
     metadata: dict[str, Any] = field(default_factory=dict)
     ts: datetime | None = None
+    # True when ``identity`` names the event on its own (a tool call's id, a turn id); when
+    # False the hook core also mixes in how far the session's transcript has grown, so two
+    # equal prompts sent at different moments of a session stay two events
+    unique_identity: bool = False
 
 
 @dataclass(frozen=True)

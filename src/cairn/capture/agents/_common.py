@@ -16,14 +16,28 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def text_of(value: Any) -> str:
-    """A field as text: strings as they are, anything else (a tool's input or output, which
-    agents send as objects) as readable JSON; None as empty."""
+def text_of(value: Any, depth: int = 0) -> str:
+    """A field as text a person (and the redactor, and the search index) can read: strings
+    as they are; objects as ``key: value`` lines with string values unescaped (a tool's
+    output arrives as ``{"stdout": "...", "stderr": ""}``, and JSON escaping would glue
+    ``\\n`` to the next word and hide it from word-bounded patterns); empty values left out."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    if depth > 8:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    if isinstance(value, Mapping):
+        lines = []
+        for key, item in value.items():
+            if item is None or item == "" or item is False or item == [] or item == {}:
+                continue
+            text = text_of(item, depth + 1)
+            lines.append(f"{key}: {text}" if "\n" not in text else f"{key}:\n{text}")
+        return "\n".join(lines)
+    if isinstance(value, list | tuple):
+        return "\n".join(text_of(item, depth + 1) for item in value)
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def first_text(payload: Mapping[str, Any], *names: str) -> str:

@@ -95,11 +95,8 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     tool_use_id = payload.get("tool_use_id")
     # A tool call's own id names it; anything else is named by the whole payload, so the
     # same hook call sent twice is the same event.
-    identity = (
-        f"{name}:{tool_use_id}"
-        if isinstance(tool_use_id, str) and tool_use_id
-        else f"{name}:{canonical(dict(payload))}"
-    )
+    has_id = isinstance(tool_use_id, str) and bool(tool_use_id)
+    identity = f"{name}:{tool_use_id}" if has_id else f"{name}:{canonical(dict(payload))}"
     return [
         Captured(
             kind=kind,
@@ -108,6 +105,7 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
             session_id=str(payload.get("session_id") or "unknown-session"),
             identity=identity,
             metadata=metadata,
+            unique_identity=has_id,
         )
     ]
 

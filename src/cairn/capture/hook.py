@@ -1,0 +1,266 @@
+"""``cairn hook``: one agent hook call in, timeline events out, and the agent never waits.
+
+The process reads one payload (JSON on stdin), maps it with the agent's adapter, redacts
+secrets, names each event with an id derived from the payload (a retried hook stores
+nothing new), and hands the events to the project's daemon over its Unix socket. When the
+daemon is down or slow, the events go to the spool instead (already redacted), and are
+replayed later by the next hook call, by the daemon when it starts, or by
+``cairn hook replay``. Whatever goes wrong, the hook exits 0 and writes a line to the hook
+log (``$XDG_STATE_HOME/cairn/hook.log``), never the payload itself.
+
+Standard library only: this runs on every prompt and tool call, and Python's start-up plus
+imports are most of its cost (the kernel lives in the daemon).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cairn.capture.agents import AgentAdapter, Captured, adapter_for
+from cairn.capture.client import DaemonClient
+from cairn.capture.local import (
+    CaptureSettings,
+    default_scope,
+    find_store,
+    load_capture_settings,
+    private_folder,
+    socket_path,
+    spool_path,
+    state_folder,
+)
+from cairn.capture.redact import Redactor, compile_user_patterns
+from cairn.capture.spool import Outcome, Spool
+
+__all__ = ["build_events", "context_text", "main"]
+
+MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
+# Text is redacted up to this many characters, then cut to ``max_event_chars``: the cut is
+# always far below this bound, so a secret split by the bound is never kept.
+_REDACT_SPAN = 1_000_000
+_MAX_SESSION = 256
+_LOG_MAX_BYTES = 1024 * 1024
+_REPLAY_PER_CALL = 200  # spooled events a hook call sends after its own (bounded work)
+
+
+def log_problem(problem: str, **fields: Any) -> None:
+    """One line in the hook log: what went wrong, never what the payload said."""
+    try:
+        folder = private_folder(state_folder())
+        path = folder / "hook.log"
+        if path.exists() and path.stat().st_size > _LOG_MAX_BYTES:
+            path.replace(folder / "hook.log.1")
+        line = json.dumps({"ts": datetime.now(UTC).isoformat(), "problem": problem, **fields})
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # nowhere to write: the agent still must not notice
+
+
+def _event_id(agent: str, captured: Captured, transcript: Any) -> str:
+    material = [agent, captured.session_id, captured.identity]
+    if not captured.unique_identity and isinstance(transcript, str) and transcript:
+        # how far the transcript had grown tells apart two equal payloads sent at
+        # different moments of one session; a retry at the same moment sees the same size
+        with contextlib.suppress(OSError):
+            material.append(str(os.stat(transcript).st_size))
+    digest = hashlib.sha256("\0".join(material).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"hk_{digest[:40]}"
+
+
+def build_events(
+    adapter: AgentAdapter,
+    payload: Mapping[str, Any],
+    settings: CaptureSettings,
+    scope: str,
+    *,
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """The payload's events as the timeline's append takes them: redacted, cut, named."""
+    stamped = now or datetime.now(UTC)
+    patterns = compile_user_patterns(settings.redact)
+    out: list[dict[str, Any]] = []
+    for captured in adapter.to_events(payload):
+        tool = captured.metadata.get("tool_name")
+        if isinstance(tool, str) and tool in settings.skip_tools:
+            continue
+        redactor = Redactor(patterns)
+        text = redactor.redact(captured.text[:_REDACT_SPAN])
+        metadata = redactor.redact_json(dict(captured.metadata))
+        if len(text) > settings.max_event_chars:
+            metadata["truncated_from"] = len(text)
+            text = text[: settings.max_event_chars]
+        if len(captured.text) > _REDACT_SPAN:
+            metadata["truncated_from"] = len(captured.text)
+        if redactor.counts:
+            metadata["redactions"] = dict(sorted(redactor.counts.items()))
+        session = redactor.redact(captured.session_id)[:_MAX_SESSION] or "unknown-session"
+        ts = (captured.ts or stamped).astimezone(UTC)
+        out.append(
+            {
+                "event_id": _event_id(adapter.name, captured, payload.get("transcript_path")),
+                "ts": ts.isoformat(),
+                "session_id": session,
+                "scope": scope,
+                "agent": adapter.name,
+                "role": captured.role,
+                "kind": captured.kind,
+                "text": text,
+                "metadata": metadata,
+            }
+        )
+    return out
+
+
+def context_text(recent: Mapping[str, Any]) -> str | None:
+    """Recent context as lines an agent reads, each citing the timeline node (and its
+    version) it summarises and the grips that lead to the exact events."""
+    items = recent.get("items")
+    if not isinstance(items, list) or not items:
+        return None
+    lines = [
+        "Earlier work in this project, from cairn's timeline (newest first). Each line cites "
+        "node@version and its grips; `cairn timeline expand <grip>` shows the exact events.",
+    ]
+    seen: set[str] = set()
+    for item in items:
+        # a week repeats the bullets of the days shown above it: say each thing once
+        if not isinstance(item, dict) or str(item.get("text", "")) in seen:
+            continue
+        seen.add(str(item.get("text", "")))
+        when = str(item.get("starts_at", ""))[:16].replace("T", " ")
+        grips = ", ".join(str(g) for g in item.get("grip_ids") or [])
+        cite = f"{item.get('node_id')}@{item.get('version')}" + (
+            f"; grips {grips}" if grips else ""
+        )
+        lines.append(f"- [{when}] {item.get('text', '')} ({cite})")
+    return "\n".join(lines)
+
+
+def _start_daemon(store: Path) -> None:
+    """Start the daemon in the background and return at once (the next hook finds it)."""
+    import subprocess
+
+    subprocess.Popen(
+        [sys.executable, "-m", "cairn", "daemon", "start", "--store", str(store)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def run(agent: str, store_override: str | None, raw: bytes) -> str | None:
+    """Record one payload; return what to print for the agent (None: nothing)."""
+    adapter = adapter_for(agent)
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        log_problem("stdin is not JSON", agent=agent, error=str(exc)[:200], bytes=len(raw))
+        return adapter.reply({}, None)
+    if not isinstance(payload, dict):
+        log_problem("stdin is not a JSON object", agent=agent, bytes=len(raw))
+        return adapter.reply({}, None)
+    event = adapter.event_name(payload)
+    store = find_store(adapter.cwd(payload), store_override)
+    if store is None:
+        log_problem("no cairn store for this project", agent=agent, hook_event=event)
+        return adapter.reply(payload, None)
+    settings = load_capture_settings(store)
+    if not settings.enabled:
+        return adapter.reply(payload, None)
+    scope = settings.scope or default_scope(store)
+    events = build_events(adapter, payload, settings, scope)
+    client = DaemonClient(socket_path(store))
+    spool = Spool(spool_path(store), max_bytes=settings.spool_max_bytes)
+    outcome, why = client.append(events) if events else (Outcome.STORED, "")
+    if outcome in {Outcome.STORED, Outcome.CONFLICT}:
+        # CONFLICT: the id is taken by this same hook call sent before (a retry)
+        if spool.pending():
+            spool.replay(client.append, max_events=_REPLAY_PER_CALL)
+    else:
+        if not spool.append(events):
+            log_problem("the spool is full: events dropped", hook_event=event, count=len(events))
+        if outcome is not Outcome.UNAVAILABLE:
+            log_problem("the daemon refused the events", hook_event=event, reason=why[:300])
+        elif settings.autostart and any(e["kind"] == "session_start" for e in events):
+            _start_daemon(store)
+    kinds = {e["kind"] for e in events}
+    wanted = (
+        settings.context
+        and event in adapter.context_events
+        and ("session_start" in kinds or (settings.context_on_prompt and "user_message" in kinds))
+    )
+    if not wanted:
+        return adapter.reply(payload, None)
+    recent = client.recent(scope, settings.context_tokens, timeout=0.5)
+    return adapter.reply(payload, context_text(recent) if recent else None)
+
+
+def _replay(store_override: str | None) -> int:
+    store = find_store(None, store_override)
+    if store is None:
+        print("error (not_found): no cairn store here or above: pass --store", file=sys.stderr)
+        return 3
+    settings = load_capture_settings(store)
+    spool = Spool(spool_path(store), max_bytes=settings.spool_max_bytes)
+    report = spool.replay(DaemonClient(socket_path(store), timeout=30.0).append)
+    print(
+        json.dumps(
+            {"stored": report.stored, "kept": report.kept, "rejected": report.rejected},
+        )
+    )
+    for problem in report.problems:
+        print(f"kept for later: {problem}", file=sys.stderr)
+    if report.kept:
+        print("start the daemon (cairn daemon start), then run this again", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="cairn hook",
+        description="Record one coding-agent hook call (JSON on stdin) on the project's "
+        "timeline. Always exits 0: a hook must never break the agent. "
+        "'cairn hook replay' sends spooled events now.",
+    )
+    parser.add_argument("action", nargs="?", choices=["replay"], help="replay the spool")
+    parser.add_argument("--agent", default="claude", help="claude (default), gemini, codex, …")
+    parser.add_argument("--store", default=None, help="the store folder (default: found from cwd)")
+    args = parser.parse_args(argv)
+    if args.action == "replay":
+        return _replay(args.store)
+    started = time.monotonic()
+    reply: str | None = None
+    try:
+        raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+        if len(raw) > MAX_PAYLOAD_BYTES:
+            log_problem("payload over 8 MiB: not recorded", agent=args.agent)
+        else:
+            reply = run(args.agent, args.store, raw)
+    except Exception as exc:
+        log_problem("hook failed", agent=args.agent, error=f"{type(exc).__name__}: {exc}"[:300])
+        try:
+            reply = adapter_for(args.agent).reply({}, None)  # some agents want JSON always
+        except Exception:
+            reply = None
+    if reply:
+        sys.stdout.write(reply + "\n")
+        sys.stdout.flush()
+    elapsed = time.monotonic() - started
+    if elapsed > 1.0:
+        log_problem("slow hook", agent=args.agent, seconds=round(elapsed, 3))
+    return 0

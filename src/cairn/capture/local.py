@@ -1,0 +1,167 @@
+"""Where capture keeps things on this machine, and its settings (standard library only).
+
+- The **project store** for a hook payload: ``--store`` on the hook's command line, else
+  ``$CAIRN_STORE``, else the nearest ``.cairn`` folder holding a store at or above the
+  payload's ``cwd`` (the folder the agent works in, not the hook process's own).
+- The **daemon's socket**: ``<store>/capture.sock`` (in the store folder, which only its
+  owner may enter, so only the owner can connect), or under the state folder when that path
+  is too long for a Unix socket.
+- The **spool**: ``$XDG_STATE_HOME/cairn/spool/<store hash>.jsonl`` (default
+  ``~/.local/state/cairn``), never ``/tmp``; the folder is ``0700`` and the file ``0600``.
+- **Settings**: the ``[capture]`` table of the user's ``~/.config/cairn/config.toml``, then
+  of ``<store>/config.toml`` (the project's wins).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PRINCIPALS_FILE",
+    "STORE_FOLDER",
+    "CaptureSettings",
+    "default_scope",
+    "find_store",
+    "load_capture_settings",
+    "private_folder",
+    "socket_path",
+    "spool_path",
+    "state_folder",
+]
+
+STORE_FOLDER = ".cairn"
+PRINCIPALS_FILE = "principals.yaml"  # what marks a folder as a store (cairn.memory's name)
+CONFIG_FILE = "config.toml"
+_SOCKET_MAX = 100  # bytes; Unix socket paths are limited to 104-108 depending on the system
+
+
+def private_folder(path: Path) -> Path:
+    """Create ``path`` owner-only, with every folder this call creates on the way (``mkdir``
+    would give new parents the default mode), and make sure ``path`` is owner-only."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
+
+
+def state_folder() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "cairn"
+
+
+def _is_store(folder: Path) -> bool:
+    return (folder / PRINCIPALS_FILE).is_file()
+
+
+def find_store(cwd: str | None, override: str | None = None) -> Path | None:
+    """The store a payload belongs to (see the module's rule), or None when there is none."""
+    base = Path(cwd) if cwd and Path(cwd).is_absolute() else Path.cwd()
+    chosen = override or os.environ.get("CAIRN_STORE")
+    if chosen:
+        path = Path(chosen).expanduser()
+        path = path if path.is_absolute() else base / path
+        return path.resolve() if _is_store(path) else None
+    for folder in (base, *base.parents):
+        candidate = folder / STORE_FOLDER
+        if _is_store(candidate):
+            return candidate.resolve()
+    return None
+
+
+def _store_hash(store: Path) -> str:
+    return hashlib.sha256(str(store.resolve()).encode()).hexdigest()[:16]
+
+
+def spool_path(store: Path) -> Path:
+    return state_folder() / "spool" / f"{_store_hash(store)}.jsonl"
+
+
+def socket_path(store: Path) -> Path:
+    inside = store.resolve() / "capture.sock"
+    if len(os.fsencode(inside)) <= _SOCKET_MAX:
+        return inside
+    return state_folder() / "run" / f"{_store_hash(store)}.sock"
+
+
+def default_scope(store: Path) -> str:
+    """``code/<project folder name>``: the folder holding the store names the project."""
+    name = store.resolve().parent.name.strip().replace("/", "-") or "project"
+    return f"code/{name[:200]}"
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    """The ``[capture]`` table. Unknown keys are an error (a typo would otherwise silently
+    turn a privacy setting off)."""
+
+    enabled: bool = True
+    # the scope events are stored in; default ``code/<project folder name>``
+    scope: str | None = None
+    # the principal the daemon's socket acts as (an agent, never a curator or admin)
+    principal: str = "agent"
+    # hand recent context back to the agent at session start (and on each prompt)
+    context: bool = False
+    context_on_prompt: bool = False
+    context_tokens: int = 1000
+    # extra regular expressions whose matches are never stored
+    redact: tuple[str, ...] = ()
+    # tools whose calls and results are not recorded (e.g. "Read" to skip file dumps)
+    skip_tools: tuple[str, ...] = ()
+    # longest text kept per event (characters); the rest is cut after redaction
+    max_event_chars: int = 16_000
+    # start the daemon from the hook when it is not running (never waits for it)
+    autostart: bool = True
+    # the spool's size limit; past it payloads are dropped and counted in the hook log
+    spool_max_bytes: int = 256 * 1024 * 1024
+
+
+def _table(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    with path.open("rb") as handle:
+        table = tomllib.load(handle).get("capture", {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{path}: [capture] must be a table")
+    return table
+
+
+def parse_capture(values: dict[str, Any], where: str = "[capture]") -> CaptureSettings:
+    """Check a ``[capture]`` table against ``CaptureSettings`` (types and ranges)."""
+    known = {f.name: f for f in fields(CaptureSettings)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known:
+            raise ValueError(f"{where}: unknown setting {key!r}; known: {', '.join(known)}")
+        default = getattr(CaptureSettings, key, None)
+        if isinstance(default, tuple):
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{where}: {key} must be a list of strings")
+            value = tuple(value)
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ValueError(f"{where}: {key} must be true or false")
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{where}: {key} must be a positive whole number")
+        elif not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{where}: {key} must be a non-empty string")
+        out[key] = value
+    settings = CaptureSettings(**out)
+    if not 50 <= settings.context_tokens <= 8_000:
+        raise ValueError(f"{where}: context_tokens must be between 50 and 8000")
+    return settings
+
+
+def load_capture_settings(store: Path | None) -> CaptureSettings:
+    user = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "cairn"
+    values = _table(user / CONFIG_FILE)
+    if store is not None:
+        values = {**values, **_table(store / CONFIG_FILE)}
+    return parse_capture(values)

@@ -1,0 +1,159 @@
+"""Secrets out before anything is stored, spooled or logged.
+
+Prompts and tool output carry credentials: keys pasted into a prompt, ``cat .env``, a
+private key read by a tool, a URL with a password in it. Every text the hook captures goes
+through ``Redactor.redact`` first, in the hook process, so the clear value never reaches the
+spool, the daemon, the store, its indexes or a log. Only the count of what was removed, by
+pattern name, is kept (in the event's metadata).
+
+Built-in patterns cover the common credential formats; users add their own in config
+(``[capture] redact = ["regex", …]``). Text inside ``<private>…</private>`` is never stored.
+
+Written by hand: the secret scanners on PyPI (detect-secrets and the like) scan files and
+report findings, they do not rewrite text in a few milliseconds inside a hook, and they
+pull in dependencies the hook's start-up cannot afford. Standard library ``re`` only.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BUILT_IN", "Redactor", "compile_user_patterns"]
+
+# A name that says its value is a secret (API_KEY, db_password, GITHUB_TOKEN, …).
+# Every repetition that can start a match anywhere is bounded: an unbounded one makes the
+# engine retry from each position of a long run of letters (a base64 blob in a tool's
+# output), which is quadratic, and would stall the hook for minutes.
+_SECRET_WORD = (
+    r"(?:secret|token|passw(?:or)?d|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)"
+)
+_SECRET_NAME = r"[A-Za-z0-9_.\-]{0,64}" + _SECRET_WORD + r"[A-Za-z0-9_.\-]{0,64}"
+_KEY_BLOCK = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
+
+# (name, pattern, group): the match (or only its ``group``, when a name or prefix is kept
+# for the reader, e.g. ``PASSWORD=``) is replaced by ``[REDACTED:name]``.
+BUILT_IN: tuple[tuple[str, str, int], ...] = (
+    # a whole key block; one whose end was cut off hides everything after its start
+    ("private_key", _KEY_BLOCK + r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|.*\Z)", 0),
+    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b", 0),
+    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b", 0),
+    ("gitlab_token", r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
+    ("slack_token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}", 0),
+    ("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+", 0),
+    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
+    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", 0),
+    ("stripe_key", r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", 0),
+    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}", 0),
+    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+    ("pypi_token", r"\bpypi-[A-Za-z0-9_\-]{50,}", 0),
+    ("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", 0),
+    ("twilio_key", r"\bSK[0-9a-f]{32}\b", 0),
+    ("cairn_key", r"\bcairn_[A-Za-z0-9_\-]{40,}", 0),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0),
+    # credentials in a URL: keep the scheme and user, drop the password
+    (
+        "url_password",
+        r"\b[a-z][a-z0-9+.\-]{0,30}://[^\s:/@\[\]]{1,256}:([^\s/@\[\]]{1,256})@",
+        1,
+    ),
+    # an HTTP authorization header, or a bearer token in a command line
+    (
+        "authorization",
+        r"(?i)\b(?:authorization\s*[:=]\s*[\"']?\s*(?:bearer|basic|token)?|bearer)"
+        r"\s+([A-Za-z0-9._~+/=\-]{8,})",
+        1,
+    ),
+    # NAME=value lines (.env files, shell exports, config) whose name says it is a secret
+    (
+        "secret_assignment",
+        r"(?im)^[ \t]*(?:export[ \t]+)?" + _SECRET_NAME + r"[ \t]*[=:][ \t]*"
+        r"([^\s\"'][^\n]*|\"[^\"\n]+\"|'[^'\n]+')",
+        1,
+    ),
+    # "password": "value" in JSON, YAML or code; the match starts at the secret word (what
+    # comes before it in the name changes nothing, and matching it would be slow)
+    (
+        "secret_field",
+        r"(?i)" + _SECRET_WORD + r"[A-Za-z0-9_.\-]{0,64}[\"']?\s{0,8}[:=]\s{0,8}"
+        r"[\"']([^\"'\n]{4,512})[\"']",
+        1,
+    ),
+)
+
+# what the user marks as never to be stored; an unclosed tag hides everything after it
+_PRIVATE = re.compile(r"(?is)<private>.*?(?:</private>|\Z)")
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    name: str
+    regex: re.Pattern[str]
+    group: int
+
+
+def compile_user_patterns(patterns: Iterable[str]) -> list[tuple[str, str, int]]:
+    """User patterns from config: each must compile (a broken one is an error to report,
+    not a pattern to skip silently: skipping would store what the user meant to hide)."""
+    out: list[tuple[str, str, int]] = []
+    for i, pattern in enumerate(patterns):
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"[capture] redact pattern {i + 1} does not compile: {exc}") from None
+        out.append((f"user_{i + 1}", pattern, 1 if compiled.groups else 0))
+    return out
+
+
+@dataclass
+class Redactor:
+    """Redacts text and every string inside JSON values, counting what it removed."""
+
+    extra: Iterable[tuple[str, str, int]] = ()
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._patterns = [
+            _Pattern(name, re.compile(pattern, re.DOTALL if name == "private_key" else 0), group)
+            for name, pattern, group in (*BUILT_IN, *self.extra)
+        ]
+
+    def redact(self, text: str) -> str:
+        if not text:
+            return text
+        text, hidden = _PRIVATE.subn("[private]", text)
+        if hidden:
+            self.counts["private"] = self.counts.get("private", 0) + hidden
+        for pattern in self._patterns:
+            text = pattern.regex.sub(functools.partial(self._replace, pattern=pattern), text)
+        return text
+
+    def _replace(self, match: re.Match[str], pattern: _Pattern) -> str:
+        group = pattern.group if match.group(pattern.group) is not None else 0
+        if match.group(group).startswith(("[REDACTED:", "[private]")):
+            return match.group(0)  # a value an earlier, more specific pattern already took
+        self.counts[pattern.name] = self.counts.get(pattern.name, 0) + 1
+        marker = f"[REDACTED:{pattern.name}]"
+        if group == 0:
+            return marker
+        start, end = match.span(pattern.group)
+        whole_start = match.start()
+        text = match.group(0)
+        return text[: start - whole_start] + marker + text[end - whole_start :]
+
+    def redact_json(self, value: Any, depth: int = 0) -> Any:
+        """Every string in a JSON value (keys too: a secret can be a key), to any depth the
+        kernel accepts; deeper values are dropped, not passed through unredacted."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if depth > 64:
+            return None
+        if isinstance(value, Mapping):
+            return {self.redact(str(k)): self.redact_json(v, depth + 1) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.redact_json(v, depth + 1) for v in value]
+        return value

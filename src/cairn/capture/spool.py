@@ -1,0 +1,189 @@
+"""The spool: where hook payloads wait, already redacted, while the daemon is unreachable.
+
+One line per hook call (``{"v": 1, "events": [...]}``), appended with ``O_APPEND`` and
+fsynced before the hook exits, in a ``0600`` file inside a ``0700`` folder. Replay claims
+the file by renaming it (so hooks keep appending to a fresh one and never wait behind a
+replay), sends every event in source-time order, and puts back what could not be sent.
+Events carry their ids, so sending one twice stores it once: a replay that dies half-way
+is simply run again. A claimed file left behind by a replay that died is claimed by the
+next one.
+
+Events the store refuses for good (invalid, or an id already used with other content) go
+to ``<spool>.rejected`` with the reason, never silently away.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from cairn.capture.local import private_folder
+
+__all__ = ["Outcome", "ReplayReport", "Spool"]
+
+BATCH = 500  # events per send during a replay
+
+
+class Outcome(StrEnum):
+    STORED = "stored"  # stored (or already there: the same event sent again)
+    UNAVAILABLE = "unavailable"  # the daemon is down or busy: keep and retry later
+    DENIED = "denied"  # no permission: keep (fixing the settings makes them go through)
+    CONFLICT = "conflict"  # an id already stored with other content: can never succeed
+    INVALID = "invalid"  # the store refuses the event itself: can never succeed
+
+
+Send = Callable[[list[dict[str, Any]]], tuple[Outcome, str]]
+
+
+@dataclass
+class ReplayReport:
+    stored: int = 0
+    kept: int = 0
+    rejected: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _time(event: dict[str, Any]) -> tuple[datetime, str]:
+    return datetime.fromisoformat(str(event["ts"])), str(event.get("event_id", ""))
+
+
+class Spool:
+    def __init__(self, path: Path, *, max_bytes: int = 256 * 1024 * 1024) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self._lock_path = path.with_name(path.name + ".lock")
+        self.rejected_path = path.with_name(path.name + ".rejected")
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """An exclusive lock on a side file that is never renamed, held only for an append
+        or a rename (microseconds), never while events are sent."""
+        private_folder(self.path.parent)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _write_line(self, path: Path, line: bytes) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def append(self, events: list[dict[str, Any]]) -> bool:
+        """Add one hook call's events; False when the spool is full (the caller counts it)."""
+        line = (json.dumps({"v": 1, "events": events}, ensure_ascii=False) + "\n").encode()
+        with self._locked():
+            size = self.path.stat().st_size if self.path.exists() else 0
+            if size + len(line) > self.max_bytes:
+                return False
+            self._write_line(self.path, line)
+        return True
+
+    def pending(self) -> bool:
+        """Whether anything waits (cheap: one stat per file, no read)."""
+        return any(p.stat().st_size for p in self._files())
+
+    def _files(self) -> list[Path]:
+        if not self.path.parent.is_dir():
+            return []
+        names = [self.path.name, *self._claimed_names()]
+        return [self.path.parent / n for n in names if (self.path.parent / n).is_file()]
+
+    def _claimed_names(self) -> list[str]:
+        prefix = self.path.name + ".replaying-"
+        return sorted(p.name for p in self.path.parent.iterdir() if p.name.startswith(prefix))
+
+    def _claim(self) -> Path | None:
+        """Move everything waiting into one file only this replay reads."""
+        mine = self.path.with_name(f"{self.path.name}.replaying-{os.getpid()}")
+        with self._locked():
+            sources = [n for n in self._claimed_names() if n != mine.name]
+            if self.path.exists():
+                sources.append(self.path.name)
+            for name in sources:
+                source = self.path.parent / name
+                if mine.exists():
+                    self._write_line(mine, source.read_bytes())
+                    source.unlink()
+                else:
+                    source.rename(mine)
+        return mine if mine.exists() else None
+
+    def replay(self, send: Send, *, max_events: int | None = None) -> ReplayReport:
+        """Send what waits, oldest first; put back what could not be sent. ``max_events``
+        bounds the work (a hook replays a little at a time; the daemon all)."""
+        report = ReplayReport()
+        claimed = self._claim()
+        if claimed is None:
+            return report
+        events: list[dict[str, Any]] = []
+        for number, raw in enumerate(claimed.read_bytes().splitlines(), 1):
+            try:
+                line = json.loads(raw)
+                events.extend(e for e in line["events"] if isinstance(e, dict))
+            except (ValueError, KeyError, TypeError):
+                if raw.strip():
+                    self._reject([], f"line {number} of the spool is not a spooled hook call")
+                    report.rejected += 1
+        good: list[dict[str, Any]] = []
+        for event in events:
+            try:
+                _time(event)
+            except (KeyError, TypeError, ValueError):
+                self._reject([event], "the event has no valid time")
+                report.rejected += 1
+            else:
+                good.append(event)
+        good.sort(key=_time)
+        budget = len(good) if max_events is None else max_events
+        position = 0
+        while position < min(len(good), budget):
+            batch = good[position : min(position + BATCH, budget)]
+            outcome, message = send(batch)
+            if outcome in {Outcome.UNAVAILABLE, Outcome.DENIED}:
+                report.problems.append(message)
+                break
+            if outcome is Outcome.STORED:
+                report.stored += len(batch)
+            else:
+                # find the one that cannot go in: one at a time for this batch
+                for event in batch:
+                    single, why = send([event])
+                    if single is Outcome.STORED:
+                        report.stored += 1
+                    elif single in {Outcome.CONFLICT, Outcome.INVALID}:
+                        self._reject([event], why)
+                        report.rejected += 1
+                    else:
+                        report.problems.append(why)
+                        position += batch.index(event)
+                        break
+                else:
+                    position += len(batch)
+                    continue
+                break
+            position += len(batch)
+        rest = good[position:]
+        if rest and not self.append(rest):
+            report.problems.append("the spool is full: events dropped")
+        report.kept = len(rest)
+        claimed.unlink()
+        return report
+
+    def _reject(self, events: list[dict[str, Any]], reason: str) -> None:
+        line = json.dumps({"reason": reason, "events": events}, ensure_ascii=False) + "\n"
+        with self._locked():
+            self._write_line(self.rejected_path, line.encode())

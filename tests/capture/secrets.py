@@ -1,0 +1,121 @@
+"""A corpus of credentials in the formats people paste, print and read into agents: each
+``(pattern name, text as it appears, the secret part that must never be stored)``. All are
+made up; none is a live credential."""
+
+from __future__ import annotations
+
+PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACBqZ3Vlc3NpbmdJc05vdEFTdHJhdGVneUZvcktleXMAAAAAAAAAAAAAAAAA\n"
+    "-----END OPENSSH PRIVATE KEY-----"
+)
+
+CORPUS: tuple[tuple[str, str, str], ...] = (
+    ("private_key", f"cat ~/.ssh/id_ed25519\n{PRIVATE_KEY}\n", PRIVATE_KEY.splitlines()[1]),
+    (
+        "private_key",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw",
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw",
+    ),
+    ("aws_access_key", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    (
+        "github_token",
+        "git remote set-url origin https://ghp_R2d2C3poBb8Luke4Leia5Han6Solo7Yoda8x@github.com/a/b",
+        "ghp_R2d2C3poBb8Luke4Leia5Han6Solo7Yoda8x",
+    ),
+    (
+        "github_token",
+        "GH token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF",
+    ),
+    ("gitlab_token", "use glpat-Zx81Kq0LmN2pQr7sTu4v please", "glpat-Zx81Kq0LmN2pQr7sTu4v"),
+    (
+        "slack_token",
+        "SLACK=xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    ),
+    (
+        "slack_webhook",
+        "curl -X POST https://hooks.slack.com/services/T0AAA0AAA/B0BBB0BBB/cCcCcCcCcCcCcCcCcCcCcCcC",
+        "B0BBB0BBB/cCcCcCcCcCcCcCcCcCcCcCcC",
+    ),
+    (
+        "anthropic_key",
+        "my key is sk-ant-api03-Qm9vYmFyQmF6UXV4UXV1eENvcmdlR3JhdWx0R2FycGx5",
+        "sk-ant-api03-Qm9vYmFyQmF6UXV4UXV1eENvcmdlR3JhdWx0R2FycGx5",
+    ),
+    (
+        "openai_key",
+        "OPENAI: sk-proj-7hFq2Lm9Rt4Wx8Zc1Vb6Nn3Kp0Yd5Gs",
+        "sk-proj-7hFq2Lm9Rt4Wx8Zc1Vb6Nn3Kp0Yd5Gs",
+    ),
+    (
+        "stripe_key",
+        "stripe.api_key = sk_live_51H8k2LmNpQrStUvWxYz012345",
+        "sk_live_51H8k2LmNpQrStUvWxYz012345",
+    ),
+    (
+        "google_api_key",
+        "https://maps.googleapis.com/maps/api?key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+        "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+    ),
+    (
+        "huggingface_token",
+        "huggingface-cli login --token hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567",
+        "hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234567",
+    ),
+    (
+        "npm_token",
+        "//registry.npmjs.org/:_authToken=npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    ),
+    (
+        "pypi_token",
+        "password = pypi-AgEIcHlwaS5vcmcCJDEyMzQ1Njc4LTkwYWItY2RlZi0xMjM0LTU2Nzg5MGFiY2RlZgACKlsz",
+        "pypi-AgEIcHlwaS5vcmcCJDEyMzQ1Njc4LTkwYWItY2RlZi0xMjM0LTU2Nzg5MGFiY2RlZgACKlsz",
+    ),
+    (
+        "sendgrid_key",
+        "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",
+        "TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr",
+    ),
+    ("twilio_key", "TWILIO SK2f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c", "SK2f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"),
+    (
+        "cairn_key",
+        "export CAIRN_API_KEY=cairn_Xq8vN2mL5pR7tW9yB3dF6hJ1kS4gZ0cV8nM2xQ5wE7r",
+        "cairn_Xq8vN2mL5pR7tW9yB3dF6hJ1kS4gZ0cV8nM2xQ5wE7r",
+    ),
+    (
+        "jwt",
+        "token: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    (
+        "url_password",
+        "DATABASE_URL is postgres://billing:Tr0ub4dor-and-3@db.internal:5432/billing",
+        "Tr0ub4dor-and-3",
+    ),
+    (
+        "authorization",
+        "curl -H 'Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0' https://api",
+        "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    ),
+    ("secret_assignment", "DB_PASSWORD=correct-horse-battery-staple\nDEBUG=1", "correct-horse-battery-staple"),
+    ("secret_assignment", 'export STRIPE_SECRET="whisper-quietly-42"', "whisper-quietly-42"),
+    (
+        "secret_field",
+        '{"client_id": "app", "client_secret": "gr8-s3cr3t-v4lue"}',
+        "gr8-s3cr3t-v4lue",
+    ),
+)
+
+# Ordinary text that looks a little like a secret and must come through unchanged.
+HARMLESS = (
+    "author: Alice <alice@example.com>",
+    "PWD=/home/alice/project",
+    "the model used 1500 tokens; max_tokens stays at 2000",
+    "skip the ask-for-password step in the signup flow",
+    "commit 3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e",
+    "https://example.com/docs?page=2",
+)
