@@ -375,6 +375,13 @@ def test_plugin_install_writes_a_marketplace_and_enables_it(project: Path, state
     assert not market.exists()
 
 
+def test_plugin_install_warns_when_the_raw_hooks_are_there(project: Path, state: Path) -> None:
+    assert not plan_install("claude", _scope(project), EXE, plugin=True).notes
+    _install("claude", project, state)
+    notes = plan_install("claude", _scope(project), EXE, plugin=True).notes
+    assert len(notes) == 1 and "twice" in notes[0]
+
+
 # ---- the command line ---------------------------------------------------------------------
 
 

@@ -545,7 +545,13 @@ def plan_install(agent: str, scope: Scope, executable: str, *, plugin: bool = Fa
         ]
         after = _plugin_settings_text(before, marketplace, path=path)
         changes.append(FileChange(path, before, after))
-        return Plan(agent, "install", tuple(changes), plugin=True)
+        notes: tuple[str, ...] = ()
+        if before is not None and uninstall_text("claude", before, path=path) != before:
+            notes = (
+                f"{path} also has cairn's hooks: with the plugin every event would be recorded "
+                "twice; take them out with 'cairn hooks uninstall'",
+            )
+        return Plan(agent, "install", tuple(changes), notes, plugin=True)
     if agent == "opencode":
         text = _opencode_text(before, executable, path)
         return Plan(agent, "install", (FileChange(path, before, text, merged=False),))
