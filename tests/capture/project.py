@@ -22,7 +22,9 @@ from tests.factories import CURATOR
 __all__ = ["Project", "payload"]
 
 
-def payload(event: str, session: str = "s1", cwd: Path | None = None, **fields: Any) -> dict[str, Any]:
+def payload(
+    event: str, session: str = "s1", cwd: Path | None = None, **fields: Any
+) -> dict[str, Any]:
     """A Claude Code hook payload: the common envelope and the event's own fields."""
     return {
         "session_id": session,
@@ -61,7 +63,7 @@ class Project:
         """One ``cairn hook`` process, started from a folder outside the project (the store
         must be found from the payload's cwd, not from where the hook runs)."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        done = subprocess.run(  # noqa: S603
+        done = subprocess.run(
             [sys.executable, "-m", "cairn", "hook", *args],
             input=data,
             capture_output=True,

@@ -15,7 +15,8 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
     ("private_key", f"cat ~/.ssh/id_ed25519\n{PRIVATE_KEY}\n", PRIVATE_KEY.splitlines()[1]),
     (
         "private_key",
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw",
+        "-----BEGIN RSA PRIVATE KEY-----\n"
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw",
         "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw",
     ),
     ("aws_access_key", "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
@@ -80,7 +81,11 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
         "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",
         "TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr",
     ),
-    ("twilio_key", "TWILIO SK2f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c", "SK2f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"),
+    (
+        "twilio_key",
+        "TWILIO SK2f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c",
+        "SK2f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c",
+    ),
     (
         "cairn_key",
         "export CAIRN_API_KEY=cairn_Xq8vN2mL5pR7tW9yB3dF6hJ1kS4gZ0cV8nM2xQ5wE7r",
@@ -88,7 +93,8 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "jwt",
-        "token: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "token: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     ),
     (
@@ -101,7 +107,11 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
         "curl -H 'Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0' https://api",
         "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
     ),
-    ("secret_assignment", "DB_PASSWORD=correct-horse-battery-staple\nDEBUG=1", "correct-horse-battery-staple"),
+    (
+        "secret_assignment",
+        "DB_PASSWORD=correct-horse-battery-staple\nDEBUG=1",
+        "correct-horse-battery-staple",
+    ),
     ("secret_assignment", 'export STRIPE_SECRET="whisper-quietly-42"', "whisper-quietly-42"),
     (
         "secret_field",

@@ -48,7 +48,9 @@ def test_json_that_is_not_an_object_exits_0_with_a_diagnostic(project: Project) 
     assert [line["problem"] for line in _log(project)] == ["stdin is not a JSON object"]
 
 
-def test_a_payload_outside_any_project_is_noted_not_an_error(tmp_path: Path, project: Project) -> None:
+def test_a_payload_outside_any_project_is_noted_not_an_error(
+    tmp_path: Path, project: Project
+) -> None:
     elsewhere = tmp_path / "no-store-here"
     elsewhere.mkdir()
     done = project.hook(payload("UserPromptSubmit", cwd=elsewhere, prompt="hi"))
@@ -154,7 +156,10 @@ def test_unknown_events_and_missing_fields_are_recorded(project: Project) -> Non
     bare = {"hook_event_name": "Stop", "cwd": str(project.root)}
     assert project.hook(bare).returncode == 0
     kinds = sorted((e.kind, e.session_id) for e in project.events())
-    assert kinds == [("assistant_message", "unknown-session"), ("hook_fancy_new_event", "unknown-session")]
+    assert kinds == [
+        ("assistant_message", "unknown-session"),
+        ("hook_fancy_new_event", "unknown-session"),
+    ]
 
 
 def test_the_hook_entry_point_imports_neither_the_cli_nor_the_kernel(project: Project) -> None:
@@ -170,7 +175,7 @@ def test_the_hook_entry_point_imports_neither_the_cli_nor_the_kernel(project: Pr
         "if m in sys.modules)\n"
         "print(','.join(heavy))\n"
     )
-    done = subprocess.run(  # noqa: S603
+    done = subprocess.run(
         [sys.executable, "-c", probe],
         input=json.dumps(payload("Notification", cwd=project.root, message="hi")),
         capture_output=True,

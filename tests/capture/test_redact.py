@@ -57,7 +57,9 @@ def test_json_values_are_redacted_at_every_depth_keys_included() -> None:
     redactor = Redactor()
     value = {
         "command": "curl -H 'Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0'",
-        "env": [{"AKIAIOSFODNN7EXAMPLE": ["x", {"deep": "sk-proj-7hFq2Lm9Rt4Wx8Zc1Vb6Nn3Kp0Yd5Gs"}]}],
+        "env": [
+            {"AKIAIOSFODNN7EXAMPLE": ["x", {"deep": "sk-proj-7hFq2Lm9Rt4Wx8Zc1Vb6Nn3Kp0Yd5Gs"}]}
+        ],
         "n": 3,
     }
     out = redactor.redact_json(value)

@@ -50,6 +50,7 @@ _META = (
     "notification_type",
     "stop_hook_active",
     "is_interrupt",
+    "prompt_id",  # the user turn the event belongs to (newer Claude Code versions)
 )
 
 
@@ -64,6 +65,8 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
         return first_text(payload, "error", "tool_response")
     if name in {"Stop", "SubagentStop"}:
         return first_text(payload, "last_assistant_message")
+    if name == "SubagentStart":
+        return first_text(payload, "prompt", "agent_type")
     if name == "PreCompact":
         return first_text(payload, "custom_instructions")
     if name == "PostCompact":

@@ -1,0 +1,193 @@
+"""Cursor: hook payloads as its agent hooks documentation describes them.
+
+Every payload carries ``conversation_id``, ``generation_id``, ``hook_event_name`` (camelCase,
+e.g. ``beforeSubmitPrompt``), ``workspace_roots`` and, in recent versions, ``model``,
+``cursor_version``, ``user_email`` and ``transcript_path``. Cursor reads a hook's stdout as
+JSON, so the reply is always a JSON object: ``{"continue": true}`` for beforeSubmitPrompt
+(which must say whether the prompt goes on), ``{"additional_context": ...}`` for
+sessionStart when there is context, ``{}`` otherwise. Cursor's permission hooks
+(beforeShellExecution, beforeMCPExecution, beforeReadFile, preToolUse) are mapped when they
+arrive but cairn does not install them: an answer there would take a decision that is the
+user's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents._common import canonical, first_text, text_of
+
+__all__ = ["CONTEXT_CAP", "adapter"]
+
+CONTEXT_CAP = 9_500
+
+# event name → (kind, role)
+_KINDS: dict[str, tuple[str, str]] = {
+    "sessionStart": ("session_start", "system"),
+    "beforeSubmitPrompt": ("user_message", "user"),
+    "preToolUse": ("tool_call", "assistant"),
+    "beforeShellExecution": ("tool_call", "assistant"),
+    "beforeMCPExecution": ("tool_call", "assistant"),
+    "postToolUse": ("tool_result", "tool"),
+    "afterShellExecution": ("tool_result", "tool"),
+    "afterMCPExecution": ("tool_result", "tool"),
+    "afterFileEdit": ("tool_result", "tool"),
+    "postToolUseFailure": ("tool_failure", "tool"),
+    "afterAgentResponse": ("assistant_message", "assistant"),
+    "subagentStart": ("subagent_start", "system"),
+    "subagentStop": ("subagent_stop", "assistant"),
+    "preCompact": ("compaction", "system"),
+    "sessionEnd": ("session_end", "system"),
+}
+
+# the tool an event stands for when the payload names none
+_TOOLS = {
+    "beforeShellExecution": "Shell",
+    "afterShellExecution": "Shell",
+    "afterFileEdit": "Edit",
+}
+
+_META = (
+    "generation_id",
+    "model",
+    "cursor_version",
+    "tool_name",
+    "tool_use_id",
+    "status",
+    "loop_count",
+    "reason",
+    "trigger",
+    "failure_type",
+    "subagent_type",
+    "composer_mode",
+    "is_background_agent",
+    "duration",
+    "duration_ms",
+    "file_path",
+)
+
+_ENVELOPE = {
+    "conversation_id",
+    "generation_id",
+    "hook_event_name",
+    "workspace_roots",
+    "model",
+    "cursor_version",
+    "user_email",
+    "transcript_path",
+    "session_id",
+}
+
+
+def _edits(payload: Mapping[str, Any]) -> str:
+    lines = [str(payload.get("file_path") or "file")]
+    edits = payload.get("edits")
+    for edit in edits if isinstance(edits, list) else []:
+        if isinstance(edit, Mapping):
+            old, new = text_of(edit.get("old_string")), text_of(edit.get("new_string"))
+            lines.append(f"- {old}\n+ {new}")
+    return "\n".join(lines)
+
+
+def _text(name: str, payload: Mapping[str, Any]) -> str:
+    if name == "beforeSubmitPrompt":
+        return first_text(payload, "prompt")
+    if name in {"beforeShellExecution", "afterShellExecution"}:
+        command = first_text(payload, "command")
+        output = first_text(payload, "output")
+        return f"$ {command}\n{output}" if output else f"$ {command}"
+    if name in {"preToolUse", "beforeMCPExecution"}:
+        return f"{payload.get('tool_name') or 'tool'}: {text_of(payload.get('tool_input'))}"
+    if name in {"postToolUse", "afterMCPExecution"}:
+        return first_text(payload, "tool_output", "result_json")
+    if name == "postToolUseFailure":
+        return first_text(payload, "error_message", "failure_type")
+    if name == "afterFileEdit":
+        return _edits(payload)
+    if name == "afterAgentResponse":
+        return first_text(payload, "text")
+    if name == "subagentStart":
+        return first_text(payload, "prompt", "subagent_type")
+    if name == "subagentStop":
+        return first_text(payload, "result", "status")
+    if name == "sessionEnd":
+        return first_text(payload, "reason", "final_status")
+    if name in _KINDS:
+        return first_text(payload, "trigger", "composer_mode", "status")
+    rest = {k: v for k, v in payload.items() if k not in _ENVELOPE}
+    return canonical(rest) if rest else ""
+
+
+def _events(payload: Mapping[str, Any]) -> list[Captured]:
+    name = _event_name(payload)
+    kind, role = _KINDS.get(name, (hook_kind(name), "system"))
+    metadata: dict[str, Any] = {"hook_event": name}
+    for key in _META:
+        value = payload.get(key)
+        if isinstance(value, str | int | float | bool):
+            metadata[key] = value
+    if name in _TOOLS and "tool_name" not in metadata:
+        metadata["tool_name"] = _TOOLS[name]
+    if name == "preCompact":
+        metadata["phase"] = "before"
+    session = payload.get("conversation_id") or payload.get("session_id")
+    tool_use_id = payload.get("tool_use_id")
+    identity = (
+        f"{name}:{tool_use_id}"
+        if isinstance(tool_use_id, str) and tool_use_id
+        else f"{name}:{canonical(dict(payload))}"
+    )
+    return [
+        Captured(
+            kind=kind,
+            role=role,
+            text=_text(name, payload),
+            session_id=str(session or "unknown-session"),
+            identity=identity,
+            unique_identity=isinstance(tool_use_id, str) and bool(tool_use_id),
+            metadata=metadata,
+        )
+    ]
+
+
+def _event_name(payload: Mapping[str, Any]) -> str:
+    name = payload.get("hook_event_name")
+    return name if isinstance(name, str) and name else "Unknown"
+
+
+def _cwd(payload: Mapping[str, Any]) -> str | None:
+    # the first workspace root is the project; a shell event's own cwd may be a sub-folder
+    roots = payload.get("workspace_roots")
+    if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
+        return roots[0]
+    cwd = payload.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _reply(payload: Mapping[str, Any], context: str | None) -> str:
+    name = _event_name(payload)
+    if name == "beforeSubmitPrompt":
+        return json.dumps({"continue": True})
+    if context and name in _CONTEXT_EVENTS:
+        return json.dumps({"additional_context": context[:CONTEXT_CAP]}, ensure_ascii=False)
+    return "{}"
+
+
+_CONTEXT_EVENTS = frozenset({"sessionStart"})
+
+
+def adapter() -> AgentAdapter:
+    return AgentAdapter(
+        name="cursor",
+        to_events=_events,
+        cwd=_cwd,
+        reply=_reply,
+        event_name=_event_name,
+        context_events=_CONTEXT_EVENTS,
+    )
+
+
+register("cursor", adapter)

@@ -1,0 +1,118 @@
+"""OpenCode: the JSON objects cairn's OpenCode plugin (plugins/opencode/cairn.js) sends.
+
+OpenCode has no command hooks, only JavaScript plugins, so cairn ships one: it listens to
+OpenCode's plugin hooks (``chat.message``, ``tool.execute.before``, ``tool.execute.after``)
+and bus events (``session.created``, ``session.compacted``, ``session.deleted``,
+``session.error``, and the assistant's text, gathered from ``message.part.updated`` until
+``message.updated`` says the message completed, sent as ``assistant.message``), and hands
+each to ``cairn hook --agent opencode`` as one object: ``hook_event_name`` (the OpenCode
+name), ``session_id``, ``cwd`` (the plugin's project folder), ``timestamp`` (ISO 8601) and
+the event's own fields. The plugin never reads the hook's output, so there is no reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents._common import canonical, first_text, parse_time, text_of
+
+__all__ = ["adapter"]
+
+# event name → (kind, role)
+_KINDS: dict[str, tuple[str, str]] = {
+    "session.created": ("session_start", "system"),
+    "chat.message": ("user_message", "user"),
+    "tool.execute.before": ("tool_call", "assistant"),
+    "tool.execute.after": ("tool_result", "tool"),
+    "assistant.message": ("assistant_message", "assistant"),
+    "session.compacted": ("compaction", "system"),
+    "session.deleted": ("session_end", "system"),
+}
+
+_META = ("tool", "call_id", "message_id", "agent", "model", "title")
+
+_ENVELOPE = {"hook_event_name", "session_id", "cwd", "timestamp"}
+
+# what names each event on its own, when the plugin sent it
+_OWN_ID = {
+    "tool.execute.before": "call_id",
+    "tool.execute.after": "call_id",
+    "chat.message": "message_id",
+    "assistant.message": "message_id",
+}
+
+
+def _text(name: str, payload: Mapping[str, Any]) -> str:
+    if name in {"chat.message", "assistant.message"}:
+        return first_text(payload, "text")
+    if name == "tool.execute.before":
+        return f"{payload.get('tool') or 'tool'}: {text_of(payload.get('args'))}"
+    if name == "tool.execute.after":
+        return first_text(payload, "output", "title")
+    if name == "session.created":
+        return first_text(payload, "title")
+    if name == "session.deleted":
+        return "deleted"
+    if name == "session.compacted":
+        return "compacted"
+    rest = {k: v for k, v in payload.items() if k not in _ENVELOPE}
+    return canonical(rest) if rest else ""
+
+
+def _events(payload: Mapping[str, Any]) -> list[Captured]:
+    name = _event_name(payload)
+    kind, role = _KINDS.get(name, (hook_kind(name), "system"))
+    metadata: dict[str, Any] = {"hook_event": name}
+    for key in _META:
+        value = payload.get(key)
+        if isinstance(value, str | int | float | bool):
+            metadata[key] = value
+    if name == "session.compacted":
+        metadata["phase"] = "after"
+    if name == "session.deleted":
+        metadata["reason"] = "deleted"
+    own = payload.get(_OWN_ID.get(name, ""))
+    identity = (
+        f"{name}:{own}" if isinstance(own, str) and own else f"{name}:{canonical(dict(payload))}"
+    )
+    return [
+        Captured(
+            kind=kind,
+            role=role,
+            text=_text(name, payload),
+            session_id=str(payload.get("session_id") or "unknown-session"),
+            identity=identity,
+            unique_identity=isinstance(own, str) and bool(own),
+            metadata=metadata,
+            ts=parse_time(payload.get("timestamp")),
+        )
+    ]
+
+
+def _event_name(payload: Mapping[str, Any]) -> str:
+    name = payload.get("hook_event_name")
+    return name if isinstance(name, str) and name else "Unknown"
+
+
+def _cwd(payload: Mapping[str, Any]) -> str | None:
+    cwd = payload.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:
+    return None
+
+
+def adapter() -> AgentAdapter:
+    return AgentAdapter(
+        name="opencode",
+        to_events=_events,
+        cwd=_cwd,
+        reply=_reply,
+        event_name=_event_name,
+    )
+
+
+register("opencode", adapter)

@@ -1,0 +1,153 @@
+"""``cairn hooks install`` / ``cairn hooks uninstall``: show the change to an agent's
+settings as a diff, ask, then write it (the logic is ``cairn.capture.install``).
+
+``register(app)`` adds the ``hooks`` group to the main typer app.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cairn.capture import install
+from cairn.errors import CairnError
+
+__all__ = ["register"]
+
+hooks_app = typer.Typer(
+    help="Connect a coding agent to cairn: write (or take back) the hook settings that send "
+    "its sessions to the project's timeline.",
+    no_args_is_help=True,
+)
+
+AgentOpt = Annotated[
+    str,
+    typer.Option(help="claude (default), gemini, codex, copilot, cursor or opencode."),
+]
+ProjectOpt = Annotated[
+    Path | None,
+    typer.Option(help="The project folder (default: the current one).", show_default=False),
+]
+UserOpt = Annotated[
+    bool, typer.Option("--user", help="The user's own settings, for every project.")
+]
+PluginOpt = Annotated[
+    bool,
+    typer.Option("--plugin", help="Claude Code: the cairn plugin (hooks, MCP server, skill)."),
+]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Write without asking.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show the diff; write nothing.")]
+
+
+def _executable(given: str | None) -> str:
+    """The cairn the hooks will run, by absolute path: it may live in a virtualenv that is
+    not on the PATH the agent sees."""
+    if given:
+        return str(Path(given).absolute())
+    running = Path(sys.argv[0])
+    if running.name in {"cairn", "cairn.exe"} and running.exists():
+        return str(running.absolute())
+    found = shutil.which("cairn")
+    if found:
+        return str(Path(found).absolute())
+    beside = Path(sys.executable).with_name("cairn.exe" if os.name == "nt" else "cairn")
+    return str(beside)
+
+
+def _scope(project: Path | None, user: bool) -> install.Scope:
+    if user and project is not None:
+        raise typer.BadParameter("give --project or --user, not both")
+    home = Path.home()
+    folder = None if user else (project or Path.cwd()).absolute()
+    return install.Scope(project=folder, home=home, env=dict(os.environ))
+
+
+def _run(plan: install.Plan, *, yes: bool, dry_run: bool) -> None:
+    for note in plan.notes:
+        typer.echo(note, err=True)
+    if not plan.changed:
+        if plan.action == "install":
+            typer.echo(f"nothing to do: cairn's {plan.agent} hooks are already in place")
+        else:
+            typer.echo(f"nothing to do: no cairn {plan.agent} hooks found")
+        return
+    typer.echo(plan.diff(), nl=False)
+    if dry_run:
+        return
+    if not yes:
+        if not sys.stdin.isatty():
+            typer.echo(
+                "not a terminal, so cairn cannot ask: nothing was written. "
+                "Run again with --yes to write these changes.",
+                err=True,
+            )
+            raise typer.Exit(1)
+        if not typer.confirm("Write these changes?", default=False):
+            typer.echo("nothing was written", err=True)
+            raise typer.Exit(1)
+    install.apply(plan, _state_dir())
+    paths = ", ".join(str(c.path) for c in plan.changes if c.changed and c.merged) or ", ".join(
+        str(c.path) for c in plan.changes if c.changed
+    )
+    done = "installed into" if plan.action == "install" else "taken out of"
+    typer.echo(f"cairn's {plan.agent} {'plugin' if plan.plugin else 'hooks'} {done} {paths}")
+
+
+def _state_dir() -> Path:
+    return install.default_state_dir(os.environ, Path.home())
+
+
+def _fail(exc: CairnError) -> typer.Exit:
+    typer.echo(f"error ({exc.code}): {exc.message}", err=True)
+    return typer.Exit(exc.exit_code)
+
+
+@hooks_app.command("install")
+def install_command(
+    agent: AgentOpt = "claude",
+    project: ProjectOpt = None,
+    user: UserOpt = False,
+    plugin: PluginOpt = False,
+    cairn: Annotated[
+        str | None,
+        typer.Option(
+            help="The cairn executable the hooks run (default: this one).", show_default=False
+        ),
+    ] = None,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
+) -> None:
+    """Add cairn's hooks to an agent's settings (merged in: other hooks and settings stay).
+    Shows the diff and asks first."""
+    try:
+        plan = install.plan_install(agent, _scope(project, user), _executable(cairn), plugin=plugin)
+    except CairnError as exc:
+        raise _fail(exc) from exc
+    _run(plan, yes=yes, dry_run=dry_run)
+
+
+@hooks_app.command("uninstall")
+def uninstall_command(
+    agent: AgentOpt = "claude",
+    project: ProjectOpt = None,
+    user: UserOpt = False,
+    plugin: PluginOpt = False,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
+) -> None:
+    """Take out exactly what install added: a file install created is removed, one it
+    changed is given back as it was (or, if edited since, loses only cairn's entries)."""
+    try:
+        plan = install.plan_uninstall(agent, _scope(project, user), _state_dir(), plugin=plugin)
+    except CairnError as exc:
+        raise _fail(exc) from exc
+    _run(plan, yes=yes, dry_run=dry_run)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(hooks_app, name="hooks")
