@@ -114,6 +114,11 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
     ),
     ("secret_assignment", 'export STRIPE_SECRET="whisper-quietly-42"', "whisper-quietly-42"),
     (
+        "secret_assignment",
+        "then run: echo DB_PASS_TOKEN=plain-in-prose-77 >> .env",
+        "plain-in-prose-77",
+    ),
+    (
         "secret_field",
         '{"client_id": "app", "client_secret": "gr8-s3cr3t-v4lue"}',
         "gr8-s3cr3t-v4lue",

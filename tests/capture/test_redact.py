@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from cairn.capture.redact import BUILT_IN, Redactor, compile_user_patterns
@@ -67,3 +69,21 @@ def test_json_values_are_redacted_at_every_depth_keys_included() -> None:
     for secret in ("9f8e7d6c5b4a39281706f5e4d3c2b1a0", "AKIAIOSFODNN7EXAMPLE", "7hFq2Lm9Rt4Wx8Zc"):
         assert secret not in text
     assert out["n"] == 3
+
+
+def test_redaction_stays_linear_on_long_hostile_text() -> None:
+    """Long runs of word characters (base64 blobs, minified code) and repeated secret words
+    are where a careless pattern goes quadratic and stalls the hook for minutes; a megabyte
+    of each takes well under a few seconds here (the bound is generous: quadratic would take
+    hours)."""
+    hostile = {
+        "letters": "x" * 1_000_000,
+        "secret words": "secret" * 160_000,
+        "assignments": "password=x\n" * 90_000,
+        "words": "_token_" * 140_000,
+        "scheme runs": "http://" * 140_000,
+    }
+    for name, text in hostile.items():
+        started = time.perf_counter()
+        Redactor().redact(text)
+        assert time.perf_counter() - started < 10, name

@@ -185,6 +185,13 @@ def run(agent: str, store_override: str | None, raw: bytes) -> str | None:
     events = build_events(adapter, payload, settings, scope)
     client = DaemonClient(socket_path(store))
     spool = Spool(spool_path(store), max_bytes=settings.spool_max_bytes)
+    # context is read before this call's own events go in: what the agent is told is what
+    # came before it, never its own prompt echoed back
+    kinds = {e["kind"] for e in events}
+    wanted = settings.context and event in adapter.context_events and (
+        "session_start" in kinds or (settings.context_on_prompt and "user_message" in kinds)
+    )
+    recent = client.recent(scope, settings.context_tokens, timeout=0.5) if wanted else None
     outcome, why = client.append(events) if events else (Outcome.STORED, "")
     if outcome in {Outcome.STORED, Outcome.CONFLICT}:
         # CONFLICT: the id is taken by this same hook call sent before (a retry)
@@ -195,17 +202,8 @@ def run(agent: str, store_override: str | None, raw: bytes) -> str | None:
             log_problem("the spool is full: events dropped", hook_event=event, count=len(events))
         if outcome is not Outcome.UNAVAILABLE:
             log_problem("the daemon refused the events", hook_event=event, reason=why[:300])
-        elif settings.autostart and any(e["kind"] == "session_start" for e in events):
+        elif settings.autostart and "session_start" in kinds:
             _start_daemon(store)
-    kinds = {e["kind"] for e in events}
-    wanted = (
-        settings.context
-        and event in adapter.context_events
-        and ("session_start" in kinds or (settings.context_on_prompt and "user_message" in kinds))
-    )
-    if not wanted:
-        return adapter.reply(payload, None)
-    recent = client.recent(scope, settings.context_tokens, timeout=0.5)
     return adapter.reply(payload, context_text(recent) if recent else None)
 
 

@@ -68,11 +68,12 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
         r"\s+([A-Za-z0-9._~+/=\-]{8,})",
         1,
     ),
-    # NAME=value lines (.env files, shell exports, config) whose name says it is a secret
+    # NAME=value (.env files, shell exports, config, a command line) whose name says it is
+    # a secret; the name must be a whole word, so the match starts only where a word does
     (
         "secret_assignment",
-        r"(?im)^[ \t]*(?:export[ \t]+)?" + _SECRET_NAME + r"[ \t]*[=:][ \t]*"
-        r"([^\s\"'][^\n]*|\"[^\"\n]+\"|'[^'\n]+')",
+        r"(?i)(?<![A-Za-z0-9_.\-])" + _SECRET_NAME + r"[ \t]{0,8}[=:][ \t]{0,8}"
+        r"([^\s\"'`]\S*|\"[^\"\n]+\"|'[^'\n]+')",
         1,
     ),
     # "password": "value" in JSON, YAML or code; the match starts at the secret word (what

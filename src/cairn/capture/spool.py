@@ -148,6 +148,16 @@ class Spool:
             else:
                 good.append(event)
         good.sort(key=_time)
+        # a hook retried while the daemon was down spooled the same event twice, stamped at
+        # two moments: the first is the event, the second only a retry of it
+        seen: set[str] = set()
+        unique: list[dict[str, Any]] = []
+        for event in good:
+            key = f"{event.get('scope')}\0{event.get('event_id')}"
+            if key not in seen:
+                seen.add(key)
+                unique.append(event)
+        good = unique
         budget = len(good) if max_events is None else max_events
         position = 0
         while position < min(len(good), budget):

@@ -194,6 +194,12 @@ def build_server_app(
                 yield
         finally:
             memory.close()  # the memory outlives every door; close it last
+            if capture_socket:
+                # here, not after the server returns: uvicorn ends the process by re-raising
+                # the SIGTERM it caught once shutdown is done
+                from cairn.capture.local import socket_path
+
+                socket_path(workspace.folder).unlink(missing_ok=True)
             log.info("stopped", extra={"fields": {"store": str(workspace.folder)}})
 
     app = create_app(workspace, memory=memory, lifespan=lifespan)
