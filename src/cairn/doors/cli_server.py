@@ -67,11 +67,20 @@ def serve_command(
             show_default=False,
         ),
     ] = None,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            help="also serve the timeline over gRPC on this port, with health and reflection "
+            "(off by default; CAIRN_GRPC_PORT)",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process."""
+    """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process, and the
+    gRPC door when --grpc-port is given."""
     from cairn.doors.server import serve
 
-    settings = _settings(ctx, host=host, port=port, embedder=embedder)
+    settings = _settings(ctx, host=host, port=port, embedder=embedder, grpc_port=grpc_port)
     workspace = Workspace(settings.store, db=settings.db)
     if not workspace.exists():
         typer.echo(
@@ -79,12 +88,19 @@ def serve_command(
         )
         raise typer.Exit(3)
     base = f"http://{settings.host}:{settings.port}"
+    grpc_line = (
+        f"  gRPC       {settings.host}:{settings.grpc_port}  cairn.timeline.v1.TimelineService, "
+        "health, reflection\n"
+        if settings.grpc_port is not None
+        else ""
+    )
     typer.echo(
         f"cairn serves {workspace.folder} on {base}\n"
         f"  HTTP API   {base}/v1   (docs: {base}/docs)\n"
         f"  MCP        {base}/mcp  claude mcp add --transport http cairn {base}/mcp "
         '--header "Authorization: Bearer $CAIRN_API_KEY"\n'
         f"  A2A        {base}/     card: {base}/.well-known/agent-card.json\n"
+        f"{grpc_line}"
         "  every door takes Authorization: Bearer <key> (keys: cairn keys create); Ctrl-C stops",
         err=True,
     )
@@ -96,6 +112,7 @@ def serve_command(
             log_level=log_level,
             embedder=settings.embedder,
             a2a_anonymous=a2a_anonymous,
+            grpc_port=settings.grpc_port,
         )
     except CairnError as exc:
         raise _fail(exc) from exc

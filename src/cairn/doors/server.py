@@ -1,4 +1,5 @@
-"""``cairn serve``: the HTTP API, MCP (streamable HTTP) and the A2A agent in one process.
+"""``cairn serve``: the HTTP API, MCP (streamable HTTP) and the A2A agent in one process,
+and the gRPC door on a port of its own when ``grpc_port`` is given.
 
 One ``Memory`` is opened for all doors. Routes:
 
@@ -6,14 +7,17 @@ One ``Memory`` is opened for all doors. Routes:
 - ``/mcp``      MCP over streamable HTTP (bearer key checked here before the SDK sees it)
 - ``/``         A2A JSON-RPC (POST), card at ``/.well-known/agent-card.json``
 - ``/health``   readiness and the effective configuration, without secrets
+- gRPC          ``cairn.timeline.v1.TimelineService``, health and reflection (``grpc_server``)
 
 Shutdown: uvicorn turns SIGTERM / Ctrl-C into a lifespan shutdown, which stops the MCP
-session manager, closes the A2A task store and then the memory store. Every write was already
-durable when it was acknowledged (SQLite ``synchronous=FULL``), so nothing is lost.
+session manager and the gRPC door, closes the A2A task store and then the memory store.
+Every write was already durable when it was acknowledged (SQLite ``synchronous=FULL``), so
+nothing is lost.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -29,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.doors.a2a_agent import build_a2a_routes
+from cairn.doors.grpc_server import GrpcDoor, start_grpc_door
 from cairn.doors.http import authenticate_http, create_app, error_response
 from cairn.doors.mcp_server import bearer_key, build_mcp_server
 from cairn.errors import CairnError
@@ -134,9 +139,11 @@ def build_server_app(
     port: int = DEFAULT_PORT,
     embedder: str = DEFAULT_EMBEDDER,
     a2a_anonymous: str | None = None,
+    grpc_port: int | None = None,
 ) -> FastAPI:
     """Every door on one ``Memory``. ``a2a_anonymous`` (off by default) names a low-privilege
     principal that A2A requests *without* a key act as; ``/v1`` and ``/mcp`` always need a key.
+    ``grpc_port`` (off by default) starts the gRPC door on ``host:grpc_port`` with the app.
     """
     memory = workspace.open_memory(embedder=embedder)
     base_url = f"http://{host}:{port}"
@@ -151,6 +158,7 @@ def build_server_app(
         "principals": len(workspace.principals().principals),
         "embedder": embedder,
         "a2a_anonymous": a2a_anonymous,
+        "grpc": f"{host}:{grpc_port}" if grpc_port is not None else None,
     }
 
     def principal_for(ctx: Context) -> Principal:
@@ -173,12 +181,18 @@ def build_server_app(
     @asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
         log.info("starting", extra={"fields": config})
-        memory.start_indexing()  # vectors are made in the background, never in a read
-        memory.start_timeline()  # and the timeline is rolled up in the background too
+        grpc_door: GrpcDoor | None = None
         try:
+            memory.start_indexing()  # vectors are made in the background, never in a read
+            memory.start_timeline()  # and the timeline is rolled up in the background too
+            if grpc_port is not None:
+                grpc_door = start_grpc_door(workspace, memory, host=host, port=grpc_port)
             async with mcp.session_manager.run():
                 yield
         finally:
+            if grpc_door is not None:
+                # in-flight calls get their grace period off the event loop's thread
+                await asyncio.to_thread(grpc_door.stop)
             memory.close()  # the memory outlives every door; close it last
             log.info("stopped", extra={"fields": {"store": str(workspace.folder)}})
 
@@ -200,10 +214,16 @@ def serve(
     log_level: str = "info",
     embedder: str = DEFAULT_EMBEDDER,
     a2a_anonymous: str | None = None,
+    grpc_port: int | None = None,
 ) -> None:
     configure_logging(log_level)
     app = build_server_app(
-        workspace, host=host, port=port, embedder=embedder, a2a_anonymous=a2a_anonymous
+        workspace,
+        host=host,
+        port=port,
+        embedder=embedder,
+        a2a_anonymous=a2a_anonymous,
+        grpc_port=grpc_port,
     )
     config = uvicorn.Config(
         app,
