@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck unit clean tour
+.PHONY: run test install lint typecheck unit clean tour proto
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -22,8 +22,8 @@ run: $(STAMP)
 	$(BIN)/cairn serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench proto
+	$(BIN)/ruff format --check src tests bench proto
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -32,6 +32,10 @@ unit: $(STAMP)
 	$(BIN)/pytest -n 2 -q
 
 test: lint typecheck unit
+
+# Regenerate src/cairn/doors/grpc_gen from proto/ (a test fails while they differ).
+proto: $(STAMP)
+	$(BIN)/python proto/generate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     embedder: str = Field(default="minilm", description="minilm, static or openai:URL#model")
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)
+    grpc_port: int | None = Field(
+        default=None, ge=1, le=65535, description="serve the gRPC door on this port; unset: off"
+    )
     timeline: TimelineSettings = Field(
         default_factory=TimelineSettings,
         description="how the timeline cuts and summarises ([timeline] in a config file)",

@@ -188,8 +188,10 @@ def run(agent: str, store_override: str | None, raw: bytes) -> str | None:
     # context is read before this call's own events go in: what the agent is told is what
     # came before it, never its own prompt echoed back
     kinds = {e["kind"] for e in events}
-    wanted = settings.context and event in adapter.context_events and (
-        "session_start" in kinds or (settings.context_on_prompt and "user_message" in kinds)
+    wanted = (
+        settings.context
+        and event in adapter.context_events
+        and ("session_start" in kinds or (settings.context_on_prompt and "user_message" in kinds))
     )
     recent = client.recent(scope, settings.context_tokens, timeout=0.5) if wanted else None
     outcome, why = client.append(events) if events else (Outcome.STORED, "")

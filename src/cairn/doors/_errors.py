@@ -1,27 +1,34 @@
-"""How the HTTP door says a kernel error: the code → status table and the problem body.
+"""How the network doors say a kernel error: the code → HTTP status and code → gRPC status
+tables, and the HTTP problem body.
 
 The kernel decides *what* went wrong (``CairnError.code``); a door only decides how to say
 it. The CLI exits with the error class's ``exit_code``; MCP and A2A answer with the code and
-the message (``[code] message``), A2A adding this module's problem body to a failed task.
+the message (``[code] message``), A2A adding this module's problem body to a failed task;
+the gRPC door answers with the status of ``GRPC_STATUS``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
 from cairn.errors import CairnError
 
 __all__ = [
+    "GRPC_STATUS",
     "HTTP_STATUS",
     "PROBLEM_JSON",
     "ErrorBody",
     "error_body",
+    "grpc_status",
     "http_status",
     "problem",
 ]
+
+T = TypeVar("T")
 
 # The media type of every HTTP error body (RFC 9457 problem details).
 PROBLEM_JSON = "application/problem+json"
@@ -48,7 +55,30 @@ HTTP_STATUS: dict[str, int] = {
 }
 
 
-def _lookup(table: dict[str, int], error: CairnError, default: int) -> int:
+# code → the name of a ``grpc.StatusCode`` (names, so that this module needs no grpcio), after
+# the usual mapping of HTTP statuses onto gRPC's: 409 is ABORTED, or ALREADY_EXISTS and
+# FAILED_PRECONDITION where those say more.
+GRPC_STATUS: dict[str, str] = {
+    "cairn_error": "INTERNAL",
+    "invalid_input": "INVALID_ARGUMENT",
+    "malformed_json": "INVALID_ARGUMENT",
+    "policy_error": "UNAVAILABLE",
+    # what grpcio itself answers to a message over the size limit
+    "payload_too_large": "RESOURCE_EXHAUSTED",
+    "not_found": "NOT_FOUND",
+    "permission_denied": "PERMISSION_DENIED",
+    "unauthenticated": "UNAUTHENTICATED",
+    "conflict": "ABORTED",
+    "stale_proposal": "ABORTED",
+    "invalid_transition": "FAILED_PRECONDITION",
+    "duplicate_content": "ALREADY_EXISTS",
+    "supersession_cycle": "FAILED_PRECONDITION",
+    "store_error": "UNAVAILABLE",
+    "internal_error": "INTERNAL",
+}
+
+
+def _lookup(table: Mapping[str, T], error: CairnError, default: T) -> T:
     # Walk the class tree so a new subclass inherits its parent's mapping without an edit here.
     for cls in type(error).__mro__:
         code = getattr(cls, "code", None)
@@ -59,6 +89,11 @@ def _lookup(table: dict[str, int], error: CairnError, default: int) -> int:
 
 def http_status(error: CairnError) -> int:
     return _lookup(HTTP_STATUS, error, 500)
+
+
+def grpc_status(error: CairnError) -> str:
+    """The name of the ``grpc.StatusCode`` a kernel error is answered with."""
+    return _lookup(GRPC_STATUS, error, "INTERNAL")
 
 
 class ErrorBody(BaseModel):

@@ -79,11 +79,20 @@ def serve_command(
     tcp: Annotated[
         bool, typer.Option("--tcp/--no-tcp", help="listen on host:port (on by default)")
     ] = True,
+    grpc_port: Annotated[
+        int | None,
+        typer.Option(
+            help="also serve the timeline over gRPC on this port, with health and reflection "
+            "(off by default; CAIRN_GRPC_PORT)",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process."""
+    """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process, and the
+    gRPC door when --grpc-port is given."""
     from cairn.doors.server import serve
 
-    settings = _settings(ctx, host=host, port=port, embedder=embedder)
+    settings = _settings(ctx, host=host, port=port, embedder=embedder, grpc_port=grpc_port)
     workspace = Workspace(settings.store, db=settings.db)
     if not workspace.exists():
         typer.echo(
@@ -97,6 +106,12 @@ def serve_command(
     if not tcp and capture is None:
         typer.echo("error (invalid_input): --no-tcp needs --socket: nothing to serve", err=True)
         raise typer.Exit(2)
+    grpc_line = (
+        f"  gRPC       {settings.host}:{settings.grpc_port}  cairn.timeline.v1.TimelineService, "
+        "health, reflection\n"
+        if settings.grpc_port is not None
+        else ""
+    )
     if tcp:
         typer.echo(
             f"cairn serves {workspace.folder} on {base}\n"
@@ -104,6 +119,7 @@ def serve_command(
             f"  MCP        {base}/mcp  claude mcp add --transport http cairn {base}/mcp "
             '--header "Authorization: Bearer $CAIRN_API_KEY"\n'
             f"  A2A        {base}/     card: {base}/.well-known/agent-card.json\n"
+            f"{grpc_line}"
             "  every door takes Authorization: Bearer <key> (keys: cairn keys create); "
             "Ctrl-C stops",
             err=True,
@@ -116,6 +132,7 @@ def serve_command(
             log_level=log_level,
             embedder=settings.embedder,
             a2a_anonymous=a2a_anonymous,
+            grpc_port=settings.grpc_port,
             socket=capture,
             tcp=tcp,
         )

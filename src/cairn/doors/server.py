@@ -1,4 +1,5 @@
-"""``cairn serve``: the HTTP API, MCP (streamable HTTP) and the A2A agent in one process.
+"""``cairn serve``: the HTTP API, MCP (streamable HTTP) and the A2A agent in one process,
+and the gRPC door on a port of its own when ``grpc_port`` is given.
 
 One ``Memory`` is opened for all doors. Routes:
 
@@ -6,10 +7,12 @@ One ``Memory`` is opened for all doors. Routes:
 - ``/mcp``      MCP over streamable HTTP (bearer key checked here before the SDK sees it)
 - ``/``         A2A JSON-RPC (POST), card at ``/.well-known/agent-card.json``
 - ``/health``   readiness and the effective configuration, without secrets
+- gRPC          ``cairn.timeline.v1.TimelineService``, health and reflection (``grpc_server``)
 
 Shutdown: uvicorn turns SIGTERM / Ctrl-C into a lifespan shutdown, which stops the MCP
-session manager, closes the A2A task store and then the memory store. Every write was already
-durable when it was acknowledged (SQLite ``synchronous=FULL``), so nothing is lost.
+session manager and the gRPC door, closes the A2A task store and then the memory store.
+Every write was already durable when it was acknowledged (SQLite ``synchronous=FULL``), so
+nothing is lost.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.doors.a2a_agent import build_a2a_routes
+from cairn.doors.grpc_server import GrpcDoor, start_grpc_door
 from cairn.doors.http import authenticate_http, create_app, error_response
 from cairn.doors.mcp_server import bearer_key, build_mcp_server
 from cairn.errors import CairnError
@@ -139,10 +143,12 @@ def build_server_app(
     port: int = DEFAULT_PORT,
     embedder: str = DEFAULT_EMBEDDER,
     a2a_anonymous: str | None = None,
+    grpc_port: int | None = None,
     capture_socket: bool = False,
 ) -> FastAPI:
     """Every door on one ``Memory``. ``a2a_anonymous`` (off by default) names a low-privilege
     principal that A2A requests *without* a key act as; ``/v1`` and ``/mcp`` always need a key.
+    ``grpc_port`` (off by default) starts the gRPC door on ``host:grpc_port`` with the app.
     With ``capture_socket`` the app also carries the capture socket's own app (in
     ``app.state.capture_socket_app``, for ``serve`` to route the socket to) and replays the
     hooks' spool when it starts.
@@ -160,6 +166,7 @@ def build_server_app(
         "principals": len(workspace.principals().principals),
         "embedder": embedder,
         "a2a_anonymous": a2a_anonymous,
+        "grpc": f"{host}:{grpc_port}" if grpc_port is not None else None,
     }
 
     def principal_for(ctx: Context) -> Principal:
@@ -182,17 +189,23 @@ def build_server_app(
     @asynccontextmanager
     async def lifespan() -> AsyncIterator[None]:
         log.info("starting", extra={"fields": config})
-        memory.start_indexing()  # vectors are made in the background, never in a read
-        memory.start_timeline()  # and the timeline is rolled up in the background too
-        if capture_socket:
-            from cairn.doors.capture_socket import replay_spool
-
-            report = await asyncio.to_thread(replay_spool, workspace, memory)
-            log.info("spool replayed", extra={"fields": vars(report)})
+        grpc_door: GrpcDoor | None = None
         try:
+            memory.start_indexing()  # vectors are made in the background, never in a read
+            memory.start_timeline()  # and the timeline is rolled up in the background too
+            if capture_socket:
+                from cairn.doors.capture_socket import replay_spool
+
+                report = await asyncio.to_thread(replay_spool, workspace, memory)
+                log.info("spool replayed", extra={"fields": vars(report)})
+            if grpc_port is not None:
+                grpc_door = start_grpc_door(workspace, memory, host=host, port=grpc_port)
             async with mcp.session_manager.run():
                 yield
         finally:
+            if grpc_door is not None:
+                # in-flight calls get their grace period off the event loop's thread
+                await asyncio.to_thread(grpc_door.stop)
             memory.close()  # the memory outlives every door; close it last
             if capture_socket:
                 # here, not after the server returns: uvicorn ends the process by re-raising
@@ -225,6 +238,7 @@ def serve(
     log_level: str = "info",
     embedder: str = DEFAULT_EMBEDDER,
     a2a_anonymous: str | None = None,
+    grpc_port: int | None = None,
     socket: Path | None = None,
     tcp: bool = True,
 ) -> None:
@@ -237,6 +251,7 @@ def serve(
         port=port,
         embedder=embedder,
         a2a_anonymous=a2a_anonymous,
+        grpc_port=grpc_port,
         capture_socket=socket is not None,
     )
     served: ASGIApp = app

@@ -1,0 +1,87 @@
+"""The gRPC door's server: the timeline service, the standard health service and server
+reflection on one port. ``cairn serve --grpc-port N`` starts it in the HTTP server's process,
+on the same ``Memory``, and stops it before that memory closes.
+
+Health and reflection answer without a key, as ``GET /health`` and the OpenAPI document do:
+they tell whether the door is up and what the proto says, nothing about the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from cairn.doors.grpc_gen import timeline_pb2_grpc
+from cairn.doors.grpc_timeline import SERVICE_NAME, TimelineService
+from cairn.limits import MAX_REQUEST_BYTES
+from cairn.memory import Memory
+from cairn.workspace import Workspace
+
+__all__ = ["GRACE_SECONDS", "GrpcDoor", "start_grpc_door"]
+
+# In-flight calls get this long to finish on shutdown; then they are cancelled.
+GRACE_SECONDS = 5.0
+# Calls run on these threads, as HTTP requests run on uvicorn's pool (Memory is thread-safe).
+# Health watches do not hold one: the health servicer answers them without blocking.
+WORKERS = 16
+
+log = logging.getLogger("cairn.grpc")
+
+
+@dataclass(frozen=True)
+class GrpcDoor:
+    """A started gRPC server and what it answers health checks with."""
+
+    server: grpc.Server
+    health: health.HealthServicer
+    address: str
+    port: int  # the port bound (the one asked for, or the system's pick for 0)
+
+    def stop(self, grace: float = GRACE_SECONDS) -> None:
+        """Say NOT_SERVING, refuse new calls, give in-flight ones ``grace`` seconds."""
+        self.health.enter_graceful_shutdown()
+        self.server.stop(grace).wait()
+        log.info("grpc stopped", extra={"fields": {"address": self.address}})
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def start_grpc_door(workspace: Workspace, memory: Memory, *, host: str, port: int) -> GrpcDoor:
+    """Serve the timeline, health and reflection on ``host:port`` (0: any free port).
+
+    Raises ``RuntimeError`` when the address cannot be bound (the port is taken)."""
+    server = grpc.server(
+        ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cairn-grpc"),
+        options=[
+            # the same ceiling as every HTTP door's request body
+            ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+            # a port another server holds is an error, not silently shared (grpcio's
+            # default on Linux sets SO_REUSEPORT)
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    timeline_pb2_grpc.add_TimelineServiceServicer_to_server(
+        TimelineService(memory, workspace), server
+    )
+    checks = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(checks, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    address = _address(host, port)
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise RuntimeError(f"the gRPC door cannot listen on {address}: {exc}") from None
+    for service in (health.OVERALL_HEALTH, SERVICE_NAME):
+        checks.set(service, health_pb2.HealthCheckResponse.SERVING)
+    server.start()
+    log.info("grpc listening", extra={"fields": {"address": _address(host, bound)}})
+    return GrpcDoor(server, checks, _address(host, bound), bound)
