@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Self
 
@@ -27,10 +28,15 @@ class BackgroundWorker:
         poll: float,
         failure: str,
         logger: logging.Logger | None = None,
+        settle: float = 0.0,
     ) -> None:
         """``work`` does one bounded pass and says whether it did anything; ``failure`` is
-        what ``logger`` says when a pass raises."""
+        what ``logger`` says when a pass raises. With ``settle``, a burst of notifies is
+        taken in one pass: the pass starts once no notify came for ``settle`` seconds (or
+        ten times that after the first), so work that arrives in a stream (a coding agent's
+        hook calls) is not redone after every item while its producers wait for the CPU."""
         self._work = work
+        self.settle = settle
         self._log = logger or log
         self.poll = poll
         self._failure = failure
@@ -63,13 +69,27 @@ class BackgroundWorker:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def _quiet(self) -> None:
+        """Wait until no notify came for ``settle`` seconds (at most ten times that)."""
+        deadline = time.monotonic() + 10 * self.settle
+        while time.monotonic() < deadline and not self._stopping.is_set():
+            seen = self._generation
+            self._stopping.wait(self.settle)
+            if seen == self._generation:
+                return
+
     def _run(self) -> None:
+        busy = False  # the last pass did work: go on at once, there may be more
         while not self._stopping.is_set():
             self._wake.clear()
+            if self.settle and not busy:
+                self._quiet()
             generation = self._generation
+            busy = False
             try:
                 if self._work():
-                    continue  # there may be more
+                    busy = True
+                    continue
             except Exception:  # the worker must outlive a failing pass; the log has it
                 self._log.exception(self._failure)
             if generation == self._generation:

@@ -503,7 +503,7 @@ def test_the_opencode_plugin_hands_each_event_to_cairn(project: Path, state: Pat
     events = [adapter_for("opencode").to_events(call["input"])[0] for call in calls]
     assert [(e.kind, e.text) for e in events] == [
         ("user_message", "Why?"),
-        ("tool_call", 'bash: {\n "command": "ls"\n}'),
+        ("tool_call", "bash: command: ls"),
         ("tool_result", "src"),
         ("assistant_message", "Because."),  # once, with the part's last text
     ]

@@ -87,3 +87,13 @@ def test_redaction_stays_linear_on_long_hostile_text() -> None:
         started = time.perf_counter()
         Redactor().redact(text)
         assert time.perf_counter() - started < 10, name
+
+
+def test_every_built_in_pattern_has_its_first_look_words() -> None:
+    """A pattern runs only on text holding one of its words: one without words would be
+    skipped silently, so each must have some, and each corpus secret must contain one."""
+    from cairn.capture.redact import TRIGGERS
+
+    assert set(TRIGGERS) == {name for name, _, _ in BUILT_IN}
+    for name, text, _ in CORPUS:
+        assert any(word in text.lower() for word in TRIGGERS[name]), name

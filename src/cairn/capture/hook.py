@@ -14,7 +14,6 @@ imports are most of its cost (the kernel lives in the daemon).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -230,31 +229,65 @@ def _replay(store_override: str | None) -> int:
     return 0
 
 
+USAGE = """usage: cairn hook [replay] [--agent NAME] [--store DIR]
+
+Record one coding-agent hook call (JSON on stdin) on the project's timeline. Always exits 0:
+a hook must never break the agent. 'cairn hook replay' sends spooled events now.
+
+  --agent NAME  whose payload it is: claude (default), gemini, codex, copilot, cursor, opencode
+  --store DIR   the store folder (default: the nearest .cairn at or above the payload's cwd)
+"""
+
+
+def _parse(argv: list[str]) -> tuple[str | None, str, str | None] | str:
+    """(action, agent, store), or the message for a usage error. By hand: argparse costs
+    the hook about 10 ms of start-up for three options."""
+    action, agent, store = None, "claude", None
+    rest = list(argv)
+    while rest:
+        arg = rest.pop(0)
+        name, _, inline = arg.partition("=")
+        if arg == "replay" and action is None:
+            action = "replay"
+        elif name in {"--agent", "--store"}:
+            value = inline if inline else (rest.pop(0) if rest else "")
+            if not value:
+                return f"{name} needs a value"
+            if name == "--agent":
+                agent = value
+            else:
+                store = value
+        else:
+            return f"unknown argument {arg!r}"
+    return action, agent, store
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="cairn hook",
-        description="Record one coding-agent hook call (JSON on stdin) on the project's "
-        "timeline. Always exits 0: a hook must never break the agent. "
-        "'cairn hook replay' sends spooled events now.",
-    )
-    parser.add_argument("action", nargs="?", choices=["replay"], help="replay the spool")
-    parser.add_argument("--agent", default="claude", help="claude (default), gemini, codex, …")
-    parser.add_argument("--store", default=None, help="the store folder (default: found from cwd)")
-    args = parser.parse_args(argv)
-    if args.action == "replay":
-        return _replay(args.store)
+    argv = sys.argv[1:] if argv is None else argv
+    if {"-h", "--help"} & set(argv):
+        sys.stdout.write(USAGE)
+        return 0
+    parsed = _parse(argv)
+    if isinstance(parsed, str):
+        # a broken hook command line must not break the agent either: say it, exit 0
+        sys.stderr.write(f"cairn hook: {parsed}\n{USAGE}")
+        log_problem("bad hook command line", error=parsed)
+        return 0
+    action, agent, store = parsed
+    if action == "replay":
+        return _replay(store)
     started = time.monotonic()
     reply: str | None = None
     try:
         raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
         if len(raw) > MAX_PAYLOAD_BYTES:
-            log_problem("payload over 8 MiB: not recorded", agent=args.agent)
+            log_problem("payload over 8 MiB: not recorded", agent=agent)
         else:
-            reply = run(args.agent, args.store, raw)
+            reply = run(agent, store, raw)
     except Exception as exc:
-        log_problem("hook failed", agent=args.agent, error=f"{type(exc).__name__}: {exc}"[:300])
+        log_problem("hook failed", agent=agent, error=f"{type(exc).__name__}: {exc}"[:300])
         try:
-            reply = adapter_for(args.agent).reply({}, None)  # some agents want JSON always
+            reply = adapter_for(agent).reply({}, None)  # some agents want JSON always
         except Exception:
             reply = None
     if reply:
@@ -262,5 +295,5 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
     elapsed = time.monotonic() - started
     if elapsed > 1.0:
-        log_problem("slow hook", agent=args.agent, seconds=round(elapsed, 3))
+        log_problem("slow hook", agent=agent, seconds=round(elapsed, 3))
     return 0

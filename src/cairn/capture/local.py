@@ -17,9 +17,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tomllib
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "PRINCIPALS_FILE",
@@ -96,8 +95,7 @@ def default_scope(store: Path) -> str:
     return f"code/{name[:200]}"
 
 
-@dataclass(frozen=True)
-class CaptureSettings:
+class CaptureSettings(NamedTuple):
     """The ``[capture]`` table. Unknown keys are an error (a typo would otherwise silently
     turn a privacy setting off)."""
 
@@ -134,12 +132,12 @@ def _table(path: Path) -> dict[str, Any]:
 
 def parse_capture(values: dict[str, Any], where: str = "[capture]") -> CaptureSettings:
     """Check a ``[capture]`` table against ``CaptureSettings`` (types and ranges)."""
-    known = {f.name: f for f in fields(CaptureSettings)}
+    known = CaptureSettings._field_defaults
     out: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
             raise ValueError(f"{where}: unknown setting {key!r}; known: {', '.join(known)}")
-        default = getattr(CaptureSettings, key, None)
+        default = known[key]
         if isinstance(default, tuple):
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise ValueError(f"{where}: {key} must be a list of strings")

@@ -19,8 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["BUILT_IN", "Redactor", "compile_user_patterns"]
 
@@ -86,15 +85,69 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
     ),
 )
 
+# Cheap first looks: a pattern can only match text holding one of its words (lower case),
+# so a pattern is compiled and run only then. Compiling all of them costs the hook ~10 ms
+# per call; most texts need two or three.
+_SECRET_WORDS = (
+    "secret",
+    "token",
+    "passw",
+    "apikey",
+    "api_key",
+    "api-key",
+    "accesskey",
+    "access_key",
+    "access-key",
+    "privatekey",
+    "private_key",
+    "private-key",
+    "credential",
+)
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----begin",),
+    "aws_access_key": (
+        "akia",
+        "asia",
+        "agpa",
+        "aida",
+        "aroa",
+        "aipa",
+        "anpa",
+        "anva",
+        "abia",
+        "acca",
+    ),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-",),
+    "slack_token": ("xox",),
+    "slack_webhook": ("hooks.slack.com",),
+    "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",),
+    "stripe_key": ("_live_", "_test_"),
+    "google_api_key": ("aiza",),
+    "huggingface_token": ("hf_",),
+    "npm_token": ("npm_",),
+    "pypi_token": ("pypi-",),
+    "sendgrid_key": ("sg.",),
+    "twilio_key": ("sk",),
+    "cairn_key": ("cairn_",),
+    "jwt": ("eyj",),
+    "url_password": ("://",),
+    "authorization": ("authorization", "bearer"),
+    "secret_assignment": _SECRET_WORDS,
+    "secret_field": _SECRET_WORDS,
+}
+
 # what the user marks as never to be stored; an unclosed tag hides everything after it
 _PRIVATE = re.compile(r"(?is)<private>.*?(?:</private>|\Z)")
 
 
-@dataclass(frozen=True)
-class _Pattern:
+class _Pattern(NamedTuple):
     name: str
-    regex: re.Pattern[str]
+    source: str
+    flags: int
     group: int
+    triggers: tuple[str, ...]  # empty: always run
 
 
 def compile_user_patterns(patterns: Iterable[str]) -> list[tuple[str, str, int]]:
@@ -110,17 +163,21 @@ def compile_user_patterns(patterns: Iterable[str]) -> list[tuple[str, str, int]]
     return out
 
 
-@dataclass
 class Redactor:
-    """Redacts text and every string inside JSON values, counting what it removed."""
+    """Redacts text and every string inside JSON values, counting what it removed in
+    ``counts`` (pattern name → matches)."""
 
-    extra: Iterable[tuple[str, str, int]] = ()
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
+    def __init__(self, extra: Iterable[tuple[str, str, int]] = ()) -> None:
+        self.counts: dict[str, int] = {}
         self._patterns = [
-            _Pattern(name, re.compile(pattern, re.DOTALL if name == "private_key" else 0), group)
-            for name, pattern, group in (*BUILT_IN, *self.extra)
+            _Pattern(
+                name,
+                pattern,
+                re.DOTALL if name == "private_key" else 0,
+                group,
+                TRIGGERS.get(name, ()) if i < len(BUILT_IN) else (),
+            )
+            for i, (name, pattern, group) in enumerate((*BUILT_IN, *extra))
         ]
 
     def redact(self, text: str) -> str:
@@ -129,8 +186,13 @@ class Redactor:
         text, hidden = _PRIVATE.subn("[private]", text)
         if hidden:
             self.counts["private"] = self.counts.get("private", 0) + hidden
+        lowered = text.lower()
         for pattern in self._patterns:
-            text = pattern.regex.sub(functools.partial(self._replace, pattern=pattern), text)
+            if pattern.triggers and not any(t in lowered for t in pattern.triggers):
+                continue
+            # re.compile keeps compiled patterns in its own cache, so each is built once
+            regex = re.compile(pattern.source, pattern.flags)
+            text = regex.sub(functools.partial(self._replace, pattern=pattern), text)
         return text
 
     def _replace(self, match: re.Match[str], pattern: _Pattern) -> str:

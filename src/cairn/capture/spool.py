@@ -19,7 +19,6 @@ import fcntl
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -43,12 +42,14 @@ class Outcome(StrEnum):
 Send = Callable[[list[dict[str, Any]]], tuple[Outcome, str]]
 
 
-@dataclass
 class ReplayReport:
-    stored: int = 0
-    kept: int = 0
-    rejected: int = 0
-    problems: list[str] = field(default_factory=list)
+    """What a replay did (a plain class: the hook cannot afford importing dataclasses)."""
+
+    def __init__(self) -> None:
+        self.stored = 0
+        self.kept = 0
+        self.rejected = 0
+        self.problems: list[str] = []
 
 
 def _time(event: dict[str, Any]) -> tuple[datetime, str]:

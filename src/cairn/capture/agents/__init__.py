@@ -2,7 +2,8 @@
 (already parsed JSON) into ``Captured`` events in the common vocabulary below.
 
 Adapters are pure functions of the payload, standard library only (they run inside the
-lean hook process), and lenient: an unknown event or a missing optional field is recorded,
+lean hook process; named tuples rather than dataclasses, whose import costs the hook about
+10 ms), and lenient: an unknown event or a missing optional field is recorded,
 never an error. The hook core (``cairn.capture.hook``) does the rest: redaction, event ids,
 the project's scope, the time stamp when the payload has none, sending or spooling.
 """
@@ -10,9 +11,8 @@ the project's scope, the time stamp when the payload has none, sending or spooli
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "KINDS",
@@ -51,8 +51,7 @@ def hook_kind(event_name: str) -> str:
     return ("hook_" + snake)[:64]
 
 
-@dataclass(frozen=True)
-class Captured:
+class Captured(NamedTuple):
     """One event as an adapter sees it, before redaction and before it has an id.
 
     ``identity`` is what makes this event itself, stable when the same hook call is
@@ -66,7 +65,7 @@ class Captured:
     text: str
     session_id: str
     identity: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = {}  # noqa: RUF012 - never changed in place: the hook copies it
     ts: datetime | None = None
     # True when ``identity`` names the event on its own (a tool call's id, a turn id); when
     # False the hook core also mixes in how far the session's transcript has grown, so two
@@ -74,8 +73,7 @@ class Captured:
     unique_identity: bool = False
 
 
-@dataclass(frozen=True)
-class AgentAdapter:
+class AgentAdapter(NamedTuple):
     """How cairn speaks one agent's hooks.
 
     ``to_events`` maps a payload; ``cwd`` finds the project folder in it (None: use the
