@@ -15,7 +15,6 @@ imports are most of its cost (the kernel lives in the daemon).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
@@ -33,6 +32,7 @@ from cairn.capture.local import (
     find_store,
     load_capture_settings,
     private_folder,
+    sha256_hex,
     socket_path,
     spool_path,
     state_folder,
@@ -75,7 +75,7 @@ def _event_id(agent: str, captured: Captured, transcript: Any) -> str:
         # different moments of one session; a retry at the same moment sees the same size
         with contextlib.suppress(OSError):
             material.append(str(os.stat(transcript).st_size))
-    digest = hashlib.sha256("\0".join(material).encode("utf-8", "surrogatepass")).hexdigest()
+    digest = sha256_hex("\0".join(material).encode("utf-8", "surrogatepass"))
     return f"hk_{digest[:40]}"
 
 

@@ -14,9 +14,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,6 +26,7 @@ __all__ = [
     "find_store",
     "load_capture_settings",
     "private_folder",
+    "sha256_hex",
     "socket_path",
     "spool_path",
     "state_folder",
@@ -74,8 +73,18 @@ def find_store(cwd: str | None, override: str | None = None) -> Path | None:
     return None
 
 
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 from CPython's built-in module when there is one: ``hashlib`` loads OpenSSL
+    first, a few milliseconds of every hook call."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
+    return str(sha256(data).hexdigest())
+
+
 def _store_hash(store: Path) -> str:
-    return hashlib.sha256(str(store.resolve()).encode()).hexdigest()[:16]
+    return sha256_hex(str(store.resolve()).encode())[:16]
 
 
 def spool_path(store: Path) -> Path:
@@ -123,6 +132,8 @@ class CaptureSettings(NamedTuple):
 def _table(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
+    import tomllib  # only when there is a file to read: most hook calls have none
+
     with path.open("rb") as handle:
         table = tomllib.load(handle).get("capture", {})
     if not isinstance(table, dict):
