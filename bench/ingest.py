@@ -2,6 +2,7 @@
 
     python bench/ingest.py --records 100000 --json out.json
     python bench/ingest.py --quick --json out.json
+    python bench/ingest.py --records 100000 --db postgresql://… --json out.json
 
 The same synthetic rows (~300 characters each) go in four ways, in one run:
 
@@ -12,6 +13,8 @@ The same synthetic rows (~300 characters each) go in four ways, in one run:
 
 Every cairn path goes through the gate (policy, duplicate check, permission check, audit)
 on a fresh SQLite store with embedding deferred (no embedder), as a server would run it.
+With ``--db`` the cairn paths run on that PostgreSQL database instead (an empty one: each
+path writes under scopes of its own); the floor stays SQLite's.
 The floor is what SQLite itself costs; the ratios say how much of it governance adds.
 Prints a table and writes JSON; never asserts. One-at-a-time runs a tenth of the rows (at
 least 200): it is the slow path and its rate does not depend on the count.
@@ -37,6 +40,8 @@ from rich.table import Table
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Content, EventDraft, EventRole, Principal, PrincipalKind, Sensitivity
+from cairn.store.base import Store
+from cairn.store.factory import open_store
 from cairn.store.sqlite import SqliteStore
 
 WRITER = Principal(
@@ -96,15 +101,16 @@ def rows(n: int, seed: int = 7) -> list[tuple[str, str, str]]:
     return made
 
 
-def _memory(folder: Path) -> Memory:
-    return Memory(
-        SqliteStore(folder / "cairn.db"), parse_policy(DEFAULT_POLICY_YAML), root=folder,
-        embedder=None,
-    )  # fmt: skip
+def _memory(folder: Path, db: str | None = None) -> Memory:
+    store: Store = open_store(db, folder) if db else SqliteStore(folder / "cairn.db")
+    return Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=folder, embedder=None)
 
 
-def _contents(part: Sequence[tuple[str, str, str]]) -> list[Content]:
-    return [Content(kind="fact", scope=s, title=t, body=b) for s, t, b in part]
+def _contents(part: Sequence[tuple[str, str, str]], path: str = "acme") -> list[Content]:
+    """``path``: the first segment of the scopes (each path its own on a shared database)."""
+    return [
+        Content(kind="fact", scope=s.replace("acme", path, 1), title=t, body=b) for s, t, b in part
+    ]
 
 
 def _timed(run: Callable[[], None]) -> float:
@@ -113,9 +119,11 @@ def _timed(run: Callable[[], None]) -> float:
     return time.perf_counter() - started
 
 
-def one_at_a_time(folder: Path, data: Sequence[tuple[str, str, str]]) -> float:
-    memory = _memory(folder)
-    contents = _contents(data)
+def one_at_a_time(
+    folder: Path, data: Sequence[tuple[str, str, str]], db: str | None = None
+) -> float:
+    memory = _memory(folder, db)
+    contents = _contents(data, "one")
 
     def run() -> None:
         for content in contents:
@@ -126,9 +134,11 @@ def one_at_a_time(folder: Path, data: Sequence[tuple[str, str, str]]) -> float:
     return len(data) / seconds
 
 
-def batched(folder: Path, data: Sequence[tuple[str, str, str]], batch: int) -> float:
-    memory = _memory(folder)
-    parts = [_contents(data[i : i + batch]) for i in range(0, len(data), batch)]
+def batched(
+    folder: Path, data: Sequence[tuple[str, str, str]], batch: int, db: str | None = None
+) -> float:
+    memory = _memory(folder, db)
+    parts = [_contents(data[i : i + batch], "batched") for i in range(0, len(data), batch)]
 
     def run() -> None:
         for part in parts:
@@ -139,9 +149,14 @@ def batched(folder: Path, data: Sequence[tuple[str, str, str]], batch: int) -> f
     return len(data) / seconds
 
 
-def events_batched(folder: Path, data: Sequence[tuple[str, str, str]], batch: int) -> float:
-    memory = _memory(folder)
-    drafts = [_event(i, scope, f"{title}. {body}") for i, (scope, title, body) in enumerate(data)]
+def events_batched(
+    folder: Path, data: Sequence[tuple[str, str, str]], batch: int, db: str | None = None
+) -> float:
+    memory = _memory(folder, db)
+    drafts = [
+        _event(i, scope.replace("acme", "events", 1), f"{title}. {body}")
+        for i, (scope, title, body) in enumerate(data)
+    ]
     parts = [drafts[i : i + batch] for i in range(0, len(drafts), batch)]
 
     def run() -> None:
@@ -195,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--quick", action="store_true", help="2,000 rows: a smoke run")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--db", default=None, help="postgresql://… (an empty database)")
     args = parser.parse_args(argv)
     n = 2_000 if args.quick else args.records
     data = rows(n)
@@ -205,12 +221,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             (root / name).mkdir()
         floor = fts5_floor(root / "floor", data)
         figures: dict[str, Any] = {
+            "backend": "postgresql" if args.db else "sqlite",
             "records": n,
             "batch": args.batch,
             "one_at_a_time_records": single_n,
-            "one_at_a_time_per_s": one_at_a_time(root / "one", data[:single_n]),
-            "batched_per_s": batched(root / "batched", data, args.batch),
-            "events_batched_per_s": events_batched(root / "events", data, args.batch),
+            "one_at_a_time_per_s": one_at_a_time(root / "one", data[:single_n], args.db),
+            "batched_per_s": batched(root / "batched", data, args.batch, args.db),
+            "events_batched_per_s": events_batched(root / "events", data, args.batch, args.db),
             "fts5_floor_per_s": floor,
         }
     figures["batched_vs_floor"] = figures["batched_per_s"] / floor
@@ -223,7 +240,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 def _print(figures: dict[str, Any]) -> None:
-    table = Table(title=f"ingest, SQLite, {figures['records']:,} rows of ~300 characters")
+    backend = "PostgreSQL" if figures["backend"] == "postgresql" else "SQLite"
+    table = Table(title=f"ingest, {backend}, {figures['records']:,} rows of ~300 characters")
     for column in ("path", "rows/s", "vs FTS5 floor"):
         table.add_column(column, justify="right" if column != "path" else "left")
     floor = figures["fts5_floor_per_s"]

@@ -547,7 +547,7 @@ class Memory(TimelineVerbs):
         entry names every record the batch made. Vectors are made afterwards, in the
         background, like any write's."""
         changes = [CreateChange(content=c, draft=draft) for c in contents]
-        outcomes = self.gate.submit_many(changes, principal, one_audit=True)
+        outcomes = self.gate.submit_many(changes, principal)
         return [self._shown_outcome(o, principal) for o in outcomes]
 
     def remember_many(
@@ -657,9 +657,13 @@ class Memory(TimelineVerbs):
     def _shown_outcome(self, outcome: ProposalOutcome, principal: Principal) -> ProposalOutcome:
         updates: dict[str, object] = {}
         if outcome.record is not None:
-            updates["record"] = self._shown_record(outcome.record, principal)
+            record = self._shown_record(outcome.record, principal)
+            if record is not outcome.record:
+                updates["record"] = record
         if outcome.version is not None:
-            updates["version"] = self._shown_version(outcome.version, principal)
+            version = self._shown_version(outcome.version, principal)
+            if version is not outcome.version:
+                updates["version"] = version
         return outcome.model_copy(update=updates) if updates else outcome
 
     def resolve(self, record_id: str, *, principal: Principal) -> Record:

@@ -6,9 +6,13 @@ to ``cairn.store``; everything crossing a module boundary is one of these.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import os
 import re
+import threading
+import time
 import unicodedata
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -23,7 +27,6 @@ from pydantic import (
     ValidationInfo,
     model_validator,
 )
-from ulid import ULID
 
 from cairn.limits import (
     MAX_BODY_CHARS,
@@ -103,9 +106,33 @@ QueryText = Annotated[str, TextLimit(MAX_QUERY_CHARS)]
 Question = Annotated[str, TextLimit(MAX_QUERY_CHARS, not_blank=True)]
 
 
+# ULIDs (https://github.com/ulid/spec): 48 bits of milliseconds and 80 random bits, written
+# as 26 Crockford base-32 characters. Made here rather than by a ULID library because a
+# batch of writes makes four ids per record and the library's took a tenth of the batch.
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)  # 10 bits, two characters
+_SHIFTS = tuple(range(120, -10, -10))  # 130 bits: 128 of the id, two zero bits on top
+_RANDOM_BITS = 80
+_id_lock = threading.Lock()
+_id_last = [0, 0]  # the last id's millisecond and random part
+
+
 def new_id(prefix: str) -> str:
-    """A sortable id: a ULID behind a short type prefix (``rec_01J…``), readable in logs."""
-    return f"{prefix}_{ULID()}"
+    """A sortable id: a ULID behind a short type prefix (``rec_01J…``), readable in logs.
+    Ids made in one process increase strictly, also within a millisecond (the previous
+    random part plus one, as the spec's monotonic generators do)."""
+    now = time.time_ns() // 1_000_000
+    with _id_lock:
+        ms, rand = _id_last
+        if now > ms:
+            ms, rand = now, int.from_bytes(os.urandom(10))
+        else:  # the same millisecond, or the clock stepped back: count up
+            rand += 1
+            if rand >> _RANDOM_BITS:
+                ms, rand = ms + 1, int.from_bytes(os.urandom(10))
+        _id_last[:] = (ms, rand)
+    value = ms << _RANDOM_BITS | rand
+    return prefix + "_" + "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
 
 
 class Status(StrEnum):
@@ -238,6 +265,7 @@ def _normalise(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
+@functools.lru_cache(maxsize=4096)  # a batch asks for each new record's hash more than once
 def content_hash(kind: str, title: str, body: str) -> str:
     """Hash of what a reader would call "the same memory": kind, title and body, whitespace
     and case folded, so trivially re-typed duplicates are caught."""

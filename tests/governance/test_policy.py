@@ -87,3 +87,29 @@ def test_missing_policy_file_is_a_clear_error(tmp_path: object) -> None:
 
     with pytest.raises(PolicyError, match="cairn init"):
         load_policy(Path(str(tmp_path)) / "policy.yaml")
+
+
+def test_facts_the_rules_cannot_tell_apart_share_a_key() -> None:
+    """A batch asks the policy once per ``facts_key``: the key must change with every fact
+    a rule can look at, and only with those."""
+    policy = parse_policy(DEFAULT_POLICY_YAML)
+    base = facts(kind="decision", metadata={"impact": "low", "team": "ops"})
+    changed = {
+        "op": "update", "kind": "fact", "origin": Origin.HUMAN, "roles": ("curator",),
+        "principal": "someone", "scope": "acme/other", "draft": True, "relation": "SUPPORTS",
+        "metadata": {"impact": "high", "team": "ops"},
+    }  # fmt: skip
+    assert set(changed) == set(ProposalFacts.model_fields), "every fact is tried"
+    for name, value in changed.items():
+        other = base.model_copy(update={name: value})
+        assert policy.facts_key(other) != policy.facts_key(base), name
+    # metadata no rule names, and an absent key against a null one, cannot change a ruling
+    same = base.model_copy(update={"metadata": {"impact": "low", "team": "dev"}})
+    assert policy.facts_key(same) == policy.facts_key(base)
+    # values a rule compares alike share a key; lists and objects are keys too
+    listed = facts(kind="decision", metadata={"impact": ["low"]})
+    assert policy.facts_key(listed) != policy.facts_key(facts(kind="decision", metadata={}))
+    assert policy.facts_key(listed) == policy.facts_key(
+        facts(kind="decision", metadata={"impact": ["low"]})
+    )
+    assert evaluate(policy, listed)[1] != evaluate(policy, base)[1]

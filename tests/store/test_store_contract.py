@@ -6,6 +6,7 @@ with change sets: all-or-nothing commits, preconditions, ordering and filters.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -32,11 +33,15 @@ from cairn.model import (
 )
 from cairn.store.base import (
     ChangeSet,
+    ChunkDraft,
+    ChunkFilter,
     EdgeFilter,
     ExpectProposal,
     ExpectPublished,
     ExpectRecord,
+    KeywordQuery,
     PutBaseline,
+    PutBatch,
     PutEdge,
     PutPathLink,
     PutProposal,
@@ -44,6 +49,7 @@ from cairn.store.base import (
     PutVersion,
     SetPublished,
     Store,
+    Write,
 )
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -262,8 +268,8 @@ def test_reads_by_id_hash_and_batches(store: Store) -> None:
     assert store.get_records([a.id, b.id, "rec_missing", a.id]).keys() == {a.id, b.id}
     got = store.get_record(a.id)
     assert got is not None and got.content == a.content and got.created_at == T0
-    assert [r.id for r in store.find_by_hash("acme/app", a.content.content_hash())] == [a.id]
-    assert store.find_by_hash("acme/other", a.content.content_hash()) == []
+    assert [r.id for r in store.find_by_hashes("acme/app", [a.content.content_hash()])] == [a.id]
+    assert store.find_by_hashes("acme/other", [a.content.content_hash()]) == []
     v1 = store.get_version_by_number(a.id, 1)
     assert v1 is not None and v1.id == a.current_version_id
     assert store.get_version_by_number(a.id, 2) is None
@@ -343,3 +349,104 @@ def test_import_refuses_a_store_that_is_not_empty(store: Store) -> None:
     with pytest.raises(Conflict):
         store.import_rows(rows)
     assert store.counts()["records"] == 1
+
+
+# ---- a batch of new rows: one statement per table, all or nothing -------------------------
+
+
+def _batch(n: int, *, scope: str = "acme/app") -> tuple[PutBatch, list[Record]]:
+    """``n`` new records with their versions (two chunks each), accepted proposals, an
+    ACCEPTED_AS edge and a path link each: what the gate's batch path writes."""
+    made = [_new(f"batched {i}", scope=scope) for i in range(n)]
+    writes: list[Write] = []
+    for record, version in made:
+        proposal = Proposal(
+            id=new_id("prp"), change=CreateChange(content=record.content), scope=record.scope,
+            record_id=None, base_version_id=None, principal_id="tester",
+            principal_roles=("curator",), status=ProposalStatus.ACCEPTED, created_at=T0,
+            result_record_id=record.id, result_version_id=version.id,
+        )  # fmt: skip
+        chunks = tuple(
+            ChunkDraft(chunk_key=key, heading=key, start=0, end=5, text=f"{key} of {record.id}")
+            for key in ("intro", "details")
+        )
+        edge = Edge(
+            id=new_id("edg"), type="ACCEPTED_AS", src=proposal.id, dst=version.id,
+            scope=record.scope, acl=record.content.acl, origin=Origin.SYSTEM, created_at=T0,
+            created_by="system", proposal_id=proposal.id,
+        )  # fmt: skip
+        link = PathLink(record_id=record.id, path=f"docs/{record.id}.md", content_hash="h")
+        writes += [PutProposal(proposal), PutRecord(record), PutVersion(version, chunks),
+                   PutEdge(edge), PutPathLink(link)]  # fmt: skip
+    return PutBatch.of(writes), [record for record, _ in made]
+
+
+def _tables(store: Store) -> tuple[object, ...]:
+    return (
+        store.counts(),
+        store.chunk_count(),
+        len(store.list_edges(None, limit=10_000)),
+        len(store.list_path_links()),
+    )
+
+
+def test_a_batch_writes_every_row_of_every_table(store: Store) -> None:
+    before = store.chunk_changes(0)
+    write, records = _batch(120)
+    (seq,) = store.commit([ChangeSet(audit=_audit("batch"), writes=(write,))])
+    assert seq > 0
+    assert store.get_records([r.id for r in records]) == {r.id: r for r in records}
+    counts = store.counts()
+    assert counts["records"] == counts["versions"] == counts["proposals"] == 120
+    assert store.chunk_count() == 240 and len(store.list_path_links()) == 120
+    assert len(store.list_edges(None, limit=1_000)) == 120
+    for record, proposal in zip(records, write.proposals, strict=True):
+        assert store.get_proposal(proposal.id) == proposal
+        assert store.list_path_links(record.id)[0].path == f"docs/{record.id}.md"
+    # the chunks are indexed for keyword search and numbered for the catalogs, each
+    # version's after the one before (a catalog following seqs misses none)
+    changes = store.chunk_changes(before[-1].seq if before else 0)
+    assert [c.record_id for c in changes] == [r.id for r in records for _ in range(2)]
+    assert [c.seq for c in changes] == sorted(c.seq for c in changes)
+    assert all(c.is_head and c.status == "active" for c in changes)
+    readable = ChunkFilter(acl_ids=frozenset(a.id for a in store.acls()),
+                           statuses=frozenset({"active"}))  # fmt: skip
+    hits = store.keyword_search(KeywordQuery(terms=("details",)), readable, 500)
+    assert len(hits) == 120
+
+
+@pytest.mark.parametrize("taken", ["proposals", "records", "versions", "edges"])
+def test_a_batch_with_a_stored_id_writes_nothing(store: Store, taken: str) -> None:
+    """Every row of a batch is new: one id already stored (here in the last item, after
+    the rest went in) fails the commit, and nothing of the batch remains."""
+    first, _ = _batch(1)
+    store.commit([ChangeSet(audit=_audit("batch"), writes=(first,))])
+    before = _tables(store)
+    write, _ = _batch(50)
+    clash = {
+        "proposals": lambda w: dataclasses.replace(
+            w, proposals=(*w.proposals[:-1], w.proposals[-1].model_copy(
+                update={"id": first.proposals[0].id}))),
+        "records": lambda w: dataclasses.replace(
+            w, records=(*w.records[:-1], w.records[-1].model_copy(
+                update={"id": first.records[0].id}))),
+        "versions": lambda w: dataclasses.replace(
+            w, versions=(*w.versions[:-1], PutVersion(w.versions[-1].version.model_copy(
+                update={"id": first.versions[0].version.id}), w.versions[-1].chunks))),
+        "edges": lambda w: dataclasses.replace(
+            w, edges=(*w.edges[:-1], w.edges[-1].model_copy(update={"id": first.edges[0].id}))),
+    }[taken](write)  # fmt: skip
+    with pytest.raises(Conflict):
+        store.commit([ChangeSet(audit=_audit("batch"), writes=(clash,))])
+    assert _tables(store) == before
+    assert store.get_edge(first.edges[0].id) == first.edges[0]
+
+
+def test_records_are_found_by_many_hashes(store: Store) -> None:
+    a, b, c = (_create(store, title) for title in ("alpha", "beta", "gamma"))
+    _create(store, "alpha", scope="acme/other")
+    hashes = [r.content.content_hash() for r in (c, a, b)] + ["0" * 64]
+    assert [r.id for r in store.find_by_hashes("acme/app", hashes)] == sorted([a.id, b.id, c.id])
+    # more hashes than one statement takes
+    many = [f"{i:064x}" for i in range(1_200)] + [b.content.content_hash()]
+    assert [r.id for r in store.find_by_hashes("acme/app", many)] == [b.id]

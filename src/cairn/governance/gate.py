@@ -8,10 +8,10 @@ the only caller of ``Store.commit`` (tests/governance/test_zero_bypass.py).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NoReturn
 
 from cairn.errors import (
     Conflict,
@@ -23,6 +23,7 @@ from cairn.errors import (
     SupersessionCycle,
 )
 from cairn.governance import access, lifecycle, links
+from cairn.governance._gc import collector_paused
 from cairn.governance.policy import Policy, ProposalFacts, evaluate
 from cairn.limits import (
     MAX_EVENT_BATCH,
@@ -72,6 +73,7 @@ from cairn.store.base import (
     ExpectRecord,
     Precondition,
     PutBaseline,
+    PutBatch,
     PutEdge,
     PutEvents,
     PutPathLink,
@@ -126,22 +128,52 @@ def _no_chunks(content: Content) -> tuple[ChunkDraft, ...]:
     return ()
 
 
-def _pending_record(record_id: str, content: Content) -> Record:
-    """A stand-in for a record created earlier in the same, not yet committed, batch."""
-    now = utcnow()
-    return Record(
-        id=record_id,
-        kind=content.kind,
-        scope=content.scope,
-        status=Status.ACTIVE,
-        current_version_id="(this batch)",
-        current_version=1,
-        created_at=now,
-        updated_at=now,
-        status_changed_at=now,
-        created_by="(this batch)",
-        content=content,
+def _duplicates(record: Record, proposal_record_id: str | None, principal: Principal) -> bool:
+    """Whether stored ``record``, found by content hash, is what a proposal (of a change to
+    ``proposal_record_id``, if any) duplicates: another record, still live, that
+    ``principal`` may read (one it may not read is never named: the check is no oracle)."""
+    return (
+        record.id != proposal_record_id
+        and record.status not in (Status.REJECTED, Status.ARCHIVED)
+        and access.can_read(principal, record.scope, record.content.acl)
     )
+
+
+def _duplicate_feedback(existing: Record) -> str:
+    return (
+        f"Rejected: duplicate content. Hash {existing.content.content_hash()[:12]} matches "
+        f"existing record {existing.id} ({existing.content.title!r}, "
+        f"v{existing.current_version}) in scope {existing.scope}. "
+        f"Consider updating {existing.id} instead."
+    )
+
+
+def _closed(
+    proposal: Proposal,
+    status: ProposalStatus,
+    principal: Principal,
+    *,
+    rule: str,
+    reason: str | None,
+    now: datetime,
+    **results: str | None,
+) -> Proposal:
+    """``proposal`` decided: its new status, the rule and reason, who decided and when, and
+    (accepted) what it made."""
+    update = {"status": status, "rule": rule, "reason": reason, "decided_by": principal.id}
+    return proposal.model_copy(update={**update, "decided_at": now, **results})
+
+
+def _create(change: Change) -> CreateChange:
+    assert isinstance(change, CreateChange)  # stamping keeps a change's type
+    return change
+
+
+def _counts(values: Iterable[str]) -> dict[str, int]:
+    counted: dict[str, int] = {}
+    for value in values:
+        counted[value] = counted.get(value, 0) + 1
+    return counted
 
 
 class Gate:
@@ -162,9 +194,6 @@ class Gate:
         # Index updates commit in the same transaction as the change they index.
         self.chunker = chunker
         self.on_commit = on_commit
-        self._local = threading.local()
-
-    # ---- batching: many proposals, one transaction ---------------------------------------
 
     def _write(self, changesets: list[ChangeSet]) -> None:
         """The one call to ``Store.commit``; ``on_commit`` hears of every commit (the
@@ -172,19 +201,7 @@ class Gate:
         self.store.commit(changesets)
         self.on_commit()
 
-    def _batch(self) -> list[ChangeSet] | None:
-        return getattr(self._local, "batch", None)
-
-    def _batch_hashes(self) -> dict[tuple[str, str], str]:
-        hashes: dict[tuple[str, str], str] = self._local.hashes
-        return hashes
-
-    def _commit(self, changeset: ChangeSet) -> None:
-        batch = self._batch()
-        if batch is None:
-            self._write([changeset])
-        else:
-            batch.append(changeset)
+    # ---- batching: many new records, one transaction -------------------------------------
 
     def submit_many(
         self,
@@ -192,39 +209,69 @@ class Gate:
         principal: Principal,
         *,
         kernel_provenance: bool = False,
-        one_audit: bool = False,
     ) -> list[ProposalOutcome]:
         """Propose many new records; every decision commits in one transaction, or none
-        does. Each record passes the policy, the duplicate check and the permission check on
-        its own; duplicates are rejected item by item, and a refusal of the caller (scope,
-        kind, limits) refuses the whole batch with nothing written. With ``one_audit`` the
-        batch is audited by one entry naming every record and proposal it made; otherwise
-        each decision keeps its own entry."""
+        does, audited by one entry naming every record and proposal the batch made.
+
+        Each record gets what ``submit`` gives one: its scope and kind are checked, its
+        content stamped, its duplicates looked for (among stored records the principal may
+        read and the batch's earlier records), and the policy decides on it. Duplicates are
+        rejected item by item; a refusal of the caller (op, scope, kind, limits) refuses the
+        whole batch with nothing written. What is the same for many records is done once:
+        a scope or kind is checked once, the policy asked once per set of facts its rules
+        can tell apart, the stored duplicates looked up with one query per scope, and every
+        table written with one statement."""
         if len(changes) > MAX_RECORD_BATCH:
             raise InvalidInput(
                 f"send at most {MAX_RECORD_BATCH} records at a time", field="contents"
             )
-        self._local.batch, self._local.hashes = [], {}
-        try:
-            outcomes = [
-                self.submit(change, principal, kernel_provenance=kernel_provenance)
-                for change in changes
-            ]
-            batch = self._batch()
-            if batch:
-                self._write([self._merged(batch, principal, outcomes)] if one_audit else batch)
-        finally:
-            self._local.batch = self._local.hashes = None
-        return outcomes
+        if not changes:
+            return []
+        with collector_paused():
+            return self._submit_many(changes, principal, kernel_provenance=kernel_provenance)
 
-    def _merged(
-        self, batch: list[ChangeSet], principal: Principal, outcomes: list[ProposalOutcome]
-    ) -> ChangeSet:
-        """The batch's change sets as one, audited once: the entry names every record made
-        and counts the decisions (a record's audit query finds it by the record's id)."""
-        decisions: dict[str, int] = {}
-        for outcome in outcomes:
-            decisions[outcome.decision.value] = decisions.get(outcome.decision.value, 0) + 1
+    def _submit_many(
+        self, changes: Sequence[CreateChange], principal: Principal, *, kernel_provenance: bool
+    ) -> list[ProposalOutcome]:
+        access.require_op(principal, "create")
+        if not kernel_provenance:
+            changes = [_create(self._stamp(change, principal)) for change in changes]
+        checked: set[tuple[str, str]] = set()
+        for change in changes:
+            content = change.content
+            if ("scope", content.scope) not in checked:
+                access.require_scope(principal, content.scope)
+                checked.add(("scope", content.scope))
+            if ("kind", content.kind) not in checked:
+                self.policy.check_kind(content.kind)
+                checked.add(("kind", content.kind))
+        hashes = [change.content.content_hash() for change in changes]
+        stored = self._stored_duplicates(changes, hashes, principal)
+        made: dict[tuple[str, str], Record] = {}  # the batch's records, by scope and hash
+        rulings: dict[Hashable, tuple[Decision, str, str | None]] = {}
+        now = self.clock()
+        outcomes: list[ProposalOutcome] = []
+        writes: list[Write] = []
+        for change, content_hash in zip(changes, hashes, strict=True):
+            proposal = self._proposal(change, principal, scope=change.content.scope, now=now)
+            key = (change.content.scope, content_hash)
+            existing = made.get(key) or stored.get(key)
+            if existing is not None:
+                outcome = self._rejected(
+                    proposal, principal, rule="duplicate_content",
+                    feedback=_duplicate_feedback(existing), now=now,
+                )  # fmt: skip
+                writes.append(PutProposal(outcome.proposal))
+            else:
+                decision_key = self._decision_key(proposal, principal)
+                ruling = rulings.get(decision_key)
+                if ruling is None:
+                    ruling = rulings[decision_key] = self._ruling(proposal, principal, None)
+                outcome, done = self._decided(proposal, principal, ruling, now=now)
+                writes += done
+                if outcome.record is not None:
+                    made[key] = outcome.record
+            outcomes.append(outcome)
         audit = self._audit(
             principal,
             "batch",
@@ -233,13 +280,36 @@ class Gate:
                 "op": "create",
                 "records": [o.record.id for o in outcomes if o.record is not None],
                 "proposals": [o.proposal.id for o in outcomes],
-                "decisions": decisions,
+                "decisions": _counts(o.decision.value for o in outcomes),
+                "rules": _counts(o.proposal.rule or "" for o in outcomes),
             },
         )
-        return ChangeSet(
-            audit=audit,
-            writes=tuple(w for cs in batch for w in cs.writes),
-            expects=tuple(e for cs in batch for e in cs.expects),
+        self._write([ChangeSet(audit=audit, writes=(PutBatch.of(writes),))])
+        return outcomes
+
+    def _stored_duplicates(
+        self, changes: Sequence[CreateChange], hashes: Sequence[str], principal: Principal
+    ) -> dict[tuple[str, str], Record]:
+        """For each (scope, content hash) of the batch, the stored record ``submit`` would
+        call its duplicate, if any: one query per scope."""
+        wanted: dict[str, set[str]] = {}
+        for change, content_hash in zip(changes, hashes, strict=True):
+            wanted.setdefault(change.content.scope, set()).add(content_hash)
+        found: dict[tuple[str, str], Record] = {}
+        for scope, scope_hashes in wanted.items():
+            for record in self.store.find_by_hashes(scope, sorted(scope_hashes)):
+                key = (scope, record.content.content_hash())
+                if key not in found and _duplicates(record, None, principal):
+                    found[key] = record
+        return found
+
+    def _decision_key(self, proposal: Proposal, principal: Principal) -> Hashable:
+        """What the ruling on a new record depends on: its policy facts, as far as the
+        policy's rules tell them apart (``Policy.facts_key``), and the principal."""
+        return (
+            principal.id,
+            principal.kind,
+            self.policy.facts_key(self._facts(proposal, principal)),
         )
 
     # ---- public verbs ----------------------------------------------------------------
@@ -275,8 +345,39 @@ class Gate:
                     f"(head is v{target.current_version}): read it again and re-propose",
                     record_id=target.id,
                 )
-        now = self.clock()
-        proposal = Proposal(
+        proposal = self._proposal(
+            change,
+            principal,
+            scope=scope,
+            now=self.clock(),
+            target=target,
+            base_version_id=base_version_id,
+            reason=reason,
+        )
+        self._validate(proposal, principal)
+        duplicate = self._duplicate_of(proposal, principal)
+        if duplicate is not None:
+            self._reject_duplicate(proposal, principal, duplicate)
+        decision, rule, why = self._ruling(proposal, principal, target)
+        if decision is Decision.APPROVE:
+            return self._accept(proposal, principal, rule=rule, reason=why, auto=True, stored=False)
+        if decision is Decision.REJECT:
+            return self._reject(proposal, principal, rule=rule, reason=why or "", stored=False)
+        return self._queue(proposal, principal, rule=rule, reason=why)
+
+    def _proposal(
+        self,
+        change: Change,
+        principal: Principal,
+        *,
+        scope: str,
+        now: datetime,
+        target: Record | None = None,
+        base_version_id: str | None = None,
+        reason: str | None = None,
+    ) -> Proposal:
+        """A new proposal of ``change``, pending."""
+        return Proposal(
             id=new_id("prp"),
             change=change,
             scope=scope,
@@ -293,30 +394,25 @@ class Gate:
             created_at=now,
             reason=reason,
         )
-        self._validate(proposal, principal)
-        duplicate = self._duplicate_of(proposal, principal)
-        if duplicate is not None:
-            return self._reject_duplicate(proposal, principal, duplicate, stored=False)
+
+    def _ruling(
+        self, proposal: Proposal, principal: Principal, target: Record | None
+    ) -> tuple[Decision, str, str | None]:
+        """What the gate decides on a checked proposal that duplicates nothing: the
+        decision, the rule that made it and the reason it gives."""
         if principal.kind is PrincipalKind.SYSTEM:
             # Trigger: drift, retention and other system housekeeping. Why: these moves are
             # fixed by the lifecycle and must not wait on a policy a user may have edited.
-            return self._accept(
-                proposal, principal, rule="system", reason=reason, auto=True, stored=False
-            )
+            return Decision.APPROVE, "system", proposal.reason
         decision, rule, why = evaluate(self.policy, self._facts(proposal, principal))
         if decision is Decision.APPROVE:
             forced = self._needs_review(proposal, principal, target)
             if forced is not None:
-                rule, why = forced
-                return self._queue(proposal, principal, rule=rule, reason=why)
-            return self._accept(
-                proposal, principal, rule=rule, reason=why or reason, auto=True, stored=False
-            )
+                return Decision.QUEUE, *forced
+            return decision, rule, why or proposal.reason
         if decision is Decision.REJECT:
-            return self._reject(
-                proposal, principal, rule=rule, reason=why or "refused by policy", stored=False
-            )
-        return self._queue(proposal, principal, rule=rule, reason=why)
+            return decision, rule, why or "refused by policy"
+        return decision, rule, why
 
     def decide(
         self, proposal_id: str, *, approve: bool, principal: Principal, reason: str | None = None
@@ -418,16 +514,22 @@ class Gate:
             return value
 
         def fix(content: Content) -> Content:
-            return content.model_copy(
-                update={
-                    "origin": origin,
-                    "confidence": confidence(content.confidence),
-                    "provenance": content.provenance.model_copy(update={"source_kind": None}),
-                }
-            )
+            provenance = content.provenance
+            updates: dict[str, object] = {}
+            if content.origin is not origin:
+                updates["origin"] = origin
+            if confidence(content.confidence) is not content.confidence:
+                updates["confidence"] = confidence(content.confidence)
+            if provenance.source_kind is not None:
+                updates["provenance"] = provenance.model_copy(update={"source_kind": None})
+            # Copies cost; a batch stamps thousands of contents that need nothing changed.
+            return content.model_copy(update=updates) if updates else content
 
         if isinstance(change, CreateChange):
-            return change.model_copy(update={"content": fix(change.content)})
+            content = fix(change.content)
+            if content is change.content:
+                return change
+            return change.model_copy(update={"content": content})
         if isinstance(change, LinkChange):
             return change.model_copy(
                 update={"edge": change.edge.model_copy(update={"origin": origin})}
@@ -601,16 +703,8 @@ class Gate:
             content = None
         if content is None:
             return None
-        if self._batch() is not None:
-            earlier = self._batch_hashes().get((content.scope, content.content_hash()))
-            if earlier is not None:
-                return self.store.get_record(earlier) or _pending_record(earlier, content)
-        for record in self.store.find_by_hash(content.scope, content.content_hash()):
-            if (
-                record.id != proposal.record_id
-                and record.status not in (Status.REJECTED, Status.ARCHIVED)
-                and access.can_read(principal, record.scope, record.content.acl)
-            ):
+        for record in self.store.find_by_hashes(content.scope, [content.content_hash()]):
+            if _duplicates(record, proposal.record_id, principal):
                 return record
         return None
 
@@ -652,48 +746,119 @@ class Gate:
             metadata=metadata,
         )
 
-    # ---- outcomes --------------------------------------------------------------------
+    # ---- outcomes: what each decision writes, then audited and committed one by one ----
+
+    def _queued(self, proposal: Proposal, *, rule: str, reason: str | None) -> ProposalOutcome:
+        proposal = proposal.model_copy(update={"rule": rule})
+        return ProposalOutcome(proposal=proposal, decision=Decision.QUEUE, feedback=reason)
+
+    def _rejected(
+        self,
+        proposal: Proposal,
+        principal: Principal,
+        *,
+        rule: str,
+        feedback: str,
+        now: datetime,
+    ) -> ProposalOutcome:
+        rejected = _closed(
+            proposal, ProposalStatus.REJECTED, principal, rule=rule, reason=feedback, now=now
+        )
+        return ProposalOutcome(proposal=rejected, decision=Decision.REJECT, feedback=feedback)
+
+    def _accepted(
+        self, proposal: Proposal, principal: Principal, *, rule: str, reason: str | None,
+        now: datetime,
+    ) -> tuple[ProposalOutcome, _Plan]:  # fmt: skip
+        """The accepted proposal's outcome, and its plan with every write it makes (the
+        proposal's own row and its ACCEPTED_AS edge included)."""
+        plan = self._plan(proposal, now)
+        accepted = _closed(
+            proposal, ProposalStatus.ACCEPTED, principal, rule=rule, reason=reason, now=now,
+            result_record_id=plan.record.id if plan.record else None,
+            result_version_id=plan.version.id if plan.version else None,
+        )  # fmt: skip
+        plan.writes.insert(0, PutProposal(accepted))
+        if plan.version is not None:
+            accepted_as = links.system_edge(
+                "ACCEPTED_AS",
+                proposal.id,
+                plan.version.id,
+                scope=plan.version.content.scope,
+                acl=plan.version.content.acl,
+                now=now,
+                proposal_id=proposal.id,
+            )
+            plan.writes.append(PutEdge(accepted_as))
+        outcome = ProposalOutcome(
+            proposal=accepted,
+            decision=Decision.APPROVE,
+            record=plan.record,
+            version=plan.version,
+            edge=plan.edge,
+            feedback=reason,
+        )
+        return outcome, plan
+
+    def _decided(
+        self,
+        proposal: Proposal,
+        principal: Principal,
+        ruling: tuple[Decision, str, str | None],
+        *,
+        now: datetime,
+    ) -> tuple[ProposalOutcome, list[Write]]:
+        """The outcome of a new proposal the ``ruling`` decided, and what it writes."""
+        decision, rule, why = ruling
+        if decision is Decision.APPROVE:
+            outcome, plan = self._accepted(proposal, principal, rule=rule, reason=why, now=now)
+            return outcome, plan.writes
+        if decision is Decision.REJECT:
+            outcome = self._rejected(proposal, principal, rule=rule, feedback=why or "", now=now)
+        else:
+            outcome = self._queued(proposal, rule=rule, reason=why)
+        return outcome, [PutProposal(outcome.proposal)]
 
     def _queue(
         self, proposal: Proposal, principal: Principal, *, rule: str, reason: str | None
     ) -> ProposalOutcome:
-        proposal = proposal.model_copy(update={"rule": rule})
+        outcome = self._queued(proposal, rule=rule, reason=reason)
         audit = self._audit(
             principal,
             "propose",
             subject=proposal.record_id,
-            proposal=proposal,
+            proposal=outcome.proposal,
             rule=rule,
             reason=reason,
             details={"op": proposal.change.op, "queued": True},
         )
-        self._commit(ChangeSet(audit=audit, writes=(PutProposal(proposal),)))
-        return ProposalOutcome(proposal=proposal, decision=Decision.QUEUE, feedback=reason)
+        self._write([ChangeSet(audit=audit, writes=(PutProposal(outcome.proposal),))])
+        return outcome
 
     def _reject(
         self, proposal: Proposal, principal: Principal, *, rule: str, reason: str, stored: bool
     ) -> ProposalOutcome:
-        return self._close_rejected(
-            proposal, principal, rule=rule, reason=reason, feedback=reason, stored=stored
-        )
+        return self._close_rejected(proposal, principal, rule=rule, feedback=reason, stored=stored)
 
     def _reject_duplicate(
-        self, proposal: Proposal, principal: Principal, existing: Record, *, stored: bool
-    ) -> ProposalOutcome:
-        feedback = (
-            f"Rejected: duplicate content. Hash {existing.content.content_hash()[:12]} matches "
-            f"existing record {existing.id} ({existing.content.title!r}, "
-            f"v{existing.current_version}) in scope {existing.scope}. "
-            f"Consider updating {existing.id} instead."
-        )
-        return self._close_rejected(
+        self, proposal: Proposal, principal: Principal, existing: Record
+    ) -> NoReturn:
+        """Reject (and audit) a new proposal duplicating ``existing``, then raise
+        ``DuplicateContent`` carrying the outcome."""
+        feedback = _duplicate_feedback(existing)
+        outcome = self._close_rejected(
             proposal,
             principal,
             rule="duplicate_content",
-            reason=feedback,
             feedback=feedback,
             existing_record_id=existing.id,
-            stored=stored,
+            stored=False,
+        )
+        raise DuplicateContent(
+            feedback,
+            proposal_id=proposal.id,
+            existing_record_id=existing.id,
+            outcome=outcome.model_dump(mode="json"),
         )
 
     def _close_rejected(
@@ -702,23 +867,14 @@ class Gate:
         principal: Principal,
         *,
         rule: str,
-        reason: str,
         feedback: str,
         existing_record_id: str | None = None,
         stored: bool,
     ) -> ProposalOutcome:
         """``stored``: the proposal waited in the queue (a decision on it must find it still
         pending), rather than being decided as it was made."""
-        now = self.clock()
-        was_pending = stored
-        rejected = proposal.model_copy(
-            update={
-                "status": ProposalStatus.REJECTED,
-                "rule": rule,
-                "reason": reason,
-                "decided_by": principal.id,
-                "decided_at": now,
-            }
+        outcome = self._rejected(
+            proposal, principal, rule=rule, feedback=feedback, now=self.clock()
         )
         details: dict[str, object] = {"op": proposal.change.op}
         if existing_record_id:
@@ -729,19 +885,12 @@ class Gate:
             subject=proposal.record_id,
             proposal=proposal,
             rule=rule,
-            reason=reason,
+            reason=feedback,
             details=details,
         )
-        expects = (ExpectProposal(proposal.id, ProposalStatus.PENDING),) if was_pending else ()
-        self._commit(ChangeSet(audit=audit, writes=(PutProposal(rejected),), expects=expects))
-        outcome = ProposalOutcome(proposal=rejected, decision=Decision.REJECT, feedback=feedback)
-        if existing_record_id and self._batch() is None:
-            raise DuplicateContent(
-                feedback,
-                proposal_id=proposal.id,
-                existing_record_id=existing_record_id,
-                outcome=outcome.model_dump(mode="json"),
-            )
+        expects = (ExpectProposal(proposal.id, ProposalStatus.PENDING),) if stored else ()
+        writes = (PutProposal(outcome.proposal),)
+        self._write([ChangeSet(audit=audit, writes=writes, expects=expects)])
         return outcome
 
     def _accept(
@@ -754,40 +903,17 @@ class Gate:
         auto: bool,
         stored: bool,
     ) -> ProposalOutcome:
-        now = self.clock()
-        was_pending = stored
-        plan = self._plan(proposal, now)
-        accepted = proposal.model_copy(
-            update={
-                "status": ProposalStatus.ACCEPTED,
-                "rule": rule,
-                "reason": reason,
-                "decided_by": principal.id,
-                "decided_at": now,
-                "result_record_id": plan.record.id if plan.record else None,
-                "result_version_id": plan.version.id if plan.version else None,
-            }
+        outcome, plan = self._accepted(
+            proposal, principal, rule=rule, reason=reason, now=self.clock()
         )
-        writes: list[Write] = [PutProposal(accepted), *plan.writes]
-        if plan.version is not None:
-            accepted_as = links.system_edge(
-                "ACCEPTED_AS",
-                proposal.id,
-                plan.version.id,
-                scope=plan.version.content.scope,
-                acl=plan.version.content.acl,
-                now=now,
-                proposal_id=proposal.id,
-            )
-            writes.append(PutEdge(accepted_as))
         expects = list(plan.expects)
-        if was_pending:
+        if stored:
             expects.append(ExpectProposal(proposal.id, ProposalStatus.PENDING))
         audit = self._audit(
             principal,
             "approve",
             subject=plan.subject or (plan.record.id if plan.record else proposal.record_id),
-            proposal=accepted,
+            proposal=outcome.proposal,
             rule=rule,
             reason=reason,
             from_status=plan.from_status,
@@ -798,17 +924,8 @@ class Gate:
                 "version_id": plan.version.id if plan.version else None,
             },
         )
-        self._commit(ChangeSet(audit=audit, writes=tuple(writes), expects=tuple(expects)))
-        if plan.record is not None and plan.version is not None and self._batch() is not None:
-            self._batch_hashes()[(plan.record.scope, plan.version.content_hash)] = plan.record.id
-        return ProposalOutcome(
-            proposal=accepted,
-            decision=Decision.APPROVE,
-            record=plan.record,
-            version=plan.version,
-            edge=plan.edge,
-            feedback=reason,
-        )
+        self._write([ChangeSet(audit=audit, writes=tuple(plan.writes), expects=tuple(expects))])
+        return outcome
 
     # ---- planning: what an accepted change writes -------------------------------------
 

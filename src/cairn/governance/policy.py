@@ -8,6 +8,8 @@ field, so a typo can never silently widen what agents may do.
 from __future__ import annotations
 
 import fnmatch
+import json
+from collections.abc import Hashable
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -178,6 +180,18 @@ class Policy(CairnModel):
                 field="kind",
             )
 
+    def facts_key(self, facts: ProposalFacts) -> Hashable:
+        """A key that two proposals' facts share when no rule of this policy can tell them
+        apart, so that ``evaluate`` decides the same on both: a batch asks once per key.
+        It holds every fact a rule looks at, and of the metadata only the keys some rule
+        names: a rule compares values with ``==``, so equal values may share a key."""
+        names = sorted({name for rule in self.rules for name in rule.match.metadata})
+        metadata = tuple(_hashable(facts.metadata.get(name)) for name in names)
+        return (
+            facts.op, facts.kind, facts.origin, facts.roles, facts.principal, facts.scope,
+            facts.draft, facts.relation, metadata,
+        )  # fmt: skip
+
     def ingest_roots(self, roles: tuple[str, ...]) -> tuple[str, ...]:
         """The ingest roots open to a principal holding ``roles``."""
         return tuple(root.path for root in self.ingest.roots if set(root.roles) & set(roles))
@@ -223,6 +237,14 @@ class ProposalFacts(CairnModel):
     draft: bool
     metadata: dict[str, Any]
     relation: str | None = None
+
+
+def _hashable(value: Any) -> Hashable:
+    """A metadata value as part of a key: itself when hashable, else its JSON (equal JSON is
+    an equal value; a JSON text never equals a scalar, so the two cannot meet)."""
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return ("json", json.dumps(value, sort_keys=True))
 
 
 def _metadata_fits(wanted: dict[str, Any], actual: dict[str, Any]) -> bool:

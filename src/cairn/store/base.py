@@ -112,6 +112,45 @@ class PutTocNode:
     chunks: tuple[ChunkDraft, ...] = ()
 
 
+@dataclass(frozen=True)
+class PutBatch:
+    """What a batch of new records writes, one table at a time: the batch's proposals
+    (accepted, rejected or queued), the records it made with their first versions (and
+    chunks), its bookkeeping edges and path links. Every row is new: an id already stored
+    fails the whole commit (``Conflict``), which is the "must not exist yet" precondition
+    of each record. A store writes each table's rows with one statement."""
+
+    proposals: tuple[Proposal, ...] = ()
+    records: tuple[Record, ...] = ()
+    versions: tuple[PutVersion, ...] = ()
+    edges: tuple[Edge, ...] = ()
+    links: tuple[PathLink, ...] = ()
+
+    @classmethod
+    def of(cls, writes: Iterable[Write]) -> PutBatch:
+        """The batch of ``writes``, each a new row: what accepting, queueing or rejecting
+        new records writes (proposals, records, versions, edges, path links)."""
+        proposals: list[Proposal] = []
+        records: list[Record] = []
+        versions: list[PutVersion] = []
+        edges: list[Edge] = []
+        links: list[PathLink] = []
+        for write in writes:
+            if isinstance(write, PutProposal):
+                proposals.append(write.proposal)
+            elif isinstance(write, PutRecord):
+                records.append(write.record)
+            elif isinstance(write, PutVersion):
+                versions.append(write)
+            elif isinstance(write, PutEdge):
+                edges.append(write.edge)
+            elif isinstance(write, PutPathLink):
+                links.append(write.link)
+            else:
+                raise TypeError(f"a batch of new rows cannot hold {type(write).__name__}")
+        return cls(tuple(proposals), tuple(records), tuple(versions), tuple(edges), tuple(links))
+
+
 Write = (
     PutRecord
     | PutVersion
@@ -122,6 +161,7 @@ Write = (
     | PutPathLink
     | PutEvents
     | PutTocNode
+    | PutBatch
 )
 
 
@@ -416,7 +456,9 @@ class RecordStore(Protocol):
         ``readable``, only records whose head chunks it admits (the reader's ACL)."""
         ...
 
-    def find_by_hash(self, scope: str, content_hash: str) -> list[Record]: ...
+    def find_by_hashes(self, scope: str, content_hashes: Sequence[str]) -> list[Record]:
+        """The records of ``scope`` whose head content has one of ``content_hashes``, by id."""
+        ...
 
     def get_proposal(self, proposal_id: str) -> Proposal | None: ...
 

@@ -5,11 +5,6 @@
 
 -- (pg_migrations.functions_sql puts the statement resolving pgvector's schema first.)
 
--- Index one version's chunks (a JSON array of {chunk_key, heading, start, end, text,
--- text_hash} cut by the kernel's chunker). Everything else (kind, scope, ACL, validity,
--- title, the record's state) is read from the stored version and record, so a chunk's
--- filter columns cannot disagree with the memory they index. New chunks get seq 0 until
--- cairn_stamp_chunks numbers them at commit. Returns the new chunk ids.
 -- A scope's interned id (chunks and edges filter by it), created on first use.
 CREATE OR REPLACE FUNCTION cairn_scope_id(p_scope text) RETURNS integer
 LANGUAGE plpgsql
@@ -53,65 +48,81 @@ BEGIN
 END
 $fn$;
 
-CREATE OR REPLACE FUNCTION cairn_index_version(p_version_id text, p_chunks jsonb) RETURNS bigint[]
+-- Each function below writes a JSON array of rows of one table (the rows
+-- cairn.store.sql.rows builds) with one statement: a commit's single write passes an array
+-- of one, a batch of new records an array of thousands.
+
+CREATE OR REPLACE FUNCTION cairn_put_proposals(p_rows jsonb) RETURNS void
+LANGUAGE sql
+SET search_path = cairn, pg_temp
+AS $fn$
+    INSERT INTO proposals (id, op, scope, record_id, base_version_id, base_baseline_id,
+        principal_id, principal_roles, status, change, created_at, reason, rule, decided_by,
+        decided_at, rebased_from, rebased_to, result_record_id, result_version_id)
+    SELECT p.id, p.op, p.scope, p.record_id, p.base_version_id, p.base_baseline_id,
+        p.principal_id, p.principal_roles, p.status, p.change, p.created_at, p.reason, p.rule,
+        p.decided_by, p.decided_at, p.rebased_from, p.rebased_to, p.result_record_id,
+        p.result_version_id
+    FROM jsonb_populate_recordset(NULL::proposals, p_rows) p
+    ON CONFLICT (id) DO UPDATE SET
+        (op, scope, record_id, base_version_id, base_baseline_id, principal_id,
+         principal_roles, status, change, created_at, reason, rule, decided_by, decided_at,
+         rebased_from, rebased_to, result_record_id, result_version_id)
+      = (excluded.op, excluded.scope, excluded.record_id, excluded.base_version_id,
+         excluded.base_baseline_id, excluded.principal_id, excluded.principal_roles,
+         excluded.status, excluded.change, excluded.created_at, excluded.reason,
+         excluded.rule, excluded.decided_by, excluded.decided_at, excluded.rebased_from,
+         excluded.rebased_to, excluded.result_record_id, excluded.result_version_id);
+$fn$;
+
+-- Refuse rows of ``p_table`` (keyed by ``id``) that are stored already: a batch writes only
+-- new rows, so a stored id fails its commit instead of being overwritten.
+CREATE OR REPLACE FUNCTION cairn_refuse_stored(p_table text, p_rows jsonb) RETURNS void
 LANGUAGE plpgsql
 SET search_path = cairn, pg_temp
-SET TimeZone = 'UTC'
 AS $fn$
 DECLARE
-    v versions%ROWTYPE;
-    st records%ROWTYPE;
-    v_scope_id integer;
-    v_acl_id integer;
-    ids bigint[];
+    clash text;
 BEGIN
-    IF p_chunks IS NULL OR jsonb_typeof(p_chunks) IS DISTINCT FROM 'array'
-       OR jsonb_array_length(p_chunks) = 0 THEN
-        RETURN '{}';
+    EXECUTE format('SELECT t.id FROM %I t WHERE t.id IN '
+                   '(SELECT x ->> ''id'' FROM jsonb_array_elements($1) x) LIMIT 1', p_table)
+        INTO clash USING p_rows;
+    IF clash IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'CR409',
+            MESSAGE = format('%s %s already exists', rtrim(p_table, 's'), clash),
+            DETAIL = jsonb_build_object('id', clash)::text;
     END IF;
-    SELECT * INTO STRICT v FROM versions WHERE id = p_version_id;
-    SELECT * INTO STRICT st FROM records WHERE id = v.record_id;
-
-    v_scope_id := cairn_scope_id(v.content ->> 'scope');
-    v_acl_id := cairn_acl_id(v.content -> 'acl');
-
-    WITH added AS (
-        INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, span_start,
-            span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, superseded,
-            valid_from, valid_to, created_at, seq, tsv, source_kind, source_time)
-        SELECT v.record_id, v.id, v.number, d.chunk_key, d.heading, d.start, d."end", d.text,
-            d.text_hash, v.content ->> 'kind', v_scope_id, v_acl_id, st.status,
-            st.current_version_id = v.id, st.superseded_by IS NOT NULL,
-            (v.content ->> 'valid_from')::timestamptz, (v.content ->> 'valid_to')::timestamptz,
-            v.created_at, 0,
-            setweight(to_tsvector('english', coalesce(v.content ->> 'title', '')), 'A')
-                || setweight(to_tsvector('english', d.heading), 'B')
-                || setweight(to_tsvector('english', d.text), 'C'),
-            'record', coalesce((v.content ->> 'valid_from')::timestamptz, v.created_at)
-        FROM jsonb_to_recordset(p_chunks) AS d(chunk_key text, heading text, start integer,
-            "end" integer, text text, text_hash text)
-        RETURNING id
-    )
-    SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO ids FROM added;
-    RETURN ids;
 END
 $fn$;
 
--- After a record's state row changed: bring its chunks' filter columns in line. Returns the
--- ids of the chunks that changed (only those get a new seq).
-CREATE OR REPLACE FUNCTION cairn_reflect_record(p_record_id text) RETURNS bigint[]
+-- Records' state rows. The chunks of each record whose state changed get its filter
+-- columns; returns the ids of the chunks that changed (only those get a new seq).
+CREATE OR REPLACE FUNCTION cairn_put_records(p_rows jsonb) RETURNS bigint[]
 LANGUAGE plpgsql
 SET search_path = cairn, pg_temp
 AS $fn$
 DECLARE
     ids bigint[];
 BEGIN
+    INSERT INTO records (id, kind, scope, status, current_version_id, current_version,
+        content_hash, sensitivity, superseded_by, created_at, updated_at, status_changed_at,
+        created_by)
+    SELECT r.id, r.kind, r.scope, r.status, r.current_version_id, r.current_version,
+        r.content_hash, r.sensitivity, r.superseded_by, r.created_at, r.updated_at,
+        r.status_changed_at, r.created_by
+    FROM jsonb_populate_recordset(NULL::records, p_rows) r
+    ON CONFLICT (id) DO UPDATE SET status = excluded.status,
+        current_version_id = excluded.current_version_id,
+        current_version = excluded.current_version, content_hash = excluded.content_hash,
+        sensitivity = excluded.sensitivity, superseded_by = excluded.superseded_by,
+        updated_at = excluded.updated_at, status_changed_at = excluded.status_changed_at;
     WITH changed AS (
         UPDATE chunks c SET status = r.status,
             is_head = (c.version_id = r.current_version_id),
             superseded = (r.superseded_by IS NOT NULL)
         FROM records r
-        WHERE r.id = p_record_id AND c.record_id = r.id
+        WHERE r.id IN (SELECT x ->> 'id' FROM jsonb_array_elements(p_rows) x)
+          AND c.record_id = r.id
           AND (c.status <> r.status OR c.is_head <> (c.version_id = r.current_version_id)
                OR c.superseded <> (r.superseded_by IS NOT NULL))
         RETURNING c.id
@@ -120,6 +131,103 @@ BEGIN
     RETURN ids;
 END
 $fn$;
+
+CREATE OR REPLACE FUNCTION cairn_put_versions(p_rows jsonb) RETURNS void
+LANGUAGE sql
+SET search_path = cairn, pg_temp
+AS $fn$
+    INSERT INTO versions (id, record_id, number, content, content_hash, created_at,
+        created_by, proposal_id)
+    SELECT v.id, v.record_id, v.number, v.content, v.content_hash, v.created_at, v.created_by,
+        v.proposal_id
+    FROM jsonb_populate_recordset(NULL::versions, p_rows) v;
+$fn$;
+
+-- Index stored versions' chunks (a JSON array of {version_id, chunk_key, heading, start,
+-- end, text, text_hash} cut by the kernel's chunker), in the array's order. Everything else
+-- (kind, scope, ACL, validity, title, the record's state) is read from the stored version
+-- and record, so a chunk's filter columns cannot disagree with the memory they index. New
+-- chunks get seq 0 until cairn_stamp_chunks numbers them at commit. Returns their ids.
+CREATE OR REPLACE FUNCTION cairn_index_versions(p_chunks jsonb) RETURNS bigint[]
+LANGUAGE plpgsql
+SET search_path = cairn, pg_temp
+SET TimeZone = 'UTC'
+AS $fn$
+DECLARE
+    ids bigint[];
+BEGIN
+    IF p_chunks IS NULL OR jsonb_typeof(p_chunks) IS DISTINCT FROM 'array'
+       OR jsonb_array_length(p_chunks) = 0 THEN
+        RETURN '{}';
+    END IF;
+    WITH indexed AS (  -- each version's interned scope and ACL, looked up once per version
+        SELECT v.id, cairn_scope_id(v.content ->> 'scope') AS scope_id,
+            cairn_acl_id(v.content -> 'acl') AS acl_id
+        FROM versions v
+        WHERE v.id IN (SELECT DISTINCT c ->> 'version_id' FROM jsonb_array_elements(p_chunks) c)
+    ), added AS (
+        INSERT INTO chunks (record_id, version_id, version_no, chunk_key, heading, span_start,
+            span_end, text, text_hash, kind, scope_id, acl_id, status, is_head, superseded,
+            valid_from, valid_to, created_at, seq, tsv, source_kind, source_time)
+        SELECT v.record_id, v.id, v.number, d.c ->> 'chunk_key', d.c ->> 'heading',
+            (d.c ->> 'start')::integer, (d.c ->> 'end')::integer, d.c ->> 'text',
+            d.c ->> 'text_hash', v.content ->> 'kind', i.scope_id, i.acl_id, st.status,
+            st.current_version_id = v.id, st.superseded_by IS NOT NULL,
+            (v.content ->> 'valid_from')::timestamptz, (v.content ->> 'valid_to')::timestamptz,
+            v.created_at, 0,
+            setweight(to_tsvector('english', coalesce(v.content ->> 'title', '')), 'A')
+                || setweight(to_tsvector('english', d.c ->> 'heading'), 'B')
+                || setweight(to_tsvector('english', d.c ->> 'text'), 'C'),
+            'record', coalesce((v.content ->> 'valid_from')::timestamptz, v.created_at)
+        FROM jsonb_array_elements(p_chunks) WITH ORDINALITY AS d(c, n)
+        JOIN versions v ON v.id = d.c ->> 'version_id'
+        JOIN records st ON st.id = v.record_id
+        JOIN indexed i ON i.id = v.id
+        ORDER BY d.n
+        RETURNING id
+    )
+    SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO ids FROM added;
+    IF cardinality(ids) <> jsonb_array_length(p_chunks) THEN
+        RAISE EXCEPTION 'cairn_index_versions: a chunk names a version that is not stored'
+            USING ERRCODE = '22023';
+    END IF;
+    RETURN ids;
+END
+$fn$;
+
+-- Edges, with their scope and ACL interned (once per distinct value) so that walks filter
+-- them as the index filters chunks. A stored edge only changes state (its removal).
+CREATE OR REPLACE FUNCTION cairn_put_edges(p_rows jsonb) RETURNS void
+LANGUAGE sql
+SET search_path = cairn, pg_temp
+AS $fn$
+    WITH g AS (SELECT * FROM jsonb_populate_recordset(NULL::edges, p_rows)),
+    s AS (SELECT u.scope, cairn_scope_id(u.scope) AS id FROM (SELECT DISTINCT scope FROM g) u),
+    a AS (SELECT u.acl, cairn_acl_id(u.acl) AS id FROM (SELECT DISTINCT acl FROM g) u)
+    INSERT INTO edges (id, type, src, dst, scope, scope_id, acl, acl_id, metadata, valid_from,
+        valid_to, origin, status, created_at, created_by, proposal_id, removed_at, removed_by)
+    SELECT g.id, g.type, g.src, g.dst, g.scope, s.id, g.acl, a.id, g.metadata, g.valid_from,
+        g.valid_to, g.origin, g.status, g.created_at, g.created_by, g.proposal_id,
+        g.removed_at, g.removed_by
+    FROM g JOIN s ON s.scope = g.scope JOIN a ON a.acl = g.acl
+    ON CONFLICT (id) DO UPDATE SET status = excluded.status,
+        removed_at = excluded.removed_at, removed_by = excluded.removed_by;
+$fn$;
+
+CREATE OR REPLACE FUNCTION cairn_put_path_links(p_rows jsonb) RETURNS void
+LANGUAGE sql
+SET search_path = cairn, pg_temp
+AS $fn$
+    INSERT INTO path_links (record_id, path, content_hash, drifted)
+    SELECT l.record_id, l.path, l.content_hash, l.drifted
+    FROM jsonb_populate_recordset(NULL::path_links, p_rows) l
+    ON CONFLICT (record_id, path) DO UPDATE SET
+        content_hash = excluded.content_hash, drifted = excluded.drifted;
+$fn$;
+
+-- Replaced by the functions above, which take many rows.
+DROP FUNCTION IF EXISTS cairn_index_version(text, jsonb);
+DROP FUNCTION IF EXISTS cairn_reflect_record(text);
 
 -- Number the chunks a transaction inserted or changed, in order of first touch, from the
 -- 'seq' counter. Called at the end of a commit (under the audit lock, held until commit), so
@@ -188,8 +296,13 @@ GRANT EXECUTE ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real
     TO cairn_serving;
 REVOKE ALL ON FUNCTION cairn_scope_id(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_acl_id(jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION cairn_index_version(text, jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION cairn_reflect_record(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_put_proposals(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_refuse_stored(text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_put_records(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_put_versions(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_index_versions(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_put_edges(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_put_path_links(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_stamp_chunks(bigint[], bigint) FROM PUBLIC;
 
 -- The one write path. ``changesets`` is a JSON array of
@@ -281,51 +394,27 @@ BEGIN
         FOR w IN SELECT value FROM jsonb_array_elements(coalesce(cs -> 'writes', '[]')) LOOP
             CASE w ->> 't'
             WHEN 'record' THEN
-                INSERT INTO records (id, kind, scope, status, current_version_id,
-                    current_version, content_hash, sensitivity, superseded_by, created_at,
-                    updated_at, status_changed_at, created_by)
-                SELECT r.id, r.kind, r.scope, r.status, r.current_version_id,
-                    r.current_version, r.content_hash, r.sensitivity, r.superseded_by,
-                    r.created_at, r.updated_at, r.status_changed_at, r.created_by
-                FROM jsonb_populate_record(NULL::records, w -> 'row') r
-                ON CONFLICT (id) DO UPDATE SET status = excluded.status,
-                    current_version_id = excluded.current_version_id,
-                    current_version = excluded.current_version,
-                    content_hash = excluded.content_hash, sensitivity = excluded.sensitivity,
-                    superseded_by = excluded.superseded_by, updated_at = excluded.updated_at,
-                    status_changed_at = excluded.status_changed_at;
-                touched := touched || cairn_reflect_record(w -> 'row' ->> 'id');
+                touched := touched || cairn_put_records(jsonb_build_array(w -> 'row'));
             WHEN 'version' THEN
-                INSERT INTO versions (id, record_id, number, content, content_hash,
-                    created_at, created_by, proposal_id)
-                SELECT v.id, v.record_id, v.number, v.content, v.content_hash, v.created_at,
-                    v.created_by, v.proposal_id
-                FROM jsonb_populate_record(NULL::versions, w -> 'row') v;
-                ids := cairn_index_version(w -> 'row' ->> 'id', w -> 'chunks');
+                PERFORM cairn_put_versions(jsonb_build_array(w -> 'row'));
+                ids := cairn_index_versions(w -> 'chunks');
                 touched := touched || ids;
                 inserted := inserted + cardinality(ids);
             WHEN 'proposal' THEN
-                INSERT INTO proposals (id, op, scope, record_id, base_version_id,
-                    base_baseline_id, principal_id, principal_roles, status, change,
-                    created_at, reason, rule, decided_by, decided_at, rebased_from, rebased_to,
-                    result_record_id, result_version_id)
-                SELECT p.id, p.op, p.scope, p.record_id, p.base_version_id,
-                    p.base_baseline_id, p.principal_id, p.principal_roles, p.status, p.change,
-                    p.created_at, p.reason, p.rule, p.decided_by, p.decided_at,
-                    p.rebased_from, p.rebased_to, p.result_record_id, p.result_version_id
-                FROM jsonb_populate_record(NULL::proposals, w -> 'row') p
-                ON CONFLICT (id) DO UPDATE SET
-                    (op, scope, record_id, base_version_id, base_baseline_id, principal_id,
-                     principal_roles, status, change, created_at, reason, rule, decided_by,
-                     decided_at, rebased_from, rebased_to, result_record_id,
-                     result_version_id)
-                  = (excluded.op, excluded.scope, excluded.record_id,
-                     excluded.base_version_id, excluded.base_baseline_id,
-                     excluded.principal_id, excluded.principal_roles, excluded.status,
-                     excluded.change, excluded.created_at, excluded.reason, excluded.rule,
-                     excluded.decided_by, excluded.decided_at, excluded.rebased_from,
-                     excluded.rebased_to, excluded.result_record_id,
-                     excluded.result_version_id);
+                PERFORM cairn_put_proposals(jsonb_build_array(w -> 'row'));
+            WHEN 'batch' THEN
+                -- new rows only, table by table (see cairn.store.base.PutBatch)
+                PERFORM cairn_refuse_stored('proposals', w -> 'proposals');
+                PERFORM cairn_refuse_stored('records', w -> 'records');
+                PERFORM cairn_refuse_stored('edges', w -> 'edges');
+                PERFORM cairn_put_proposals(w -> 'proposals');
+                PERFORM cairn_put_records(w -> 'records');
+                PERFORM cairn_put_versions(w -> 'versions');
+                ids := cairn_index_versions(w -> 'chunks');
+                touched := touched || ids;
+                inserted := inserted + cardinality(ids);
+                PERFORM cairn_put_edges(w -> 'edges');
+                PERFORM cairn_put_path_links(w -> 'path_links');
             WHEN 'baseline' THEN
                 INSERT INTO baselines (id, scope, name, created_at, created_by, proposal_id)
                 SELECT b.id, b.scope, b.name, b.created_at, b.created_by, b.proposal_id
@@ -341,16 +430,7 @@ BEGIN
                 ON CONFLICT (scope) DO UPDATE SET baseline_id = excluded.baseline_id,
                     updated_at = excluded.updated_at;
             WHEN 'edge' THEN
-                INSERT INTO edges (id, type, src, dst, scope, scope_id, acl, acl_id, metadata,
-                    valid_from, valid_to, origin, status, created_at, created_by, proposal_id,
-                    removed_at, removed_by)
-                SELECT g.id, g.type, g.src, g.dst, g.scope, cairn_scope_id(g.scope), g.acl,
-                    cairn_acl_id(g.acl), g.metadata, g.valid_from, g.valid_to, g.origin,
-                    g.status, g.created_at, g.created_by, g.proposal_id, g.removed_at,
-                    g.removed_by
-                FROM jsonb_populate_record(NULL::edges, w -> 'row') g
-                ON CONFLICT (id) DO UPDATE SET status = excluded.status,
-                    removed_at = excluded.removed_at, removed_by = excluded.removed_by;
+                PERFORM cairn_put_edges(jsonb_build_array(w -> 'row'));
             WHEN 'events' THEN
                 WITH added AS (
                     INSERT INTO events (event_id, ts, session_id, scope, scope_id, agent, role,
@@ -441,11 +521,7 @@ BEGIN
                 touched := touched || ids;
                 inserted := inserted + cardinality(ids);
             WHEN 'path_link' THEN
-                INSERT INTO path_links (record_id, path, content_hash, drifted)
-                SELECT l.record_id, l.path, l.content_hash, l.drifted
-                FROM jsonb_populate_record(NULL::path_links, w -> 'row') l
-                ON CONFLICT (record_id, path) DO UPDATE SET
-                    content_hash = excluded.content_hash, drifted = excluded.drifted;
+                PERFORM cairn_put_path_links(jsonb_build_array(w -> 'row'));
             ELSE
                 RAISE EXCEPTION 'unknown write %', w ->> 't' USING ERRCODE = '22023';
             END CASE;

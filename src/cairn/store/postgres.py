@@ -559,7 +559,7 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         their original seqs) and refuses a store holding anything. It acts as
         ``cairn_owner`` (``SET LOCAL ROLE``), so only an owner/superuser login may import;
         the serving role gets ``StoreError``. With ``chunker`` every version is indexed
-        again, by the same ``cairn_index_version`` a commit uses.
+        again, by the same ``cairn_index_versions`` a commit uses.
         """
         loaded = 0
         with self._pool.connection() as conn:
@@ -661,6 +661,17 @@ def _write_json(write: base.Write) -> dict[str, Any]:
         }
     if isinstance(write, base.PutProposal):
         return {"t": "proposal", "row": rows.proposal_row(write.proposal)}
+    if isinstance(write, base.PutBatch):
+        hashes = {w.version.record_id: w.version.content_hash for w in write.versions}
+        return {
+            "t": "batch",
+            "proposals": [rows.proposal_row(p) for p in write.proposals],
+            "records": [rows.record_row(r, hashes.get(r.id)) for r in write.records],
+            "versions": [rows.version_row(w.version) for w in write.versions],
+            "chunks": [c for w in write.versions for c in _chunks_json(w.version, w.chunks)],
+            "edges": [rows.edge_row(e) for e in write.edges],
+            "path_links": [_path_link_json(link) for link in write.links],
+        }
     if isinstance(write, base.PutBaseline):
         b = write.baseline
         return {"t": "baseline", "row": rows.baseline_row(b), "pins": dict(sorted(b.pins.items()))}
@@ -693,25 +704,26 @@ def _write_json(write: base.Write) -> dict[str, Any]:
             ],
         }
     if isinstance(write, base.PutPathLink):
-        link = write.link
-        return {
-            "t": "path_link",
-            "row": {
-                "record_id": link.record_id,
-                "path": link.path,
-                "content_hash": link.content_hash,
-                "drifted": link.drifted,
-            },
-        }
+        return {"t": "path_link", "row": _path_link_json(write.link)}
     raise StoreError(f"unknown write {write!r}")  # pragma: no cover - exhaustive over base.Write
 
 
+def _path_link_json(link: PathLink) -> dict[str, Any]:
+    return {
+        "record_id": link.record_id,
+        "path": link.path,
+        "content_hash": link.content_hash,
+        "drifted": link.drifted,
+    }
+
+
 def _chunks_json(version: Version, chunks: Sequence[base.ChunkDraft]) -> list[dict[str, Any]]:
-    """A version's chunks as ``cairn_index_version`` takes them (it reads the rest from the
+    """A version's chunks as ``cairn_index_versions`` takes them (it reads the rest from the
     stored version and record)."""
     title = version.content.title
     return [
         {
+            "version_id": version.id,
             "chunk_key": c.chunk_key,
             "heading": c.heading,
             "start": c.start,
@@ -752,12 +764,8 @@ def _index_imported(
 ) -> None:
     """Index freshly imported versions (their records are loaded already) in one round trip;
     the new chunks are numbered once the whole import is in (``_stamp_imported_chunks``)."""
-    payload = [{"id": v.id, "chunks": _chunks_json(v, chunker(v.content))} for v in versions]
-    cur.execute(
-        "SELECT count(cairn_index_version(x.id, x.chunks)) AS n "
-        "FROM jsonb_to_recordset(%s::jsonb) AS x(id text, chunks jsonb)",
-        (_json(payload),),
-    )
+    payload = [c for v in versions for c in _chunks_json(v, chunker(v.content))]
+    cur.execute("SELECT cairn_index_versions(%s::jsonb)", (_json(payload),))
 
 
 def _stamp_imported_chunks(conn: Conn) -> None:
@@ -836,25 +844,7 @@ def _load_batch(conn: Conn, batch: list[base.Dumped], chunker: base.Chunker | No
         edges = [rows.edge_row(e) for e in batch if isinstance(e, Edge)]
         if edges:
             # through the same interning as cairn_commit, so imported edges filter alike
-            cols = ", ".join(rows.EDGE_COLUMNS)
-            cur.executemany(
-                f"INSERT INTO edges ({cols}, scope_id, acl_id) "
-                f"SELECT {cols}, cairn_scope_id(scope), cairn_acl_id(acl) "
-                "FROM jsonb_populate_record(NULL::edges, %s::jsonb)".encode(),
-                [(_json(row),) for row in edges],
-            )
-        _insert_json(
-            cur,
-            "path_links",
-            [
-                {
-                    "record_id": link.record_id,
-                    "path": link.path,
-                    "content_hash": link.content_hash,
-                    "drifted": link.drifted,
-                }
-                for link in batch
-                if isinstance(link, PathLink)
-            ],
-        )
+            cur.execute("SELECT cairn_put_edges(%s::jsonb)", (_json(edges),))
+        links = [_path_link_json(link) for link in batch if isinstance(link, PathLink)]
+        _insert_json(cur, "path_links", links)
     return len(batch)

@@ -19,12 +19,23 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from cairn.errors import Conflict, InvalidInput, StoreError
-from cairn.model import Acl, AuditEntry, Baseline, Edge, Event, Proposal, Record, Version
+from cairn.model import (
+    Acl,
+    AuditEntry,
+    Baseline,
+    Edge,
+    Event,
+    PathLink,
+    Proposal,
+    Record,
+    Version,
+)
 from cairn.private_files import create_private_file
 from cairn.search.fts import match_expression
 from cairn.store.base import (
@@ -39,6 +50,7 @@ from cairn.store.base import (
     Precondition,
     PublishedRow,
     PutBaseline,
+    PutBatch,
     PutEdge,
     PutEvents,
     PutPathLink,
@@ -151,19 +163,39 @@ def _intern_row(
 
 
 def _acl_id(conn: sqlite3.Connection, acl: Acl) -> int:
+    cache = _INTERNED.get()
+    # spares the two dumps below (a tuple key: hashing and comparing the model costs more)
+    key = ("acl", acl.roles, acl.labels, acl.sensitivity)
+    if cache is not None and key in cache:
+        return cache[key]
     values = (rows.dumps(sorted(acl.roles)), rows.dumps(sorted(acl.labels)), acl.sensitivity.rank)
-    return _intern(conn, "acls", ("roles", "labels", "sensitivity"), values)
+    found = _intern(conn, "acls", ("roles", "labels", "sensitivity"), values)
+    if cache is not None:
+        cache[key] = found
+    return found
 
 
-def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
+@dataclass(frozen=True)
+class _Chunks:
+    """Chunks of one indexed thing (a record version, a timeline node): the ``fixed``
+    columns they share, the title their keyword rows carry, and the title their text hash
+    covers (the text they are embedded with)."""
+
+    chunks: Sequence[ChunkDraft]
+    title: str
+    hashed_title: str
+    scope_id: int
+    fixed: dict[str, Any]
+
+
+def _version_chunks(
+    conn: sqlite3.Connection, write: PutVersion, state: Mapping[str, Any]
+) -> _Chunks:
+    """A version's chunks, filtered by its record's ``state`` (status, current_version_id,
+    superseded_by)."""
     version = write.version
     content = version.content
-    state = conn.execute(
-        "SELECT status, current_version_id, superseded_by FROM records WHERE id = ?",
-        (version.record_id,),
-    ).fetchone()
-    _add_chunks(
-        conn,
+    return _Chunks(
         write.chunks,
         title=content.title,
         hashed_title=content.title,
@@ -181,40 +213,55 @@ def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
     )  # fmt: skip
 
 
-def _add_chunks(
-    conn: sqlite3.Connection,
-    chunks: Sequence[ChunkDraft],
-    *,
-    title: str,
-    hashed_title: str,
-    scope_id: int,
-    fixed: dict[str, Any],
-) -> None:
-    """Index ``chunks`` (one seq for them all): their rows with the ``fixed`` columns they
-    share, their keyword rows under ``title``, and their scope's count. A chunk's text hash
-    covers ``hashed_title`` (the text it is embedded with)."""
-    if not chunks:
+def _index_version(conn: sqlite3.Connection, write: PutVersion) -> None:
+    state = conn.execute(
+        "SELECT status, current_version_id, superseded_by FROM records WHERE id = ?",
+        (write.version.record_id,),
+    ).fetchone()
+    _add_chunks(conn, [_version_chunks(conn, write, state)])
+
+
+def _add_chunks(conn: sqlite3.Connection, indexed: Sequence[_Chunks]) -> None:
+    """Index the chunks of each indexed thing under a seq of its own (consecutive, taken
+    at once): their rows, their keyword rows, and their scopes' counts, one statement each.
+    Chunk ids are given here, after the largest stored one (what SQLite would choose: the
+    writer's lock is held), so that keyword rows can name them without a round trip each."""
+    indexed = [group for group in indexed if group.chunks]
+    if not indexed:
         return
-    seq = _next_seq(conn)
-    columns = [*fixed, "chunk_key", "heading", "span_start", "span_end", "text", "text_hash",
-               "scope_id", "seq"]  # fmt: skip
-    sql = f"INSERT INTO chunks ({', '.join(columns)}) VALUES ({','.join('?' * len(columns))})"
-    for chunk in chunks:
-        cursor = conn.execute(
-            sql,
-            (
-                *fixed.values(), chunk.chunk_key, chunk.heading, chunk.start, chunk.end,
-                chunk.text, text_hash(hashed_title, chunk.heading, chunk.text), scope_id, seq,
-            ),
-        )  # fmt: skip
-        conn.execute(
-            "INSERT INTO chunks_fts (rowid, title, heading, text, scope) VALUES (?,?,?,?,?)",
-            (cursor.lastrowid, title, chunk.heading, chunk.text, _scope_token(scope_id)),
-        )
-    conn.execute(
+    last = conn.execute(
+        "UPDATE index_meta SET value = value + ? WHERE key = 'seq' RETURNING value",
+        (len(indexed),),
+    ).fetchone()[0]
+    next_id = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
+    fixed = tuple(indexed[0].fixed)
+    columns = (*fixed, "chunk_key", "heading", "span_start", "span_end", "text", "text_hash",
+               "scope_id", "seq", "id")  # fmt: skip
+    values: list[tuple[Any, ...]] = []
+    keyword: list[tuple[Any, ...]] = []
+    per_scope: dict[int, int] = {}
+    for seq, group in enumerate(indexed, start=int(last) - len(indexed) + 1):
+        shared = tuple(group.fixed[name] for name in fixed)
+        token = _scope_token(group.scope_id)
+        for chunk in group.chunks:
+            values.append(
+                (
+                    *shared, chunk.chunk_key, chunk.heading, chunk.start, chunk.end, chunk.text,
+                    text_hash(group.hashed_title, chunk.heading, chunk.text), group.scope_id,
+                    seq, next_id,
+                )
+            )  # fmt: skip
+            keyword.append((next_id, group.title, chunk.heading, chunk.text, token))
+            next_id += 1
+        per_scope[group.scope_id] = per_scope.get(group.scope_id, 0) + len(group.chunks)
+    conn.executemany(_insert_sql("chunks", columns), values)
+    conn.executemany(
+        "INSERT INTO chunks_fts (rowid, title, heading, text, scope) VALUES (?,?,?,?,?)", keyword
+    )
+    conn.executemany(
         "INSERT INTO scope_chunks (scope_id, chunks) VALUES (?, ?) ON CONFLICT (scope_id) "
         "DO UPDATE SET chunks = chunks + excluded.chunks",
-        (scope_id, len(chunks)),
+        list(per_scope.items()),
     )
 
 
@@ -584,13 +631,32 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
+def _insert_sql(table: str, columns: Iterable[str], conflict: str = "") -> str:
+    names = tuple(columns)
+    return (
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({','.join('?' * len(names))}) {conflict}"
+    )
+
+
+_AS_JSON = (dict, list)  # a tuple: ``dict | list`` would be built again for every cell
+
+
+def _cells(row: Mapping[str, Any]) -> list[Any]:
+    """A row's column values as SQLite stores them (lists and dicts as JSON text)."""
+    return [rows.dumps(v) if isinstance(v, _AS_JSON) else v for v in row.values()]
+
+
 def _insert(
     conn: sqlite3.Connection, table: str, row: Mapping[str, Any], conflict: str = ""
 ) -> sqlite3.Cursor:
-    """``INSERT`` one row of column values (lists and dicts stored as JSON text)."""
-    values = [rows.dumps(v) if isinstance(v, dict | list) else v for v in row.values()]
-    sql = f"INSERT INTO {table} ({', '.join(row)}) VALUES ({','.join('?' * len(row))}) {conflict}"
-    return conn.execute(sql, values)
+    """``INSERT`` one row of column values."""
+    return conn.execute(_insert_sql(table, row, conflict), _cells(row))
+
+
+def _insert_many(conn: sqlite3.Connection, table: str, rows_: Sequence[Mapping[str, Any]]) -> None:
+    """``INSERT`` rows that all have the same columns, in one statement."""
+    if rows_:
+        conn.executemany(_insert_sql(table, rows_[0]), [_cells(row) for row in rows_])
 
 
 def _updates(columns: Iterable[str]) -> str:
@@ -664,37 +730,75 @@ def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = fro
             f"ON CONFLICT (scope) DO UPDATE SET {_updates(('baseline_id', 'updated_at'))}",
         )
     elif isinstance(write, PutEdge):
-        edge = write.edge
-        interned = {
-            "scope_id": _intern(conn, "scopes", ("scope",), (edge.scope,)),
-            "acl_id": _acl_id(conn, edge.acl),
-        }
         _insert(
             conn,
             "edges",
-            {**rows.edge_row(edge), **interned},
+            _edge_row(conn, write.edge),
             f"ON CONFLICT (id) DO UPDATE SET {_updates(rows.EDGE_STATE)}",
         )
+    elif isinstance(write, PutBatch):
+        _put_batch(conn, write)
     elif isinstance(write, PutEvents):
         _append_events(conn, write.events)
     elif isinstance(write, PutTocNode):
         _put_toc_node(conn, write)
     elif isinstance(write, PutPathLink):
-        link = write.link
-        row: dict[str, Any] = {
-            "record_id": link.record_id,
-            "path": link.path,
-            "content_hash": link.content_hash,
-            "drifted": int(link.drifted),
-        }
         _insert(
             conn,
             "path_links",
-            row,
+            _path_link_row(write.link),
             "ON CONFLICT (record_id, path) DO UPDATE SET " + _updates(("content_hash", "drifted")),
         )
     else:  # pragma: no cover - exhaustive over Write
         raise StoreError(f"unknown write {write!r}")
+
+
+def _put_batch(conn: sqlite3.Connection, write: PutBatch) -> None:
+    """A batch's rows, one statement per table; plain inserts, so a stored id fails it."""
+    _insert_many(conn, "proposals", [rows.proposal_row(p) for p in write.proposals])
+    hashes = {w.version.record_id: w.version.content_hash for w in write.versions}
+    _insert_many(conn, "records", [rows.record_row(r, hashes.get(r.id)) for r in write.records])
+    _insert_many(conn, "versions", [rows.version_row(w.version) for w in write.versions])
+    states = {r.id: _state(r) for r in write.records}
+    indexed = []
+    for version in write.versions:
+        state = states.get(version.version.record_id)
+        if state is None:  # a new version of a record stored before
+            state = conn.execute(
+                "SELECT status, current_version_id, superseded_by FROM records WHERE id = ?",
+                (version.version.record_id,),
+            ).fetchone()
+        indexed.append(_version_chunks(conn, version, state))
+    _add_chunks(conn, indexed)
+    _insert_many(conn, "edges", [_edge_row(conn, edge) for edge in write.edges])
+    _insert_many(conn, "path_links", [_path_link_row(link) for link in write.links])
+
+
+def _state(record: Record) -> dict[str, Any]:
+    """The columns of a record's state row its chunks are filtered by."""
+    return {
+        "status": record.status.value,
+        "current_version_id": record.current_version_id,
+        "superseded_by": record.superseded_by,
+    }
+
+
+def _edge_row(conn: sqlite3.Connection, edge: Edge) -> dict[str, Any]:
+    """An edge's row with its scope and ACL interned (walks filter on those)."""
+    return {
+        **rows.edge_row(edge),
+        "scope_id": _intern(conn, "scopes", ("scope",), (edge.scope,)),
+        "acl_id": _acl_id(conn, edge.acl),
+    }
+
+
+def _path_link_row(link: PathLink) -> dict[str, Any]:
+    return {
+        "record_id": link.record_id,
+        "path": link.path,
+        "content_hash": link.content_hash,
+        "drifted": int(link.drifted),
+    }
 
 
 def _put_toc_node(conn: sqlite3.Connection, write: PutTocNode) -> None:
@@ -742,8 +846,7 @@ def _put_toc_node(conn: sqlite3.Connection, write: PutTocNode) -> None:
         "UPDATE chunks SET is_head = 0, seq = ? WHERE record_id = ? AND is_head = 1",
         (_next_seq(conn), node.node_id),
     )
-    _add_chunks(
-        conn,
+    node_chunks = _Chunks(
         write.chunks,
         title=node.title,
         hashed_title="",  # a node's chunk carries its title in its heading
@@ -756,6 +859,7 @@ def _put_toc_node(conn: sqlite3.Connection, write: PutTocNode) -> None:
             "source_kind": "timeline", "source_time": _utc(node.first_ts or node.starts_at),
         },
     )  # fmt: skip
+    _add_chunks(conn, [node_chunks])
 
 
 def _append_events(conn: sqlite3.Connection, events: Sequence[Event]) -> None:

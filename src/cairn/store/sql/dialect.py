@@ -8,11 +8,33 @@ booleans, lists, globs). Everything else is the same statement on both stores.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["Dialect"]
+__all__ = ["Dialect", "last_one"]
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+def last_one(fn: Callable[[A], R]) -> Callable[[A], R]:
+    """``fn`` remembering its last argument (by identity) and result. A batch of writes
+    stamps every row with the same time object; spelling it once saves a tenth of the
+    rows' cost. Safe across threads: the pair is swapped as one value, and the argument
+    it holds cannot be freed, so its identity cannot be reused by another object."""
+    last: tuple[object, R] | None = None
+
+    def remembered(value: A) -> R:
+        nonlocal last
+        pair = last
+        if pair is not None and pair[0] is value:
+            return pair[1]
+        result = fn(value)
+        last = (value, result)
+        return result
+
+    return remembered
 
 
 class Dialect:
@@ -39,7 +61,7 @@ class Dialect:
 
     def time(self, value: datetime) -> Any:
         """A time as a parameter: UTC either way (text on SQLite, so it sorts as text)."""
-        return _utc(value).isoformat()
+        return _utc_text(value)
 
     def when(self, value: Any) -> datetime:
         """A stored time as an aware ``datetime``."""
@@ -83,3 +105,8 @@ class Dialect:
 def _utc(value: datetime) -> datetime:
     # Times without a zone reach a store only from before zones were required: UTC.
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+@last_one
+def _utc_text(value: datetime) -> str:
+    return _utc(value).isoformat()

@@ -146,12 +146,15 @@ class SqlReads:
         )
         return [rows.to_record(row, d) for row in found]
 
-    def find_by_hash(self, scope: str, content_hash: str) -> list[Record]:
-        found = self._read(
-            f"{self._records_sql()} WHERE r.scope = ? AND r.content_hash = ? ORDER BY r.id",
-            (scope, content_hash),
-        )
-        return [rows.to_record(row, self.dialect) for row in found]
+    def find_by_hashes(self, scope: str, content_hashes: Sequence[str]) -> list[Record]:
+        found: list[Row] = []
+        unique = list(dict.fromkeys(content_hashes))
+        for start in range(0, len(unique), BATCH):
+            test, params = self.dialect.in_list("r.content_hash", unique[start : start + BATCH])
+            found += self._read(
+                f"{self._records_sql()} WHERE r.scope = ? AND {test}", [scope, *params]
+            )
+        return [rows.to_record(row, self.dialect) for row in sorted(found, key=lambda r: r["id"])]
 
     # ---- proposals, audit, baselines, links ----------------------------------------------
 

@@ -31,7 +31,7 @@ from cairn.model import (
     Version,
 )
 from cairn.store.base import ChunkMeta, PublishedRow
-from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.dialect import Dialect, last_one
 
 __all__ = [
     "AUDIT_COLUMNS",
@@ -83,11 +83,22 @@ META_COLUMNS = (
 )
 
 
+# One encoder for every row: ``json.dumps`` with options builds a new one per call, which
+# cost a fifth of the encoding on the batch write path.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), sort_keys=True, default=str)
+
+
 def dumps(value: Any) -> str:
     """Compact, key-sorted JSON: one spelling for the same value on both stores."""
-    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=str)
+    return _ENCODER.encode(value)
 
 
+def _plain(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` as plain JSON types (what a store reads back)."""
+    return json.loads(dumps(value)) if value else {}  # most are empty: skip the round trip
+
+
+@last_one
 def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
@@ -95,11 +106,13 @@ def _iso(value: Any) -> str | None:
 # ---- domain -> rows -----------------------------------------------------------------------
 
 
-def record_row(r: Record) -> dict[str, Any]:
+def record_row(r: Record, content_hash: str | None = None) -> dict[str, Any]:
+    """``content_hash``: the hash of ``r.content`` when the caller has it already."""
     return {
         "id": r.id, "kind": r.kind, "scope": r.scope, "status": r.status.value,
         "current_version_id": r.current_version_id, "current_version": r.current_version,
-        "content_hash": r.content.content_hash(), "sensitivity": r.content.acl.sensitivity.rank,
+        "content_hash": content_hash or r.content.content_hash(),
+        "sensitivity": r.content.acl.sensitivity.rank,
         "superseded_by": r.superseded_by, "created_at": _iso(r.created_at),
         "updated_at": _iso(r.updated_at), "status_changed_at": _iso(r.status_changed_at),
         "created_by": r.created_by,
@@ -134,7 +147,7 @@ def audit_row(a: AuditEntry) -> dict[str, Any]:
         "id": a.id, "at": _iso(a.at), "actor": a.actor, "actor_roles": list(a.actor_roles),
         "action": a.action, "subject_id": a.subject_id, "proposal_id": a.proposal_id,
         "rule": a.rule, "reason": a.reason, "from_status": a.from_status,
-        "to_status": a.to_status, "details": json.loads(dumps(a.details)),
+        "to_status": a.to_status, "details": _plain(a.details),
     }  # fmt: skip
 
 
@@ -143,7 +156,7 @@ def edge_row(e: Edge) -> dict[str, Any]:
     the scope and ACL next to the row, so walks filter edges as the index filters chunks)."""
     return {
         "id": e.id, "type": e.type, "src": e.src, "dst": e.dst, "scope": e.scope,
-        "acl": e.acl.model_dump(mode="json"), "metadata": json.loads(dumps(e.metadata)),
+        "acl": e.acl.model_dump(mode="json"), "metadata": _plain(e.metadata),
         "valid_from": _iso(e.valid_from), "valid_to": _iso(e.valid_to),
         "origin": e.origin.value, "status": e.status.value, "created_at": _iso(e.created_at),
         "created_by": e.created_by, "proposal_id": e.proposal_id,
@@ -157,7 +170,7 @@ def event_row(e: Event) -> dict[str, Any]:
     return {
         "event_id": e.event_id, "ts": _iso(e.ts), "session_id": e.session_id,
         "scope": e.scope, "agent": e.agent, "role": e.role.value, "kind": e.kind,
-        "text": e.text, "metadata": json.loads(dumps(e.metadata)),
+        "text": e.text, "metadata": _plain(e.metadata),
         "acl": e.acl.model_dump(mode="json"), "digest": e.digest(),
         "appended_at": _iso(e.appended_at), "appended_by": e.appended_by,
     }  # fmt: skip
