@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["canonical", "first_text", "parse_time", "text_of"]
+from cairn.capture.agents import Captured
+
+__all__ = [
+    "additional_context",
+    "canonical",
+    "event_name",
+    "first_text",
+    "leftover_text",
+    "one_event",
+    "parse_time",
+    "payload_cwd",
+    "scalars",
+    "text_field",
+    "text_of",
+]
 
 
 def canonical(value: Any) -> str:
@@ -68,3 +82,74 @@ def parse_time(value: Any) -> datetime | None:
             return None
         return parsed if parsed.tzinfo is not None else None
     return None
+
+
+def text_field(payload: Mapping[str, Any], key: str) -> str | None:
+    """A field that should be non-empty text, or None."""
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def event_name(payload: Mapping[str, Any]) -> str:
+    """The ``hook_event_name`` most agents send (``Unknown`` without one)."""
+    return text_field(payload, "hook_event_name") or "Unknown"
+
+
+def payload_cwd(payload: Mapping[str, Any]) -> str | None:
+    return text_field(payload, "cwd")
+
+
+def scalars(payload: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """The ``keys`` of ``payload`` whose values are plain scalars (kept as metadata: small,
+    and useful to filter on)."""
+    out: dict[str, Any] = {}
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str | int | float | bool):
+            out[key] = value
+    return out
+
+
+def leftover_text(payload: Mapping[str, Any], envelope: Iterable[str]) -> str:
+    """What an event no adapter knows said, minus the envelope every event carries."""
+    skip = set(envelope)
+    rest = {k: v for k, v in payload.items() if k not in skip}
+    return canonical(rest) if rest else ""
+
+
+def one_event(
+    payload: Mapping[str, Any],
+    name: str,
+    kind_and_role: tuple[str, str],
+    *,
+    text: str,
+    metadata: dict[str, Any],
+    own_id: Any = None,
+    session: Any = None,
+    ts: datetime | None = None,
+) -> list[Captured]:
+    """The one event most hook calls are. A call's own id (a tool call's, a message's) names
+    it; without one the whole payload does, so the same hook call sent twice is the same
+    event."""
+    unique = isinstance(own_id, str) and bool(own_id)
+    kind, role = kind_and_role
+    return [
+        Captured(
+            kind=kind,
+            role=role,
+            text=text,
+            session_id=str(session or payload.get("session_id") or "unknown-session"),
+            identity=f"{name}:{own_id}" if unique else f"{name}:{canonical(dict(payload))}",
+            unique_identity=unique,
+            metadata={"hook_event": name, **metadata},
+            ts=ts,
+        )
+    ]
+
+
+def additional_context(name: str, context: str, cap: int) -> str:
+    """Context in the ``hookSpecificOutput`` shape Claude Code, Codex and Gemini CLI read."""
+    return json.dumps(
+        {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context[:cap]}},
+        ensure_ascii=False,
+    )

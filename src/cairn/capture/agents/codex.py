@@ -9,12 +9,20 @@ UserPromptSubmit as ``{"hookSpecificOutput": {"hookEventName": ..., "additionalC
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
-from cairn.capture.agents._common import canonical, first_text, text_of
+from cairn.capture.agents._common import (
+    additional_context,
+    event_name,
+    first_text,
+    leftover_text,
+    one_event,
+    payload_cwd,
+    scalars,
+    text_of,
+)
 
 __all__ = ["CONTEXT_CAP", "adapter"]
 
@@ -73,59 +81,36 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
         return first_text(payload, "error_details", "error")
     if name in _KINDS:
         return first_text(payload, "prompt", "source", "reason", "trigger", "agent_type")
-    rest = {k: v for k, v in payload.items() if k not in _ENVELOPE}
-    return canonical(rest) if rest else ""
+    return leftover_text(payload, _ENVELOPE)
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
     name = _event_name(payload)
-    kind, role = _KINDS.get(name, (hook_kind(name), "system"))
-    metadata: dict[str, Any] = {"hook_event": name}
-    for key in _META:
-        value = payload.get(key)
-        if isinstance(value, str | int | float | bool):
-            metadata[key] = value
+    metadata = scalars(payload, _META)
     if name in {"PreCompact", "PostCompact"}:
         metadata["phase"] = "before" if name == "PreCompact" else "after"
-    tool_use_id = payload.get("tool_use_id")
-    # A tool call's own id names it; anything else is named by the whole payload (which
-    # holds the turn id), so the same hook call sent twice is the same event.
-    identity = (
-        f"{name}:{tool_use_id}"
-        if isinstance(tool_use_id, str) and tool_use_id
-        else f"{name}:{canonical(dict(payload))}"
+    # without a tool call's id, the whole payload (which holds the turn id) names the event
+    return one_event(
+        payload,
+        name,
+        _KINDS.get(name, (hook_kind(name), "system")),
+        text=_text(name, payload),
+        metadata=metadata,
+        own_id=payload.get("tool_use_id"),
     )
-    return [
-        Captured(
-            kind=kind,
-            role=role,
-            text=_text(name, payload),
-            session_id=str(payload.get("session_id") or "unknown-session"),
-            identity=identity,
-            unique_identity=isinstance(tool_use_id, str) and bool(tool_use_id),
-            metadata=metadata,
-        )
-    ]
 
 
-def _event_name(payload: Mapping[str, Any]) -> str:
-    name = payload.get("hook_event_name")
-    return name if isinstance(name, str) and name else "Unknown"
+_event_name = event_name
 
 
-def _cwd(payload: Mapping[str, Any]) -> str | None:
-    cwd = payload.get("cwd")
-    return cwd if isinstance(cwd, str) and cwd else None
+_cwd = payload_cwd
 
 
 def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:
     name = _event_name(payload)
     if not context or name not in _CONTEXT_EVENTS:
         return None
-    return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context[:CONTEXT_CAP]}},
-        ensure_ascii=False,
-    )
+    return additional_context(name, context, CONTEXT_CAP)
 
 
 _CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})

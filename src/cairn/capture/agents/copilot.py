@@ -15,7 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
-from cairn.capture.agents._common import canonical, parse_time, text_of
+from cairn.capture.agents._common import (
+    leftover_text,
+    one_event,
+    parse_time,
+    payload_cwd,
+    text_of,
+)
 
 __all__ = ["adapter", "event_of"]
 
@@ -146,8 +152,7 @@ def _text(event: str, payload: Mapping[str, Any]) -> str:
     if event in _KINDS:
         # agentStop carries no answer text (only the transcript's path): say why it stopped
         return text_of(_get(payload, "stopReason", "stop_reason", "trigger", "reason"))
-    rest = {k: v for k, v in payload.items() if k not in _ENVELOPE}
-    return canonical(rest) if rest else ""
+    return leftover_text(payload, _ENVELOPE)
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
@@ -155,7 +160,7 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     kind, role = _KINDS.get(event, (hook_kind(event), "system"))
     if event == "postToolUse" and _tool_result(payload)[1] in {"failure", "error", "denied"}:
         kind = "tool_failure"
-    metadata: dict[str, Any] = {"hook_event": event}
+    metadata: dict[str, Any] = {}
     for key, names in _META.items():
         value = _get(payload, *names)
         if isinstance(value, str | int | float | bool):
@@ -165,24 +170,20 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
         metadata["result_type"] = result_type
     if event == "preCompact":
         metadata["phase"] = "before"
-    return [
-        Captured(
-            kind=kind,
-            role=role,
-            text=_text(event, payload),
-            session_id=str(_get(payload, "sessionId", "session_id") or "unknown-session"),
-            # Copilot gives tool calls no id: the whole payload (its millisecond time stamp
-            # included) names the event, so a retried hook call is the same event.
-            identity=f"{event}:{canonical(dict(payload))}",
-            metadata=metadata,
-            ts=parse_time(payload.get("timestamp")),
-        )
-    ]
+    # Copilot gives tool calls no id: the whole payload (its millisecond time stamp
+    # included) names the event, so a retried hook call is the same event.
+    return one_event(
+        payload,
+        event,
+        (kind, role),
+        text=_text(event, payload),
+        metadata=metadata,
+        session=_get(payload, "sessionId", "session_id"),
+        ts=parse_time(payload.get("timestamp")),
+    )
 
 
-def _cwd(payload: Mapping[str, Any]) -> str | None:
-    cwd = payload.get("cwd")
-    return cwd if isinstance(cwd, str) and cwd else None
+_cwd = payload_cwd
 
 
 def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:

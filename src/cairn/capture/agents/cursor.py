@@ -18,7 +18,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
-from cairn.capture.agents._common import canonical, first_text, text_of
+from cairn.capture.agents._common import (
+    event_name,
+    first_text,
+    leftover_text,
+    one_event,
+    scalars,
+    text_of,
+)
 
 __all__ = ["CONTEXT_CAP", "adapter"]
 
@@ -117,45 +124,28 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
         return first_text(payload, "reason", "final_status")
     if name in _KINDS:
         return first_text(payload, "trigger", "composer_mode", "status")
-    rest = {k: v for k, v in payload.items() if k not in _ENVELOPE}
-    return canonical(rest) if rest else ""
+    return leftover_text(payload, _ENVELOPE)
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
     name = _event_name(payload)
-    kind, role = _KINDS.get(name, (hook_kind(name), "system"))
-    metadata: dict[str, Any] = {"hook_event": name}
-    for key in _META:
-        value = payload.get(key)
-        if isinstance(value, str | int | float | bool):
-            metadata[key] = value
+    metadata = scalars(payload, _META)
     if name in _TOOLS and "tool_name" not in metadata:
         metadata["tool_name"] = _TOOLS[name]
     if name == "preCompact":
         metadata["phase"] = "before"
-    session = payload.get("conversation_id") or payload.get("session_id")
-    tool_use_id = payload.get("tool_use_id")
-    identity = (
-        f"{name}:{tool_use_id}"
-        if isinstance(tool_use_id, str) and tool_use_id
-        else f"{name}:{canonical(dict(payload))}"
+    return one_event(
+        payload,
+        name,
+        _KINDS.get(name, (hook_kind(name), "system")),
+        text=_text(name, payload),
+        metadata=metadata,
+        own_id=payload.get("tool_use_id"),
+        session=payload.get("conversation_id") or payload.get("session_id"),
     )
-    return [
-        Captured(
-            kind=kind,
-            role=role,
-            text=_text(name, payload),
-            session_id=str(session or "unknown-session"),
-            identity=identity,
-            unique_identity=isinstance(tool_use_id, str) and bool(tool_use_id),
-            metadata=metadata,
-        )
-    ]
 
 
-def _event_name(payload: Mapping[str, Any]) -> str:
-    name = payload.get("hook_event_name")
-    return name if isinstance(name, str) and name else "Unknown"
+_event_name = event_name
 
 
 def _cwd(payload: Mapping[str, Any]) -> str | None:

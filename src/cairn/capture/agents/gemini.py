@@ -9,12 +9,21 @@ nothing to say. Context goes back on SessionStart and BeforeAgent as
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
-from cairn.capture.agents._common import canonical, first_text, parse_time, text_of
+from cairn.capture.agents._common import (
+    additional_context,
+    event_name,
+    first_text,
+    leftover_text,
+    one_event,
+    parse_time,
+    payload_cwd,
+    scalars,
+    text_of,
+)
 
 __all__ = ["CONTEXT_CAP", "adapter"]
 
@@ -73,8 +82,7 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
         return first_text(payload, "message")
     if name in _KINDS:
         return first_text(payload, "source", "reason", "trigger")
-    rest = {k: v for k, v in payload.items() if k not in _ENVELOPE}
-    return canonical(rest) if rest else ""
+    return leftover_text(payload, _ENVELOPE)
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
@@ -82,49 +90,35 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     kind, role = _KINDS.get(name, (hook_kind(name), "system"))
     if name == "AfterTool" and _tool_error(payload):
         kind = "tool_failure"
-    metadata: dict[str, Any] = {"hook_event": name}
-    for key in _META:
-        value = payload.get(key)
-        if isinstance(value, str | int | float | bool):
-            metadata[key] = value
+    metadata = scalars(payload, _META)
     mcp = payload.get("mcp_context")
     if isinstance(mcp, Mapping) and isinstance(mcp.get("server_name"), str):
         metadata["mcp_server"] = mcp["server_name"]
     if name == "PreCompress":
         metadata["phase"] = "before"
-    return [
-        Captured(
-            kind=kind,
-            role=role,
-            text=_text(name, payload),
-            session_id=str(payload.get("session_id") or "unknown-session"),
-            # Gemini gives tool calls no id of their own: the whole payload (its time
-            # stamp included) names the event, so a retried hook call is the same event.
-            identity=f"{name}:{canonical(dict(payload))}",
-            metadata=metadata,
-            ts=parse_time(payload.get("timestamp")),
-        )
-    ]
+    # Gemini gives tool calls no id of their own: the whole payload (its time stamp
+    # included) names the event, so a retried hook call is the same event.
+    return one_event(
+        payload,
+        name,
+        (kind, role),
+        text=_text(name, payload),
+        metadata=metadata,
+        ts=parse_time(payload.get("timestamp")),
+    )
 
 
-def _event_name(payload: Mapping[str, Any]) -> str:
-    name = payload.get("hook_event_name")
-    return name if isinstance(name, str) and name else "Unknown"
+_event_name = event_name
 
 
-def _cwd(payload: Mapping[str, Any]) -> str | None:
-    cwd = payload.get("cwd")
-    return cwd if isinstance(cwd, str) and cwd else None
+_cwd = payload_cwd
 
 
 def _reply(payload: Mapping[str, Any], context: str | None) -> str:
     name = _event_name(payload)
     if not context or name not in _CONTEXT_EVENTS:
-        return "{}"
-    return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context[:CONTEXT_CAP]}},
-        ensure_ascii=False,
-    )
+        return "{}"  # Gemini CLI reads stdout as JSON, always
+    return additional_context(name, context, CONTEXT_CAP)
 
 
 _CONTEXT_EVENTS = frozenset({"SessionStart", "BeforeAgent"})

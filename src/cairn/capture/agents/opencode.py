@@ -16,7 +16,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
-from cairn.capture.agents._common import canonical, first_text, parse_time, text_of
+from cairn.capture.agents._common import (
+    event_name,
+    first_text,
+    leftover_text,
+    one_event,
+    parse_time,
+    payload_cwd,
+    scalars,
+    text_of,
+)
 
 __all__ = ["adapter"]
 
@@ -57,48 +66,31 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
         return "deleted"
     if name == "session.compacted":
         return "compacted"
-    rest = {k: v for k, v in payload.items() if k not in _ENVELOPE}
-    return canonical(rest) if rest else ""
+    return leftover_text(payload, _ENVELOPE)
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
     name = _event_name(payload)
-    kind, role = _KINDS.get(name, (hook_kind(name), "system"))
-    metadata: dict[str, Any] = {"hook_event": name}
-    for key in _META:
-        value = payload.get(key)
-        if isinstance(value, str | int | float | bool):
-            metadata[key] = value
+    metadata = scalars(payload, _META)
     if name == "session.compacted":
         metadata["phase"] = "after"
     if name == "session.deleted":
         metadata["reason"] = "deleted"
-    own = payload.get(_OWN_ID.get(name, ""))
-    identity = (
-        f"{name}:{own}" if isinstance(own, str) and own else f"{name}:{canonical(dict(payload))}"
+    return one_event(
+        payload,
+        name,
+        _KINDS.get(name, (hook_kind(name), "system")),
+        text=_text(name, payload),
+        metadata=metadata,
+        own_id=payload.get(_OWN_ID.get(name, "")),
+        ts=parse_time(payload.get("timestamp")),
     )
-    return [
-        Captured(
-            kind=kind,
-            role=role,
-            text=_text(name, payload),
-            session_id=str(payload.get("session_id") or "unknown-session"),
-            identity=identity,
-            unique_identity=isinstance(own, str) and bool(own),
-            metadata=metadata,
-            ts=parse_time(payload.get("timestamp")),
-        )
-    ]
 
 
-def _event_name(payload: Mapping[str, Any]) -> str:
-    name = payload.get("hook_event_name")
-    return name if isinstance(name, str) and name else "Unknown"
+_event_name = event_name
 
 
-def _cwd(payload: Mapping[str, Any]) -> str | None:
-    cwd = payload.get("cwd")
-    return cwd if isinstance(cwd, str) and cwd else None
+_cwd = payload_cwd
 
 
 def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:
