@@ -56,7 +56,6 @@ from cairn.model import (
     Content,
     ContentPatch,
     CreateChange,
-    Decision,
     Direction,
     Edge,
     EdgeDraft,
@@ -67,6 +66,7 @@ from cairn.model import (
     LinkChange,
     Neighbourhood,
     PathLink,
+    PinKind,
     Principal,
     Proposal,
     ProposalOutcome,
@@ -74,14 +74,14 @@ from cairn.model import (
     PublishChange,
     Record,
     RecordQuery,
-    Selector,
-    SelectorKind,
     Status,
     SupersedeChange,
     TransitionChange,
     UnlinkChange,
     UpdateChange,
+    Verdict,
     Version,
+    VersionPin,
     utcnow,
 )
 from cairn.retrieval.chunking import chunks_for
@@ -137,7 +137,7 @@ class RecordView(CairnModel):
 
     record: Record
     version: Version
-    selector_used: Selector
+    selector_used: VersionPin
     resolved_id: str
 
 
@@ -280,7 +280,7 @@ class Memory(TimelineVerbs):
         candidates: int | None,
         weights: Mapping[str, float] | None,
         scope: str | None,
-        selector: Selector | None,
+        selector: VersionPin | None,
         kinds: Sequence[str],
         include_drafts: bool,
         created_after: datetime | None,
@@ -304,7 +304,7 @@ class Memory(TimelineVerbs):
             self._need_indexer()
         request = ReadRequest(
             scope=scope,
-            selector=selector or Selector.head(),
+            selector=selector or VersionPin.head(),
             kinds=tuple(kinds),
             include_drafts=include_drafts,
             valid_at=self.clock(),
@@ -331,7 +331,7 @@ class Memory(TimelineVerbs):
         candidates: int | None = None,
         weights: Mapping[str, float] | None = None,
         scope: str | None = None,
-        selector: Selector | None = None,
+        selector: VersionPin | None = None,
         kinds: Sequence[str] = (),
         include_drafts: bool = False,
         created_after: datetime | None = None,
@@ -367,7 +367,7 @@ class Memory(TimelineVerbs):
         candidates: int | None = None,
         weights: Mapping[str, float] | None = None,
         scope: str | None = None,
-        selector: Selector | None = None,
+        selector: VersionPin | None = None,
         kinds: Sequence[str] = (),
         include_drafts: bool = False,
         created_after: datetime | None = None,
@@ -569,22 +569,22 @@ class Memory(TimelineVerbs):
         record_id: str,
         *,
         principal: Principal,
-        selector: Selector | None = None,
+        selector: VersionPin | None = None,
         version: int | None = None,
     ) -> RecordView:
         """One record at the version a selector (or an explicit version number) chooses."""
         record = self._visible(record_id, principal)
-        selector = selector or Selector.head()
+        selector = selector or VersionPin.head()
         chosen: Version | None
         if version is not None:
             chosen = self.store.get_version_by_number(record_id, version)
             missing = NotFound(f"{record_id} has no version {version}", field="version")
-            selector_kind = SelectorKind.VERSION_REF
-        elif selector.kind is SelectorKind.HEAD:
+            selector_kind = PinKind.VERSION_REF
+        elif selector.kind is PinKind.HEAD:
             chosen = self.store.get_version(record.current_version_id)
             missing = NotFound(f"no record {record_id}", field="record_id")
-            selector_kind = SelectorKind.HEAD
-        elif selector.kind is SelectorKind.VERSION_REF:
+            selector_kind = PinKind.HEAD
+        elif selector.kind is PinKind.VERSION_REF:
             _check(selector.version_id or "", "version_id", MAX_ID_CHARS)
             chosen = self.store.get_version(selector.version_id or "")
             if chosen is not None and chosen.record_id != record_id:
@@ -592,7 +592,7 @@ class Memory(TimelineVerbs):
             missing = NotFound(
                 f"{record_id} has no version {selector.version_id}", field="version_id"
             )
-            selector_kind = SelectorKind.VERSION_REF
+            selector_kind = PinKind.VERSION_REF
         else:
             baseline = self._baseline_for(record.scope, selector, principal)
             version_id = baseline.pins.get(record_id)
@@ -600,7 +600,7 @@ class Memory(TimelineVerbs):
                 raise NotFound(f"{record_id} is not in baseline {baseline.id}", field="selector")
             chosen = self.store.get_version(version_id)
             missing = NotFound(f"{record_id} is not in baseline {baseline.id}", field="selector")
-            selector = Selector(kind=selector.kind, baseline_id=baseline.id)
+            selector = VersionPin(kind=selector.kind, baseline_id=baseline.id)
             selector_kind = selector.kind
         # A version the principal may not read (its ACL was narrower then) answers exactly
         # like a version that does not exist.
@@ -608,8 +608,8 @@ class Memory(TimelineVerbs):
             principal, chosen.content.scope, chosen.content.acl
         ):
             raise missing
-        if selector_kind is SelectorKind.VERSION_REF:
-            selector = Selector(kind=SelectorKind.VERSION_REF, version_id=chosen.id)
+        if selector_kind is PinKind.VERSION_REF:
+            selector = VersionPin(kind=PinKind.VERSION_REF, version_id=chosen.id)
         resolved = self.resolve(record_id, principal=principal).id
         return RecordView(
             record=self._shown_record(record, principal),
@@ -618,8 +618,8 @@ class Memory(TimelineVerbs):
             resolved_id=resolved,
         )
 
-    def _baseline_for(self, scope: str, selector: Selector, principal: Principal) -> Baseline:
-        if selector.kind is SelectorKind.PUBLISHED:
+    def _baseline_for(self, scope: str, selector: VersionPin, principal: Principal) -> Baseline:
+        if selector.kind is PinKind.PUBLISHED:
             baseline_id = self.store.published_baseline_id(scope)
             if baseline_id is None:
                 raise NotFound(f"scope {scope} has nothing published yet", field="selector")
@@ -1129,7 +1129,7 @@ class Memory(TimelineVerbs):
             include_drafts=request.include_drafts,
         )
         warnings = list(result.warnings)
-        if request.selector.kind is SelectorKind.PUBLISHED and (
+        if request.selector.kind is PinKind.PUBLISHED and (
             # a scope the principal may not read reads exactly like one never published
             not access.in_scope(principal, request.scope)
             or self.store.published_baseline_id(request.scope) is None
@@ -1377,10 +1377,10 @@ def _check(value: str, what: str, limit: int) -> str:
 
 
 def _file_outcome(report: IngestReport, outcome: ProposalOutcome, *, updated: bool) -> None:
-    if outcome.decision is Decision.APPROVE:
+    if outcome.decision is Verdict.APPROVE:
         record_id = outcome.record.id if outcome.record else ""
         (report.updated if updated else report.created).append(record_id)
-    elif outcome.decision is Decision.QUEUE:
+    elif outcome.decision is Verdict.QUEUE:
         report.queued.append(outcome.proposal.id)
     else:
         report.rejected.append(outcome.proposal.id)

@@ -587,36 +587,42 @@ class Baseline(CairnModel):
     proposal_id: str | None = None
 
 
-class SelectorKind(StrEnum):
+class PinKind(StrEnum):
     PUBLISHED = "published"
     BASELINE_REF = "baseline_ref"
     HEAD = "head"
     VERSION_REF = "version_ref"
 
 
-class Selector(CairnModel):
-    kind: SelectorKind = SelectorKind.HEAD
+class VersionPin(CairnModel):
+    """Which version of each record a read returns: the head, the published one, the one a
+    baseline pinned, or one version by id. (Not "selector": the decision graph's pipeline
+    has a selector stage of its own.)"""
+
+    kind: PinKind = PinKind.HEAD
     baseline_id: str | None = None
     version_id: str | None = None
 
     @model_validator(mode="after")
-    def _refs_present(self) -> Selector:
-        if self.kind is SelectorKind.BASELINE_REF and not self.baseline_id:
+    def _refs_present(self) -> VersionPin:
+        if self.kind is PinKind.BASELINE_REF and not self.baseline_id:
             raise ValueError("selector baseline_ref needs baseline_id")
-        if self.kind is SelectorKind.VERSION_REF and not self.version_id:
+        if self.kind is PinKind.VERSION_REF and not self.version_id:
             raise ValueError("selector version_ref needs version_id")
         return self
 
     @classmethod
-    def head(cls) -> Selector:
-        return cls(kind=SelectorKind.HEAD)
+    def head(cls) -> VersionPin:
+        return cls(kind=PinKind.HEAD)
 
     @classmethod
-    def published(cls) -> Selector:
-        return cls(kind=SelectorKind.PUBLISHED)
+    def published(cls) -> VersionPin:
+        return cls(kind=PinKind.PUBLISHED)
 
 
-class Decision(StrEnum):
+class Verdict(StrEnum):
+    """What the policy made of a proposal. (Not "decision", which is a record kind.)"""
+
     APPROVE = "approve"
     QUEUE = "queue"
     REJECT = "reject"
@@ -626,7 +632,7 @@ class ProposalOutcome(CairnModel):
     """What the gate did with a proposal, with enough for the caller to act next."""
 
     proposal: Proposal
-    decision: Decision
+    decision: Verdict
     record: Record | None = None
     version: Version | None = None
     edge: Edge | None = None

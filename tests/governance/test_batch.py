@@ -7,7 +7,7 @@ import pytest
 
 from cairn.errors import Conflict, InvalidInput, PermissionDenied
 from cairn.memory import Memory
-from cairn.model import AuditQuery, Content, Decision, Principal, PrincipalKind
+from cairn.model import AuditQuery, Content, Principal, PrincipalKind, Verdict
 from cairn.retrieval.chunking import chunks_for
 from tests.factories import CURATOR
 
@@ -36,8 +36,8 @@ def test_a_batch_is_one_transaction_audited_once(memory: Memory) -> None:
     contents += [_fact(0), _fact(5), _fact(99, kind="belief")]  # 2 duplicates, 1 to review
     outcomes = memory.store_many(contents, principal=AGENT)
     decisions = [o.decision for o in outcomes]
-    assert decisions.count(Decision.APPROVE) == 39
-    assert decisions[39:] == [Decision.REJECT, Decision.REJECT, Decision.QUEUE]
+    assert decisions.count(Verdict.APPROVE) == 39
+    assert decisions[39:] == [Verdict.REJECT, Verdict.REJECT, Verdict.QUEUE]
     made = [o.record.id for o in outcomes if o.record is not None]
     entries = _audit(memory)[before:]
     assert len(entries) == 1, "one audit entry for the whole batch"
@@ -106,7 +106,7 @@ def test_every_record_of_a_batch_is_stored_whole(memory: Memory) -> None:
         for i in range(400)
     ]
     outcomes = memory.store_many(contents, principal=CURATOR)
-    assert [o.decision for o in outcomes] == [Decision.APPROVE] * 400
+    assert [o.decision for o in outcomes] == [Verdict.APPROVE] * 400
     records = {o.record.id for o in outcomes if o.record is not None}
     assert len(records) == 400
     store = memory.store
@@ -144,7 +144,7 @@ def test_a_batch_decides_each_record_as_one_at_a_time_would(memory: Memory, stor
     assert [o.decision for o in batch] == [o.decision for o in alone]
     assert [o.proposal.rule for o in batch] == [o.proposal.rule for o in alone]
     assert [o.proposal.reason for o in batch] == [o.proposal.reason for o in alone]
-    assert {o.decision for o in batch} == {Decision.APPROVE, Decision.QUEUE}
+    assert {o.decision for o in batch} == {Verdict.APPROVE, Verdict.QUEUE}
     for outcome in batch:
         stored = memory.store.get_proposal(outcome.proposal.id)
         assert stored == outcome.proposal  # queued ones wait for a curator, as stored
@@ -160,7 +160,7 @@ def test_a_rejecting_rule_rejects_in_a_batch(tmp_path: object, store: object) ->
     )
     memory = Memory(store, policy)  # type: ignore[arg-type]
     outcomes = memory.store_many([_fact(1), _fact(2, kind="skill"), _fact(3)], principal=AGENT)
-    assert [o.decision for o in outcomes] == [Decision.APPROVE, Decision.REJECT, Decision.APPROVE]
+    assert [o.decision for o in outcomes] == [Verdict.APPROVE, Verdict.REJECT, Verdict.APPROVE]
     assert outcomes[1].proposal.rule == "no-skills" and outcomes[1].feedback == "not here"
     assert outcomes[1].record is None
 
@@ -179,10 +179,10 @@ def test_a_duplicate_the_writer_cannot_read_is_not_named(memory: Memory) -> None
     hidden = _fact(1, acl={"roles": ["curator"]})
     memory.remember(hidden, principal=CURATOR)
     outcomes = memory.store_many([hidden, _fact(2)], principal=AGENT)
-    assert [o.decision for o in outcomes] == [Decision.APPROVE, Decision.APPROVE]
+    assert [o.decision for o in outcomes] == [Verdict.APPROVE, Verdict.APPROVE]
     # ... while one it may read is named, and so is a record earlier in the same batch
     outcomes = memory.store_many([_fact(2), _fact(3), _fact(3)], principal=AGENT)
-    assert [o.decision for o in outcomes] == [Decision.REJECT, Decision.APPROVE, Decision.REJECT]
+    assert [o.decision for o in outcomes] == [Verdict.REJECT, Verdict.APPROVE, Verdict.REJECT]
     assert outcomes[2].feedback is not None and outcomes[1].record is not None
     assert outcomes[1].record.id in outcomes[2].feedback
 

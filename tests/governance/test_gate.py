@@ -18,13 +18,13 @@ from cairn.model import (
     AuditQuery,
     Confidence,
     ContentPatch,
-    Decision,
     Origin,
+    PinKind,
     Principal,
     ProposalStatus,
-    Selector,
-    SelectorKind,
     Status,
+    Verdict,
+    VersionPin,
 )
 from tests.conftest import content
 from tests.factories import CURATOR
@@ -45,14 +45,14 @@ def _snapshot(memory: Memory) -> tuple[dict[str, int], int]:
 
 def test_episodes_are_auto_approved_for_agents(memory: Memory, agent: Principal) -> None:
     outcome = memory.remember(content("Debugged the flaky test", kind="episode"), principal=agent)
-    assert outcome.decision is Decision.APPROVE
+    assert outcome.decision is Verdict.APPROVE
     assert outcome.proposal.rule == "episodes-are-history"
     assert outcome.record is not None and outcome.record.status is Status.ACTIVE
 
 
 def test_beliefs_wait_for_a_curator(memory: Memory, agent: Principal, curator: Principal) -> None:
     outcome = memory.remember(content("User prefers squash merges", kind="belief"), principal=agent)
-    assert outcome.decision is Decision.QUEUE
+    assert outcome.decision is Verdict.QUEUE
     assert outcome.record is None
     assert memory.status(principal=CURATOR)["records"] == 0, (
         "a queued proposal must not write a record"
@@ -65,10 +65,10 @@ def test_beliefs_wait_for_a_curator(memory: Memory, agent: Principal, curator: P
 
 
 @pytest.mark.parametrize(
-    ("impact", "decision"), [("low", Decision.APPROVE), ("high", Decision.QUEUE)]
+    ("impact", "decision"), [("low", Verdict.APPROVE), ("high", Verdict.QUEUE)]
 )
 def test_decisions_follow_their_impact(
-    memory: Memory, agent: Principal, impact: str, decision: Decision
+    memory: Memory, agent: Principal, impact: str, decision: Verdict
 ) -> None:
     proposal = content("Use REST, not GraphQL", kind="decision", metadata={"impact": impact})
     assert memory.remember(proposal, principal=agent).decision is decision
@@ -82,7 +82,7 @@ def test_rejection_needs_a_reason_and_is_audited(
         memory.decide(queued.proposal.id, approve=False, principal=curator, reason=" ")
     assert info.value.field == "reason"
     rejected = memory.decide(queued.proposal.id, approve=False, principal=curator, reason="false")
-    assert rejected.decision is Decision.REJECT
+    assert rejected.decision is Verdict.REJECT
     entry = memory.audit(AuditQuery(action="reject"), principal=curator)[-1]
     assert (entry.actor, entry.reason, entry.proposal_id) == ("carol", "false", queued.proposal.id)
     with pytest.raises(Conflict):
@@ -157,7 +157,7 @@ def test_stale_accept_is_refused_and_rebase_repins(
         principal=agent,
         base_version_id=v1.id,
     )
-    assert queued.decision is Decision.QUEUE  # facts are not auto-approved for agents
+    assert queued.decision is Verdict.QUEUE  # facts are not auto-approved for agents
     memory.update(record_id, ContentPatch(body="Use make test, always"), principal=curator)
 
     before = _snapshot(memory)
@@ -238,7 +238,7 @@ def test_old_versions_stay_readable(memory: Memory, curator: Principal, agent: P
     by_id = memory.get(
         record_id,
         principal=agent,
-        selector=Selector(kind=SelectorKind.VERSION_REF, version_id=first.id),
+        selector=VersionPin(kind=PinKind.VERSION_REF, version_id=first.id),
     )
     assert by_number.version == by_id.version == first
     assert memory.get(record_id, principal=agent).version.number == 3
@@ -276,19 +276,21 @@ def test_published_selector_sees_the_published_version(
 ) -> None:
     record_id = _active(memory, curator)
     with pytest.raises(NotFound):
-        memory.get(record_id, principal=agent, selector=Selector.published())
+        memory.get(record_id, principal=agent, selector=VersionPin.published())
     published = memory.publish("acme/app", principal=curator)
-    assert published.decision is Decision.APPROVE
+    assert published.decision is Verdict.APPROVE
     first_baseline = memory.store.published_baseline_id("acme/app")
     memory.update(record_id, ContentPatch(body="v2 text"), principal=curator)
 
-    seen = memory.get(record_id, principal=agent, selector=Selector.published())
+    seen = memory.get(record_id, principal=agent, selector=VersionPin.published())
     assert seen.version.number == 1 and seen.selector_used.baseline_id == first_baseline
     assert memory.get(record_id, principal=agent).version.number == 2
 
     memory.publish("acme/app", principal=curator, record_ids=[record_id])
-    assert memory.get(record_id, principal=agent, selector=Selector.published()).version.number == 2
-    old = Selector(kind=SelectorKind.BASELINE_REF, baseline_id=first_baseline)
+    assert (
+        memory.get(record_id, principal=agent, selector=VersionPin.published()).version.number == 2
+    )
+    old = VersionPin(kind=PinKind.BASELINE_REF, baseline_id=first_baseline)
     assert memory.get(record_id, principal=agent, selector=old).version.number == 1
 
 

@@ -12,7 +12,7 @@ from cairn.governance.policy import (
     load_policy,
     parse_policy,
 )
-from cairn.model import Decision, Origin
+from cairn.model import Origin, Verdict
 
 
 def facts(**overrides: object) -> ProposalFacts:
@@ -32,10 +32,10 @@ def facts(**overrides: object) -> ProposalFacts:
 
 def test_default_policy_parses_and_decides() -> None:
     policy = parse_policy(DEFAULT_POLICY_YAML)
-    assert evaluate(policy, facts(kind="episode"))[:2] == (Decision.APPROVE, "episodes-are-history")
-    assert evaluate(policy, facts())[:2] == (Decision.QUEUE, "beliefs-need-review")
-    assert evaluate(policy, facts(kind="fact"))[:2] == (Decision.QUEUE, "default")
-    assert evaluate(policy, facts(roles=("curator",)))[0] is Decision.APPROVE
+    assert evaluate(policy, facts(kind="episode"))[:2] == (Verdict.APPROVE, "episodes-are-history")
+    assert evaluate(policy, facts())[:2] == (Verdict.QUEUE, "beliefs-need-review")
+    assert evaluate(policy, facts(kind="fact"))[:2] == (Verdict.QUEUE, "default")
+    assert evaluate(policy, facts(roles=("curator",)))[0] is Verdict.APPROVE
     low = facts(kind="decision", metadata={"impact": "low"})
     assert evaluate(policy, low)[1] == "low-impact-decisions"
     critical = facts(kind="decision", metadata={"impact": "critical"})
@@ -51,9 +51,9 @@ def test_first_matching_rule_wins_and_globs_match_scopes() -> None:
         default: reject
         """
     )
-    assert evaluate(policy, facts(scope="play/x"))[:2] == (Decision.APPROVE, "sandbox")
-    assert evaluate(policy, facts(scope="acme/x")) == (Decision.REJECT, "no-beliefs", "not here")
-    assert evaluate(policy, facts(kind="fact"))[:2] == (Decision.REJECT, "default")
+    assert evaluate(policy, facts(scope="play/x"))[:2] == (Verdict.APPROVE, "sandbox")
+    assert evaluate(policy, facts(scope="acme/x")) == (Verdict.REJECT, "no-beliefs", "not here")
+    assert evaluate(policy, facts(kind="fact"))[:2] == (Verdict.REJECT, "default")
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import Acl, Content, Principal, PrincipalKind, Selector, Sensitivity
+from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity, VersionPin
 from cairn.retrieval.context import ReadContextRequest
 from cairn.retrieval.types import Mode
 from cairn.search.embedder import make_embedder
@@ -161,7 +161,9 @@ def _reads(world: World, reader: Principal, query: str, mode: Mode) -> dict[str,
     }
     for scope in SCOPES:
         reads[f"context {scope}"] = memory.read_context(
-            ReadContextRequest(scope=scope, query=query, mode=mode, k=50, selector=Selector.head()),
+            ReadContextRequest(
+                scope=scope, query=query, mode=mode, k=50, selector=VersionPin.head()
+            ),
             principal=reader,
         )
     return reads

@@ -20,9 +20,9 @@ from cairn.model import (
     ContentPatch,
     Principal,
     RecordQuery,
-    Selector,
     Status,
     TransitionChange,
+    VersionPin,
     utcnow,
 )
 from cairn.store.base import Store
@@ -137,7 +137,7 @@ def test_published_selector_reads_the_pinned_version(
     record_id = _add(rmemory, curator, "Testing SOP", "Run make test for phase 0 tests.")
     rmemory.publish("acme/app", principal=curator)
     rmemory.update(record_id, ContentPatch(body="Run tox for phase 0 tests."), principal=curator)
-    published = rmemory.retrieve("phase 0 tests", principal=agent, selector=Selector.published())
+    published = rmemory.retrieve("phase 0 tests", principal=agent, selector=VersionPin.published())
     head = rmemory.retrieve("phase 0 tests", principal=agent)
     assert [i.version for i in published.items] == [1]
     assert "make test" in published.items[0].content

@@ -10,7 +10,7 @@ import pytest
 from cairn.errors import NotFound, PermissionDenied, StaleProposal
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import Content, ContentPatch, Principal, PrincipalKind, Selector
+from cairn.model import Content, ContentPatch, Principal, PrincipalKind, VersionPin
 from cairn.retrieval.context import ReadContextRequest
 from cairn.store.base import Store
 
@@ -137,7 +137,7 @@ def test_how_do_i_run_tests(store: Store, repo: Path, curator: Principal) -> Non
     outside = memory.read_context(request, principal=outsider)
     assert outside.items == ()
     with pytest.raises(NotFound):
-        memory.get(sop.id, principal=outsider, selector=Selector.published())
+        memory.get(sop.id, principal=outsider, selector=VersionPin.published())
     with pytest.raises(PermissionDenied):
         memory.remember(
             Content(kind="episode", scope="acme/product", title="sneaky"), principal=outsider

@@ -25,13 +25,13 @@ from cairn.model import (
     Acl,
     Content,
     ContentPatch,
-    Decision,
     EventDraft,
     EventRole,
     Principal,
     PrincipalKind,
     Sensitivity,
     TocNode,
+    Verdict,
     new_id,
 )
 from cairn.store.base import TocFilter
@@ -396,14 +396,14 @@ def build_world(memory: Memory, spec: WorldSpec, reader: Principal) -> World:
         marker = proposal_marker(number)
         patch = ContentPatch(body=f"{target.head.content.body} {marker}")
         outcome = memory.update(target.id, patch, principal=OTHER)
-        assert outcome.decision is Decision.QUEUE, outcome
+        assert outcome.decision is Verdict.QUEUE, outcome
         curated[outcome.proposal.id] = "another agent's"
         world.foreign_markers.append(marker)
     if spec.other_create is not None:
         marker = proposal_marker(2)
         idea = Content(kind="fact", scope=spec.other_create, title=f"Idea {marker}", body=marker)
         outcome = memory.remember(idea, principal=OTHER)
-        assert outcome.decision is Decision.QUEUE, outcome
+        assert outcome.decision is Verdict.QUEUE, outcome
         curated[outcome.proposal.id] = "another agent's"
         world.foreign_markers.append(marker)
 
@@ -411,14 +411,14 @@ def build_world(memory: Memory, spec: WorldSpec, reader: Principal) -> World:
     if spec.reader_create and writable:
         mine = Content(kind="fact", scope=writable[0], title=f"Mine {own_marker(0)}", body="x")
         outcome = memory.remember(mine, principal=reader)
-        assert outcome.decision is Decision.QUEUE, outcome
+        assert outcome.decision is Verdict.QUEUE, outcome
         world.own_proposals.append(outcome.proposal.id)
     if spec.reader_update is not None:
         target = world.records[spec.reader_update]
         if world.sees_record(reader, target):
             patch = ContentPatch(body=f"{target.head.content.body} {own_marker(1)}")
             outcome = memory.update(target.id, patch, principal=reader)
-            assert outcome.decision is Decision.QUEUE, outcome
+            assert outcome.decision is Verdict.QUEUE, outcome
             world.own_proposals.append(outcome.proposal.id)
             world.own_stale = outcome.proposal.id
             # The curator edits the text only (who may read it stays the same): the

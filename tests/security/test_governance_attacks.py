@@ -25,7 +25,6 @@ from cairn.model import (
     Confidence,
     Content,
     ContentPatch,
-    Decision,
     Origin,
     Principal,
     PrincipalKind,
@@ -33,6 +32,7 @@ from cairn.model import (
     RecordQuery,
     Sensitivity,
     Status,
+    Verdict,
 )
 from cairn.retrieval.context import ReadContextRequest
 from cairn.workspace import Workspace
@@ -85,10 +85,10 @@ def test_an_acl_change_always_waits_for_a_curator(memory: Memory, curator: Princ
     # the agent's own skill: the policy approves skill edits by themselves ...
     mine = _create(memory, agent, "Deploy with make release")
     edited = memory.update(mine, ContentPatch(body="Run make release."), principal=agent)
-    assert edited.decision is Decision.APPROVE
+    assert edited.decision is Verdict.APPROVE
     # ... but never one that changes who may read it
     narrowed = memory.update(mine, ContentPatch(acl=Acl(roles=("agent",))), principal=agent)
-    assert narrowed.decision is Decision.QUEUE
+    assert narrowed.decision is Verdict.QUEUE
     assert narrowed.proposal.rule == "acl-change-needs-review"
     assert memory.get(mine, principal=curator).version.content.acl == Acl()
 
@@ -100,7 +100,7 @@ def test_an_agent_edit_of_a_record_it_did_not_write_waits(
     theirs = _create(memory, other, "Rotate logs nightly")
     queued = memory.update(theirs, ContentPatch(body="Rotate weekly."), principal=agent)
     assert (queued.decision, queued.proposal.rule) == (
-        Decision.QUEUE,
+        Verdict.QUEUE,
         "others-records-need-review",
     )
     # a curator's record, through an auto-approved kind and through supersede alike
@@ -109,7 +109,7 @@ def test_an_agent_edit_of_a_record_it_did_not_write_waits(
         memory.update(humans, ContentPatch(body="Email instead."), principal=agent),
         memory.supersede(humans, content=content("Email first", kind="skill"), principal=agent),
     ):
-        assert outcome.decision is Decision.QUEUE, outcome.proposal.rule
+        assert outcome.decision is Verdict.QUEUE, outcome.proposal.rule
     assert memory.get(humans, principal=curator).record.current_version == 1
     assert memory.get(humans, principal=curator).record.superseded_by is None
 
@@ -123,7 +123,7 @@ def test_an_edit_of_a_human_or_verified_record_waits_even_by_its_author(
         mine, ContentPatch(body="Backups run at three."), principal=curator
     )  # now a human's version
     again = memory.update(mine, ContentPatch(body="Backups run at four."), principal=agent)
-    assert (again.decision, again.proposal.rule) == (Decision.QUEUE, "human-records-need-review")
+    assert (again.decision, again.proposal.rule) == (Verdict.QUEUE, "human-records-need-review")
 
 
 def test_a_new_version_is_the_editors(memory: Memory, curator: Principal) -> None:
@@ -196,7 +196,7 @@ def test_the_duplicate_check_never_names_a_hidden_record(
     copy = content("Salary bands 2027", kind="fact")
     outcome = memory.remember(copy, principal=agent)  # facts wait for a curator
     dumped = outcome.model_dump_json()
-    assert outcome.decision is Decision.QUEUE and hidden not in dumped
+    assert outcome.decision is Verdict.QUEUE and hidden not in dumped
     assert "duplicate" not in dumped.lower()
     # The curator sees the duplicate and is told, but nothing is written for the agent to read.
     with pytest.raises(DuplicateContent) as told:
@@ -354,9 +354,9 @@ def test_reads_through_a_baseline_follow_the_records_current_acl(
     record_id = _create(memory, curator, "Launch plan zeta", kind="fact")
     memory.publish("acme/app", principal=curator)  # pins v1, readable by agents
     memory.update(record_id, ContentPatch(acl=CURATOR_ONLY), principal=curator)  # v2 closes it
-    from cairn.model import Selector
+    from cairn.model import VersionPin
 
-    published = Selector.published()
+    published = VersionPin.published()
     with pytest.raises(NotFound):
         memory.get(record_id, principal=agent, selector=published)
     found = memory.search("launch plan zeta", principal=agent, mode="keyword", selector=published)
@@ -375,7 +375,7 @@ def test_reads_through_a_baseline_follow_the_records_current_acl(
 def test_vector_reads_through_a_baseline_follow_the_current_acl_too(
     memory: Memory, curator: Principal
 ) -> None:
-    from cairn.model import Selector
+    from cairn.model import VersionPin
 
     vectors = Memory(memory.store, memory.policy, embedder="static")
     agent = _agent()
@@ -384,7 +384,7 @@ def test_vector_reads_through_a_baseline_follow_the_current_acl_too(
     vectors.publish("acme/app", principal=curator)
     vectors.update(record_id, ContentPatch(acl=CURATOR_ONLY), principal=curator)
     vectors.index_pending()
-    published = Selector.published()
+    published = VersionPin.published()
     for mode in ("vector", "hybrid"):
         found = vectors.search("launch plan omega", principal=agent, mode=mode, selector=published)
         assert record_id not in {hit.record_id for hit in found.hits}, mode

@@ -71,13 +71,13 @@ from cairn.model import (
     ContentPatch,
     EventDraft,
     EventRole,
+    PinKind,
     Principal,
     PrincipalKind,
     ProposalStatus,
     RecordQuery,
-    Selector,
-    SelectorKind,
     TocLevel,
+    VersionPin,
     new_id,
 )
 from cairn.retrieval.context import ReadContextRequest
@@ -270,7 +270,7 @@ def _library_reads(ex: Example) -> None:
     by_id: dict[str, Callable[[str], Any]] = {
         "get": lambda i: memory.get(i, principal=reader),
         "get version 1": lambda i: memory.get(i, principal=reader, version=1),
-        "get published": lambda i: memory.get(i, principal=reader, selector=Selector.published()),
+        "get published": lambda i: memory.get(i, principal=reader, selector=VersionPin.published()),
         "resolve": lambda i: memory.resolve(i, principal=reader),
         "history": lambda i: memory.history(i, principal=reader),
         "validate": lambda i: memory.validate([i], principal=reader),
@@ -296,7 +296,7 @@ def _library_reads(ex: Example) -> None:
         )
         check.alike("supersede by", supersede_by, _ids(ex.hidden), never["rec"])
 
-    published = Selector.published()
+    published = VersionPin.published()
     for mode in ("keyword", "hybrid"):
         reads: dict[str, Callable[[], Any]] = {
             "search": lambda m=mode: memory.search(query, principal=reader, mode=m, k=50),
@@ -310,11 +310,11 @@ def _library_reads(ex: Example) -> None:
     for baseline in world.baselines:
         # A baseline the reader may not see answers like one that never existed (a test
         # below); either way the answer may name nothing else.
-        selector = Selector(kind=SelectorKind.BASELINE_REF, baseline_id=baseline.id)
+        selector = VersionPin(kind=PinKind.BASELINE_REF, baseline_id=baseline.id)
         answer = library(lambda s=selector: memory.search(query, principal=reader, selector=s))
         check.clean("search baseline_ref", answer, echo=[query, baseline.id])
     for scope in SCOPES:
-        for selector in (Selector.head(), published):
+        for selector in (VersionPin.head(), published):
             request = ReadContextRequest(scope=scope, query=query, selector=selector, k=50)
             answer = library(lambda r=request: memory.read_context(r, principal=reader))
             probe = f"read_context {scope} ({selector.kind.value})"
@@ -348,7 +348,7 @@ def _library_reads(ex: Example) -> None:
 
 def _direct_context(memory: Memory, reader: Principal, scope: str) -> Callable[[str], str]:
     def answer(record_id: str) -> str:
-        request = ReadContextRequest(scope=scope, record_id=record_id, selector=Selector.head())
+        request = ReadContextRequest(scope=scope, record_id=record_id, selector=VersionPin.head())
         return library(lambda: memory.read_context(request, principal=reader))
 
     return answer
@@ -359,7 +359,7 @@ def _version_reads(check: Checker, ex: Example, record: RecordFact) -> None:
     memory, reader, never = ex.world.memory, ex.reader, ex.secrets.never
 
     def by_version_id(version_id: str) -> str:
-        selector = Selector(kind=SelectorKind.VERSION_REF, version_id=version_id)
+        selector = VersionPin(kind=PinKind.VERSION_REF, version_id=version_id)
         return library(lambda: memory.get(record.id, principal=reader, selector=selector))
 
     check.alike("get version_ref", by_version_id, ex.hidden_versions(), never["ver"])
@@ -378,7 +378,7 @@ def _version_reads(check: Checker, ex: Example, record: RecordFact) -> None:
             check.clean("get version_ref", by_version_id(version.id))
 
     def by_baseline(baseline_id: str) -> str:
-        selector = Selector(kind=SelectorKind.BASELINE_REF, baseline_id=baseline_id)
+        selector = VersionPin(kind=PinKind.BASELINE_REF, baseline_id=baseline_id)
         return library(lambda: memory.get(record.id, principal=reader, selector=selector))
 
     check.alike("get baseline_ref", by_baseline, ex.hidden_baselines(), never["bsl"])
@@ -1024,11 +1024,11 @@ def test_reads_through_a_baseline_follow_the_current_acl(memory: Memory) -> None
     record_id, first = _create(memory, "Salary bands are public", labels=("internal",))
     memory.publish("acme/app", principal=CURATOR)
     memory.update(record_id, ContentPatch(acl=Acl(labels=("hr",))), principal=CURATOR)
-    published = Selector.published()
+    published = VersionPin.published()
     with pytest.raises(NotFound):
         memory.get(record_id, principal=AGENT, selector=published)
-    pinned = Selector(
-        kind=SelectorKind.BASELINE_REF, baseline_id=memory.store.published_baseline_id("acme/app")
+    pinned = VersionPin(
+        kind=PinKind.BASELINE_REF, baseline_id=memory.store.published_baseline_id("acme/app")
     )
     request = ReadContextRequest(scope="acme/app", query="salary", selector=published)
     answers = [
@@ -1049,7 +1049,7 @@ def test_a_hidden_baseline_reads_like_one_that_never_existed(memory: Memory) -> 
     assert memory.baselines(None, principal=AGENT) == []
     answers = set()
     for baseline_id in (hidden, new_id("bsl")):
-        selector = Selector(kind=SelectorKind.BASELINE_REF, baseline_id=baseline_id)
+        selector = VersionPin(kind=PinKind.BASELINE_REF, baseline_id=baseline_id)
         found = library(
             lambda s=selector: memory.search("vault", principal=AGENT, mode="keyword", selector=s)
         )

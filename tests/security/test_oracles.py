@@ -12,7 +12,7 @@ import pytest
 
 from cairn.errors import NotFound
 from cairn.memory import Memory
-from cairn.model import Acl, ContentPatch, Principal, PrincipalKind, Selector, SelectorKind
+from cairn.model import Acl, ContentPatch, PinKind, Principal, PrincipalKind, VersionPin
 from cairn.retrieval.context import ReadContextRequest
 from tests.conftest import content
 from tests.security.conftest import Served
@@ -80,8 +80,8 @@ def test_baseline_refs_hidden_and_missing_read_alike(memory: Memory, curator: Pr
     assert mine is not None
     never = "bsl_01NEVEREXISTED00000000000"
 
-    def by_ref(baseline: str) -> Selector:
-        return Selector(kind=SelectorKind.BASELINE_REF, baseline_id=baseline)
+    def by_ref(baseline: str) -> VersionPin:
+        return VersionPin(kind=PinKind.BASELINE_REF, baseline_id=baseline)
 
     with pytest.raises(NotFound) as hidden:
         memory.get(mine.id, principal=agent, selector=by_ref(baseline_id))

@@ -23,7 +23,7 @@ from cairn.doors.mcp_server import build_mcp_server
 from cairn.errors import InvalidInput
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import ContentPatch, RecordQuery, Selector
+from cairn.model import ContentPatch, RecordQuery, VersionPin
 from cairn.retrieval.context import ReadContextRequest
 from cairn.store.pg_migrations import latest_version
 from cairn.store.postgres import PostgresStore
@@ -48,7 +48,7 @@ def _reads_work(memory: Memory, record_id: str) -> None:
     assert memory.validate([record_id], principal=CURATOR).records[0].valid
     assert memory.retrieve("zones", principal=CURATOR, mode="keyword").items
     request = ReadContextRequest(
-        scope="acme/app", query="zones", selector=Selector.head(), mode="keyword"
+        scope="acme/app", query="zones", selector=VersionPin.head(), mode="keyword"
     )
     assert memory.read_context(request, principal=CURATOR).items
 

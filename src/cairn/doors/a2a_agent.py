@@ -63,7 +63,7 @@ from cairn.doors.http import authenticate_http, error_response
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
 from cairn.limits import MAX_REQUEST_DEPTH, LimitExceeded, check_depth, load_json
 from cairn.memory import Memory
-from cairn.model import Content, Decision, Principal
+from cairn.model import Content, Principal, Verdict
 from cairn.workspace import Workspace
 
 __all__ = [
@@ -265,9 +265,9 @@ class CairnExecutor(AgentExecutor):
         )
         outcome = self.memory.remember(content, principal=principal)
         words = {
-            Decision.APPROVE: "approved",
-            Decision.QUEUE: "pending",
-            Decision.REJECT: "rejected",
+            Verdict.APPROVE: "approved",
+            Verdict.QUEUE: "pending",
+            Verdict.REJECT: "rejected",
         }
         return {
             "id": outcome.record.id if outcome.record else None,

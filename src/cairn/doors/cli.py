@@ -30,15 +30,15 @@ from cairn.model import (
     Confidence,
     Content,
     ContentPatch,
+    PinKind,
     Principal,
     ProposalOutcome,
     ProposalStatus,
     Provenance,
     RecordQuery,
-    Selector,
-    SelectorKind,
     Sensitivity,
     Status,
+    VersionPin,
 )
 from cairn.retrieval.context import ReadContextRequest
 from cairn.retrieval.types import Item, Mode, RetrievalResult
@@ -386,9 +386,7 @@ def transition(
 def get(
     record_id: str,
     version: Annotated[int | None, typer.Option(help="A version number.")] = None,
-    selector: Annotated[SelectorKind, typer.Option(help="Which version to read.")] = (
-        SelectorKind.HEAD
-    ),
+    selector: Annotated[PinKind, typer.Option(help="Which version to read.")] = (PinKind.HEAD),
     baseline: Annotated[str | None, typer.Option(help="Baseline id for baseline_ref.")] = None,
     version_id: Annotated[str | None, typer.Option(help="Version id for version_ref.")] = None,
     store: StoreOpt = None,
@@ -397,7 +395,7 @@ def get(
 ) -> None:
     """Read one record at a pinned version."""
     with _session(store, key) as (memory, principal):
-        chosen = Selector(kind=selector, baseline_id=baseline, version_id=version_id)
+        chosen = VersionPin(kind=selector, baseline_id=baseline, version_id=version_id)
         view = memory.get(record_id, principal=principal, selector=chosen, version=version)
         if _want_json(as_json):
             render.print_json(view)
@@ -704,7 +702,7 @@ def search(
     scope: Annotated[str | None, typer.Option(help="A scope glob.")] = None,
     kind: Annotated[list[str] | None, typer.Option(help="Only these kinds.")] = None,
     include_drafts: Annotated[bool, typer.Option(help="Include draft records.")] = False,
-    selector: Annotated[SelectorKind, typer.Option()] = SelectorKind.HEAD,
+    selector: Annotated[PinKind, typer.Option()] = PinKind.HEAD,
     baseline: Annotated[str | None, typer.Option(help="Baseline id for baseline_ref.")] = None,
     max_tokens: Annotated[int, typer.Option(min=1, help="The token budget.")] = 8000,
     embedder: EmbedderOpt = None,
@@ -723,7 +721,7 @@ def search(
             kinds=kind or (),
             include_drafts=include_drafts,
             max_tokens=max_tokens,
-            selector=Selector(kind=selector, baseline_id=baseline),
+            selector=VersionPin(kind=selector, baseline_id=baseline),
         )
         if _want_json(as_json):
             render.print_json(result)
@@ -742,7 +740,7 @@ def context(
     query: Annotated[str | None, typer.Argument(help="What to look for.")] = None,
     scope: Annotated[str, typer.Option(help="The scope to read.")] = "",
     record: Annotated[str | None, typer.Option(help="Fetch this record instead.")] = None,
-    selector: Annotated[SelectorKind, typer.Option()] = SelectorKind.PUBLISHED,
+    selector: Annotated[PinKind, typer.Option()] = PinKind.PUBLISHED,
     baseline: Annotated[str | None, typer.Option()] = None,
     max_tokens: Annotated[int, typer.Option(min=1)] = 8000,
     embedder: EmbedderOpt = None,
@@ -758,7 +756,7 @@ def context(
             query=query,
             record_id=record,
             max_tokens=max_tokens,
-            selector=Selector(kind=selector, baseline_id=baseline),
+            selector=VersionPin(kind=selector, baseline_id=baseline),
         )
         response = memory.read_context(request, principal=principal)
         if _want_json(as_json):

@@ -64,6 +64,7 @@ from cairn.model import (
     Kind,
     Name,
     Neighbourhood,
+    PinKind,
     Principal,
     Proposal,
     ProposalOutcome,
@@ -77,11 +78,10 @@ from cairn.model import (
     RepoPath,
     RepoPaths,
     ScopePath,
-    Selector,
-    SelectorKind,
     Status,
     Timestamp,
     Version,
+    VersionPin,
 )
 from cairn.retrieval.context import (
     ClaimsReport,
@@ -356,7 +356,7 @@ class PublishBody(_Body):
 
 class _ReadBody(_Body):
     scope: Name | None = Field(default=None, description="a scope or glob, e.g. acme/*")
-    selector: Selector | None = Field(default=None, description="default: head")
+    selector: VersionPin | None = Field(default=None, description="default: head")
     kinds: Annotated[list[Kind], Field(max_length=MAX_LIST_ITEMS)] = Field(default_factory=list)
     include_drafts: StrictBool = False
     created_after: Timestamp | None = None
@@ -579,9 +579,9 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
 
-def _selector(kind: SelectorKind, baseline_id: str | None, version_id: str | None) -> Selector:
+def _selector(kind: PinKind, baseline_id: str | None, version_id: str | None) -> VersionPin:
     try:
-        return Selector(kind=kind, baseline_id=baseline_id, version_id=version_id)
+        return VersionPin(kind=kind, baseline_id=baseline_id, version_id=version_id)
     except ValidationError as exc:
         raise InvalidInput.from_validation(exc) from None
 
@@ -662,7 +662,7 @@ def build_router(memory: Memory) -> APIRouter:
     def get_record(
         record_id: RecordId,
         who: Who,
-        selector: SelectorKind = SelectorKind.HEAD,
+        selector: PinKind = PinKind.HEAD,
         baseline_id: Id | None = None,
         version_id: Id | None = None,
     ) -> RecordView:

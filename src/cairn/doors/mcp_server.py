@@ -49,16 +49,16 @@ from cairn.memory import Memory, RecordView
 from cairn.model import (
     Content,
     ContentPatch,
-    Decision,
     Event,
+    PinKind,
     Principal,
     ProposalOutcome,
     Record,
     RecordQuery,
-    Selector,
-    SelectorKind,
     Status,
     Timestamp,
+    Verdict,
+    VersionPin,
 )
 from cairn.retrieval.context import (
     ClaimsReport,
@@ -121,10 +121,10 @@ _DEFAULT_SCOPE = "default"
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
-_STATUS_WORD: dict[Decision, Literal["approved", "pending", "rejected"]] = {
-    Decision.APPROVE: "approved",
-    Decision.QUEUE: "pending",
-    Decision.REJECT: "rejected",
+_STATUS_WORD: dict[Verdict, Literal["approved", "pending", "rejected"]] = {
+    Verdict.APPROVE: "approved",
+    Verdict.QUEUE: "pending",
+    Verdict.REJECT: "rejected",
 }
 
 
@@ -548,8 +548,8 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         def call() -> ReadContextResponse:
             request = ReadContextRequest(
                 scope=scope,
-                selector=Selector(
-                    kind=SelectorKind(selector), baseline_id=baseline_id, version_id=version_id
+                selector=VersionPin(
+                    kind=PinKind(selector), baseline_id=baseline_id, version_id=version_id
                 ),
                 query=query,
                 record_id=element_id,

@@ -14,7 +14,7 @@ from rich.panel import Panel
 
 from cairn.doors import _render as render
 from cairn.errors import CairnError
-from cairn.model import AuditQuery, Content, ContentPatch, Selector
+from cairn.model import AuditQuery, Content, ContentPatch, VersionPin
 from cairn.workspace import Workspace
 
 
@@ -106,7 +106,7 @@ def run_tour(console: Console | None = None) -> None:
             )
 
             published = memory.publish("acme/app", principal=curator, name="first release")
-            pinned = memory.get(record_id, principal=agent, selector=Selector.published())
+            pinned = memory.get(record_id, principal=agent, selector=VersionPin.published())
             say(
                 "publish",
                 f"publishing is a governed change too ({published.proposal.rule}); "

@@ -42,7 +42,6 @@ from cairn.model import (
     Confidence,
     Content,
     CreateChange,
-    Decision,
     Edge,
     Event,
     EventDraft,
@@ -61,6 +60,7 @@ from cairn.model import (
     TransitionChange,
     UnlinkChange,
     UpdateChange,
+    Verdict,
     Version,
     new_id,
     utcnow,
@@ -248,7 +248,7 @@ class Gate:
         hashes = [change.content.content_hash() for change in changes]
         stored = self._stored_duplicates(changes, hashes, principal)
         made: dict[tuple[str, str], Record] = {}  # the batch's records, by scope and hash
-        rulings: dict[Hashable, tuple[Decision, str, str | None]] = {}
+        rulings: dict[Hashable, tuple[Verdict, str, str | None]] = {}
         now = self.clock()
         outcomes: list[ProposalOutcome] = []
         writes: list[Write] = []
@@ -359,9 +359,9 @@ class Gate:
         if duplicate is not None:
             self._reject_duplicate(proposal, principal, duplicate)
         decision, rule, why = self._ruling(proposal, principal, target)
-        if decision is Decision.APPROVE:
+        if decision is Verdict.APPROVE:
             return self._accept(proposal, principal, rule=rule, reason=why, auto=True, stored=False)
-        if decision is Decision.REJECT:
+        if decision is Verdict.REJECT:
             return self._reject(proposal, principal, rule=rule, reason=why or "", stored=False)
         return self._queue(proposal, principal, rule=rule, reason=why)
 
@@ -397,20 +397,20 @@ class Gate:
 
     def _ruling(
         self, proposal: Proposal, principal: Principal, target: Record | None
-    ) -> tuple[Decision, str, str | None]:
+    ) -> tuple[Verdict, str, str | None]:
         """What the gate decides on a checked proposal that duplicates nothing: the
         decision, the rule that made it and the reason it gives."""
         if principal.kind is PrincipalKind.SYSTEM:
             # Trigger: drift, retention and other system housekeeping. Why: these moves are
             # fixed by the lifecycle and must not wait on a policy a user may have edited.
-            return Decision.APPROVE, "system", proposal.reason
+            return Verdict.APPROVE, "system", proposal.reason
         decision, rule, why = evaluate(self.policy, self._facts(proposal, principal))
-        if decision is Decision.APPROVE:
+        if decision is Verdict.APPROVE:
             forced = self._needs_review(proposal, principal, target)
             if forced is not None:
-                return Decision.QUEUE, *forced
+                return Verdict.QUEUE, *forced
             return decision, rule, why or proposal.reason
-        if decision is Decision.REJECT:
+        if decision is Verdict.REJECT:
             return decision, rule, why or "refused by policy"
         return decision, rule, why
 
@@ -491,7 +491,7 @@ class Gate:
                 )
             ]
         )
-        return ProposalOutcome(proposal=new, decision=Decision.QUEUE)
+        return ProposalOutcome(proposal=new, decision=Verdict.QUEUE)
 
     def is_stale(self, proposal: Proposal) -> bool:
         if isinstance(proposal.change, PublishChange):
@@ -750,7 +750,7 @@ class Gate:
 
     def _queued(self, proposal: Proposal, *, rule: str, reason: str | None) -> ProposalOutcome:
         proposal = proposal.model_copy(update={"rule": rule})
-        return ProposalOutcome(proposal=proposal, decision=Decision.QUEUE, feedback=reason)
+        return ProposalOutcome(proposal=proposal, decision=Verdict.QUEUE, feedback=reason)
 
     def _rejected(
         self,
@@ -764,7 +764,7 @@ class Gate:
         rejected = _closed(
             proposal, ProposalStatus.REJECTED, principal, rule=rule, reason=feedback, now=now
         )
-        return ProposalOutcome(proposal=rejected, decision=Decision.REJECT, feedback=feedback)
+        return ProposalOutcome(proposal=rejected, decision=Verdict.REJECT, feedback=feedback)
 
     def _accepted(
         self, proposal: Proposal, principal: Principal, *, rule: str, reason: str | None,
@@ -792,7 +792,7 @@ class Gate:
             plan.writes.append(PutEdge(accepted_as))
         outcome = ProposalOutcome(
             proposal=accepted,
-            decision=Decision.APPROVE,
+            decision=Verdict.APPROVE,
             record=plan.record,
             version=plan.version,
             edge=plan.edge,
@@ -804,16 +804,16 @@ class Gate:
         self,
         proposal: Proposal,
         principal: Principal,
-        ruling: tuple[Decision, str, str | None],
+        ruling: tuple[Verdict, str, str | None],
         *,
         now: datetime,
     ) -> tuple[ProposalOutcome, list[Write]]:
         """The outcome of a new proposal the ``ruling`` decided, and what it writes."""
         decision, rule, why = ruling
-        if decision is Decision.APPROVE:
+        if decision is Verdict.APPROVE:
             outcome, plan = self._accepted(proposal, principal, rule=rule, reason=why, now=now)
             return outcome, plan.writes
-        if decision is Decision.REJECT:
+        if decision is Verdict.REJECT:
             outcome = self._rejected(proposal, principal, rule=rule, feedback=why or "", now=now)
         else:
             outcome = self._queued(proposal, rule=rule, reason=why)
@@ -1346,4 +1346,4 @@ class Gate:
                 )
             ]
         )
-        return ProposalOutcome(proposal=proposal, decision=Decision.APPROVE, record=moved)
+        return ProposalOutcome(proposal=proposal, decision=Verdict.APPROVE, record=moved)

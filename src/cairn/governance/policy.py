@@ -22,9 +22,9 @@ from cairn.model import (
     SYSTEM_RELATIONS,
     Acl,
     CairnModel,
-    Decision,
     Origin,
     RelationName,
+    Verdict,
 )
 
 Op = Literal["create", "update", "supersede", "transition", "publish", "link", "unlink"]
@@ -271,12 +271,12 @@ def rule_fits(match: RuleMatch, facts: ProposalFacts) -> bool:
     return all(checks)
 
 
-def evaluate(policy: Policy, facts: ProposalFacts) -> tuple[Decision, str, str | None]:
+def evaluate(policy: Policy, facts: ProposalFacts) -> tuple[Verdict, str, str | None]:
     """Return (decision, rule name, reason). The fallback rule is named ``default``."""
     for rule in policy.rules:
         if rule_fits(rule.match, facts):
-            return Decision(rule.decision), rule.name, rule.reason
-    return Decision(policy.default), "default", "no rule matched; waiting for a curator"
+            return Verdict(rule.decision), rule.name, rule.reason
+    return Verdict(policy.default), "default", "no rule matched; waiting for a curator"
 
 
 def _format_errors(exc: ValidationError) -> str:

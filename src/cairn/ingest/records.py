@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from cairn.errors import InvalidInput
 from cairn.limits import MAX_REQUEST_BYTES, LimitExceeded, load_json
 from cairn.memory import Memory
-from cairn.model import AppendReport, CairnModel, Content, Decision, EventDraft, Principal
+from cairn.model import AppendReport, CairnModel, Content, EventDraft, Principal, Verdict
 
 M = TypeVar("M", bound=CairnModel)
 
@@ -117,9 +117,9 @@ def import_records(
         outcomes = memory.store_many(contents[start : start + BATCH], principal=principal)
         report.batches += 1
         for outcome in outcomes:
-            if outcome.decision is Decision.APPROVE:
+            if outcome.decision is Verdict.APPROVE:
                 report.approved += 1
-            elif outcome.decision is Decision.QUEUE:
+            elif outcome.decision is Verdict.QUEUE:
                 report.queued += 1
             else:
                 report.rejected += 1

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import Field, model_validator
 
-from cairn.model import CairnModel, Id, Name, QueryText, Selector
+from cairn.model import CairnModel, Id, Name, QueryText, VersionPin
 from cairn.retrieval.types import Contradiction, Item, Mode, Trace
 
 
@@ -14,7 +14,7 @@ class ReadContextRequest(CairnModel):
     """Either a ``query`` (ranked recall) or a ``record_id`` (direct fetch), within a scope."""
 
     scope: Name
-    selector: Selector = Field(default_factory=Selector.published)
+    selector: VersionPin = Field(default_factory=VersionPin.published)
     query: QueryText | None = None
     record_id: Id | None = None
     max_tokens: int = Field(default=8000, ge=1, le=1_000_000)
@@ -31,7 +31,7 @@ class ReadContextRequest(CairnModel):
 
 class ReadContextResponse(CairnModel):
     scope: str
-    selector_used: Selector
+    selector_used: VersionPin
     items: tuple[Item, ...]
     contradictions: tuple[Contradiction, ...] = ()
     token_budget_exceeded: bool = False

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from cairn.governance import access
 from cairn.limits import is_id
-from cairn.model import Principal, Selector
+from cairn.model import Principal, VersionPin
 from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
 from cairn.retrieval.fuse import collapse, fuse, max_fused_score
 from cairn.retrieval.indexer import Indexer
@@ -157,7 +157,7 @@ def clipped(query: str, items: Sequence[Item], max_tokens: int) -> RetrievalResu
         query=query,
         mode="keyword",
         scope=None,
-        selector_used=Selector.head(),
+        selector_used=VersionPin.head(),
         items=included,
         token_budget=max_tokens,
         used_tokens=budget.used_tokens,

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from cairn.errors import NotFound
 from cairn.governance import access
-from cairn.model import Acl, Principal, Selector, SelectorKind, Sensitivity, Status
+from cairn.model import Acl, PinKind, Principal, Sensitivity, Status, VersionPin
 from cairn.store.base import AclRow, ChunkFilter, Store
 
 _SENSITIVITY = {s.rank: s for s in Sensitivity}
@@ -22,7 +22,7 @@ _SENSITIVITY = {s.rank: s for s in Sensitivity}
 @dataclass(frozen=True)
 class ReadRequest:
     scope: str | None = None  # a glob; None = every scope the principal may read
-    selector: Selector = field(default_factory=Selector.head)
+    selector: VersionPin = field(default_factory=VersionPin.head)
     kinds: tuple[str, ...] = ()
     include_drafts: bool = False
     valid_at: datetime | None = None
@@ -34,7 +34,7 @@ class ReadRequest:
 @dataclass(frozen=True)
 class Preselection:
     where: ChunkFilter
-    selector_used: Selector
+    selector_used: VersionPin
 
 
 def allowed_acl_ids(principal: Principal, acls: Sequence[AclRow]) -> frozenset[int]:
@@ -75,26 +75,26 @@ def preselect(
         statuses.add(Status.DRAFT.value)
     selector = request.selector
     version_ids: frozenset[str] | None = None
-    if selector.kind is SelectorKind.PUBLISHED:
+    if selector.kind is PinKind.PUBLISHED:
         pins: set[str] = set()
         for scope_id in scope_ids:
             baseline_id = published_baseline(scopes[scope_id])
             if baseline_id is not None:
                 pins.update((baseline_pins(baseline_id) or {}).values())
         version_ids = frozenset(pins)
-    elif selector.kind is SelectorKind.BASELINE_REF:
+    elif selector.kind is PinKind.BASELINE_REF:
         found = baseline_pins(selector.baseline_id or "")
         if found is None:
             raise NotFound(f"no baseline {selector.baseline_id}", field="baseline_id")
         version_ids = frozenset(found.values())
-    elif selector.kind is SelectorKind.VERSION_REF:
+    elif selector.kind is PinKind.VERSION_REF:
         version_ids = frozenset({selector.version_id or ""})
     where = ChunkFilter(
         acl_ids=allowed_acl_ids(principal, acls),
         statuses=frozenset(statuses),
         scope_ids=scope_ids,
         kinds=frozenset(request.kinds) if request.kinds else None,
-        head_only=selector.kind is SelectorKind.HEAD,
+        head_only=selector.kind is PinKind.HEAD,
         version_ids=version_ids,
         record_ids=request.record_ids,
         valid_at=request.valid_at,

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cairn.model import CairnModel, Provenance, Selector
+from cairn.model import CairnModel, Provenance, VersionPin
 
 Mode = Literal["hybrid", "keyword", "vector"]
 Why = Literal["keyword_match", "vector_match", "relationship_path", "direct_fetch"]
@@ -111,7 +111,7 @@ class SearchResult(CairnModel):
     query: str
     mode: Mode
     scope: str | None
-    selector_used: Selector
+    selector_used: VersionPin
     hits: tuple[Hit, ...]
     trace: Trace
 
@@ -120,7 +120,7 @@ class RetrievalResult(CairnModel):
     query: str
     mode: Mode
     scope: str | None
-    selector_used: Selector
+    selector_used: VersionPin
     items: tuple[Item, ...]
     contradictions: tuple[Contradiction, ...] = ()
     token_budget: int
