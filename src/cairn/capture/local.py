@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -37,6 +38,7 @@ STORE_FOLDER = ".cairn"
 PRINCIPALS_FILE = "principals.yaml"  # what marks a folder as a store (cairn.memory's name)
 CONFIG_FILE = "config.toml"
 _SOCKET_MAX = 100  # bytes; Unix socket paths are limited to 104-108 depending on the system
+_CWD_MAX = 4096  # characters: PATH_MAX on Linux, above macOS's 1024
 
 
 def private_folder(path: Path) -> Path:
@@ -56,11 +58,24 @@ def state_folder() -> Path:
 
 
 def _is_store(folder: Path) -> bool:
-    return (folder / PRINCIPALS_FILE).is_file()
+    """A store this user owns. A ``.cairn`` someone else made (in ``/tmp``, a shared
+    checkout, a parent folder of the payload's ``cwd``) is not one: its socket would hand
+    them every prompt and tool output, and its settings would choose what the agent is told
+    (git refuses such repositories for the same reason). Unreadable or impossible paths are
+    no store either: the walk goes on, it never raises."""
+    try:
+        principals = (folder / PRINCIPALS_FILE).stat()
+        owner = folder.stat().st_uid
+    except (OSError, ValueError):
+        return False
+    uid = os.geteuid()
+    return stat.S_ISREG(principals.st_mode) and principals.st_uid == uid and owner == uid
 
 
 def find_store(cwd: str | None, override: str | None = None) -> Path | None:
     """The store a payload belongs to (see the module's rule), or None when there is none."""
+    if cwd and len(cwd) > _CWD_MAX:
+        return None  # no real folder: walking its parents would take minutes and gigabytes
     base = Path(cwd) if cwd and Path(cwd).is_absolute() else Path.cwd()
     chosen = override or os.environ.get("CAIRN_STORE")
     if chosen:

@@ -53,7 +53,12 @@ class ReplayReport:
 
 
 def _time(event: dict[str, Any]) -> tuple[datetime, str]:
-    return datetime.fromisoformat(str(event["ts"])), str(event.get("event_id", ""))
+    ts = datetime.fromisoformat(str(event["ts"]))
+    if ts.tzinfo is None:
+        # the kernel refuses it anyway, and sorting it among aware times raises: one such
+        # line would stop every replay (and the daemon's start) until removed by hand
+        raise ValueError("a time without a zone")
+    return ts, str(event.get("event_id", ""))
 
 
 class Spool:
