@@ -233,7 +233,7 @@ def _record(
     if outcome in {Outcome.STORED, Outcome.CONFLICT}:
         # CONFLICT: the id is taken by this same hook call sent before (a retry)
         if spool.pending():
-            spool.replay(client.append, max_events=_REPLAY_PER_CALL)
+            spool.replay(client.append, max_events=_REPLAY_PER_CALL, wait=False)
     else:
         if not spool.append(events):
             log_problem("the spool is full: events dropped", hook_event=event, count=len(events))
