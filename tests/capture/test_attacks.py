@@ -64,7 +64,8 @@ def test_a_store_someone_else_owns_is_never_used(
     someone_else = os.geteuid() + 1
     monkeypatch.setattr(local.os, "geteuid", lambda: someone_else)
     assert find_store(str(project.root)) is None
-    assert find_store(None, str(project.store)) is None  # named outright, still not ours
+    # named outright it is the user's choice (a container's root on a mounted project)
+    assert find_store(None, str(project.store)) == project.store.resolve()
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,8 @@
 
 - The **project store** for a hook payload: ``--store`` on the hook's command line, else
   ``$CAIRN_STORE``, else the nearest ``.cairn`` folder holding a store at or above the
-  payload's ``cwd`` (the folder the agent works in, not the hook process's own).
+  payload's ``cwd`` (the folder the agent works in, not the hook process's own) that this
+  user owns (one planted by someone else in a folder above is passed over).
 - The **daemon's socket**: ``<store>/capture.sock`` (in the store folder, which only its
   owner may enter, so only the owner can connect), or under the state folder when that path
   is too long for a Unix socket.
@@ -57,19 +58,23 @@ def state_folder() -> Path:
     return Path(base) / "cairn"
 
 
-def _is_store(folder: Path) -> bool:
-    """A store this user owns. A ``.cairn`` someone else made (in ``/tmp``, a shared
-    checkout, a parent folder of the payload's ``cwd``) is not one: its socket would hand
-    them every prompt and tool output, and its settings would choose what the agent is told
-    (git refuses such repositories for the same reason). Unreadable or impossible paths are
-    no store either: the walk goes on, it never raises."""
+def _is_store(folder: Path, *, owned: bool = True) -> bool:
+    """A store (``owned``: one this user owns). A ``.cairn`` someone else made (in ``/tmp``,
+    a shared checkout, any folder above the payload's ``cwd``) is not found by the walk: its
+    socket would hand them every prompt and tool output, and its settings would choose what
+    the agent is told (git refuses such repositories for the same reason). A store named
+    outright (``--store``, ``$CAIRN_STORE``) is the user's own choice, e.g. a container's
+    root working on a mounted project. Unreadable or impossible paths are no store: the
+    walk goes on, it never raises."""
     try:
         principals = (folder / PRINCIPALS_FILE).stat()
         owner = folder.stat().st_uid
     except (OSError, ValueError):
         return False
+    if not stat.S_ISREG(principals.st_mode):
+        return False
     uid = os.geteuid()
-    return stat.S_ISREG(principals.st_mode) and principals.st_uid == uid and owner == uid
+    return not owned or (principals.st_uid == uid and owner == uid)
 
 
 def find_store(cwd: str | None, override: str | None = None) -> Path | None:
@@ -81,7 +86,7 @@ def find_store(cwd: str | None, override: str | None = None) -> Path | None:
     if chosen:
         path = Path(chosen).expanduser()
         path = path if path.is_absolute() else base / path
-        return path.resolve() if _is_store(path) else None
+        return path.resolve() if _is_store(path, owned=False) else None
     for folder in (base, *base.parents):
         candidate = folder / STORE_FOLDER
         if _is_store(candidate):
