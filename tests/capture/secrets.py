@@ -123,6 +123,20 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
         '{"client_id": "app", "client_secret": "gr8-s3cr3t-v4lue"}',
         "gr8-s3cr3t-v4lue",
     ),
+    # formats that slipped through before (found by the capture attack review)
+    ("secret_field", '{"password": "it\'s-a-s3cret"}', "s-a-s3cret"),
+    ("secret_field", '{"password": "sh\\"h-qu1et-now"}', "h-qu1et-now"),
+    ("secret_assignment", "DB_PASS=mule-b4ttery-h0rse", "mule-b4ttery-h0rse"),
+    ("secret_assignment", "export GPG_PASSPHRASE='four w0rds in a row'", "four w0rds in a row"),
+    ("url_password", "REDIS_URL=redis://:c4che-passw0rd@cache:6379/0", "c4che-passw0rd"),
+    ("url_password", "HTTPS://deploy:Upp3r-case-sch3me@git.example.com", "Upp3r-case-sch3me"),
+    (
+        "azure_key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;"
+        "AccountKey=Zm9vYmFyYmF6cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8=;"
+        "EndpointSuffix=core.windows.net",
+        "Zm9vYmFyYmF6cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8=",
+    ),
 )
 
 # Ordinary text that looks a little like a secret and must come through unchanged.
@@ -133,4 +147,9 @@ HARMLESS = (
     "skip the ask-for-password step in the signup flow",
     "commit 3f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e",
     "https://example.com/docs?page=2",
+    # a model's settings: counts and kinds of tokens are no secrets
+    "client.messages.create(max_tokens=4096, model=model)",
+    "context_tokens = 1000",
+    "tokenizer: gpt2\ntoken_type: bearer\ntoken_count: 12",
+    "bypass=1 passthrough: yes",
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 import time
@@ -79,6 +80,27 @@ def _event_id(agent: str, captured: Captured, transcript: Any) -> str:
     return f"hk_{digest[:40]}"
 
 
+def _storable(value: Any) -> Any:
+    """``value`` as the kernel stores it, not refuses it: a NUL or a lone surrogate (a binary
+    file's bytes in a tool's output, a path that is not UTF-8) would get the whole event
+    refused, and a NaN or an infinity has no JSON; they become U+FFFD, and None."""
+    if isinstance(value, str):
+        if "\0" in value:
+            value = value.replace("\0", "\ufffd")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {_storable(str(k)): _storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable(v) for v in value]
+    return value
+
+
 def build_events(
     adapter: AgentAdapter,
     payload: Mapping[str, Any],
@@ -96,8 +118,8 @@ def build_events(
         if isinstance(tool, str) and tool in settings.skip_tools:
             continue
         redactor = Redactor(patterns)
-        text = redactor.redact(captured.text[:_REDACT_SPAN])
-        metadata = redactor.redact_json(dict(captured.metadata))
+        text = redactor.redact(_storable(captured.text[:_REDACT_SPAN]))
+        metadata = redactor.redact_json(_storable(dict(captured.metadata)))
         if len(text) > settings.max_event_chars:
             metadata["truncated_from"] = len(text)
             text = text[: settings.max_event_chars]
@@ -105,7 +127,8 @@ def build_events(
             metadata["truncated_from"] = len(captured.text)
         if redactor.counts:
             metadata["redactions"] = dict(sorted(redactor.counts.items()))
-        session = redactor.redact(captured.session_id)[:_MAX_SESSION] or "unknown-session"
+        session = redactor.redact(_storable(captured.session_id))[:_MAX_SESSION]
+        session = session or "unknown-session"
         ts = (captured.ts or stamped).astimezone(UTC)
         out.append(
             {
@@ -172,6 +195,19 @@ def run(agent: str, store_override: str | None, raw: bytes) -> str | None:
     if not isinstance(payload, dict):
         log_problem("stdin is not a JSON object", agent=agent, bytes=len(raw))
         return adapter.reply({}, None)
+    try:
+        return _record(adapter, store_override, payload)
+    except Exception as exc:
+        # answered for this payload's own event: Cursor's beforeSubmitPrompt must still
+        # hear {"continue": true}, or a hook that failed would hold the user's prompt back
+        log_problem("hook failed", agent=agent, error=f"{type(exc).__name__}: {exc}"[:300])
+        return adapter.reply(payload, None)
+
+
+def _record(
+    adapter: AgentAdapter, store_override: str | None, payload: dict[str, Any]
+) -> str | None:
+    agent = adapter.name
     event = adapter.event_name(payload)
     store = find_store(adapter.cwd(payload), store_override)
     if store is None:
@@ -197,7 +233,7 @@ def run(agent: str, store_override: str | None, raw: bytes) -> str | None:
     if outcome in {Outcome.STORED, Outcome.CONFLICT}:
         # CONFLICT: the id is taken by this same hook call sent before (a retry)
         if spool.pending():
-            spool.replay(client.append, max_events=_REPLAY_PER_CALL)
+            spool.replay(client.append, max_events=_REPLAY_PER_CALL, wait=False)
     else:
         if not spool.append(events):
             log_problem("the spool is full: events dropped", hook_event=event, count=len(events))

@@ -23,11 +23,13 @@ import json
 import os
 import re
 import shlex
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cairn.capture.local import private_folder
 from cairn.errors import InvalidInput
 
 __all__ = [
@@ -551,12 +553,14 @@ def plan_install(agent: str, scope: Scope, executable: str, *, plugin: bool = Fa
                 f"{path} also has cairn's hooks: with the plugin every event would be recorded "
                 "twice; take them out with 'cairn hooks uninstall'",
             )
-        return Plan(agent, "install", tuple(changes), notes, plugin=True)
+        return _confine(Plan(agent, "install", tuple(changes), notes, plugin=True), scope)
     if agent == "opencode":
         text = _opencode_text(before, executable, path)
-        return Plan(agent, "install", (FileChange(path, before, text, merged=False),))
+        return _confine(
+            Plan(agent, "install", (FileChange(path, before, text, merged=False),)), scope
+        )
     after = install_text(agent, before, hook_command(executable, agent), path=path)
-    return Plan(agent, "install", (FileChange(path, before, after),))
+    return _confine(Plan(agent, "install", (FileChange(path, before, after),)), scope)
 
 
 # ---- the record of what install changed ---------------------------------------------------
@@ -594,7 +598,7 @@ def plan_uninstall(agent: str, scope: Scope, state_dir: Path, *, plugin: bool = 
     notes: list[str] = []
     if agent == "opencode" and not plugin:
         own = _own_file_change(path, state_dir, notes, mark=_OPENCODE_MARK)
-        return Plan(agent, "uninstall", (own,) if own else (), tuple(notes))
+        return _confine(Plan(agent, "uninstall", (own,) if own else (), tuple(notes)), scope)
     if plugin:
         marketplace = _marketplace_dir(scope)
         for file in sorted(marketplace.rglob("*")) if marketplace.is_dir() else []:
@@ -606,7 +610,7 @@ def plan_uninstall(agent: str, scope: Scope, state_dir: Path, *, plugin: bool = 
     if current is not None:
         strip = _stripper(agent, path, plugin=plugin)
         changes.append(FileChange(path, current, _restored(path, current, state_dir, strip)))
-    return Plan(agent, "uninstall", tuple(changes), tuple(notes), plugin=plugin)
+    return _confine(Plan(agent, "uninstall", tuple(changes), tuple(notes), plugin=plugin), scope)
 
 
 def _stripper(agent: str, path: Path, *, plugin: bool) -> Callable[[str], str]:
@@ -656,14 +660,51 @@ def _own_file_change(
 # ---- writing ------------------------------------------------------------------------------
 
 
-def _write(path: Path, text: str | None) -> None:
+def _write(path: Path, text: str | None, *, private: bool = False) -> None:
+    """Replace ``path`` with ``text`` at once (None: remove it). A symbolic link (settings
+    kept in a dotfiles repository) is written through, not replaced by a copy; an existing
+    file keeps its mode (a ``0600`` settings file holding tokens stays ``0600``)."""
     if text is None:
         path.unlink(missing_ok=True)
         return
+    path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.cairn-tmp")
-    tmp.write_bytes(text.encode("utf-8"))
-    os.replace(tmp, path)
+    try:
+        mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o600 if private else None
+    # a fresh name, never followed: a link planted at a fixed temporary name (by a cloned
+    # repository) would have the text written into whatever file it points at
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.cairn-tmp")
+    tmp.unlink(missing_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o600 if private else 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            if mode is not None:
+                os.chmod(handle.fileno(), mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _confine(plan: Plan, scope: Scope) -> Plan:
+    """A project's install writes inside the project only. A cloned repository can hold
+    ``.claude`` (or ``settings.json``) as a link to the user's own settings, or anywhere:
+    following it would copy what is there into the project's file, or write outside."""
+    if scope.project is None:
+        return plan
+    root = scope.project.resolve()
+    for change in plan.changes:
+        real = change.path.resolve()
+        if not real.is_relative_to(root):
+            raise InvalidInput(
+                f"{change.path} leads outside the project (to {real}) through a symbolic "
+                "link; cairn left it as it is."
+            )
+    return plan
 
 
 def _missing_parents(path: Path) -> list[str]:
@@ -704,8 +745,9 @@ def apply(plan: Plan, state_dir: Path) -> None:
                     "made_dirs": _missing_parents(change.path),
                 }
             record["installed"] = change.after
-            state_dir.mkdir(parents=True, exist_ok=True)
-            _write(record_path, json.dumps(record, ensure_ascii=False))
+            # the record holds the file's text, tokens in it included: owner-only
+            private_folder(state_dir)
+            _write(record_path, json.dumps(record, ensure_ascii=False), private=True)
             _write(change.path, change.after)
         else:
             _write(change.path, change.after)

@@ -2,7 +2,8 @@
 
 - The **project store** for a hook payload: ``--store`` on the hook's command line, else
   ``$CAIRN_STORE``, else the nearest ``.cairn`` folder holding a store at or above the
-  payload's ``cwd`` (the folder the agent works in, not the hook process's own).
+  payload's ``cwd`` (the folder the agent works in, not the hook process's own) that this
+  user owns (one planted by someone else in a folder above is passed over).
 - The **daemon's socket**: ``<store>/capture.sock`` (in the store folder, which only its
   owner may enter, so only the owner can connect), or under the state folder when that path
   is too long for a Unix socket.
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -36,6 +38,7 @@ STORE_FOLDER = ".cairn"
 PRINCIPALS_FILE = "principals.yaml"  # what marks a folder as a store (cairn.memory's name)
 CONFIG_FILE = "config.toml"
 _SOCKET_MAX = 100  # bytes; Unix socket paths are limited to 104-108 depending on the system
+_CWD_MAX = 4096  # characters: PATH_MAX on Linux, above macOS's 1024
 
 
 def private_folder(path: Path) -> Path:
@@ -54,18 +57,35 @@ def state_folder() -> Path:
     return Path(base) / "cairn"
 
 
-def _is_store(folder: Path) -> bool:
-    return (folder / PRINCIPALS_FILE).is_file()
+def _is_store(folder: Path, *, owned: bool = True) -> bool:
+    """A store (``owned``: one this user owns). A ``.cairn`` someone else made (in ``/tmp``,
+    a shared checkout, any folder above the payload's ``cwd``) is not found by the walk: its
+    socket would hand them every prompt and tool output, and its settings would choose what
+    the agent is told (git refuses such repositories for the same reason). A store named
+    outright (``--store``, ``$CAIRN_STORE``) is the user's own choice, e.g. a container's
+    root working on a mounted project. Unreadable or impossible paths are no store: the
+    walk goes on, it never raises."""
+    try:
+        principals = (folder / PRINCIPALS_FILE).stat()
+        owner = folder.stat().st_uid
+    except (OSError, ValueError):
+        return False
+    if not stat.S_ISREG(principals.st_mode):
+        return False
+    uid = os.geteuid()
+    return not owned or (principals.st_uid == uid and owner == uid)
 
 
 def find_store(cwd: str | None, override: str | None = None) -> Path | None:
     """The store a payload belongs to (see the module's rule), or None when there is none."""
+    if cwd and len(cwd) > _CWD_MAX:
+        return None  # no real folder: walking its parents would take minutes and gigabytes
     base = Path(cwd) if cwd and Path(cwd).is_absolute() else Path.cwd()
     chosen = override or os.environ.get("CAIRN_STORE")
     if chosen:
         path = Path(chosen).expanduser()
         path = path if path.is_absolute() else base / path
-        return path.resolve() if _is_store(path) else None
+        return path.resolve() if _is_store(path, owned=False) else None
     for folder in (base, *base.parents):
         candidate = folder / STORE_FOLDER
         if _is_store(candidate):

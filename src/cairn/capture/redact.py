@@ -27,8 +27,13 @@ __all__ = ["BUILT_IN", "Redactor", "compile_user_patterns"]
 # Every repetition that can start a match anywhere is bounded: an unbounded one makes the
 # engine retry from each position of a long run of letters (a base64 blob in a tool's
 # output), which is quadratic, and would stall the hook for minutes.
+# ``token`` but not a count or kind of tokens (max_tokens=4096, tokenizer: gpt2, token_type:
+# bearer: a model's settings, all over an agent's work); ``pass`` and ``passphrase`` only as
+# a whole part of a name (DB_PASS, GPG_PASSPHRASE; never bypass or passthrough).
 _SECRET_WORD = (
-    r"(?:secret|token|passw(?:or)?d|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)"
+    r"(?:secret|token(?!s|iz|_?(?:count|limit|type|usage|budget|len))|passw(?:or)?d"
+    r"|(?<![A-Za-z])pass(?:phrase)?(?![A-Za-z])"
+    r"|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)"
 )
 _SECRET_NAME = r"[A-Za-z0-9_.\-]{0,64}" + _SECRET_WORD + r"[A-Za-z0-9_.\-]{0,64}"
 _KEY_BLOCK = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
@@ -53,18 +58,28 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
     ("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", 0),
     ("twilio_key", r"\bSK[0-9a-f]{32}\b", 0),
     ("cairn_key", r"\bcairn_[A-Za-z0-9_\-]{40,}", 0),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0),
+    # starts only where a run of token characters does: ``\b`` also holds after each ``-``
+    # of ``eyJ-eyJ-…``, and retrying the scan from each of them is quadratic
+    (
+        "jwt",
+        r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        0,
+    ),
+    # an Azure storage or service bus connection string's key (its name has no secret word)
+    ("azure_key", r"(?i)\b(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/=]{16,})", 1),
     # credentials in a URL: keep the scheme and user, drop the password
     (
         "url_password",
-        r"\b[a-z][a-z0-9+.\-]{0,30}://[^\s:/@\[\]]{1,256}:([^\s/@\[\]]{1,256})@",
+        # the user may be empty (redis://:password@host) and the scheme in capitals
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{0,30}://[^\s:/@\[\]]{0,256}:([^\s/@\[\]]{1,256})@",
         1,
     ),
-    # an HTTP authorization header, or a bearer token in a command line
+    # an HTTP authorization header, or a bearer token in a command line; the white space
+    # is bounded: three unbounded runs in a row are cubic on a header padded with blanks
     (
         "authorization",
-        r"(?i)\b(?:authorization\s*[:=]\s*[\"']?\s*(?:bearer|basic|token)?|bearer)"
-        r"\s+([A-Za-z0-9._~+/=\-]{8,})",
+        r"(?i)\b(?:authorization\s{0,8}[:=]\s{0,8}[\"']?\s{0,8}(?:bearer|basic|token)?|bearer)"
+        r"[ \t]{1,8}([A-Za-z0-9._~+/=\-]{8,})",  # the same line: "bearer\ntoken_count"
         1,
     ),
     # NAME=value (.env files, shell exports, config, a command line) whose name says it is
@@ -80,7 +95,9 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
     (
         "secret_field",
         r"(?i)" + _SECRET_WORD + r"[A-Za-z0-9_.\-]{0,64}[\"']?\s{0,8}[:=]\s{0,8}"
-        r"[\"']([^\"'\n]{4,512})[\"']",
+        # up to the quote that opened the value: a password may hold the other quote, or
+        # its own quote escaped ("p'ss", "ab\"cd"), and none of it may be left behind
+        r"[\"']((?<=\")(?:[^\"\\\n]|\\.){4,512}(?=\")|(?<=')(?:[^'\\\n]|\\.){4,512}(?='))[\"']",
         1,
     ),
 )
@@ -102,6 +119,7 @@ _SECRET_WORDS = (
     "private_key",
     "private-key",
     "credential",
+    "pass",
 )
 TRIGGERS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----begin",),
@@ -132,6 +150,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "twilio_key": ("sk",),
     "cairn_key": ("cairn_",),
     "jwt": ("eyj",),
+    "azure_key": ("accountkey", "sharedaccesskey"),
     "url_password": ("://",),
     "authorization": ("authorization", "bearer"),
     "secret_assignment": _SECRET_WORDS,

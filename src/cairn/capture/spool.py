@@ -53,7 +53,12 @@ class ReplayReport:
 
 
 def _time(event: dict[str, Any]) -> tuple[datetime, str]:
-    return datetime.fromisoformat(str(event["ts"])), str(event.get("event_id", ""))
+    ts = datetime.fromisoformat(str(event["ts"]))
+    if ts.tzinfo is None:
+        # the kernel refuses it anyway, and sorting it among aware times raises: one such
+        # line would stop every replay (and the daemon's start) until removed by hand
+        raise ValueError("a time without a zone")
+    return ts, str(event.get("event_id", ""))
 
 
 class Spool:
@@ -61,6 +66,7 @@ class Spool:
         self.path = path
         self.max_bytes = max_bytes
         self._lock_path = path.with_name(path.name + ".lock")
+        self._replay_lock_path = path.with_name(path.name + ".replay-lock")
         self.rejected_path = path.with_name(path.name + ".rejected")
 
     @contextlib.contextmanager
@@ -123,9 +129,27 @@ class Spool:
                     source.rename(mine)
         return mine if mine.exists() else None
 
-    def replay(self, send: Send, *, max_events: int | None = None) -> ReplayReport:
+    def replay(
+        self, send: Send, *, max_events: int | None = None, wait: bool = True
+    ) -> ReplayReport:
         """Send what waits, oldest first; put back what could not be sent. ``max_events``
-        bounds the work (a hook replays a little at a time; the daemon all)."""
+        bounds the work (a hook replays a little at a time; the daemon all).
+
+        One replay at a time: a second one would take the first's claimed file from under
+        it (that is how a replay that died is picked up), and the first then failed on the
+        file gone. Without ``wait`` (a hook) a replay already running means nothing to do."""
+        private_folder(self.path.parent)
+        fd = os.open(self._replay_lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                return ReplayReport()
+            return self._replay(send, max_events)
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _replay(self, send: Send, max_events: int | None) -> ReplayReport:
         report = ReplayReport()
         claimed = self._claim()
         if claimed is None:

@@ -196,8 +196,14 @@ def build_server_app(
             if capture_socket:
                 from cairn.doors.capture_socket import replay_spool
 
-                report = await asyncio.to_thread(replay_spool, workspace, memory)
-                log.info("spool replayed", extra={"fields": vars(report)})
+                try:
+                    report = await asyncio.to_thread(replay_spool, workspace, memory)
+                except Exception:
+                    # the spool waits for the next replay; a daemon that does not start
+                    # would send every hook to the spool instead
+                    log.exception("spool replay failed")
+                else:
+                    log.info("spool replayed", extra={"fields": vars(report)})
             if grpc_port is not None:
                 grpc_door = start_grpc_door(workspace, memory, host=host, port=grpc_port)
             async with mcp.session_manager.run():
@@ -294,7 +300,10 @@ def bind_private_socket(path: Path) -> socket_module.socket:
             raise CairnError(f"another daemon already serves {path}")
         finally:
             probe.close()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # every folder on the way owner-only, as the state folder's ``run`` fallback needs
+    from cairn.capture.local import private_folder
+
+    private_folder(path.parent)
     listener = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
     old = os.umask(0o177)  # created 0600: never a moment when others could connect
     try:

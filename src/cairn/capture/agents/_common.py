@@ -80,7 +80,14 @@ def parse_time(value: Any) -> datetime | None:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-        return parsed if parsed.tzinfo is not None else None
+        if parsed.tzinfo is None:
+            return None
+        try:
+            # an offset can carry a time past the calendar's ends (0001-01-01T00:00+05:00),
+            # which the hook could not then put in UTC
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            return None
     return None
 
 

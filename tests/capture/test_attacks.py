@@ -1,0 +1,324 @@
+"""Attacks on coding-agent capture: payloads, stores, the spool and the settings files that
+once made the hook hang, lose events, talk to someone else's daemon or write outside the
+project. Each test is one finding of the capture review, kept so it stays fixed."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn.capture import hook, local
+from cairn.capture.agents import adapter_for
+from cairn.capture.install import Scope, apply, plan_install, plan_uninstall
+from cairn.capture.local import CaptureSettings, find_store
+from cairn.capture.redact import Redactor
+from cairn.capture.spool import Outcome, Spool
+from cairn.errors import InvalidInput
+from tests.capture.project import Project, payload
+
+# ---- redaction never stalls the hook ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # three unbounded runs of white space in a row: cubic (3,000 blanks took 133 s)
+        "Authorization:" + " " * 3_000,
+        "authorization=" + "\t" * 3_000 + "x",
+        # \b holds after each "-": the JWT scan restarted at each one (1 MB took minutes)
+        "eyJ-" * 50_000,
+        "eyJhbGciOiJIUzI1NiJ9-" * 10_000,
+    ],
+    ids=["auth-blanks", "auth-tabs", "jwt-dashes", "jwt-heads"],
+)
+def test_redaction_stays_fast_on_pathological_text(text: str) -> None:
+    started = time.perf_counter()
+    Redactor().redact(text)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_the_bounded_patterns_still_find_their_secrets() -> None:
+    out = Redactor().redact("curl -H 'Authorization:   Bearer 9f8e7d6c5b4a3928' x")
+    assert "9f8e7d6c5b4a3928" not in out
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0"
+    assert Redactor().redact(f"jwt={jwt}") == "jwt=[REDACTED:jwt]"
+
+
+# ---- the store a payload names --------------------------------------------------------
+
+
+def test_a_store_someone_else_owns_is_never_used(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``.cairn`` planted above the payload's cwd (``/tmp/.cairn`` for a project in
+    ``/tmp``) would get every prompt through its socket and choose the agent's context."""
+    assert find_store(str(project.root)) == project.store.resolve()
+    someone_else = os.geteuid() + 1
+    monkeypatch.setattr(local.os, "geteuid", lambda: someone_else)
+    assert find_store(str(project.root)) is None
+    # named outright it is the user's choice (a container's root on a mounted project)
+    assert find_store(None, str(project.store)) == project.store.resolve()
+
+
+@pytest.mark.parametrize(
+    "cwd",
+    ["/a" * 200_000, "/tmp/a\0b", "/proc/self/fd/0/x"],
+    ids=["400k-characters", "nul", "not-a-folder"],
+)
+def test_an_impossible_cwd_finds_no_store_quickly(cwd: str) -> None:
+    # the long one walked 200,000 parents and was killed by the kernel for memory
+    started = time.perf_counter()
+    assert find_store(cwd) is None
+    assert time.perf_counter() - started < 1.0
+
+
+def test_an_unreadable_folder_on_the_way_up_is_no_store(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = project.root / "locked" / "inner"
+    deep.mkdir(parents=True)
+    real_stat = Path.stat
+
+    def stat(self: Path, **kw: Any) -> os.stat_result:
+        if "locked" in self.parts:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, **kw)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    assert find_store(str(deep)) == project.store.resolve()
+
+
+# ---- what a payload may carry ------------------------------------------------------------
+
+
+def _events(agent: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    return hook.build_events(adapter_for(agent), body, CaptureSettings(), "code/x")
+
+
+def test_nul_surrogates_and_nan_are_stored_not_refused(tmp_path: Path) -> None:
+    """A binary file's bytes in a tool's output (NUL), a path that is not UTF-8 (a lone
+    surrogate), a NaN: the kernel refuses each, so the event went to the rejected file or
+    was lost with a UnicodeEncodeError; now they are replaced and the event goes in."""
+    body = payload(
+        "PostToolUse",
+        session="s\ud800",
+        tool_name="Bash",
+        tool_use_id="t1",
+        tool_response="ELF\x00\x01 bad \udcff path",
+        duration_ms=float("nan"),
+    )
+    [event] = _events("claude", body)
+    wire = json.dumps(event, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    assert b"\\u0000" not in wire
+    assert event["metadata"]["duration_ms"] is None
+    assert "\x00" not in event["text"] and "\ufffd" in event["text"]
+    assert Spool(tmp_path / "spool.jsonl").append([event])
+
+
+def test_a_time_past_the_calendars_end_is_replaced_by_now() -> None:
+    body = {
+        "session_id": "s",
+        "hook_event_name": "BeforeAgent",
+        "timestamp": "0001-01-01T00:00:00+05:00",  # OverflowError in UTC: the event was lost
+        "prompt": "hi",
+    }
+    [event] = _events("gemini", body)
+    assert datetime.fromisoformat(event["ts"]).year == datetime.now(UTC).year
+
+
+def test_cursor_still_lets_the_prompt_through_when_the_hook_fails(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cursor's beforeSubmitPrompt waits for {"continue": true}; a failing hook answered
+    {} (the reply for no payload), which may hold the user's prompt back."""
+    (project.store / "config.toml").write_text("[capture]\nnot_a_setting = 1\n")
+    body = {
+        "conversation_id": "c1",
+        "hook_event_name": "beforeSubmitPrompt",
+        "workspace_roots": [str(project.root)],
+        "prompt": "hello",
+    }
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(body).encode())))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert hook.main(["--agent", "cursor"]) == 0
+    assert json.loads(out.getvalue()) == {"continue": True}
+    problems = [json.loads(line)["problem"] for line in project.hook_log.read_text().splitlines()]
+    assert problems == ["hook failed"]
+
+
+# ---- the spool --------------------------------------------------------------------------
+
+
+def _event(i: int, ts: str) -> dict[str, Any]:
+    return {"event_id": f"hk_{i}", "ts": ts, "scope": "code/x", "text": str(i)}
+
+
+def test_a_spooled_time_without_a_zone_does_not_stop_every_replay(tmp_path: Path) -> None:
+    """Sorting a naive time among aware ones raised TypeError after the spool was claimed:
+    every replay (and the daemon's start) failed on it again, for good."""
+    spool = Spool(tmp_path / "spool.jsonl")
+    spool.append([_event(1, "2026-01-01T10:00:00+00:00")])
+    spool.append([_event(2, "2026-01-01T09:00:00")])
+    spool.append([_event(3, "2026-01-01T11:00:00+00:00")])
+    sent: list[str] = []
+
+    def send(events: list[dict[str, Any]]) -> tuple[Outcome, str]:
+        sent.extend(e["event_id"] for e in events)
+        return Outcome.STORED, ""
+
+    report = spool.replay(send)
+    assert sent == ["hk_1", "hk_3"]
+    assert (report.stored, report.rejected, report.kept) == (2, 1, 0)
+    assert "hk_2" in spool.rejected_path.read_text()
+
+
+# ---- hooks install ----------------------------------------------------------------------
+
+EXE = "/opt/tools/venv/bin/cairn"
+
+
+def _scope(project: Path) -> Scope:
+    return Scope(project=project, home=project.parent / "home", env={})
+
+
+def test_a_settings_link_out_of_the_project_is_refused(tmp_path: Path) -> None:
+    """A cloned repository whose ``.claude/settings.json`` links to the user's own settings:
+    install read them and wrote them, tokens and all, into the project's file."""
+    users = tmp_path / "home" / ".claude" / "settings.json"
+    users.parent.mkdir(parents=True)
+    users.write_text('{"env": {"ANTHROPIC_API_KEY": "sk-ant-not-for-the-repo"}}')
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude" / "settings.json").symlink_to(users)
+    with pytest.raises(InvalidInput, match="outside the project"):
+        plan_install("claude", _scope(project), EXE)
+    with pytest.raises(InvalidInput, match="outside the project"):
+        plan_uninstall("claude", _scope(project), tmp_path / "state")
+    # a linked folder is the same thing
+    other = tmp_path / "repo2"
+    other.mkdir()
+    (other / ".claude").symlink_to(users.parent)
+    with pytest.raises(InvalidInput, match="outside the project"):
+        plan_install("claude", _scope(other), EXE)
+
+
+def test_a_link_planted_at_the_temporary_name_is_not_written_through(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    (project / ".claude").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    for name in (".settings.json.cairn-tmp", f".settings.json.{os.getpid()}.cairn-tmp"):
+        (project / ".claude" / name).symlink_to(victim)
+    apply(plan_install("claude", _scope(project), EXE), tmp_path / "state")
+    assert victim.read_text() == "precious\n"
+    assert json.loads((project / ".claude" / "settings.json").read_text())["hooks"]
+
+
+def test_a_private_settings_file_stays_private_and_so_do_the_records(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"env": {"TOKEN": "x"}}')
+    settings.chmod(0o600)
+    state = tmp_path / "state"
+    apply(plan_install("claude", _scope(project), EXE), state)
+    assert settings.stat().st_mode & 0o777 == 0o600
+    assert state.stat().st_mode & 0o777 == 0o700
+    assert all(record.stat().st_mode & 0o777 == 0o600 for record in state.iterdir())
+
+
+def test_user_settings_kept_in_a_dotfiles_repository_stay_a_link(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{"model": "opus"}\n')
+    (home / ".claude").mkdir(parents=True)
+    link = home / ".claude" / "settings.json"
+    link.symlink_to(dotfiles)
+    scope = Scope(project=None, home=home, env={})
+    apply(plan_install("claude", scope, EXE), tmp_path / "state")
+    assert link.is_symlink()
+    assert "hooks" in json.loads(dotfiles.read_text())
+    apply(plan_uninstall("claude", scope, tmp_path / "state"), tmp_path / "state")
+    assert link.is_symlink()
+    assert dotfiles.read_text() == '{"model": "opus"}\n'
+
+
+def test_a_second_replay_never_takes_the_file_from_a_running_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hook's replay while the daemon's (or another hook's) runs: the second took the
+    first's claimed file by its name, and the first died on the file gone."""
+    spool = Spool(tmp_path / "spool" / "x.jsonl")
+    for i in range(3):
+        spool.append([_event(i, f"2026-01-01T10:00:0{i}+00:00")])
+    got: list[str] = []
+    inner: list[Any] = []
+
+    def other_process_replays() -> None:
+        with monkeypatch.context() as m:
+            m.setattr(os, "getpid", lambda: 999_999)
+            inner.append(Spool(spool.path).replay(send, wait=False))
+
+    def send(events: list[dict[str, Any]]) -> tuple[Outcome, str]:
+        if not inner:
+            other_process_replays()
+        got.extend(e["event_id"] for e in events)
+        return Outcome.STORED, ""
+
+    report = spool.replay(send)
+    assert report.stored == 3
+    assert inner[0].stored == 0  # it found a replay running and left the work to it
+    assert sorted(got) == ["hk_0", "hk_1", "hk_2"]
+    assert not spool.pending()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="design: a hook's bounded replay (200 events) still reads, parses and rewrites "
+    "the whole spool (up to 256 MiB), about a second per 80 MB on every hook call until "
+    "it drains; needs a replay that reads only the head of the file, or hands big spools "
+    "to a background replay",
+)
+def test_a_hook_replay_of_a_big_spool_stays_quick(tmp_path: Path) -> None:
+    path = tmp_path / "spool" / "x.jsonl"
+    path.parent.mkdir()
+    line = json.dumps(
+        {"v": 1, "events": [_event(0, "2026-01-01T10:00:00+00:00") | {"text": "x" * 4000}]}
+    )
+    with path.open("w") as handle:
+        for i in range(10_000):
+            handle.write(line.replace('"hk_0"', f'"hk_{i}"') + "\n")
+    started = time.perf_counter()
+    Spool(path).replay(lambda events: (Outcome.STORED, ""), max_events=200, wait=False)
+    assert time.perf_counter() - started < 0.1
+
+
+def test_a_replay_that_fails_does_not_keep_the_daemon_from_starting(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any error out of the start-up replay ended the lifespan: no daemon, so every hook
+    spooled, and the next start failed on the same spool again."""
+    from starlette.testclient import TestClient
+
+    from cairn.doors import capture_socket
+    from cairn.doors.server import build_server_app
+    from cairn.workspace import Workspace
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(capture_socket, "replay_spool", broken)
+    app = build_server_app(Workspace(project.store), embedder="static", capture_socket=True)
+    with TestClient(app.state.capture_socket_app) as socket_client, TestClient(app) as client:
+        assert client.get("/health").status_code == 200
+        assert socket_client.get("/health").status_code == 200
