@@ -29,6 +29,7 @@ from cairn.capture.local import private_folder
 __all__ = ["Outcome", "ReplayReport", "Spool"]
 
 BATCH = 500  # events per send during a replay
+BOUNDED_REPLAY_BYTES = 1024 * 1024  # the most a hook's own small replay reads
 
 
 class Outcome(StrEnum):
@@ -101,7 +102,10 @@ class Spool:
 
     def pending(self) -> bool:
         """Whether anything waits (cheap: one stat per file, no read)."""
-        return any(p.stat().st_size for p in self._files())
+        return self.waiting_bytes() > 0
+
+    def waiting_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self._files())
 
     def _files(self) -> list[Path]:
         if not self.path.parent.is_dir():
@@ -133,11 +137,18 @@ class Spool:
         self, send: Send, *, max_events: int | None = None, wait: bool = True
     ) -> ReplayReport:
         """Send what waits, oldest first; put back what could not be sent. ``max_events``
-        bounds the work (a hook replays a little at a time; the daemon all).
+        bounds the work (a hook replays a little at a time; the daemon all). A bounded replay
+        of a spool over ``BOUNDED_REPLAY_BYTES`` does nothing: it would read, sort and rewrite
+        the whole file to send a few events, on every hook call; the daemon drains it (at
+        start and every half minute).
 
         One replay at a time: a second one would take the first's claimed file from under
         it (that is how a replay that died is picked up), and the first then failed on the
         file gone. Without ``wait`` (a hook) a replay already running means nothing to do."""
+        if max_events is not None and self.waiting_bytes() > BOUNDED_REPLAY_BYTES:
+            report = ReplayReport()
+            report.problems.append("the spool is large: the daemon replays it")
+            return report
         private_folder(self.path.parent)
         fd = os.open(self._replay_lock_path, os.O_RDWR | os.O_CREAT, 0o600)
         try:

@@ -11,6 +11,7 @@ exact path, and refuses to guess).
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from cairn.background import BackgroundWorker
 from cairn.capture.local import load_capture_settings, spool_path
 from cairn.capture.spool import Outcome, ReplayReport, Spool
 from cairn.doors.http import BodyLimit, _principal, install_error_handlers
@@ -28,7 +30,15 @@ from cairn.memory import Memory
 from cairn.model import EventDraft, Principal
 from cairn.workspace import Workspace
 
-__all__ = ["SocketSplit", "build_socket_app", "capture_principal", "replay_spool"]
+__all__ = [
+    "SocketSplit",
+    "SpoolWorker",
+    "build_socket_app",
+    "capture_principal",
+    "replay_spool",
+]
+
+log = logging.getLogger("cairn.capture")
 
 # roles a key-less door must never carry: they decide what others may read and keep
 _PRIVILEGED = frozenset({"curator", "admin"})
@@ -108,3 +118,36 @@ def replay_spool(workspace: Workspace, memory: Memory) -> ReplayReport:
 
     spool = Spool(spool_path(workspace.folder), max_bytes=settings.spool_max_bytes)
     return spool.replay(send)
+
+
+class SpoolWorker(BackgroundWorker):
+    """Drains the hooks' spool into the kernel: once when the daemon starts, then every
+    ``poll`` seconds (hooks spool while the daemon is up too, when it is slow to answer; and
+    a hook never replays a large spool itself). A failing replay is logged and retried; it
+    never keeps the daemon from serving."""
+
+    def __init__(self, workspace: Workspace, memory: Memory, *, poll: float = 30.0) -> None:
+        self._workspace = workspace
+        self._memory = memory
+        super().__init__(
+            "cairn-spool",
+            self._pass,
+            poll=poll,
+            failure="spool replay failed; retrying at the next wake-up",
+        )
+
+    def drain(self) -> None:
+        try:
+            self._pass()
+        except Exception:  # the daemon must start anyway; the next pass retries
+            log.exception("spool replay failed")
+
+    def _pass(self) -> bool:
+        settings = load_capture_settings(self._workspace.folder)
+        if not Spool(
+            spool_path(self._workspace.folder), max_bytes=settings.spool_max_bytes
+        ).pending():
+            return False
+        report = replay_spool(self._workspace, self._memory)
+        log.info("spool replayed", extra={"fields": vars(report)})
+        return False  # what was kept waits for the next pass, not a tight loop

@@ -36,6 +36,7 @@ from mcp.server.mcpserver import Context
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cairn.background import BackgroundWorker
 from cairn.doors.a2a_agent import build_a2a_routes
 from cairn.doors.grpc_server import GrpcDoor, start_grpc_door
 from cairn.doors.http import authenticate_http, create_app, error_response
@@ -190,20 +191,17 @@ def build_server_app(
     async def lifespan() -> AsyncIterator[None]:
         log.info("starting", extra={"fields": config})
         grpc_door: GrpcDoor | None = None
+        spool_worker: BackgroundWorker | None = None
         try:
             memory.start_indexing()  # vectors are made in the background, never in a read
             memory.start_timeline()  # and the timeline is rolled up in the background too
             if capture_socket:
-                from cairn.doors.capture_socket import replay_spool
+                from cairn.doors.capture_socket import SpoolWorker
 
-                try:
-                    report = await asyncio.to_thread(replay_spool, workspace, memory)
-                except Exception:
-                    # the spool waits for the next replay; a daemon that does not start
-                    # would send every hook to the spool instead
-                    log.exception("spool replay failed")
-                else:
-                    log.info("spool replayed", extra={"fields": vars(report)})
+                spool_worker = SpoolWorker(workspace, memory)
+                # what the hooks spooled while no daemon ran goes in before the first request
+                await asyncio.to_thread(spool_worker.drain)
+                spool_worker.start()  # and what they spool later (timeouts), every 30 s
             if grpc_port is not None:
                 grpc_door = start_grpc_door(workspace, memory, host=host, port=grpc_port)
             async with mcp.session_manager.run():
@@ -212,6 +210,8 @@ def build_server_app(
             if grpc_door is not None:
                 # in-flight calls get their grace period off the event loop's thread
                 await asyncio.to_thread(grpc_door.stop)
+            if spool_worker is not None:
+                await asyncio.to_thread(spool_worker.stop)
             memory.close()  # the memory outlives every door; close it last
             if capture_socket:
                 # here, not after the server returns: uvicorn ends the process by re-raising
