@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from cairn.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from cairn.governance import access
+from cairn.governance import access, lifecycle
 from cairn.governance import links as edge_rules
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
@@ -675,6 +675,11 @@ class Memory(TimelineVerbs):
             if version is not outcome.version:
                 updates["version"] = version
         return outcome.model_copy(update=updates) if updates else outcome
+
+    def moves(self, record_id: str, *, principal: Principal) -> tuple[Status, ...]:
+        """The lifecycle moves ``principal`` may propose for the record now (none for an
+        agent): what a door offers, the gate still deciding."""
+        return lifecycle.moves(self._visible(record_id, principal).status, principal)
 
     def resolve(self, record_id: str, *, principal: Principal) -> Record:
         """Follow the supersession chain to its end (A→B→C resolves to C)."""
