@@ -117,7 +117,7 @@ def summary(proposal: Proposal) -> str:
         draft = " (draft)" if change.draft else ""
         return f"new {change.content.kind}{draft}: {change.content.title}"
     if isinstance(change, UpdateChange):
-        fields = ", ".join(sorted(change.patch.model_dump(exclude_unset=True))) or "no fields"
+        fields = ", ".join(sorted(change.patch.model_dump(exclude_none=True))) or "no fields"
         return f"update {change.record_id} ({fields})"
     if isinstance(change, SupersedeChange):
         by = change.by or (change.content.title if change.content else "new content")
