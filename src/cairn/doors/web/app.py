@@ -63,6 +63,7 @@ __all__ = ["UI_PREFIX", "build_web_app"]
 UI_PREFIX = "/ui"
 HERE = Path(__file__).parent
 PAGE = 50  # rows per page of the queue and the audit log
+VERSIONS = 50  # versions per page of a record's history
 HTMX = "htmx-2.0.4.min.js"
 
 log = logging.getLogger("cairn.web")
@@ -363,28 +364,37 @@ def build_web_app(
         who: Who,
         diff_from: Annotated[int | None, Query(ge=1)] = None,
         diff_to: Annotated[int | None, Query(ge=1)] = None,
+        upto: Annotated[int | None, Query(ge=1, description="newest version listed")] = None,
     ) -> HTMLResponse:
         view = memory.get(record_id, principal=who.principal)
-        versions = memory.history(record_id, principal=who.principal, limit=1000)
-        numbers = {v.number: v for v in versions}
-        to = diff_to or view.version.number
-        start = diff_from or max((n for n in numbers if n < to), default=None)
+        head = view.version.number
+        # a page of versions, newest first: a record edited hundreds of times stays quick
+        newest = min(upto or head, head)
+        listed = memory.history(
+            record_id, principal=who.principal, after=max(0, newest - VERSIONS), limit=VERSIONS
+        )
+        to = diff_to or head
+        start = diff_from or (to - 1 if to > 1 else None)
         diff = []
-        if start is not None and start in numbers and to in numbers:
+        if start is not None:
+            before = memory.get(record_id, principal=who.principal, version=start)
+            after = memory.get(record_id, principal=who.principal, version=to)
             diff = side_by_side(
-                content_lines(numbers[start].content), content_lines(numbers[to].content)
+                content_lines(before.version.content), content_lines(after.version.content)
             )
         edges = memory.edges(record_id, principal=who.principal, limit=100)
         try:
             audit = memory.audit(
-                AuditQuery(subject_id=record_id, limit=200), principal=who.principal
+                AuditQuery(subject_id=record_id, limit=PAGE), principal=who.principal
             )
         except PermissionDenied:
             audit = None  # the audit log is for curators of every scope
         moves = memory.moves(record_id, principal=who.principal)
+        older = newest - VERSIONS if newest > VERSIONS else None
         return page(
-            request, "record.html", who, view=view, versions=list(reversed(versions)),
+            request, "record.html", who, view=view, versions=list(reversed(listed)),
             diff=diff, diff_from=start, diff_to=to, edges=edges, audit=audit, moves=moves,
+            older=older,
         )  # fmt: skip
 
     @app.post("/records/{record_id}/move")
