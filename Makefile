@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck unit clean tour proto
+.PHONY: run test install lint typecheck unit clean tour proto browser screenshots
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -28,10 +28,19 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) browser
 	$(BIN)/pytest -n 2 -q
 
 test: lint typecheck unit
+
+# Debian's chromium for the console's browser tests (they skip, saying so, without it).
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium) \
+		|| echo "could not install chromium: the browser tests will skip"
+
+# The console's screenshots in docs/ui, taken by its browser tests.
+screenshots: $(STAMP) browser
+	CAIRN_UI_SCREENSHOTS=docs/ui $(BIN)/pytest -q tests/web/test_browser.py
 
 # Regenerate src/cairn/doors/grpc_gen from proto/ (a test fails while they differ).
 proto: $(STAMP)

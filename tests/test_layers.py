@@ -21,8 +21,8 @@ def _imports(path: Path) -> set[str]:
 
 def test_no_door_imports_the_store_or_governance() -> None:
     offenders = {
-        f"{path.name}: {module}"
-        for path in DOORS.glob("*.py")
+        f"{path.relative_to(DOORS)}: {module}"
+        for path in DOORS.rglob("*.py")
         for module in _imports(path)
         if module.startswith(FORBIDDEN)
     }

@@ -73,14 +73,29 @@ def save_principals(path: Path, principals: PrincipalsFile) -> None:
 
 
 def authenticate(principals: PrincipalsFile, key: str | None) -> Principal:
+    return identify(principals, key)[0]
+
+
+def identify(principals: PrincipalsFile, key: str | None) -> tuple[Principal, str]:
+    """The principal of ``key`` and the id of the key (which a web session keeps instead
+    of the key itself)."""
     if not key:
         raise Unauthenticated("no API key was given")
     digest = hash_key(key)
     for entry in principals.principals:
         for api_key in entry.keys:
             if hmac.compare_digest(api_key.sha256, digest) and not api_key.revoked:
-                return entry.principal()
+                return entry.principal(), api_key.id
     raise Unauthenticated("unknown or revoked API key")
+
+
+def principal_of_key(principals: PrincipalsFile, key_id: str) -> Principal:
+    """The principal holding the key ``key_id``, while that key is not revoked."""
+    for entry in principals.principals:
+        for api_key in entry.keys:
+            if api_key.id == key_id and not api_key.revoked:
+                return entry.principal()
+    raise Unauthenticated("the key this session was opened with is unknown or revoked")
 
 
 def add_key(

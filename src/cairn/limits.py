@@ -26,6 +26,7 @@ from pydantic_core import core_schema
 
 __all__ = [
     "MAX_BODY_CHARS",
+    "MAX_BULK_DECISIONS",
     "MAX_CONTEXT_CHARS",
     "MAX_CONTEXT_ITEMS",
     "MAX_COUNTER",
@@ -88,6 +89,8 @@ MAX_METADATA_BYTES = 65_536
 MAX_EVENT_BATCH = 10_000
 # Records per batch write: one transaction, and one audit entry naming each of them.
 MAX_RECORD_BATCH = 10_000
+# Proposals one bulk approval decides: one transaction, one audit entry per proposal.
+MAX_BULK_DECISIONS = 1_000
 # One HTTP request body (every door of `cairn serve`): room for a batch of records.
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
 # How deep a whole request (or a line of a file of records) may nest: metadata at its limit

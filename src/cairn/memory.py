@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from cairn.errors import Conflict, InvalidInput, NotFound, PermissionDenied
-from cairn.governance import access
+from cairn.governance import access, lifecycle
 from cairn.governance import links as edge_rules
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
@@ -69,6 +69,7 @@ from cairn.model import (
     PinKind,
     Principal,
     Proposal,
+    ProposalFilter,
     ProposalOutcome,
     ProposalStatus,
     PublishChange,
@@ -508,6 +509,15 @@ class Memory(TimelineVerbs):
     def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
         return self.gate.rebase(proposal_id, principal=principal)
 
+    def approve_many(
+        self, proposal_ids: Sequence[str], *, principal: Principal, reason: str
+    ) -> list[ProposalOutcome]:
+        """A curator approves many queued proposals with one reason, all in one transaction:
+        if any of them cannot be approved (stale, duplicate, already decided, not visible),
+        none is and the error names the first."""
+        outcomes = self.gate.approve_many(proposal_ids, principal=principal, reason=reason)
+        return [self._shown_outcome(o, principal) for o in outcomes]
+
     def publish(
         self,
         scope: str,
@@ -665,6 +675,11 @@ class Memory(TimelineVerbs):
             if version is not outcome.version:
                 updates["version"] = version
         return outcome.model_copy(update=updates) if updates else outcome
+
+    def moves(self, record_id: str, *, principal: Principal) -> tuple[Status, ...]:
+        """The lifecycle moves ``principal`` may propose for the record now (none for an
+        agent): what a door offers, the gate still deciding."""
+        return lifecycle.moves(self._visible(record_id, principal).status, principal)
 
     def resolve(self, record_id: str, *, principal: Principal) -> Record:
         """Follow the supersession chain to its end (A→B→C resolves to C)."""
@@ -917,9 +932,11 @@ class Memory(TimelineVerbs):
         limit: int = 100,
         offset: int = 0,
         after: str | None = None,
+        narrow: ProposalFilter | None = None,
     ) -> list[Proposal]:
         """The review queue: curators see the proposals of their scopes, anyone else only
-        their own. A page, by id, bounded in the store (``after``: the last id seen)."""
+        their own. A page, by id, bounded in the store (``after``: the last id seen);
+        ``narrow`` filters it by change, kind, scope, author, rule and age."""
         curates = access.is_curator(principal)
         found = self.store.list_proposals(
             status=status,
@@ -928,6 +945,7 @@ class Memory(TimelineVerbs):
             after=after,
             proposer=principal.id,
             scope_globs=principal.scopes if curates else None,
+            narrow=narrow,
         )
         return [p for p in found if access.can_see_proposal(principal, p)]
 

@@ -652,12 +652,26 @@ class RecordQuery(CairnModel):
     after: Id | None = None
 
 
+class ProposalFilter(CairnModel):
+    """Narrows the review queue; every field left out matches everything. ``kind`` is the
+    record kind a proposal concerns (its new content's, or its target record's)."""
+
+    op: Name | None = None
+    kind: Kind | None = None
+    scope: Name | None = None  # glob
+    author: Name | None = None
+    rule: Name | None = None
+    created_before: Timestamp | None = None  # older than this
+
+
 class AuditQuery(CairnModel):
     actor: Name | None = None
     action: Name | None = None
     subject_id: Name | None = None
     proposal_id: Name | None = None
+    rule: Name | None = None
     since: Timestamp | None = None
+    until: Timestamp | None = None
     limit: int = Field(default=100, ge=1, le=100_000)
     # Keyset paging: only entries after this sequence number (the last seq of a page).
     after_seq: int | None = Field(default=None, ge=0, le=MAX_COUNTER)

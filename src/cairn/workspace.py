@@ -14,7 +14,9 @@ from cairn.auth import (
     PrincipalsFile,
     add_key,
     authenticate,
+    identify,
     load_principals,
+    principal_of_key,
     save_principals,
 )
 from cairn.config import load_settings
@@ -106,3 +108,11 @@ class Workspace:
 
     def authenticate(self, key: str | None) -> Principal:
         return authenticate(self.principals(), key)
+
+    def identify(self, key: str | None) -> tuple[Principal, str]:
+        """The principal of ``key`` and the key's id (never the key)."""
+        return identify(self.principals(), key)
+
+    def principal_of_key(self, key_id: str) -> Principal:
+        """Re-read the principals file: a revoked key's sessions stop at once."""
+        return principal_of_key(self.principals(), key_id)

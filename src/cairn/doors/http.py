@@ -1154,6 +1154,10 @@ def create_app(
 
     app.include_router(timeline_router(opened))
     describe_kinds(app, opened.policy.all_kinds)
+    # the web console, an app of its own (HTML errors, its own security headers) at /ui
+    from cairn.doors.web import mount_console
+
+    mount_console(app, workspace, opened)
 
     @app.get(
         "/health",

@@ -4,6 +4,7 @@ and the gRPC door on a port of its own when ``grpc_port`` is given.
 One ``Memory`` is opened for all doors. Routes:
 
 - ``/v1/...``   the HTTP API (``http.create_app``)
+- ``/ui``       the web console (``cairn.doors.web``), signed in with a key, session cookie
 - ``/mcp``      MCP over streamable HTTP (bearer key checked here before the SDK sees it)
 - ``/``         A2A JSON-RPC (POST), card at ``/.well-known/agent-card.json``
 - ``/health``   readiness and the effective configuration, without secrets

@@ -26,6 +26,7 @@ from cairn.governance import access, lifecycle, links
 from cairn.governance._gc import collector_paused
 from cairn.governance.policy import Policy, ProposalFacts, evaluate
 from cairn.limits import (
+    MAX_BULK_DECISIONS,
     MAX_EVENT_BATCH,
     MAX_LIST_ITEMS,
     MAX_REASON_CHARS,
@@ -425,6 +426,68 @@ class Gate:
             if not reason or not reason.strip():
                 raise InvalidInput("a rejection needs a reason", field="reason")
             return self._reject(proposal, principal, rule="curator", reason=reason, stored=True)
+        self._check_approvable(proposal, principal)
+        return self._accept(
+            proposal, principal, rule="curator", reason=reason, auto=False, stored=True
+        )
+
+    def approve_many(
+        self, proposal_ids: Sequence[str], *, principal: Principal, reason: str
+    ) -> list[ProposalOutcome]:
+        """A curator approves many queued proposals with one reason. Each is checked as
+        ``decide`` checks one and audited as ``decide`` audits one, and every approval
+        commits in one transaction: one that cannot be approved refuses them all."""
+        access.require_curator(principal, "approve or reject proposals")
+        checked = _checked_reason(reason)
+        if not checked or not checked.strip():
+            raise InvalidInput("a bulk approval needs a reason", field="reason")
+        if not proposal_ids:
+            raise InvalidInput("choose at least one proposal", field="proposal_ids")
+        if len(proposal_ids) > MAX_BULK_DECISIONS:
+            raise InvalidInput(
+                f"approve at most {MAX_BULK_DECISIONS} proposals at a time", field="proposal_ids"
+            )
+        if len(set(proposal_ids)) != len(proposal_ids):
+            raise InvalidInput("a proposal is listed twice", field="proposal_ids")
+        proposals = [self._pending(pid, principal) for pid in proposal_ids]
+        # Trigger: two approvals that write one record, or two new records with one content.
+        # Why: each was planned against the store as it is, so the second would overwrite
+        # the first or duplicate it. Outcome: refused; approve such proposals one by one.
+        targets: set[str] = set()
+        contents: set[tuple[str, str]] = set()
+        for proposal in proposals:
+            if proposal.record_id is not None:
+                if proposal.record_id in targets:
+                    raise Conflict(
+                        f"two of these proposals change {proposal.record_id}: approve them "
+                        "one at a time",
+                        field="proposal_ids",
+                    )
+                targets.add(proposal.record_id)
+            if isinstance(proposal.change, CreateChange):
+                key = (proposal.scope, proposal.change.content.content_hash())
+                if key in contents:
+                    raise Conflict(
+                        f"proposal {proposal.id} has the same content as another of these",
+                        field="proposal_ids",
+                    )
+                contents.add(key)
+            self._check_approvable(proposal, principal)
+        now = self.clock()
+        outcomes: list[ProposalOutcome] = []
+        changesets: list[ChangeSet] = []
+        for proposal in proposals:
+            outcome, changeset = self._acceptance(
+                proposal, principal, rule="curator", reason=checked, auto=False, stored=True,
+                now=now, bulk=True,
+            )  # fmt: skip
+            outcomes.append(outcome)
+            changesets.append(changeset)
+        self._write(changesets)
+        return outcomes
+
+    def _check_approvable(self, proposal: Proposal, principal: Principal) -> None:
+        """Raise unless a curator may approve the pending ``proposal`` as it stands."""
         if self.is_stale(proposal):
             raise StaleProposal(
                 f"proposal {proposal.id} is stale: the version it was based on is no longer "
@@ -443,9 +506,6 @@ class Gate:
                 proposal_id=proposal.id,
                 existing_record_id=duplicate.id,
             )
-        return self._accept(
-            proposal, principal, rule="curator", reason=reason, auto=False, stored=True
-        )
 
     def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
         """Re-pin a stale proposal on the current version as a new, linked proposal."""
@@ -903,12 +963,38 @@ class Gate:
         auto: bool,
         stored: bool,
     ) -> ProposalOutcome:
-        outcome, plan = self._accepted(
-            proposal, principal, rule=rule, reason=reason, now=self.clock()
-        )
+        outcome, changeset = self._acceptance(
+            proposal, principal, rule=rule, reason=reason, auto=auto, stored=stored,
+            now=self.clock(),
+        )  # fmt: skip
+        self._write([changeset])
+        return outcome
+
+    def _acceptance(
+        self,
+        proposal: Proposal,
+        principal: Principal,
+        *,
+        rule: str,
+        reason: str | None,
+        auto: bool,
+        stored: bool,
+        now: datetime,
+        bulk: bool = False,
+    ) -> tuple[ProposalOutcome, ChangeSet]:
+        """The accepted proposal's outcome and the change set (writes and audit) that
+        commits it; nothing is written here."""
+        outcome, plan = self._accepted(proposal, principal, rule=rule, reason=reason, now=now)
         expects = list(plan.expects)
         if stored:
             expects.append(ExpectProposal(proposal.id, ProposalStatus.PENDING))
+        details: dict[str, object] = {
+            "op": proposal.change.op,
+            "auto": auto,
+            "version_id": plan.version.id if plan.version else None,
+        }
+        if bulk:
+            details["bulk"] = True
         audit = self._audit(
             principal,
             "approve",
@@ -918,14 +1004,10 @@ class Gate:
             reason=reason,
             from_status=plan.from_status,
             to_status=plan.to_status,
-            details={
-                "op": proposal.change.op,
-                "auto": auto,
-                "version_id": plan.version.id if plan.version else None,
-            },
+            details=details,
         )
-        self._write([ChangeSet(audit=audit, writes=tuple(plan.writes), expects=tuple(expects))])
-        return outcome
+        changeset = ChangeSet(audit=audit, writes=tuple(plan.writes), expects=tuple(expects))
+        return outcome, changeset
 
     # ---- planning: what an accepted change writes -------------------------------------
 

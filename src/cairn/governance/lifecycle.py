@@ -52,6 +52,15 @@ def actor_of(principal: Principal) -> Actor | None:
     return None
 
 
+def moves(current: Status, principal: Principal) -> tuple[Status, ...]:
+    """The states ``principal`` may move a record from ``current`` to (for the doors to
+    offer only what the gate would allow)."""
+    actor = actor_of(principal)
+    if actor is None:
+        return ()
+    return tuple(t for (s, t), allowed in TRANSITIONS.items() if s is current and actor in allowed)
+
+
 def check_transition(current: Status, target: Status, principal: Principal) -> None:
     """Raise unless ``principal`` may move a record from ``current`` to ``target``."""
     allowed = TRANSITIONS.get((current, target))

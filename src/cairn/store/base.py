@@ -28,6 +28,7 @@ from cairn.model import (
     Neighbourhood,
     PathLink,
     Proposal,
+    ProposalFilter,
     ProposalStatus,
     Record,
     RecordQuery,
@@ -471,9 +472,11 @@ class RecordStore(Protocol):
         after: str | None = None,
         proposer: str | None = None,
         scope_globs: Sequence[str] | None = None,
+        narrow: ProposalFilter | None = None,
     ) -> list[Proposal]:
         """Proposals by id, bounded in the store; with ``proposer`` and/or ``scope_globs``,
-        only those proposed by ``proposer`` or in a scope a glob matches."""
+        only those proposed by ``proposer`` or in a scope a glob matches, and of those only
+        the ones ``narrow`` admits."""
         ...
 
     def count_proposals(

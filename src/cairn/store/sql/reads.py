@@ -16,6 +16,7 @@ from cairn.model import (
     Baseline,
     PathLink,
     Proposal,
+    ProposalFilter,
     ProposalStatus,
     Record,
     RecordQuery,
@@ -171,11 +172,15 @@ class SqlReads:
         after: str | None = None,
         proposer: str | None = None,
         scope_globs: Sequence[str] | None = None,
+        narrow: ProposalFilter | None = None,
     ) -> list[Proposal]:
         """Proposals by id, bounded here. Given ``proposer`` and/or ``scope_globs``, only
-        those proposed by ``proposer`` or in a scope one of the globs matches."""
+        those proposed by ``proposer`` or in a scope one of the globs matches; ``narrow``
+        narrows further (the review queue's filters)."""
         where: list[str] = []
         params: list[Any] = []
+        if narrow is not None:
+            self._narrow_proposals(narrow, where, params)
         if status is not None:
             where.append("status = ?")
             params.append(status.value)
@@ -195,6 +200,31 @@ class SqlReads:
         sql = self._proposals_sql() + (" WHERE " + " AND ".join(where) if where else "")
         found = self._read(sql + " ORDER BY id LIMIT ? OFFSET ?", [*params, limit, offset])
         return [rows.to_proposal(row, self.dialect) for row in found]
+
+    def _narrow_proposals(
+        self, narrow: ProposalFilter, where: list[str], params: list[Any]
+    ) -> None:
+        for column, value in (
+            ("op", narrow.op),
+            ("principal_id", narrow.author),
+            ("rule", narrow.rule),
+        ):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if narrow.scope is not None:
+            test, values = self.dialect.glob("scope", narrow.scope)
+            where.append(test)
+            params.extend(values)
+        if narrow.created_before is not None:
+            where.append("created_at < ?")
+            params.append(self.dialect.time(narrow.created_before))
+        if narrow.kind is not None:
+            # new content names its kind; any other change is about a stored record's
+            path = ("content", "kind")
+            in_content, values = self.dialect.json_equals("change", path, narrow.kind)
+            where.append(f"({in_content} OR record_id IN (SELECT id FROM records WHERE kind = ?))")
+            params.extend([*values, narrow.kind])
 
     def count_proposals(
         self, *, proposer: str, scope_globs: Sequence[str] | None = None
@@ -220,6 +250,7 @@ class SqlReads:
             ("actor", query.actor),
             ("action", query.action),
             ("proposal_id", query.proposal_id),
+            ("rule", query.rule),
         ):
             if value is not None:
                 where.append(f"{column} = ?")
@@ -232,6 +263,9 @@ class SqlReads:
         if query.since:
             where.append("at >= ?")
             params.append(self.dialect.time(query.since))
+        if query.until:
+            where.append("at < ?")
+            params.append(self.dialect.time(query.until))
         if query.after_seq is not None:
             where.append("seq > ?")
             params.append(query.after_seq)
