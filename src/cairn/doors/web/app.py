@@ -48,13 +48,13 @@ from cairn.memory import Memory
 from cairn.model import (
     AuditQuery,
     Content,
+    PinKind,
     Principal,
     ProposalFilter,
     ProposalStatus,
-    Selector,
-    SelectorKind,
     Status,
     TocNode,
+    VersionPin,
 )
 from cairn.workspace import Workspace
 
@@ -307,7 +307,7 @@ def build_web_app(
     def _version_content(record_id: str, version_id: str | None, who: Viewer) -> Content | None:
         if version_id is None:
             return None
-        selector = Selector(kind=SelectorKind.VERSION_REF, version_id=version_id)
+        selector = VersionPin(kind=PinKind.VERSION_REF, version_id=version_id)
         view = memory.get(record_id, principal=who.principal, selector=selector)
         return view.version.content
 
