@@ -114,6 +114,15 @@ def main() -> None:
     console = Console()
     work = Path(tempfile.mkdtemp(prefix="cairn-bench-hooks-"))
     env = dict(os.environ, XDG_STATE_HOME=str(work / "state"), XDG_CONFIG_HOME=str(work / "cfg"))
+    # As on a user's machine: Python keeps compiled bytecode (an installed package has it
+    # from the install; an editable one writes it on first use). Some shells here set
+    # PYTHONDONTWRITEBYTECODE, which would make every hook compile cairn's modules anew.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    import compileall
+
+    compileall.compile_dir(
+        Path(__file__).resolve().parents[1] / "src" / "cairn" / "capture", quiet=1
+    )
     os.environ.update(XDG_STATE_HOME=env["XDG_STATE_HOME"], XDG_CONFIG_HOME=env["XDG_CONFIG_HOME"])
     root = work / "proj"
     Workspace(root / ".cairn").init()
