@@ -218,7 +218,9 @@ def _record(
         return adapter.reply(payload, None)
     scope = settings.scope or default_scope(store)
     events = build_events(adapter, payload, settings, scope)
-    client = DaemonClient(socket_path(store))
+    # within Claude Code's SessionEnd budget (about 1.5 s): a daemon slower than this is
+    # treated as down and the events are spooled, not lost with a killed hook
+    client = DaemonClient(socket_path(store), timeout=1.0)
     spool = Spool(spool_path(store), max_bytes=settings.spool_max_bytes)
     # context is read before this call's own events go in: what the agent is told is what
     # came before it, never its own prompt echoed back
