@@ -21,6 +21,23 @@ from cairn.governance.policy import yaml_problem
 from cairn.model import CairnModel, Principal, new_id, utcnow
 from cairn.private_files import write_private
 
+__all__ = [
+    "KEY_PREFIX",
+    "ApiKey",
+    "PrincipalEntry",
+    "PrincipalsFile",
+    "add_key",
+    "add_principal",
+    "authenticate",
+    "generate_key",
+    "hash_key",
+    "identify",
+    "load_principals",
+    "principal_of_key",
+    "revoke_key",
+    "save_principals",
+]
+
 KEY_PREFIX = "cairn_"
 
 

@@ -21,6 +21,12 @@ from pydantic_settings import (
 from cairn.capture.local import parse_capture
 from cairn.timeline.settings import TimelineSettings
 
+__all__ = [
+    "CONFIG_FILE",
+    "Settings",
+    "load_settings",
+]
+
 CONFIG_FILE = "config.toml"
 
 

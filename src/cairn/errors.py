@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 
 class CairnError(Exception):
+    """Every error cairn raises: ``code`` names the class of problem, ``message`` says what is
+    wrong, ``field`` where."""
+
     code = "cairn_error"
     exit_code = 1
 
@@ -51,6 +54,8 @@ class CairnError(Exception):
 
 
 class InvalidInput(CairnError):
+    """The input is wrong (a bad value, a size or depth over a limit); nothing was written."""
+
     code = "invalid_input"
     exit_code = 2
 
@@ -85,25 +90,36 @@ class PolicyError(InvalidInput):
 
 
 class NotFound(CairnError):
+    """No such thing, or none the caller may see (the two are never told apart)."""
+
     code = "not_found"
     exit_code = 3
 
 
 class PermissionDenied(CairnError):
+    """The caller may not do this."""
+
     code = "permission_denied"
     exit_code = 4
 
 
 class Unauthenticated(PermissionDenied):
+    """No key, or a key that is unknown or revoked."""
+
     code = "unauthenticated"
 
 
 class Conflict(CairnError):
+    """The change clashes with the store's state (a stale pin, a duplicate, a transition not
+    allowed)."""
+
     code = "conflict"
     exit_code = 5
 
 
 class StaleProposal(Conflict):
+    """The proposal was made against a version that is no longer the head: rebase it."""
+
     code = "stale_proposal"
 
 
@@ -120,10 +136,14 @@ class SupersessionCycle(Conflict):
 
 
 class PayloadTooLarge(InvalidInput):
+    """The request is larger than cairn accepts."""
+
     code = "payload_too_large"
 
 
 class StoreError(CairnError):
+    """The database failed or is unreachable."""
+
     code = "store_error"
     exit_code = 6
 

@@ -120,6 +120,20 @@ from cairn.store.factory import open_store
 from cairn.timeline.settings import TimelineSettings
 from cairn.timeline.verbs import TimelineVerbs
 
+__all__ = [
+    "DB_FILE",
+    "DEFAULT_EMBEDDER",
+    "MAX_HOPS",
+    "MAX_TASK_BYTES",
+    "POLICY_FILE",
+    "PRINCIPALS_FILE",
+    "Memory",
+    "RecordView",
+    "RefreshReport",
+    "VacuumReport",
+    "file_hasher",
+]
+
 DB_FILE = "cairn.db"
 POLICY_FILE = "policy.yaml"
 PRINCIPALS_FILE = "principals.yaml"
@@ -164,6 +178,12 @@ def file_hasher(area: IngestArea) -> Callable[[str], str | None]:
 
 
 class Memory(TimelineVerbs):
+    """cairn's one kernel: every door (the CLI, HTTP, MCP, A2A, gRPC, the web console and
+    Python code) reads and writes through a ``Memory``. Writes become proposals that the
+    policy or a curator decides, all audited; reads are trimmed to what the principal may
+    see and cite ``(record, version)``. Open one with ``Memory.open(folder)`` or
+    ``Workspace(folder).open_memory()``; ``close()`` it when done."""
+
     def __init__(
         self,
         store: Store,

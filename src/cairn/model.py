@@ -47,6 +47,86 @@ from cairn.limits import (
     is_stored,
 )
 
+__all__ = [
+    "BUILTIN_KINDS",
+    "KIND_MARKER",
+    "RELATION_PATTERN",
+    "SCOPE_PATTERN",
+    "SYSTEM_PRINCIPAL",
+    "SYSTEM_RELATIONS",
+    "Acl",
+    "AppendReport",
+    "AuditEntry",
+    "AuditQuery",
+    "Baseline",
+    "Body",
+    "Bullet",
+    "CairnModel",
+    "Change",
+    "Confidence",
+    "Content",
+    "ContentPatch",
+    "ContextText",
+    "CreateChange",
+    "Direction",
+    "Edge",
+    "EdgeDraft",
+    "EdgeStatus",
+    "Event",
+    "EventCursor",
+    "EventDraft",
+    "EventKind",
+    "EventRole",
+    "Grip",
+    "Id",
+    "JsonDict",
+    "Kind",
+    "LinkChange",
+    "Metadata",
+    "Name",
+    "Names",
+    "Neighbour",
+    "Neighbourhood",
+    "Origin",
+    "PathLink",
+    "PinKind",
+    "Principal",
+    "PrincipalKind",
+    "Proposal",
+    "ProposalFilter",
+    "ProposalOutcome",
+    "ProposalStatus",
+    "Provenance",
+    "PublishChange",
+    "QueryText",
+    "Question",
+    "Reason",
+    "Record",
+    "RecordQuery",
+    "RelationName",
+    "RepoPath",
+    "RepoPaths",
+    "Role",
+    "ScopePath",
+    "Sensitivity",
+    "ShortText",
+    "Status",
+    "SupersedeChange",
+    "Timestamp",
+    "Title",
+    "TocLevel",
+    "TocNode",
+    "TransitionChange",
+    "UnlinkChange",
+    "UpdateChange",
+    "Verdict",
+    "Version",
+    "VersionPin",
+    "content_hash",
+    "new_id",
+    "utcnow",
+]
+
 BUILTIN_KINDS: tuple[str, ...] = ("decision", "belief", "episode", "skill", "fact", "document")
 
 
@@ -136,6 +216,8 @@ def new_id(prefix: str) -> str:
 
 
 class Status(StrEnum):
+    """Where a record is in its life: draft, active, stale (its source changed), archived …"""
+
     DRAFT = "draft"
     ACTIVE = "active"
     STALE = "stale"
@@ -156,6 +238,8 @@ class Confidence(StrEnum):
 
 
 class Sensitivity(StrEnum):
+    """How sensitive a record is; a principal reads up to its own level."""
+
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
@@ -166,6 +250,8 @@ class Sensitivity(StrEnum):
 
 
 class PrincipalKind(StrEnum):
+    """Who a principal is: an agent, a human, or the system itself."""
+
     AGENT = "agent"
     HUMAN = "human"
     SYSTEM = "system"
@@ -303,6 +389,9 @@ class ContentPatch(CairnModel):
 
 
 class Version(CairnModel):
+    """One version of a record: its content as of that version, never changed afterwards. Cite it
+    as ``(record_id, number)``."""
+
     id: str
     record_id: str
     number: int
@@ -541,6 +630,9 @@ class ProposalStatus(StrEnum):
 
 
 class Proposal(CairnModel):
+    """A change someone asked for (create, update, archive …), pinned to the version it was made
+    against, with what the policy or a curator decided."""
+
     id: str
     change: Change
     scope: str
@@ -588,6 +680,8 @@ class Baseline(CairnModel):
 
 
 class PinKind(StrEnum):
+    """Which version a read pins: the head, the published one, a baseline's, or one by id."""
+
     PUBLISHED = "published"
     BASELINE_REF = "baseline_ref"
     HEAD = "head"
@@ -640,6 +734,9 @@ class ProposalOutcome(CairnModel):
 
 
 class RecordQuery(CairnModel):
+    """Which records to list: by kind, status, scope glob, creation time and metadata, a page at a
+    time."""
+
     kinds: Annotated[tuple[Kind, ...], Field(max_length=MAX_LIST_ITEMS)] = ()
     statuses: tuple[Status, ...] = ()
     scope: Name | None = None  # glob
@@ -665,6 +762,9 @@ class ProposalFilter(CairnModel):
 
 
 class AuditQuery(CairnModel):
+    """Which audit entries to list: by actor, action, subject, proposal and time, a page
+    at a time."""
+
     actor: Name | None = None
     action: Name | None = None
     subject_id: Name | None = None

@@ -27,6 +27,11 @@ from cairn.model import Principal, PrincipalKind, Sensitivity
 from cairn.private_files import make_private_folder, tighten, write_private
 from cairn.store.factory import open_store, sqlite_path
 
+__all__ = [
+    "InitResult",
+    "Workspace",
+]
+
 
 @dataclass(frozen=True)
 class InitResult:
@@ -38,6 +43,10 @@ class InitResult:
 class Workspace:
     folder: Path
     db: str | None = None  # None: the embedded SQLite file in the folder
+
+    def __post_init__(self) -> None:
+        # ``Workspace(".cairn")`` reads as well as ``Workspace(Path(".cairn"))``
+        object.__setattr__(self, "folder", Path(self.folder))
 
     @property
     def db_path(self) -> Path:

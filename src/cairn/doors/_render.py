@@ -14,6 +14,18 @@ from rich.table import Table
 
 from cairn.model import AuditEntry, Proposal, Record, Version
 
+__all__ = [
+    "audit_table",
+    "err",
+    "out",
+    "print_json",
+    "progress",
+    "proposals_table",
+    "records_table",
+    "to_jsonable",
+    "versions_table",
+]
+
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 

@@ -44,6 +44,47 @@ from cairn.retrieval.context import ReadContextRequest
 from cairn.retrieval.types import Item, Mode, RetrievalResult
 from cairn.workspace import Workspace
 
+__all__ = [
+    "DEFAULT_STORE",
+    "TIME_HELP",
+    "EmbedderOpt",
+    "GlobalStoreOpt",
+    "JsonOpt",
+    "KeyOpt",
+    "StoreOpt",
+    "T",
+    "app",
+    "archive",
+    "audit",
+    "context",
+    "get",
+    "history",
+    "ingest",
+    "init",
+    "list_",
+    "main",
+    "publish",
+    "rebase",
+    "refresh",
+    "reindex",
+    "remember",
+    "research",
+    "restore",
+    "review_app",
+    "review_approve",
+    "review_list",
+    "review_reject",
+    "review_show",
+    "search",
+    "status",
+    "supersede",
+    "tour",
+    "transition",
+    "update",
+    "vacuum",
+    "validate",
+]
+
 T = TypeVar("T")
 
 app = typer.Typer(

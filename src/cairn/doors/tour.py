@@ -17,6 +17,10 @@ from cairn.errors import CairnError
 from cairn.model import AuditQuery, Content, ContentPatch, VersionPin
 from cairn.workspace import Workspace
 
+__all__ = [
+    "run_tour",
+]
+
 
 def run_tour(console: Console | None = None) -> None:
     # A fixed, roomy width: the tour is read in terminals and in CI logs alike.

@@ -14,6 +14,19 @@ import fnmatch
 from cairn.errors import PermissionDenied
 from cairn.model import Acl, Principal, Proposal
 
+__all__ = [
+    "AGENT_OPS",
+    "acl_allows",
+    "can_read",
+    "can_see_proposal",
+    "in_scope",
+    "is_curator",
+    "require_curator",
+    "require_op",
+    "require_scope",
+    "sees_everything",
+]
+
 AGENT_OPS = frozenset({"create", "update", "supersede", "link", "unlink"})
 
 

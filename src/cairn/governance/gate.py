@@ -87,6 +87,12 @@ from cairn.store.base import (
     Write,
 )
 
+__all__ = [
+    "Chunker",
+    "Gate",
+    "PathHasher",
+]
+
 PathHasher = Callable[[str], str | None]
 Chunker = Callable[[Content], tuple[ChunkDraft, ...]]
 

@@ -23,6 +23,16 @@ from enum import StrEnum
 from cairn.errors import InvalidTransition, PermissionDenied
 from cairn.model import Principal, PrincipalKind, Role, Status
 
+__all__ = [
+    "INITIAL_STATES",
+    "TRANSITIONS",
+    "Actor",
+    "actor_of",
+    "allowed_targets",
+    "check_transition",
+    "moves",
+]
+
 
 class Actor(StrEnum):
     CURATOR = "curator"

@@ -27,6 +27,26 @@ from cairn.model import (
     Verdict,
 )
 
+__all__ = [
+    "DEFAULT_POLICY_YAML",
+    "DEFAULT_RELATIONS",
+    "EventPolicy",
+    "IngestPolicy",
+    "IngestRoot",
+    "Op",
+    "Policy",
+    "ProposalFacts",
+    "Relation",
+    "Retention",
+    "Rule",
+    "RuleMatch",
+    "evaluate",
+    "load_policy",
+    "parse_policy",
+    "rule_fits",
+    "yaml_problem",
+]
+
 Op = Literal["create", "update", "supersede", "transition", "publish", "link", "unlink"]
 
 

@@ -21,6 +21,22 @@ from cairn.errors import InvalidInput, NotFound, PermissionDenied
 from cairn.limits import LimitExceeded, check_text
 from cairn.model import CairnModel, Content, Origin, Provenance
 
+__all__ = [
+    "INGESTED_EVIDENCE",
+    "MAX_PATH_CHARS",
+    "TEXT_SUFFIXES",
+    "GitInfo",
+    "IngestArea",
+    "IngestReport",
+    "Progress",
+    "confined_file",
+    "document_for",
+    "expand",
+    "git_info",
+    "read_text",
+    "title_of",
+]
+
 INGESTED_EVIDENCE = "INGESTED_EVIDENCE"
 MAX_PATH_CHARS = 4096
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})

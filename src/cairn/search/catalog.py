@@ -42,6 +42,14 @@ from cairn.store.filters import (
     conditions,
 )
 
+__all__ = [
+    "DEFAULT_ANN_THRESHOLD",
+    "DEFAULT_PARK_LIMIT",
+    "BoolArray",
+    "FloatArray",
+    "VectorCatalog",
+]
+
 FloatArray = npt.NDArray[np.float32]
 BoolArray = npt.NDArray[np.bool_]
 _STATUS_CODES = {"draft": 0, "active": 1, "stale": 2, "rejected": 3, "archived": 4}

@@ -12,6 +12,15 @@ from pathlib import Path
 from cairn.errors import InvalidInput
 from cairn.store.base import Store
 
+__all__ = [
+    "DB_FILE",
+    "backend_of",
+    "migrate_store",
+    "open_store",
+    "redact",
+    "sqlite_path",
+]
+
 DB_FILE = "cairn.db"
 _PG_SCHEMES = ("postgresql://", "postgres://")
 

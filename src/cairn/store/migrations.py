@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from cairn.store.sql import schema
 
+__all__ = [
+    "MEMORY_TABLES",
+    "SQLITE_MIGRATIONS",
+]
+
 
 def _utc_repair(table: str, column: str, paths: tuple[str, ...]) -> str:
     """UPDATEs that add a UTC zone to date-times stored without one at the JSON ``paths``

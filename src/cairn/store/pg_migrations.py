@@ -49,6 +49,30 @@ from psycopg.rows import tuple_row
 from cairn.errors import StoreError
 from cairn.store.sql import schema
 
+__all__ = [
+    "AUDIT_LOCK",
+    "CONFLICT_SQLSTATE",
+    "FUNCTIONS_FILE",
+    "LOCK_CLASS",
+    "MIGRATION_LOCK",
+    "OWNER_ROLE",
+    "PG_INDEX_TABLES",
+    "PG_MEMORY_TABLES",
+    "PG_MIGRATIONS",
+    "PUBLISHED_LOCK_CLASS",
+    "SCHEMA",
+    "SERVING_ROLE",
+    "VECTOR_SEARCH_PATH",
+    "Migration",
+    "MigrationResult",
+    "current_version",
+    "functions_current",
+    "functions_digest",
+    "functions_sql",
+    "latest_version",
+    "migrate",
+]
+
 SCHEMA = "cairn"
 OWNER_ROLE = "cairn_owner"
 SERVING_ROLE = "cairn_serving"

@@ -74,6 +74,26 @@ from cairn.store.sql.reads import SqlReads
 from cairn.store.sql.tasks import SqlTasks
 from cairn.store.sql.timeline import SqlTimeline
 
+__all__ = [
+    "COMMON_LEXEMES_TTL_S",
+    "CONNECT_TIMEOUT_S",
+    "DIALECT",
+    "DOC_FREQ_CACHE_SIZE",
+    "DOC_FREQ_CAP",
+    "IMPORT_BATCH",
+    "POOL_SIZE",
+    "RANK_NORMALIZATION",
+    "RANK_WEIGHTS",
+    "RECONNECT_SECONDS",
+    "RETRY_ATTEMPTS",
+    "Conn",
+    "PostgresDialect",
+    "PostgresStore",
+    "Row",
+    "T",
+    "glob_to_like",
+]
+
 T = TypeVar("T")
 Row = Mapping[str, Any]
 Conn = psycopg.Connection[DictRow]

@@ -50,6 +50,17 @@ from cairn.model import (
 )
 from cairn.store.base import Chunker, Dumped, PublishedRow, Store
 
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "KINDS",
+    "MAX_ROW_DEPTH",
+    "export_store",
+    "import_store",
+    "read_rows",
+    "row_data",
+]
+
 FORMAT = "cairn-export"
 # 2: edges carry an id, scope, ACL and the rest of the domain type. Version 1 files still
 # import: their edges were the kernel's bookkeeping links, which come back as system edges
