@@ -38,6 +38,7 @@ from cairn.search.vectors import ExactVectorIndex
 
 __all__ = [
     "BlockRetriever",
+    "Captured",
     "KernelRetriever",
     "Mode",
     "Recipe",
@@ -101,6 +102,21 @@ class Recipe:
         return replace(
             self, keyword_radii={}, user_turns=0.0, session_docs={}, session_from_turns=1.0
         )
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One question's recall through the kernel, for replaying the later stages offline
+    (``bench/_cv.py``): the keyword and vector ``(chunk id, score)`` lists, their chunks,
+    the scope names and, per record id, what the bench knows it to be (``KernelRetriever``'s
+    ``records``)."""
+
+    query: str
+    keyword: list[tuple[int, float]]
+    vector: list[tuple[int, float]]
+    rows: Mapping[int, object]  # chunk id -> cairn.store.base.ChunkRow
+    scopes: Mapping[int, str]
+    refs: Mapping[str, tuple[str, str, str]]
 
 
 class Retriever(Protocol):
@@ -411,6 +427,39 @@ class KernelRetriever:
         # sorted() is stable: equal sums keep the order in which the sessions first appeared
         sessions = sorted(session_scores, key=lambda session: -session_scores[session])
         return Result(turns[:k] if k else turns, sessions)
+
+    def capture(self, scope: str, query: str) -> Captured:
+        """Recall for ``query`` as ``search`` would (hybrid: both lists), without ranking."""
+        from cairn.retrieval.pipeline import run_recall
+        from cairn.retrieval.types import Trace
+
+        mode: Mode = "hybrid" if self.has_vectors else "keyword"
+        plan = self.memory._plan(
+            query,
+            mode=mode,
+            k=self.hits,
+            candidates=self.candidates,
+            weights=self.weights,
+            scope=f"bench/{scope}",
+            selector=None,
+            kinds=(),
+            include_drafts=False,
+            created_after=None,
+            created_before=None,
+            record_ids=None,
+        )
+        indexer = self.memory._need_indexer if self.has_vectors else None
+        recalled = run_recall(self.memory.store, indexer, self.principal, plan, Trace())
+        ids = sorted({i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector})
+        rows = self.memory.store.chunk_rows(ids)
+        scope_ids = {row.meta.scope_id for row in rows.values()}
+        scopes = {i: name for i, name in self.memory.store.scopes().items() if i in scope_ids}
+        refs = {
+            row.meta.record_id: self.records[row.meta.record_id]
+            for row in rows.values()
+            if row.meta.record_id in self.records
+        }
+        return Captured(query, recalled.keyword, recalled.vector, rows, scopes, refs)
 
 
 def _tag(key: str) -> str:

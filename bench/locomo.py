@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import sys
 import time
 from dataclasses import replace
@@ -32,9 +33,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._adapter import (
+    Captured,
     KernelRetriever,
     Mode,
     Recipe,
+    Result,
     Retriever,
     Turn,
     make_retriever,
@@ -51,6 +54,8 @@ from bench._metrics import Aggregate, recall_any_at_k, recall_at_k
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
+
+from bench import _cv
 
 DEFAULT_PATH = SHARED_DATA / "locomo" / "locomo_dev.json"
 TURN_KS = (1, 5, 10, 20)
@@ -111,6 +116,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--db", help="the kernel's store: an empty PostgreSQL database URL (default: SQLite)"
     )
+    parser.add_argument(
+        "--cv",
+        action="store_true",
+        help="cross-validate the ranking knobs, leaving one conversation out at a time",
+    )
+    parser.add_argument(
+        "--capture", type=Path, help="--cv: also save the recalled candidates to this file"
+    )
+    parser.add_argument(
+        "--replay", type=Path, help="--cv: use candidates saved by --capture (no ingest)"
+    )
     args = parser.parse_args(argv)
     console = Console()
     if not args.path.is_file():
@@ -126,8 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     weights = parse_weights(args.weights)
     conversations = load_locomo(args.path)
     if args.quick:
-        conversations = conversations[:1]
-        conversations[0].questions = conversations[0].questions[:40]
+        # --cv needs two conversations to leave one out
+        conversations = conversations[: 2 if args.cv else 1]
+        for conv in conversations:
+            conv.questions = conv.questions[: 40 // len(conversations)]
+
+    if args.cv or args.replay:
+        return run_cv(args, console, conversations, embedder, weights)
 
     kernel = KernelRetriever(embedder, weights=weights, db=args.db)
     systems: dict[str, tuple[Retriever, Mode]] = {
@@ -199,6 +220,140 @@ def main(argv: list[str] | None = None) -> int:
     print_tables(console, results, n_questions, timings)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, sort_keys=False, default=_nan))
+        console.print(f"figures written to {args.json}")
+    return 0
+
+
+CV_METRICS = (
+    "turn_recall@1",
+    "turn_recall@5",
+    "turn_recall@10",
+    "turn_recall@20",
+    "session_recall@5",
+    "session_recall@10",
+    "session_hit@10",
+)
+#: What the search maximises on the training folds: the two figures the targets name.
+CV_OBJECTIVE = ("turn_recall@10", "session_recall@10")
+
+
+def score_values(
+    category: int, turns: list[str], sessions: list[str], q_ev: tuple[str, ...]
+) -> dict[str, float]:
+    agg = Aggregate()
+    score(agg, category, turns, sessions, q_ev)
+    return {name: agg.mean(name) for name in CV_METRICS}
+
+
+def run_cv(
+    args: argparse.Namespace,
+    console: Console,
+    conversations: list[LocomoConversation],
+    embedder: str,
+    weights: dict[str, float] | None,
+) -> int:
+    """Capture each question's recall once, replay the grid, cross-validate (bench/_cv.py)."""
+    questions = [(conv.sample_id, q) for conv in conversations for q in conv.questions]
+    timings: dict[str, float] = {}
+    if args.replay:
+        with args.replay.open("rb") as handle:
+            captures: list[Captured] = pickle.load(handle)
+    else:
+        kernel = KernelRetriever(embedder, weights=weights, db=args.db)
+        start = time.perf_counter()
+        with console.status("ingest"):
+            for conv in conversations:
+                kernel.ingest(conv.sample_id, to_turns(conv))
+        timings["ingest_s"] = time.perf_counter() - start
+        captures = []
+        with console.status("recall"):
+            for n, (sample_id, q) in enumerate(questions):
+                captures.append(kernel.capture(sample_id, q.question))
+                if n < 20:  # the replay must be the kernel: check its default ranking
+                    live = kernel.search(sample_id, q.question, mode="hybrid", k=0)
+                    again = _cv.replay(captures[-1], [_cv.Setting(0.4)])[0]
+                    if weights is None and (live.turns, live.sessions) != (
+                        again.turns,
+                        again.sessions,
+                    ):
+                        console.print(
+                            f"[red]replay differs from Memory.search on {q.question!r}[/red]"
+                        )
+                        return 1
+        kernel.close()
+        if args.capture:
+            with args.capture.open("wb") as handle:
+                pickle.dump(captures, handle)
+    if len(captures) != len(questions):
+        console.print("[red]the capture does not match these questions[/red]")
+        return 2
+    grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(f"replay {len(grid)} settings", total=len(captures) * 3)
+        start = time.perf_counter()
+
+        def scorer(i: int, result: Result) -> dict[str, float]:
+            q = questions[i][1]
+            return score_values(q.category, result.turns, result.sessions, q.evidence)
+
+        values = {
+            "hybrid": _cv.evaluate(
+                captures, grid, scorer, CV_METRICS, progress=lambda: progress.advance(task)
+            )
+        }
+        for mode in ("keyword", "vector"):
+            values[mode] = _cv.evaluate(
+                captures,
+                grid[:1],
+                scorer,
+                CV_METRICS,
+                mode=mode,
+                progress=lambda: progress.advance(task),
+            )
+        timings["replay_s"] = time.perf_counter() - start
+    folds = [sample_id for sample_id, _ in questions]
+    groups = [LOCOMO_CATEGORIES.get(q.category, str(q.category)) for _, q in questions]
+    results = _cv.run_procedures(values["hybrid"], grid, folds, groups, CV_METRICS, CV_OBJECTIVE)
+    peers = {
+        mode: _cv.run_procedures(values[mode], grid[:1], folds, groups, CV_METRICS, CV_OBJECTIVE)[
+            "defaults (fixed)"
+        ]
+        for mode in ("keyword", "vector")
+    }
+    _cv.print_cv(
+        console,
+        f"LoCoMo, leave one conversation out ({len(captures)} questions)",
+        results,
+        peers,
+        grid,
+        sorted(set(groups)),
+        headline=("turn_recall@10", "session_recall@10", "turn_recall@5", "session_hit@10"),
+        by_group=("turn_recall@10", "session_recall@10"),
+    )
+    if args.json:
+        figures = {
+            "hybrid": _cv.procedures_json(results, grid),
+            **{
+                f"{mode} (defaults)": _cv.procedures_json({"defaults (fixed)": r}, grid)
+                for mode, r in peers.items()
+            },
+            "meta": {
+                "data": str(args.path),
+                "questions": len(captures),
+                "grid": len(grid),
+                "objective": CV_OBJECTIVE,
+                "embedder": embedder,
+                **timings,
+            },
+        }
+        args.json.write_text(json.dumps(figures, indent=2, default=_nan))
         console.print(f"figures written to {args.json}")
     return 0
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import sys
 import time
 from dataclasses import replace
@@ -38,9 +39,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._adapter import (
+    Captured,
     KernelRetriever,
     Mode,
     Recipe,
+    Result,
     Retriever,
     Turn,
     make_retriever,
@@ -51,6 +54,8 @@ from bench._metrics import Aggregate, ndcg_at_k, recall_any_at_k, recall_at_k
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
+
+from bench import _cv
 
 DEFAULT_PATH = SHARED_DATA / "longmemeval" / "longmemeval_s_dev.json.xz"
 QUICK_QUESTIONS = 6
@@ -125,6 +130,18 @@ def main(argv: list[str] | None = None) -> int:
         "--db", help="the kernel's store: an empty PostgreSQL database URL (default: SQLite)"
     )
     parser.add_argument("--include-abstention", action="store_true")
+    parser.add_argument(
+        "--cv",
+        action="store_true",
+        help="cross-validate the ranking knobs over folds of question ids (--folds)",
+    )
+    parser.add_argument("--folds", type=int, default=3, help="--cv: folds by question-id hash")
+    parser.add_argument(
+        "--capture", type=Path, help="--cv: also save the recalled candidates to this file"
+    )
+    parser.add_argument(
+        "--replay", type=Path, help="--cv: use candidates saved by --capture (no ingest)"
+    )
     args = parser.parse_args(argv)
     console = Console()
     if not args.path.is_file():
@@ -141,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     limit = QUICK_QUESTIONS if args.quick else args.limit
     if limit:
         questions = questions[:limit]
+    if args.cv or args.replay:
+        return run_cv(args, console, questions)
     recipe = replace(
         HYBRID,
         vector_weights={n.strip(): 1.0 for n in args.recipe_embedders.split(",") if n.strip()},
@@ -211,6 +230,135 @@ def main(argv: list[str] | None = None) -> int:
     kernel.close()
     print_tables(console, results, len(questions), timings)
     if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, default=_nan))
+        console.print(f"figures written to {args.json}")
+    return 0
+
+
+#: What the search maximises on the training folds: any@5 is the target, S@5 breaks its
+#: frequent ties (one question is 0.42 points).
+CV_OBJECTIVE = ("session_recall_any@5", "session_recall@5")
+
+
+def score_values(question: LmeQuestion, turns: list[str], sessions: list[str]) -> dict[str, float]:
+    agg = Aggregate()
+    score(agg, question, turns, sessions)
+    return {name: agg.mean(name) for name in METRICS}
+
+
+def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuestion]) -> int:
+    """Capture each question's recall once, replay the grid, cross-validate (bench/_cv.py)."""
+    timings: dict[str, float] = {}
+    weights = parse_weights(args.weights)
+    if args.replay:
+        with args.replay.open("rb") as handle:
+            captures: list[Captured] = pickle.load(handle)
+    else:
+        kernel = KernelRetriever(args.embedder, weights=weights, date_in_body=False, db=args.db)
+        captures = []
+        start = time.perf_counter()
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("ingest + recall", total=len(questions))
+            for n, question in enumerate(questions):
+                # one haystack at a time: all scopes share one index, as in a store
+                kernel.ingest(question.question_id, to_turns(question))
+                captures.append(kernel.capture(question.question_id, question.question))
+                if n < 10 and weights is None:  # the replay must be the kernel
+                    qid = question.question_id
+                    live = kernel.search(qid, question.question, mode="hybrid", k=0)
+                    again = _cv.replay(captures[-1], [_cv.Setting(0.4)])[0]
+                    if (live.turns, live.sessions) != (again.turns, again.sessions):
+                        console.print(f"[red]replay differs on {question.question_id}[/red]")
+                        return 1
+                progress.advance(task)
+        timings["ingest_and_recall_s"] = time.perf_counter() - start
+        kernel.close()
+        if args.capture:
+            with args.capture.open("wb") as handle:
+                pickle.dump(captures, handle)
+    if len(captures) != len(questions):
+        console.print("[red]the capture does not match these questions[/red]")
+        return 2
+    grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES)
+    start = time.perf_counter()
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(f"replay {len(grid)} settings", total=len(captures) * 3)
+
+        def scorer(i: int, result: Result) -> dict[str, float]:
+            return score_values(questions[i], result.turns, result.sessions)
+
+        cut = (10, 10)
+        values = {
+            "hybrid": _cv.evaluate(
+                captures, grid, scorer, METRICS, progress=lambda: progress.advance(task), cut=cut
+            )
+        }
+        for mode in ("keyword", "vector"):
+            values[mode] = _cv.evaluate(
+                captures,
+                grid[:1],
+                scorer,
+                METRICS,
+                mode=mode,
+                progress=lambda: progress.advance(task),
+                cut=cut,
+            )
+    timings["replay_s"] = time.perf_counter() - start
+    folds = [f"fold {n}" for n in _cv.hash_folds([q.question_id for q in questions], args.folds)]
+    groups = [q.question_type for q in questions]
+    results = _cv.run_procedures(values["hybrid"], grid, folds, groups, METRICS, CV_OBJECTIVE)
+    peers = {
+        mode: _cv.run_procedures(values[mode], grid[:1], folds, groups, METRICS, CV_OBJECTIVE)[
+            "defaults (fixed)"
+        ]
+        for mode in ("keyword", "vector")
+    }
+    _cv.print_cv(
+        console,
+        f"LongMemEval S, {args.folds} folds by question-id hash ({len(captures)} questions)",
+        results,
+        peers,
+        grid,
+        sorted(set(groups)),
+        headline=(
+            "session_recall_any@5",
+            "session_recall@5",
+            "session_recall_any@10",
+            "turn_recall@10",
+        ),
+        by_group=("session_recall_any@5",),
+    )
+    if args.json:
+        figures = {
+            "hybrid": _cv.procedures_json(results, grid),
+            **{
+                f"{mode} (defaults)": _cv.procedures_json({"defaults (fixed)": r}, grid)
+                for mode, r in peers.items()
+            },
+            "meta": {
+                "data": str(args.path),
+                "questions": len(captures),
+                "folds": args.folds,
+                "grid": len(grid),
+                "objective": CV_OBJECTIVE,
+                "embedder": args.embedder,
+                **timings,
+            },
+        }
         args.json.write_text(json.dumps(figures, indent=2, default=_nan))
         console.print(f"figures written to {args.json}")
     return 0

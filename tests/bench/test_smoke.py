@@ -74,6 +74,33 @@ def test_quick_run_writes_json(script: str, tmp_path: Path) -> None:
         assert figures[system]["by_group"]
 
 
+@pytest.mark.data
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(CASES))
+def test_quick_cross_validation_writes_json(script: str, tmp_path: Path) -> None:
+    path, keys = CASES[script]
+    if not path.is_file():
+        pytest.skip(f"benchmark data not found at {path} (needs ../shared/data)")
+    out = tmp_path / "cv.json"
+    command = [sys.executable, str(REPO / "bench" / f"{script}.py"), str(path)]
+    proc = subprocess.run(
+        [*command, "--quick", "--cv", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    procedures = figures["hybrid"]
+    assert "defaults (fixed)" in procedures and "fusion knobs" in procedures
+    for fold in procedures["fusion knobs"]["folds"]:
+        assert fold["chosen"]
+        for key in keys:
+            value = fold["held_out"]["all"][key]
+            assert value is None or 0.0 <= value <= 1.0, (key, value)
+
+
 def test_missing_data_exits_with_a_clear_message(tmp_path: Path) -> None:
     for script in CASES:
         proc = subprocess.run(

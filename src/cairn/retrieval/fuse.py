@@ -62,6 +62,7 @@ class _Group:
     row: ChunkRow  # its best own chunk; its best context chunk until an own chunk shows up
     own: float | None = None  # fused score of the best own chunk
     context: float = 0.0  # fused scores of its context chunks, summed
+    context_weight: float = 1.0  # how much each matching context chunk adds
     ranks: dict[str, int] = field(default_factory=dict)
     raw: dict[str, float] = field(default_factory=dict)
     citations: list[Citation] = field(default_factory=list)
@@ -69,7 +70,7 @@ class _Group:
 
     @property
     def score(self) -> float:
-        return (self.own or 0.0) + self.context
+        return (self.own or 0.0) + self.context_weight * self.context
 
     def add(self, row: ChunkRow, hit: FusedHit, scope: str) -> None:
         for signal, rank in hit.ranks.items():
@@ -111,8 +112,11 @@ def collapse(
     rows: Mapping[int, ChunkRow],
     scopes: Mapping[int, str],
     limit: int,
+    *,
+    context_weight: float = 1.0,
 ) -> list[Hit]:
-    """One hit per record version: best own chunk plus its context chunks, best first.
+    """One hit per record version: best own chunk plus ``context_weight`` times what its
+    context chunks scored, best first.
 
     Further own chunks (up to ``CITED_CHUNKS_PER_HIT``) become citations, not score.
     """
@@ -124,7 +128,7 @@ def collapse(
         group = groups.get(row.meta.version_id)
         scope = scopes.get(row.meta.scope_id, "")
         if group is None:
-            group = groups[row.meta.version_id] = _Group(row=row)
+            group = groups[row.meta.version_id] = _Group(row=row, context_weight=context_weight)
         group.add(row, hit, scope)
     # ties break by version id so the order never depends on dict order
     ranked = sorted(groups.values(), key=lambda g: (-g.score, g.row.meta.version_id))

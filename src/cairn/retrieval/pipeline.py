@@ -17,9 +17,10 @@ from cairn.governance import access
 from cairn.limits import is_id
 from cairn.model import Principal, VersionPin
 from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
-from cairn.retrieval.fuse import collapse, fuse, max_fused_score
+from cairn.retrieval.fuse import max_fused_score
 from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.preselect import Preselection, ReadRequest, preselect
+from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, rank
 from cairn.retrieval.recall import keyword_recall, vector_recall
 from cairn.retrieval.types import (
     Excluded,
@@ -44,6 +45,7 @@ class SearchPlan:
     candidates: int = 50
     weights: Mapping[str, float] | None = None
     request: ReadRequest = field(default_factory=ReadRequest)
+    ranking: RankingConfig = DEFAULT_RANKING
 
 
 @contextmanager
@@ -73,13 +75,23 @@ def _preselect(store: Store, principal: Principal, request: ReadRequest) -> Pres
     )
 
 
-def run_search(
+@dataclass(frozen=True)
+class Recalled:
+    """Recall's output: ``(chunk id, score)`` lists, best first, for the later stages."""
+
+    keyword: list[tuple[int, float]]
+    vector: list[tuple[int, float]]
+    chosen: Preselection
+
+
+def run_recall(
     store: Store,
     indexer: Callable[[], Indexer] | None,
     principal: Principal,
     plan: SearchPlan,
-) -> tuple[SearchResult, Preselection]:
-    trace = Trace()
+    trace: Trace,
+) -> Recalled:
+    """Preselect, then keyword and vector recall to ``max(candidates, k)`` chunks each."""
     with _timed(trace, "preselect"):
         chosen = _preselect(store, principal, plan.request)
     keyword: list[tuple[int, float]] = []
@@ -116,10 +128,32 @@ def run_search(
         elif live is not None:
             vector = run_vector(live)
     trace.candidates = {"keyword": len(keyword), "vector": len(vector)}
+    return Recalled(keyword, vector, chosen)
+
+
+def run_search(
+    store: Store,
+    indexer: Callable[[], Indexer] | None,
+    principal: Principal,
+    plan: SearchPlan,
+) -> tuple[SearchResult, Preselection]:
+    trace = Trace()
+    recalled = run_recall(store, indexer, principal, plan, trace)
+    chosen = recalled.chosen
     with _timed(trace, "fuse"):
-        fused = fuse(keyword, vector, mode=plan.mode, weights=plan.weights)
-        rows = store.chunk_rows([int(h.key) for h in fused])
-        hits = collapse(fused, rows, store.scopes(), plan.k)
+        ids = {i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector}
+        rows = store.chunk_rows(sorted(ids))
+        hits = rank(
+            recalled.keyword,
+            recalled.vector,
+            rows,
+            store.scopes(),
+            query=plan.query,
+            mode=plan.mode,
+            k=plan.k,
+            weights=plan.weights,
+            config=plan.ranking,
+        )
     result = SearchResult(
         query=plan.query,
         mode=plan.mode,
