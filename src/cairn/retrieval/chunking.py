@@ -11,6 +11,13 @@ from cairn.ingest.markdown import chunk_markdown
 from cairn.model import Content
 from cairn.store.base import ChunkDraft
 
+__all__ = [
+    "CONTEXT_PREFIX",
+    "SINGLE_CHUNK_CHARS",
+    "chunks_for",
+    "is_context_key",
+]
+
 SINGLE_CHUNK_CHARS = 1500
 
 

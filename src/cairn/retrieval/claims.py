@@ -12,6 +12,11 @@ import re
 from cairn.retrieval.validate import NEGATIONS
 from cairn.search.fts import DEFAULT_STOPWORDS, fts_tokens
 
+__all__ = [
+    "COVERAGE",
+    "claim_relation",
+]
+
 COVERAGE = 0.6
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 

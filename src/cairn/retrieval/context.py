@@ -9,6 +9,18 @@ from pydantic import Field, model_validator
 from cairn.model import CairnModel, Id, Name, QueryText, VersionPin
 from cairn.retrieval.types import Contradiction, Item, Mode, Trace
 
+__all__ = [
+    "ClaimCheck",
+    "ClaimsReport",
+    "ReadContextRequest",
+    "ReadContextResponse",
+    "RecordCheck",
+    "ResearchAnswer",
+    "ResearchAttempt",
+    "ResearchPlan",
+    "ValidationReport",
+]
+
 
 class ReadContextRequest(CairnModel):
     """Either a ``query`` (ranked recall) or a ``record_id`` (direct fetch), within a scope."""

@@ -19,6 +19,16 @@ from cairn.retrieval.types import Citation, Excerpt, Hit, Mode, Scores, Why
 from cairn.search.fusion import FusedHit, rrf
 from cairn.store.base import ChunkRow
 
+__all__ = [
+    "CITED_CHUNKS_PER_HIT",
+    "DEFAULT_WEIGHTS",
+    "RRF_K",
+    "chosen_weights",
+    "collapse",
+    "fuse",
+    "max_fused_score",
+]
+
 RRF_K = 60
 DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.6, "keyword": 0.4}
 CITED_CHUNKS_PER_HIT = 3

@@ -18,6 +18,14 @@ from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
 from cairn.store.filters import admits
 
+__all__ = [
+    "BATCH",
+    "SYNC_BATCH",
+    "IndexWorker",
+    "Indexer",
+    "Progress",
+]
+
 BATCH = 256
 # Chunk changes read per store call while mirroring: at most this many ChunkMeta (with
 # their rows and vectors) exist at once. Reading 300k changes 50k at a time peaked ~70 MB

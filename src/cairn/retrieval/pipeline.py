@@ -34,6 +34,16 @@ from cairn.retrieval.types import (
 from cairn.retrieval.validate import validate
 from cairn.store.base import Store
 
+__all__ = [
+    "Recalled",
+    "SearchPlan",
+    "clipped",
+    "compose",
+    "run_recall",
+    "run_retrieve",
+    "run_search",
+]
+
 _RECALL_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="cairn-recall")
 
 

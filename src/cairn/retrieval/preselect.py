@@ -16,6 +16,15 @@ from cairn.governance import access
 from cairn.model import Acl, PinKind, Principal, Sensitivity, Status, VersionPin
 from cairn.store.base import AclRow, ChunkFilter, Store
 
+__all__ = [
+    "Preselection",
+    "ReadRequest",
+    "allowed_acl_ids",
+    "allowed_scope_ids",
+    "preselect",
+    "readable",
+]
+
 _SENSITIVITY = {s.rank: s for s in Sensitivity}
 
 

@@ -10,6 +10,18 @@ from cairn.search.catalog import FloatArray
 from cairn.search.fts import fts_tokens, select_terms
 from cairn.store.base import ChunkFilter, KeywordQuery, Store
 
+__all__ = [
+    "FULL_QUERY_REACH",
+    "HOPELESS_DF_RATIO",
+    "HOPELESS_POSTINGS",
+    "MAX_DF_POSTINGS",
+    "MAX_DF_RATIO",
+    "PRUNE_FROM_CHUNKS",
+    "keyword_match",
+    "keyword_recall",
+    "vector_recall",
+]
+
 # Terms in more than this share of chunks are dropped from keyword queries: they match
 # (and make the index score) a large part of the corpus while adding little to ranking.
 MAX_DF_RATIO = 0.1

@@ -13,6 +13,16 @@ from datetime import datetime, timedelta
 from cairn.retrieval.context import ResearchAnswer, ResearchAttempt, ResearchPlan
 from cairn.retrieval.types import Item, Mode, RetrievalResult
 
+__all__ = [
+    "MAX_ATTEMPTS",
+    "MIN_CONFIDENCE",
+    "MIN_RESULTS",
+    "Retrieve",
+    "plan",
+    "research",
+    "summarise",
+]
+
 MAX_ATTEMPTS = 3
 MIN_RESULTS = 3
 MIN_CONFIDENCE = 0.7

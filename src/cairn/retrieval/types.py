@@ -8,6 +8,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cairn.model import CairnModel, Provenance, VersionPin
 
+__all__ = [
+    "Citation",
+    "Contradiction",
+    "Excerpt",
+    "Excluded",
+    "Hit",
+    "Item",
+    "Mode",
+    "RetrievalResult",
+    "Scores",
+    "SearchResult",
+    "Trace",
+    "Why",
+]
+
 Mode = Literal["hybrid", "keyword", "vector"]
 Why = Literal["keyword_match", "vector_match", "relationship_path", "direct_fetch"]
 

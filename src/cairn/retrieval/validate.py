@@ -26,6 +26,18 @@ from cairn.retrieval.types import Citation, Contradiction, Hit, Item, Scores, Wh
 from cairn.search.catalog import FloatArray
 from cairn.search.fts import fts_tokens
 
+__all__ = [
+    "CONTRADICTION_KINDS",
+    "NEGATIONS",
+    "SIMILAR_COSINE",
+    "SIMILAR_JACCARD",
+    "Validated",
+    "confidence_score",
+    "direct_item",
+    "find_contradictions",
+    "validate",
+]
+
 NEGATIONS = frozenset(
     {
         "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "cannot", "can't",
