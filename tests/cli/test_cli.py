@@ -207,3 +207,20 @@ def test_a_flag_before_the_command_beats_the_environment(cli: Cli, tmp_path: Pat
         app, ["--store", str(elsewhere), "get", record_id, "--store", str(cli.folder), *key]
     )
     assert moved.exit_code == 0, moved.stderr
+
+
+def test_version_and_short_help_on_every_command() -> None:
+    from importlib.metadata import version
+
+    shown = runner.invoke(app, ["--version"])
+    assert shown.exit_code == 0
+    assert shown.output.strip() == f"cairn {version('cairn')}"
+    for command in (
+        ["-h"],
+        ["list", "-h"],
+        ["timeline", "search", "-h"],
+        ["daemon", "start", "-h"],
+    ):
+        helped = runner.invoke(app, command)
+        assert helped.exit_code == 0, command
+        assert "Usage: cairn" in helped.output

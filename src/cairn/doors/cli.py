@@ -93,6 +93,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # -h as well as --help, on every command (click hands this down to sub-commands)
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 review_app = typer.Typer(help="The review queue: list, show, approve, reject (curators).")
 app.add_typer(review_app, name="review")
@@ -231,6 +233,14 @@ def _run(as_json: bool, fn: Callable[[], T], show: Callable[[T], None]) -> None:
 # ---- commands ---------------------------------------------------------------------------
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"cairn {version('cairn')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
     ctx: typer.Context,
@@ -240,6 +250,15 @@ def _main(
         typer.Option("--db", envvar="CAIRN_DB", help="postgresql://… (default: the SQLite file)."),
     ] = None,
     as_json: JsonOpt = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print cairn's version and exit.",
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = {"store": store or DEFAULT_STORE, "json": as_json, "db": db}
     # typer bundles its own click, so commands read the options given before them from here.
