@@ -286,6 +286,11 @@ class Memory(TimelineVerbs):
         if self._worker is not None:
             self._worker.notify()
 
+    def has_vectors(self) -> bool:
+        """Whether this memory searches by vector as well as by keyword (without loading the
+        embedder to find out)."""
+        return self._indexer is not None or self._embedder_spec is not None
+
     def vector_lag(self) -> int:
         indexer = self.indexer
         return indexer.lag() if indexer is not None else 0
@@ -1025,6 +1030,20 @@ class Memory(TimelineVerbs):
         _check(prefix, "prefix", MAX_ID_CHARS)
         where = self._everything_readable(principal)
         return self.store.record_ids(where, prefix, max(0, min(limit, 1000)))
+
+    def record_kinds(self) -> tuple[str, ...]:
+        """The record kinds this store's policy knows (doors list them in forms and schemas;
+        the policy file, not the code, says which exist)."""
+        return tuple(self.policy.all_kinds)
+
+    def published_baseline_id(self, scope: str, *, principal: Principal) -> str | None:
+        """The baseline ``scope``'s published pointer names, if the principal may see it."""
+        _check(scope, "scope", MAX_SCOPE_CHARS)
+        pointer = self.store.published_baseline_id(scope)
+        if pointer is None:
+            return None
+        visible = {b.id for b in self.baselines(scope, principal=principal)}
+        return pointer if pointer in visible else None
 
     def scopes(self, prefix: str, *, principal: Principal, limit: int = 100) -> list[str]:
         """Scopes starting with ``prefix`` that hold a record the principal may read, in

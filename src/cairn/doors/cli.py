@@ -627,7 +627,8 @@ def publish(
         _show_outcome(outcome, as_json)
         if not as_json:
             render.out.print(
-                f"published pointer of {scope} → {memory.store.published_baseline_id(scope)}"
+                f"published pointer of {scope} → "
+                f"{memory.published_baseline_id(scope, principal=principal)}"
             )
 
 

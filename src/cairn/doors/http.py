@@ -1153,7 +1153,7 @@ def create_app(
     from cairn.doors.http_timeline import timeline_router
 
     app.include_router(timeline_router(opened))
-    describe_kinds(app, opened.policy.all_kinds)
+    describe_kinds(app, opened.record_kinds())
     # the web console, an app of its own (HTML errors, its own security headers) at /ui
     from cairn.doors.web import mount_console
 

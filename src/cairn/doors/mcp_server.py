@@ -871,7 +871,7 @@ def _register_prompts(server: MCPServer, memory: Memory, principal_for: Principa
 
     def mode() -> Literal["hybrid", "keyword"]:
         # Without an embedder the memory answers keyword searches only.
-        return "hybrid" if memory.indexer else "keyword"
+        return "hybrid" if memory.has_vectors() else "keyword"
 
     def kernel(fn: Callable[[], T], ctx: Context) -> T:
         try:

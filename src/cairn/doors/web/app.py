@@ -290,7 +290,7 @@ def build_web_app(
         query = {k: v for k, v in {**filters, "age": age}.items() if v}
         return page(
             request, "queue.html", who, rows=rows, filters=filters, age=age or "",
-            next_after=more, query=query, approved=approved, kinds=memory.policy.all_kinds,
+            next_after=more, query=query, approved=approved, kinds=memory.record_kinds(),
         )  # fmt: skip
 
     @app.post("/queue/approve")
