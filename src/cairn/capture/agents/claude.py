@@ -8,7 +8,7 @@ caps it at 10,000 characters, so the reply is cut well below that.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
@@ -23,7 +23,7 @@ from cairn.capture.agents._common import (
     text_of,
 )
 
-__all__ = ["CONTEXT_CAP", "adapter"]
+__all__ = ["CONTEXT_CAP", "adapter", "claude_style"]
 
 CONTEXT_CAP = 9_500  # characters; Claude Code's own cap is 10,000
 
@@ -92,46 +92,51 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
 _ENVELOPE = {"session_id", "transcript_path", "cwd", "hook_event_name", "permission_mode"}
 
 
-def _events(payload: Mapping[str, Any]) -> list[Captured]:
-    name = _event_name(payload)
-    metadata = scalars(payload, _META)
-    if name in {"PreCompact", "PostCompact"}:
-        metadata["phase"] = "before" if name == "PreCompact" else "after"
-    return one_event(
-        payload,
-        name,
-        _KINDS.get(name, (hook_kind(name), "system")),
-        text=_text(name, payload),
-        metadata=metadata,
-        own_id=payload.get("tool_use_id"),
+def claude_style(
+    name: str,
+    kinds: Mapping[str, tuple[str, str]],
+    meta: tuple[str, ...],
+    text: Callable[[str, Mapping[str, Any]], str],
+) -> AgentAdapter:
+    """An adapter for hooks shaped like Claude Code's (the envelope, ``tool_use_id``,
+    ``hookSpecificOutput`` for context): Claude Code's own, and Codex CLI's, which copies
+    them. Each agent brings its own event table, metadata fields and texts."""
+
+    def events(payload: Mapping[str, Any]) -> list[Captured]:
+        event = event_name(payload)
+        metadata = scalars(payload, meta)
+        if event in {"PreCompact", "PostCompact"}:
+            metadata["phase"] = "before" if event == "PreCompact" else "after"
+        return one_event(
+            payload,
+            event,
+            kinds.get(event, (hook_kind(event), "system")),
+            text=text(event, payload),
+            metadata=metadata,
+            own_id=payload.get("tool_use_id"),
+        )
+
+    def reply(payload: Mapping[str, Any], context: str | None) -> str | None:
+        event = event_name(payload)
+        if not context or event not in _CONTEXT_EVENTS:
+            return None
+        return additional_context(event, context, CONTEXT_CAP)
+
+    return AgentAdapter(
+        name=name,
+        to_events=events,
+        cwd=payload_cwd,
+        reply=reply,
+        event_name=event_name,
+        context_events=_CONTEXT_EVENTS,
     )
-
-
-_event_name = event_name
-
-
-_cwd = payload_cwd
-
-
-def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:
-    name = _event_name(payload)
-    if not context or name not in _CONTEXT_EVENTS:
-        return None
-    return additional_context(name, context, CONTEXT_CAP)
 
 
 _CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 
 
 def adapter() -> AgentAdapter:
-    return AgentAdapter(
-        name="claude",
-        to_events=_events,
-        cwd=_cwd,
-        reply=_reply,
-        event_name=_event_name,
-        context_events=_CONTEXT_EVENTS,
-    )
+    return claude_style("claude", _KINDS, _META, _text)
 
 
 register("claude", adapter)

@@ -12,21 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents import AgentAdapter, register
 from cairn.capture.agents._common import (
-    additional_context,
-    event_name,
     first_text,
     leftover_text,
-    one_event,
-    payload_cwd,
-    scalars,
     text_of,
 )
+from cairn.capture.agents.claude import claude_style
 
-__all__ = ["CONTEXT_CAP", "adapter"]
+__all__ = ["adapter"]
 
-CONTEXT_CAP = 9_500
 
 # event name → (kind, role)
 _KINDS: dict[str, tuple[str, str]] = {
@@ -84,47 +79,9 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
     return leftover_text(payload, _ENVELOPE)
 
 
-def _events(payload: Mapping[str, Any]) -> list[Captured]:
-    name = _event_name(payload)
-    metadata = scalars(payload, _META)
-    if name in {"PreCompact", "PostCompact"}:
-        metadata["phase"] = "before" if name == "PreCompact" else "after"
-    # without a tool call's id, the whole payload (which holds the turn id) names the event
-    return one_event(
-        payload,
-        name,
-        _KINDS.get(name, (hook_kind(name), "system")),
-        text=_text(name, payload),
-        metadata=metadata,
-        own_id=payload.get("tool_use_id"),
-    )
-
-
-_event_name = event_name
-
-
-_cwd = payload_cwd
-
-
-def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:
-    name = _event_name(payload)
-    if not context or name not in _CONTEXT_EVENTS:
-        return None
-    return additional_context(name, context, CONTEXT_CAP)
-
-
-_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
-
-
 def adapter() -> AgentAdapter:
-    return AgentAdapter(
-        name="codex",
-        to_events=_events,
-        cwd=_cwd,
-        reply=_reply,
-        event_name=_event_name,
-        context_events=_CONTEXT_EVENTS,
-    )
+    # Codex's hooks copy Claude Code's: the same builder, with Codex's events and fields
+    return claude_style("codex", _KINDS, _META, _text)
 
 
 register("codex", adapter)
