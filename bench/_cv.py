@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -369,6 +370,48 @@ def run_procedures(
         dev = next(o for o in whole if o.fold == "dev")
         out[name] = {"folds": folds, "all_dev": dev}
     return out
+
+
+def run_with_peers(
+    values: Mapping[str, np.ndarray],  # type: ignore[type-arg]
+    grid: Sequence[Setting],
+    fold_of: Sequence[str],
+    groups: Sequence[str],
+    metrics: Sequence[str],
+    objective: Sequence[str],
+) -> tuple[dict[str, dict[str, object]], dict[str, dict[str, object]]]:
+    """Every procedure on the hybrid values, and keyword and vector alone at the defaults
+    (the peers a hybrid figure is read against), over the same folds."""
+    results = run_procedures(values["hybrid"], grid, fold_of, groups, metrics, objective)
+    peers = {
+        mode: run_procedures(values[mode], grid[:1], fold_of, groups, metrics, objective)[
+            "defaults (fixed)"
+        ]
+        for mode in ("keyword", "vector")
+    }
+    return results, peers
+
+
+def figures_json(
+    results: Mapping[str, Mapping[str, object]],
+    peers: Mapping[str, Mapping[str, object]],
+    grid: Sequence[Setting],
+    meta: Mapping[str, object],
+) -> str:
+    """The JSON a ``--cv`` run writes (NaN, a metric a fold had no question for, as null)."""
+    figures = {
+        "hybrid": procedures_json(results, grid),
+        **{
+            f"{mode} (defaults)": procedures_json({"defaults (fixed)": r}, grid)
+            for mode, r in peers.items()
+        },
+        "meta": dict(meta),
+    }
+    return json.dumps(figures, indent=2, default=_nan)
+
+
+def _nan(value: object) -> object:
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def procedures_json(

@@ -320,13 +320,7 @@ def run_cv(
         timings["replay_s"] = time.perf_counter() - start
     folds = [sample_id for sample_id, _ in questions]
     groups = [LOCOMO_CATEGORIES.get(q.category, str(q.category)) for _, q in questions]
-    results = _cv.run_procedures(values["hybrid"], grid, folds, groups, CV_METRICS, CV_OBJECTIVE)
-    peers = {
-        mode: _cv.run_procedures(values[mode], grid[:1], folds, groups, CV_METRICS, CV_OBJECTIVE)[
-            "defaults (fixed)"
-        ]
-        for mode in ("keyword", "vector")
-    }
+    results, peers = _cv.run_with_peers(values, grid, folds, groups, CV_METRICS, CV_OBJECTIVE)
     _cv.print_cv(
         console,
         f"LoCoMo, leave one conversation out ({len(captures)} questions)",
@@ -338,22 +332,15 @@ def run_cv(
         by_group=("turn_recall@10", "session_recall@10"),
     )
     if args.json:
-        figures = {
-            "hybrid": _cv.procedures_json(results, grid),
-            **{
-                f"{mode} (defaults)": _cv.procedures_json({"defaults (fixed)": r}, grid)
-                for mode, r in peers.items()
-            },
-            "meta": {
-                "data": str(args.path),
-                "questions": len(captures),
-                "grid": len(grid),
-                "objective": CV_OBJECTIVE,
-                "embedder": embedder,
-                **timings,
-            },
+        meta = {
+            "data": str(args.path),
+            "questions": len(captures),
+            "grid": len(grid),
+            "objective": CV_OBJECTIVE,
+            "embedder": embedder,
+            **timings,
         }
-        args.json.write_text(json.dumps(figures, indent=2, default=_nan))
+        args.json.write_text(_cv.figures_json(results, peers, grid, meta))
         console.print(f"figures written to {args.json}")
     return 0
 

@@ -320,13 +320,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
     timings["replay_s"] = time.perf_counter() - start
     folds = [f"fold {n}" for n in _cv.hash_folds([q.question_id for q in questions], args.folds)]
     groups = [q.question_type for q in questions]
-    results = _cv.run_procedures(values["hybrid"], grid, folds, groups, METRICS, CV_OBJECTIVE)
-    peers = {
-        mode: _cv.run_procedures(values[mode], grid[:1], folds, groups, METRICS, CV_OBJECTIVE)[
-            "defaults (fixed)"
-        ]
-        for mode in ("keyword", "vector")
-    }
+    results, peers = _cv.run_with_peers(values, grid, folds, groups, METRICS, CV_OBJECTIVE)
     _cv.print_cv(
         console,
         f"LongMemEval S, {args.folds} folds by question-id hash ({len(captures)} questions)",
@@ -343,23 +337,16 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
         by_group=("session_recall_any@5",),
     )
     if args.json:
-        figures = {
-            "hybrid": _cv.procedures_json(results, grid),
-            **{
-                f"{mode} (defaults)": _cv.procedures_json({"defaults (fixed)": r}, grid)
-                for mode, r in peers.items()
-            },
-            "meta": {
-                "data": str(args.path),
-                "questions": len(captures),
-                "folds": args.folds,
-                "grid": len(grid),
-                "objective": CV_OBJECTIVE,
-                "embedder": args.embedder,
-                **timings,
-            },
+        meta = {
+            "data": str(args.path),
+            "questions": len(captures),
+            "folds": args.folds,
+            "grid": len(grid),
+            "objective": CV_OBJECTIVE,
+            "embedder": args.embedder,
+            **timings,
         }
-        args.json.write_text(json.dumps(figures, indent=2, default=_nan))
+        args.json.write_text(_cv.figures_json(results, peers, grid, meta))
         console.print(f"figures written to {args.json}")
     return 0
 
