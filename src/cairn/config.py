@@ -19,6 +19,7 @@ from pydantic_settings import (
 )
 
 from cairn.capture.local import parse_capture
+from cairn.graph.settings import GraphSettings
 from cairn.timeline.settings import TimelineSettings
 
 __all__ = [
@@ -48,6 +49,10 @@ class Settings(BaseSettings):
     timeline: TimelineSettings = Field(
         default_factory=TimelineSettings,
         description="how the timeline cuts and summarises ([timeline] in a config file)",
+    )
+    graph: GraphSettings = Field(
+        default_factory=GraphSettings,
+        description="how the decision graph answers ([graph] in a config file)",
     )
     # Read by the coding-agent hook, which cannot afford pydantic at start-up: the table is
     # checked here by the hook's own rules (``parse_capture``) so a mistake shows on every

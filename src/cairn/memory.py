@@ -23,6 +23,8 @@ from cairn.governance import access, lifecycle
 from cairn.governance import links as edge_rules
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
+from cairn.graph.settings import GraphSettings
+from cairn.graph.verbs import GraphVerbs
 from cairn.ingest.files import (
     INGESTED_EVIDENCE,
     IngestArea,
@@ -177,7 +179,7 @@ def file_hasher(area: IngestArea) -> Callable[[str], str | None]:
     return digest
 
 
-class Memory(TimelineVerbs):
+class Memory(TimelineVerbs, GraphVerbs):
     """cairn's one kernel: every door (the CLI, HTTP, MCP, A2A, gRPC, the web console and
     Python code) reads and writes through a ``Memory``. Writes become proposals that the
     policy or a curator decides, all audited; reads are trimmed to what the principal may
@@ -194,6 +196,7 @@ class Memory(TimelineVerbs):
         clock: Callable[[], datetime] = utcnow,
         embedder: Embedder | str | None = DEFAULT_EMBEDDER,
         timeline: TimelineSettings | None = None,
+        graph: GraphSettings | None = None,
     ) -> None:
         """``root`` is the project folder (ingest and path links read files under it);
         ``folder`` the store folder, which they never read."""
@@ -207,6 +210,7 @@ class Memory(TimelineVerbs):
         self.policy = policy
         self.root = (root or Path.cwd()).resolve()
         self.folder = folder.resolve() if folder is not None else None
+        self._init_graph(graph)
         self.clock = clock
         self._hash_path = file_hasher(IngestArea(self.root, (".",), self.folder))
         self._worker: IndexWorker | None = None
@@ -228,6 +232,7 @@ class Memory(TimelineVerbs):
         clock: Callable[[], datetime] = utcnow,
         embedder: Embedder | str | None = DEFAULT_EMBEDDER,
         timeline: TimelineSettings | None = None,
+        graph: GraphSettings | None = None,
     ) -> Memory:
         """Open the store of a cairn folder (made by ``cairn init``): the embedded SQLite
         file by default, or the database ``db`` names (``postgresql://…``)."""
@@ -244,6 +249,7 @@ class Memory(TimelineVerbs):
             clock=clock,
             embedder=embedder,
             timeline=timeline,
+            graph=graph,
         )
 
     # ---- indexes -------------------------------------------------------------------------

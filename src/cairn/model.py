@@ -127,7 +127,9 @@ __all__ = [
     "utcnow",
 ]
 
-BUILTIN_KINDS: tuple[str, ...] = ("decision", "belief", "episode", "skill", "fact", "document")
+BUILTIN_KINDS: tuple[str, ...] = (
+    "decision", "belief", "episode", "skill", "fact", "document", "event",
+)  # fmt: skip
 
 
 class CairnModel(BaseModel):

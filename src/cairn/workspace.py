@@ -107,10 +107,16 @@ class Workspace:
     def open_memory(self, *, embedder: str | None = DEFAULT_EMBEDDER) -> Memory:
         # Stores made before files were private get their modes fixed on the way in.
         tighten(self.folder)
-        # The timeline's settings come from the same layers on every door (config files,
-        # then CAIRN_TIMELINE__*).
-        timeline = load_settings(store=self.folder).timeline
-        return Memory.open(self.folder, db=self.db, embedder=embedder, timeline=timeline)
+        # The timeline's and the graph's settings come from the same layers on every door
+        # (config files, then CAIRN_TIMELINE__* / CAIRN_GRAPH__*).
+        settings = load_settings(store=self.folder)
+        return Memory.open(
+            self.folder,
+            db=self.db,
+            embedder=embedder,
+            timeline=settings.timeline,
+            graph=settings.graph,
+        )
 
     def principals(self) -> PrincipalsFile:
         return load_principals(self.principals_path)

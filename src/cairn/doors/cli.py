@@ -944,7 +944,7 @@ def main() -> None:
 
 def _register_server_commands() -> None:
     # serve, mcp and keys live with the server doors; they register onto this app.
-    from cairn.doors import cli_capture, cli_hooks, cli_server, cli_store
+    from cairn.doors import cli_capture, cli_graph, cli_hooks, cli_server, cli_store
     from cairn.doors.cli_timeline import timeline_app
 
     cli_server.register(app)
@@ -952,6 +952,7 @@ def _register_server_commands() -> None:
     cli_capture.register(app)
     app.add_typer(timeline_app, name="timeline")
     cli_hooks.register(app)
+    cli_graph.register(app)
 
 
 _register_server_commands()

@@ -1153,6 +1153,9 @@ def create_app(
     from cairn.doors.http_timeline import timeline_router
 
     app.include_router(timeline_router(opened))
+    from cairn.doors.http_graph import graph_router
+
+    app.include_router(graph_router(opened))
     describe_kinds(app, opened.record_kinds())
     # the web console, an app of its own (HTML errors, its own security headers) at /ui
     from cairn.doors.web import mount_console

@@ -42,8 +42,10 @@ from cairn.model import (
     Change,
     Confidence,
     Content,
+    ContentPatch,
     CreateChange,
     Edge,
+    EdgeDraft,
     Event,
     EventDraft,
     LinkChange,
@@ -90,6 +92,7 @@ from cairn.store.base import (
 __all__ = [
     "Chunker",
     "Gate",
+    "GraphLink",
     "PathHasher",
 ]
 
@@ -109,6 +112,17 @@ class _Plan:
     to_status: Status | None = None
     subject: str | None = None
     edge: Edge | None = None
+
+
+@dataclass(frozen=True)
+class GraphLink:
+    """One edge of a graph written whole (``Gate.submit_graph``): its draft (whose own
+    ``src``/``dst`` are replaced) and its ends, each a stored record's id or the index of
+    a record the same graph creates."""
+
+    draft: EdgeDraft
+    src: str | int
+    dst: str | int
 
 
 _ORIGIN_OF: dict[PrincipalKind, Origin] = {
@@ -318,6 +332,88 @@ class Gate:
             principal.kind,
             self.policy.facts_key(self._facts(proposal, principal)),
         )
+
+    # ---- a whole graph: vertices and the edges between them, one transaction -----------
+
+    def submit_graph(
+        self,
+        creates: Sequence[Content],
+        updates: Sequence[tuple[str, Content]],
+        edges: Sequence[GraphLink],
+        principal: Principal,
+        *,
+        reason: str,
+    ) -> list[ProposalOutcome]:
+        """New records, new versions of stored ones and edges between any of them, each
+        a proposal the policy rules on, all committed in one transaction or none: a graph
+        is never half-written. An edge's end is a stored record's id or the index of one
+        of ``creates``. Every proposal must be approved by the policy (for a curator, the
+        default policy's ``curators-decide``); one the policy would queue or reject refuses
+        the whole graph, naming it, since an edge cannot wait on a record not yet made."""
+        access.require_curator(principal, "ingest a decision graph")
+        now = self.clock()
+        changesets: list[ChangeSet] = []
+        outcomes: list[ProposalOutcome] = []
+
+        def approve(proposal: Proposal, target: Record | None, plan: _Plan | None) -> None:
+            verdict, rule, why = self._ruling(proposal, principal, target)
+            if verdict is not Verdict.APPROVE:
+                raise PermissionDenied(
+                    f"the policy rule {rule!r} would {verdict.value} "
+                    f"{proposal.change.op} in {proposal.scope}; a graph is written whole, "
+                    "so nothing was written",
+                    field="policy",
+                )
+            outcome, changeset = self._acceptance(
+                proposal, principal, rule=rule, reason=why or reason, auto=True,
+                stored=False, now=now, plan=plan,
+            )  # fmt: skip
+            outcomes.append(outcome)
+            changesets.append(changeset)
+
+        made: list[Record] = []
+        for content in creates:
+            change = _create(self._stamp(CreateChange(content=content), principal))
+            access.require_scope(principal, change.content.scope)
+            self.policy.check_kind(change.content.kind)
+            proposal = self._proposal(change, principal, scope=change.content.scope, now=now)
+            approve(proposal, None, None)
+            assert outcomes[-1].record is not None
+            made.append(outcomes[-1].record)
+        for record_id, content in updates:
+            target = self._record(record_id)
+            access.require_scope(principal, target.scope)
+            patch = ContentPatch(**{
+                name: getattr(content, name)
+                for name in ("title", "body", "tags", "metadata", "acl", "valid_from", "valid_to")
+            })  # fmt: skip
+            update = self._stamp(UpdateChange(record_id=record_id, patch=patch), principal)
+            proposal = self._proposal(
+                update, principal, scope=target.scope, now=now, target=target,
+                base_version_id=target.current_version_id,
+            )  # fmt: skip
+            approve(proposal, target, None)
+        for link in edges:
+            src, dst = (
+                made[end] if isinstance(end, int) else self._record(end)
+                for end in (link.src, link.dst)
+            )
+            draft = link.draft.model_copy(
+                update={"src": src.id, "dst": dst.id, "origin": _ORIGIN_OF[principal.kind]}
+            )
+            links.check_ends(self.policy, draft, src, dst)
+            proposal = self._proposal(LinkChange(edge=draft), principal, scope=src.scope, now=now)
+            edge = links.linked_edge(
+                draft, src, actor=principal.id, proposal_id=proposal.id, now=now
+            )
+            approve(
+                proposal, None,
+                _Plan(writes=[PutEdge(edge)], expects=[], subject=edge.id, edge=edge),
+            )  # fmt: skip
+        if changesets:
+            with collector_paused():
+                self._write(changesets)
+        return outcomes
 
     # ---- public verbs ----------------------------------------------------------------
 
@@ -834,11 +930,12 @@ class Gate:
 
     def _accepted(
         self, proposal: Proposal, principal: Principal, *, rule: str, reason: str | None,
-        now: datetime,
+        now: datetime, plan: _Plan | None = None,
     ) -> tuple[ProposalOutcome, _Plan]:  # fmt: skip
         """The accepted proposal's outcome, and its plan with every write it makes (the
-        proposal's own row and its ACCEPTED_AS edge included)."""
-        plan = self._plan(proposal, now)
+        proposal's own row and its ACCEPTED_AS edge included). ``plan`` is given when the
+        change names records the same transaction makes (a graph's edges)."""
+        plan = plan if plan is not None else self._plan(proposal, now)
         accepted = _closed(
             proposal, ProposalStatus.ACCEPTED, principal, rule=rule, reason=reason, now=now,
             result_record_id=plan.record.id if plan.record else None,
@@ -987,10 +1084,13 @@ class Gate:
         stored: bool,
         now: datetime,
         bulk: bool = False,
+        plan: _Plan | None = None,
     ) -> tuple[ProposalOutcome, ChangeSet]:
         """The accepted proposal's outcome and the change set (writes and audit) that
         commits it; nothing is written here."""
-        outcome, plan = self._accepted(proposal, principal, rule=rule, reason=reason, now=now)
+        outcome, plan = self._accepted(
+            proposal, principal, rule=rule, reason=reason, now=now, plan=plan
+        )
         expects = list(plan.expects)
         if stored:
             expects.append(ExpectProposal(proposal.id, ProposalStatus.PENDING))

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.governance import access
-from cairn.governance.policy import Policy
+from cairn.governance.policy import Policy, Relation
 from cairn.limits import is_id
 from cairn.model import (
     SYSTEM_RELATIONS,
@@ -33,6 +33,7 @@ from cairn.store.base import Store
 
 __all__ = [
     "CURATORS_ONLY",
+    "check_ends",
     "check_link",
     "default_acl",
     "linked_edge",
@@ -57,17 +58,15 @@ def default_acl(source: Record) -> Acl:
     return source.content.acl
 
 
-def check_link(
-    store: Store, policy: Policy, draft: EdgeDraft, principal: Principal
-) -> tuple[Record, Record]:
-    """The source and target of a proposed edge, once every rule holds."""
+def check_ends(policy: Policy, draft: EdgeDraft, src: Record, dst: Record) -> Relation:
+    """The catalog's relation for ``draft``, once it may join ``src`` to ``dst``: a
+    declared, non-system type, two different records, neither archived nor rejected, of
+    the kinds the relation joins."""
     if draft.type in SYSTEM_RELATIONS:
         raise InvalidInput(f"{draft.type} is the kernel's own relation", field="type")
     relation = policy.relation(draft.type)
-    if draft.src == draft.dst:
+    if src.id == dst.id:
         raise InvalidInput("an edge joins two different records", field="dst")
-    src = _readable_record(store, draft.src, principal, "src")
-    dst = _readable_record(store, draft.dst, principal, "dst")
     for end, record in (("src", src), ("dst", dst)):
         if record.status in (Status.ARCHIVED, Status.REJECTED):
             raise InvalidInput(f"{record.id} is {record.status.value}", field=end)
@@ -81,6 +80,21 @@ def check_link(
             f"{relation.name} links to {', '.join(relation.to_kinds)}, not {dst.kind}",
             field="dst",
         )
+    return relation
+
+
+def check_link(
+    store: Store, policy: Policy, draft: EdgeDraft, principal: Principal
+) -> tuple[Record, Record]:
+    """The source and target of a proposed edge, once every rule holds."""
+    if draft.type in SYSTEM_RELATIONS:
+        raise InvalidInput(f"{draft.type} is the kernel's own relation", field="type")
+    policy.relation(draft.type)
+    if draft.src == draft.dst:
+        raise InvalidInput("an edge joins two different records", field="dst")
+    src = _readable_record(store, draft.src, principal, "src")
+    dst = _readable_record(store, draft.dst, principal, "dst")
+    relation = check_ends(policy, draft, src, dst)
     for edge in store.list_edges(None, node_id=src.id, limit=10_000):
         same = (edge.src, edge.dst) == (src.id, dst.id) or (
             not relation.directed and (edge.src, edge.dst) == (dst.id, src.id)

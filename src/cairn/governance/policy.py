@@ -17,6 +17,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from cairn.errors import InvalidInput, PolicyError
+from cairn.graph.roles import GraphPolicy
 from cairn.model import (
     BUILTIN_KINDS,
     SYSTEM_RELATIONS,
@@ -154,6 +155,14 @@ DEFAULT_RELATIONS: tuple[Relation, ...] = (
         description="the source is the same matter seen from another level or team",
     ),
     Relation(name="SUPPORTS", description="the source is evidence for the target"),
+    Relation(
+        name="SUPPORTED_BY", description="the source (a decision) rests on the target's evidence"
+    ),
+    Relation(
+        name="BASED_ON",
+        nature="causal",
+        description="the source (a decision) builds on an earlier decision",
+    ),
     Relation(name="CONTRADICTS", description="the source disagrees with the target"),
     Relation(name="RELATES_TO", directed=False, description="a plain association"),
 )
@@ -177,6 +186,7 @@ class Policy(CairnModel):
     ingest: IngestPolicy = Field(default_factory=IngestPolicy)
     relations: tuple[Relation, ...] = DEFAULT_RELATIONS
     events: EventPolicy = Field(default_factory=EventPolicy)
+    graph: GraphPolicy = Field(default_factory=GraphPolicy)
     rules: tuple[Rule, ...] = ()
 
     def relation(self, name: str) -> Relation:
@@ -383,8 +393,19 @@ relations:
   - {name: DEPENDS_ON, nature: causal}
   - {name: ALIAS_OF, nature: overlay}
   - {name: SUPPORTS, nature: overlay}
+  - {name: SUPPORTED_BY, nature: overlay}
+  - {name: BASED_ON, nature: causal}
   - {name: CONTRADICTS, nature: overlay}
   - {name: RELATES_TO, nature: overlay, directed: false}
+
+# The decision graph's role profiles (`cairn why`, /v1/graph/ask). Without a `graph`
+# section the built-in staff, manager, director and exec profiles apply; see docs/graph.md
+# for their fields (domains, sensitivity, edges, fields, x_extra, max_hops, downloads).
+# graph:
+#   version: v1
+#   roles:
+#     staff: {rank: 10, domains: ["acme/region_*"], sensitivity: low,
+#             edges: [{type: CAUSAL_PRECEDES}], x_extra: [visibility_note]}
 
 rules:
   - name: curators-decide

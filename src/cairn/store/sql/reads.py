@@ -276,6 +276,10 @@ class SqlReads:
     def count_audit(self) -> int:
         return int(self._read("SELECT COUNT(*) AS n FROM audit")[0]["n"])
 
+    def audit_head(self) -> int:
+        found = self._read("SELECT MAX(seq) AS n FROM audit")
+        return int(found[0]["n"] or 0) if found else 0
+
     def _baselines(self, where: str, params: Sequence[Any]) -> list[Baseline]:
         found = self._read(f"SELECT * FROM baselines b {where} ORDER BY b.id", params)
         pins: dict[str, dict[str, str]] = {row["id"]: {} for row in found}

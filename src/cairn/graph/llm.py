@@ -1,0 +1,94 @@
+"""Answers of graph queries from an OpenAI-compatible ``POST {base}/chat/completions``.
+
+Optional: without an endpoint, or when it fails, times out or answers with nothing, a query
+gets the templated answer and its meta says so (``fallback_used``, ``fallback_reason``).
+The prompt is built by the caller from the included, masked items only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+__all__ = ["ChatAnswerer", "Completion", "LlmUnavailable"]
+
+
+class LlmUnavailable(Exception):
+    """The endpoint gave no usable answer; ``reason`` says why, for the meta."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    raw: dict[str, Any]
+
+
+class ChatAnswerer:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        timeout: float,
+        api_key: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.model = model
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        )
+
+    @classmethod
+    def from_spec(
+        cls, spec: str, *, timeout: float, api_key: str | None = None
+    ) -> ChatAnswerer | None:
+        """``off`` gives none; ``openai:URL#model`` an answerer for that endpoint."""
+        if spec == "off":
+            return None
+        if not spec.startswith("openai:"):
+            raise ValueError("graph.llm is 'off' or 'openai:URL#model'")
+        url, _, model = spec.removeprefix("openai:").partition("#")
+        return cls(base_url=url, model=model or "gpt-4o-mini", timeout=timeout, api_key=api_key)
+
+    def complete(self, messages: list[dict[str, str]], *, max_tokens: int) -> Completion:
+        try:
+            response = self._client.post(
+                "/chat/completions",
+                json={
+                    "model": self.model,
+                    "temperature": 0,
+                    "max_tokens": max_tokens,
+                    "messages": messages,
+                },
+            )
+            response.raise_for_status()
+            raw = response.json()
+            text = raw["choices"][0]["message"]["content"]
+        except httpx.TimeoutException:
+            raise LlmUnavailable("llm:timeout") from None
+        except httpx.HTTPStatusError as exc:
+            raise LlmUnavailable(f"llm:http_{exc.response.status_code}") from None
+        except httpx.HTTPError:
+            raise LlmUnavailable("llm:unreachable") from None
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LlmUnavailable("llm:malformed_answer") from None
+        if not isinstance(text, str) or not text.strip():
+            raise LlmUnavailable("llm:empty_answer")
+        usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
+        return Completion(
+            text=text.strip(),
+            model=str(raw.get("model") or self.model),
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            raw=raw,
+        )

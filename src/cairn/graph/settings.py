@@ -1,0 +1,27 @@
+"""How the decision graph answers: the ``[graph]`` table of a config file, or
+``CAIRN_GRAPH__<NAME>`` in the environment."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+__all__ = ["GraphSettings"]
+
+
+class GraphSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    llm: str = Field(
+        default="off",
+        description="off, or openai:URL#model for an OpenAI-compatible chat endpoint that "
+        "writes the answers of graph queries (without one, queries get the templated answer)",
+    )
+    llm_key: SecretStr | None = Field(
+        default=None, description="the endpoint's API key (CAIRN_GRAPH__LLM_KEY)"
+    )
+    llm_timeout: float = Field(
+        default=20, gt=0, le=600, description="seconds before a query falls back to the template"
+    )
+    trace_days: int = Field(
+        default=30, ge=1, le=3650, description="days a graph answer's trace bundle is kept"
+    )

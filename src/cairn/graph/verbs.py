@@ -1,0 +1,291 @@
+"""The decision graph's verbs on ``Memory``: load a graph through the gate, answer "why"
+for a role, and hand back an answer's trace and downloads to whoever may see them."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from cairn.errors import InvalidInput, NotFound, PermissionDenied
+from cairn.governance import access
+from cairn.governance.gate import GraphLink
+from cairn.graph import why as why_pipeline
+from cairn.graph.fixtures import GraphPlan, edge_acl
+from cairn.graph.llm import ChatAnswerer
+from cairn.graph.passport import GraphView, Passport, view_for
+from cairn.graph.preselect import CandidateSet, PolicyTrace
+from cairn.graph.settings import GraphSettings
+from cairn.graph.traces import BUNDLE_FILES, TraceFolder, make_zip
+from cairn.limits import is_id
+from cairn.model import (
+    CairnModel,
+    Content,
+    EdgeStatus,
+    Principal,
+    Record,
+    RecordQuery,
+    Status,
+    new_id,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
+    from cairn.governance.gate import Gate
+    from cairn.governance.policy import Policy
+    from cairn.store.base import Store
+
+__all__ = ["GraphIngestReport", "GraphVerbs"]
+
+# Candidate sets kept per process, by anchor, snapshot and view (never shared across roles).
+CACHE_SIZE = 256
+GRAPH_KINDS = ("decision", "event")
+
+
+class GraphIngestReport(CairnModel):
+    vertices_created: int = 0
+    vertices_updated: int = 0
+    vertices_unchanged: int = 0
+    edges_created: int = 0
+    edges_unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.vertices_created or self.vertices_updated or self.edges_created)
+
+
+def _same(stored: Content, planned: Content) -> bool:
+    fields = ("kind", "scope", "title", "body", "tags", "metadata", "acl", "valid_from")
+    return all(getattr(stored, f) == getattr(planned, f) for f in fields)
+
+
+class GraphVerbs:
+    """Mixed into ``Memory``: the graph through the kernel's one store and gate."""
+
+    store: Store
+    gate: Gate
+    policy: Policy
+    folder: Path | None
+    clock: Callable[[], datetime]
+    graph_settings: GraphSettings
+    _graph_cache: OrderedDict[tuple[Any, ...], tuple[CandidateSet, PolicyTrace]]
+    _graph_cache_lock: threading.Lock
+    _traces: TraceFolder | None
+    _answerer: ChatAnswerer | None
+
+    def _init_graph(self, settings: GraphSettings | None) -> None:
+        self.graph_settings = settings or GraphSettings()
+        self._graph_cache = OrderedDict()
+        self._graph_cache_lock = threading.Lock()
+        self._traces = (
+            TraceFolder(self.folder / "traces", keep_days=self.graph_settings.trace_days)
+            if self.folder is not None
+            else None
+        )
+        key = self.graph_settings.llm_key
+        self._answerer = ChatAnswerer.from_spec(
+            self.graph_settings.llm,
+            timeout=self.graph_settings.llm_timeout,
+            api_key=key.get_secret_value() if key is not None else None,
+        )
+
+    # ---- loading a graph -------------------------------------------------------------
+
+    def _graph_record(self, key: str, kind: str) -> Record | None:
+        found = self.store.query_records(
+            RecordQuery(kinds=(kind,), metadata={"graph_id": key}, limit=2), scope_globs=()
+        )
+        live = [r for r in found if r.status not in (Status.ARCHIVED, Status.REJECTED)]
+        return live[0] if live else None
+
+    def graph_ingest(
+        self, plan: GraphPlan, *, principal: Principal, reason: str = "graph ingest"
+    ) -> GraphIngestReport:
+        """Write a checked graph (``cairn.graph.fixtures.plan_graph``) through the gate in
+        one transaction: new vertices, new versions of changed ones, then the edges that
+        are not there yet. A second run of the same graph writes nothing and says so."""
+        access.require_curator(principal, "ingest a decision graph")
+        counts = dict.fromkeys(GraphIngestReport.model_fields, 0)
+        creates: list[Content] = []
+        updates: list[tuple[str, Content]] = []
+        where: dict[str, str | int] = {}  # key → stored record id, or index into creates
+        acls = {}
+        for vertex in plan.vertices:
+            acls[vertex.key] = vertex.content.acl
+            stored = self._graph_record(vertex.key, vertex.content.kind)
+            if stored is None:
+                where[vertex.key] = len(creates)
+                creates.append(vertex.content)
+                counts["vertices_created"] += 1
+                continue
+            where[vertex.key] = stored.id
+            if _same(stored.content, vertex.content):
+                counts["vertices_unchanged"] += 1
+            else:
+                updates.append((stored.id, vertex.content))
+                counts["vertices_updated"] += 1
+        links: list[GraphLink] = []
+        edges_of: dict[str, list[Any]] = {}
+        for edge in plan.edges:
+            src, dst = where[edge.draft.src], where[edge.draft.dst]
+            if isinstance(src, str) and isinstance(dst, str):
+                if src not in edges_of:
+                    edges_of[src] = self.store.list_edges(None, node_id=src, limit=10_000)
+                if any(
+                    e.type == edge.draft.type and e.src == src and e.dst == dst
+                    and e.status is EdgeStatus.ACTIVE
+                    for e in edges_of[src]
+                ):  # fmt: skip
+                    counts["edges_unchanged"] += 1
+                    continue
+            acl = edge_acl(edge, acls[edge.draft.src], acls[edge.draft.dst])
+            links.append(
+                GraphLink(draft=edge.draft.model_copy(update={"acl": acl}), src=src, dst=dst)
+            )
+            counts["edges_created"] += 1
+        if creates or updates or links:
+            self.gate.submit_graph(creates, updates, links, principal, reason=reason)
+        return GraphIngestReport(**counts)
+
+    # ---- answering -------------------------------------------------------------------
+
+    def graph_roles(self, *, principal: Principal) -> list[dict[str, Any]]:
+        """The role profiles the principal may ask as (its own and the ones ranked below),
+        each with the ``policy_key`` and ``policy_version`` a passport names."""
+        graph = self.policy.graph
+        own = graph.best_role(principal.roles)
+        if own is None:
+            return []
+        ceiling = graph.roles[own].rank
+        return [
+            {
+                "role": name,
+                "rank": profile.rank,
+                "description": profile.description,
+                "policy_version": graph.version,
+                "policy_key": graph.policy_key(name),
+                "profile": profile.model_dump(mode="json"),
+            }
+            for name, profile in sorted(graph.roles.items(), key=lambda item: item[1].rank)
+            if profile.rank <= ceiling
+        ]
+
+    def graph_view(
+        self, *, principal: Principal, role: str | None = None, passport: Passport | None = None
+    ) -> GraphView:
+        return view_for(self.policy.graph, principal, role=role, passport=passport)
+
+    def _anchor_id(self, anchor: str, view: GraphView) -> str:
+        """A record id, or the graph key of a decision or event the view may read."""
+        if anchor.startswith("rec_"):
+            return anchor
+        if not is_id(anchor):
+            raise NotFound(f"no decision or event {anchor!r}", field="anchor")
+        for kind in GRAPH_KINDS:
+            record = self._graph_record(anchor, kind)
+            if record is not None:
+                return record.id
+        raise NotFound(f"no decision or event {anchor!r}", field="anchor")
+
+    def _snapshot_etag(self, anchor_id: str) -> str:
+        """Changes whenever anything is written (every write is audited): the newest audit
+        entry's id, with the anchor's head version."""
+        record = self.store.get_record(anchor_id)
+        head = record.current_version_id if record else "none"
+        return f"{head}:{self.store.audit_head()}"
+
+    def why(
+        self,
+        request: why_pipeline.WhyRequest,
+        *,
+        principal: Principal,
+        role: str | None = None,
+        passport: Passport | None = None,
+        mode: Literal["ask", "query"] = "ask",
+    ) -> dict[str, Any]:
+        """Why ``request.anchor`` came about, for the principal's role (or a lower one it
+        asks as): the answer, its evidence and its meta, after the pre-selector has kept
+        only what the role may walk and read. ``mode="query"`` has the configured LLM write
+        the answer from the same evidence (falling back to the template). The answer's
+        trace bundle is kept for ``graph.trace_days`` days."""
+        view = self.graph_view(principal=principal, role=role, passport=passport)
+        if request.hops > view.max_hops:
+            raise PermissionDenied(
+                f"the {view.role} role walks at most {view.max_hops} hop(s)", field="hops"
+            )
+        anchor_id = self._anchor_id(request.anchor, view)
+        etag = self._snapshot_etag(anchor_id)
+        cache_key = (
+            anchor_id, etag, view.policy_key, view.reader.labels, view.reader.sensitivity,
+            view.reader.scopes, view.domains, view.edges, request.hops,
+        )  # fmt: skip
+
+        def cached() -> tuple[CandidateSet, PolicyTrace] | None:
+            with self._graph_cache_lock:
+                hit = self._graph_cache.get(cache_key)
+                if hit is not None:
+                    self._graph_cache.move_to_end(cache_key)
+                return hit
+
+        def remember(walked: tuple[CandidateSet, PolicyTrace]) -> None:
+            with self._graph_cache_lock:
+                self._graph_cache[cache_key] = walked
+                while len(self._graph_cache) > CACHE_SIZE:
+                    self._graph_cache.popitem(last=False)
+
+        trace_id = new_id("trc")
+        now = self.clock()
+        answer = why_pipeline.answer(
+            self.store, view, request, anchor_id, mode=mode, trace_id=trace_id, now=now,
+            snapshot_etag=etag, answerer=self._answerer, cached=cached, remember=remember,
+        )  # fmt: skip
+        if self._traces is not None:
+            anchor = self.store.get_record(anchor_id)
+            self._traces.save(
+                trace_id,
+                owner=principal.id,
+                scope=anchor.scope if anchor else "",
+                files=answer.files,
+                now=now,
+            )
+        return answer.body
+
+    # ---- traces ----------------------------------------------------------------------
+
+    def _trace_files(self, trace_id: str, principal: Principal) -> tuple[dict[str, Any], bool]:
+        """The trace's files and whether the principal reads it as an auditor (a curator of
+        the anchor's scope): the asker gets its own copy, anyone else "not found"."""
+        found = self._traces.load(trace_id) if self._traces is not None else None
+        if found is None:
+            raise NotFound(f"no trace {trace_id!r}", field="trace_id")
+        auditor = access.is_curator(principal) and access.in_scope(principal, found.scope)
+        if not auditor and found.owner != principal.id:
+            raise NotFound(f"no trace {trace_id!r}", field="trace_id")
+        files = dict(found.files)
+        asker = files.pop("_meta.asker.json", None)
+        if not auditor:
+            files["_meta.json"] = asker
+        return files, auditor
+
+    def trace(self, trace_id: str, *, principal: Principal) -> dict[str, Any]:
+        """An answer's trace files: the asker's copy to the asker, the audit copy (which
+        names withheld ids in its policy trace) to a curator of the anchor's scope."""
+        files, auditor = self._trace_files(trace_id, principal)
+        return {"trace_id": trace_id, "view": "audit" if auditor else "asker", "files": files}
+
+    def trace_download(self, trace_id: str, name: str, *, principal: Principal) -> bytes:
+        """The ``bundle_view`` or ``bundle_full`` zip of an answer, when the answer's meta
+        allows it; refused with the reason the meta gives otherwise."""
+        if name not in BUNDLE_FILES:
+            raise InvalidInput("downloads are bundle_view and bundle_full", field="name")
+        files, _ = self._trace_files(trace_id, principal)
+        meta = files["_meta.json"]
+        for artifact in meta["downloads"]["artifacts"]:
+            if artifact["name"] == name and not artifact["allowed"]:
+                raise PermissionDenied(
+                    f"{name} is not allowed for this answer: {artifact['reason']}", field="name"
+                )
+        return make_zip(files, name)
