@@ -6,7 +6,6 @@ decision came about as your role (or a lower one), and read or download an answe
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +16,7 @@ from rich.table import Table
 from cairn.doors import _render as render
 from cairn.doors.cli import JsonOpt, KeyOpt, StoreOpt, _errors, _run, _session, _want_json
 from cairn.errors import InvalidInput
-from cairn.graph.fixtures import plan_graph
+from cairn.graph.fixtures import example_fixtures, plan_graph
 from cairn.graph.verbs import GraphIngestReport
 from cairn.graph.why import WhyBudgets, WhyRequest
 
@@ -29,11 +28,6 @@ graph_app = typer.Typer(
     no_args_is_help=True,
 )
 trace_app = typer.Typer(help="Graph answers' traces: what was shown, withheld and why.")
-
-
-def example_fixtures() -> Path:
-    """The ACME example graph shipped with cairn."""
-    return Path(str(resources.files("cairn.graph").joinpath("fixtures/acme")))
 
 
 @graph_app.command("ingest")

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "EdgePlan",
     "GraphPlan",
     "VertexPlan",
+    "example_fixtures",
     "plan_graph",
     "stricter_acl",
 ]
@@ -192,6 +194,11 @@ def _edge(
 ) -> EdgePlan:  # fmt: skip
     draft = EdgeDraft(type=relation, src=src, dst=dst, metadata={"graph_id": key, **metadata})
     return EdgePlan(key=key, file=name, draft=draft, own_acl=own)
+
+
+def example_fixtures() -> Path:
+    """The ACME example graph shipped with cairn (``cairn graph ingest --example``)."""
+    return Path(str(resources.files("cairn.graph").joinpath("fixtures/acme")))
 
 
 def plan_graph(folder: Path) -> GraphPlan:
