@@ -80,7 +80,8 @@ class Workspace:
                     PrincipalEntry(
                         id="curator",
                         kind=PrincipalKind.HUMAN,
-                        roles=("curator", "admin"),
+                        # exec: the decision graph's widest role (``cairn why``)
+                        roles=("curator", "admin", "exec"),
                         scopes=("*",),
                         labels=("*",),
                         sensitivity=Sensitivity.HIGH,
@@ -89,7 +90,8 @@ class Workspace:
                     PrincipalEntry(
                         id="agent",
                         kind=PrincipalKind.AGENT,
-                        roles=("agent",),
+                        # staff: the decision graph's narrowest role
+                        roles=("agent", "staff"),
                         scopes=("*",),
                         labels=("public", "internal"),
                         sensitivity=Sensitivity.MEDIUM,

@@ -28,7 +28,7 @@ def _message(text: str, **extra: Any) -> dict[str, Any]:
 
 def test_card_declares_skills_and_bearer(live: Live) -> None:
     card = httpx.get(f"{live.url}/.well-known/agent-card.json").json()
-    assert {s["id"] for s in card["skills"]} == {"research", "remember", "recall"}
+    assert {s["id"] for s in card["skills"]} == {"research", "remember", "recall", "why"}
     assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
 
 

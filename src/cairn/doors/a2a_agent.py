@@ -1,4 +1,4 @@
-"""The A2A door: an agent with the skills ``research``, ``remember`` and ``recall``.
+"""The A2A door: an agent with the skills ``research``, ``remember``, ``recall`` and ``why``.
 
 Built on the ``a2a-sdk`` request handler and JSON-RPC dispatcher, which speak A2A 1.0
 (``SendMessage``, ``GetTask``, …) and 0.3 (``message/send``, ``tasks/get``, …) on one endpoint.
@@ -61,6 +61,7 @@ from starlette.routing import Route
 from cairn.doors._errors import error_body
 from cairn.doors.http import authenticate_http, error_response
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
+from cairn.graph.why import WhyRequest
 from cairn.limits import MAX_REQUEST_DEPTH, LimitExceeded, check_depth, load_json
 from cairn.memory import Memory
 from cairn.model import Content, Principal, Verdict
@@ -76,11 +77,13 @@ __all__ = [
 
 A2A_RPC_PATH = "/"  # the TCK and most clients POST JSON-RPC to the card's url
 PRINCIPAL_STATE = "cairn_principal"
-SKILLS = ("research", "remember", "recall")
-_PREFIX = re.compile(r"^\s*(research|remember|recall)\s*[:\-]\s*(.*)$", re.IGNORECASE | re.DOTALL)
+SKILLS = ("research", "remember", "recall", "why")
+_PREFIX = re.compile(
+    r"^\s*(research|remember|recall|why)\s*[:\-]\s*(.*)$", re.IGNORECASE | re.DOTALL
+)
 _HELP = (
-    "Which skill? Start the text with 'research:', 'recall:' or 'remember:', or send a data "
-    'part such as {"skill": "recall", "query": "database choice"}.'
+    "Which skill? Start the text with 'research:', 'recall:', 'remember:' or 'why:', or send "
+    'a data part such as {"skill": "recall", "query": "database choice"}.'
 )
 
 
@@ -185,7 +188,7 @@ def _intent(message: Message | None) -> tuple[str | None, dict[str, Any]]:
         skill = skill or found.group(1).lower()
         text = found.group(2).strip()
     if isinstance(skill, str) and skill.lower() in SKILLS:
-        key = "content" if skill.lower() == "remember" else "query"
+        key = {"remember": "content", "why": "anchor"}.get(skill.lower(), "query")
         if text and key not in params:
             params[key] = text
         return skill.lower(), params
@@ -254,6 +257,15 @@ class CairnExecutor(AgentExecutor):
                     scope=scope,
                 ).model_dump(mode="json")
             )
+        if skill == "why":
+            role = args.get("role")
+            if role is not None and not isinstance(role, str):
+                raise InvalidInput("why: 'role' must be a string", field="role")
+            question = args.get("question")
+            if question is not None and not isinstance(question, str):
+                raise InvalidInput("why: 'question' must be a string", field="question")
+            request = WhyRequest(anchor=text("anchor"), question=question, hops=number("hops", 1))
+            return self.memory.why(request, principal=principal, role=role)
         body = text("content")
         title = args.get("title") or body.strip().splitlines()[0][:120]
         content = Content(
@@ -280,6 +292,8 @@ class CairnExecutor(AgentExecutor):
     def _summary(skill: str, data: dict[str, Any]) -> str:
         if skill == "remember":
             return f"Memory {data['status']}: {data.get('id') or data['proposal_id']}"
+        if skill == "why":
+            return str(data["answer"])
         items = data.get("items", [])
         lines = [data["summary"]] if skill == "research" else [f"Found {len(items)} item(s)."]
         if skill == "recall":
@@ -389,6 +403,16 @@ def build_agent_card(base_url: str, *, require_key: bool = True) -> AgentCard:
             description="Simple search (vector, keyword or hybrid) without validation. Text "
             "'recall: <query>' or data {skill, query, mode, top_k}.",
             examples=["recall: release schedule"],
+        ),
+        AgentSkill(
+            id="why",
+            name="why",
+            tags=["memory", "decision-graph"],
+            description="Why a decision was taken, at the fidelity the caller's role may see: "
+            "a short answer from the decisions and events the role may read, with a note when "
+            "something was withheld. Text 'why: <decision key>' or data {skill, anchor, "
+            "question, role, hops}.",
+            examples=["why: acme-prod-sunset-onprem-connectors-2024"],
         ),
     ]
     card = AgentCard(

@@ -45,6 +45,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import AnyUrl, BaseModel, Field, ValidationError
 
 from cairn.errors import CairnError, InvalidInput, NotFound
+from cairn.graph.why import WhyRequest
 from cairn.memory import Memory, RecordView
 from cairn.model import (
     Content,
@@ -104,6 +105,7 @@ MCP_TOOLS = (
     "timeline_recent",
     "timeline_expand",
     "timeline_events",
+    "graph_why",
 )
 
 MCP_PROMPTS = ("task_context", "propose_memory", "check_claims")
@@ -781,6 +783,35 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
                 limit=limit,
             )
         )
+
+    @server.tool(annotations=_READ)
+    def graph_why(
+        anchor: Annotated[
+            str,
+            Field(
+                description="the decision's graph key or record id, e.g. "
+                "acme-prod-sunset-onprem-connectors-2024"
+            ),
+        ],
+        ctx: Context,
+        question: Annotated[
+            str | None, Field(description="what you want to know; steers the ranking")
+        ] = None,
+        role: Annotated[
+            str | None,
+            Field(description="ask as this graph role: your own (the default) or a lower one"),
+        ] = None,
+        hops: Annotated[int, Field(ge=1, le=3, description="how far to walk the graph")] = 1,
+    ) -> dict[str, Any]:
+        """Why a decision was taken, at the fidelity your role may see. Use it when asked
+        why something was decided or what led to it. The answer is built only from the
+        decisions and events your role may read (the evidence, each cited by record and
+        version), and says when something was withheld from you; `_meta` holds the
+        counts and reasons. Example: graph_why(anchor="acme-prod-sunset-onprem-connectors-2024",
+        question="why did we sunset the on-prem connectors?")."""
+        principal = who(ctx)
+        request = WhyRequest(anchor=anchor, question=question, hops=hops)
+        return _run(lambda: memory.why(request, principal=principal, role=role))
 
     def _read(uri: str, record_id: str, version: str | None, ctx: Context) -> str:
         if version is not None and not _VERSION_NUMBER.fullmatch(version):
