@@ -314,7 +314,7 @@ def preselect(
         # A fixed order, so a per-type cap keeps the same edges on every run.
         touching.sort(key=lambda item: (item[1].type, item[1].id))
         for node, edge in touching:
-            if edge.id in steps or edge.id in trace.reasons:
+            if edge.id in steps:
                 continue
             outward = edge.src == node
             far_id = edge.dst if outward else edge.src
@@ -349,6 +349,10 @@ def preselect(
                 next_frontier.append(far_id)
             elif far_id in trace.hidden_vertices:
                 continue
+            # An edge refused from one end may be walked from the other (a rule for one
+            # direction only): once taken, it is no longer withheld.
+            trace.reasons.pop(edge.id, None)
+            trace.hidden_edges.discard(edge.id)
             reason_text = edge.metadata.get("reason")
             steps[edge.id] = Step(
                 id=edge.id,

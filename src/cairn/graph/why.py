@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,10 @@ __all__ = [
     "fingerprint",
 ]
 
+log = logging.getLogger("cairn.graph")
 POLICY_ID = "why_v1"
+# How many ranked ids (and their signals) a selector log line carries.
+LOG_SAMPLE = 5
 PROMPT_ID = "why_v1.0"
 _LLM_INSTRUCTIONS = (
     "You explain why an organisational decision was taken, from the numbered evidence "
@@ -166,10 +170,42 @@ def answer(
     else:
         walked = hit
     candidates, trace = walked
+    # Defence in depth: whatever the cache or the walk handed on, every candidate is in the
+    # view's domains and within what the role's field rule shows.
+    for c in candidates.all():
+        if not view.in_domain(c.scope) or (
+            c.shown == "headers" and set(c.fields) - {"title", "date"}
+        ):
+            raise AssertionError("the pre-selector handed on something the view may not read")
     mark("preselector")
+    log.info(
+        "graph preselector",
+        extra={
+            "fields": {
+                "trace_id": trace_id, "policy_key": view.policy_key, "role": view.role,
+                "edge_types_used": sorted(trace.edge_types_used),
+                "neighbours_scanned": trace.neighbours_scanned,
+                "hidden_vertices": len(trace.hidden_vertices),
+                "hidden_edges": len(trace.hidden_edges),
+                "cache": "hit" if hit is not None else "miss",
+            }
+        },
+    )  # fmt: skip
 
     selection = rank(candidates, request.question)
     mark("selector")
+    sample = selection.ordered[:LOG_SAMPLE]
+    log.info(
+        "graph selector",
+        extra={
+            "fields": {
+                "trace_id": trace_id, "ranking_policy": RANKING_POLICY,
+                "ordered_sample": [r.candidate.id for r in sample],
+                "signals_sample": {r.candidate.id: r.signals for r in sample},
+                "duplicates": len(selection.duplicates),
+            }
+        },
+    )  # fmt: skip
 
     ordered = [candidates.anchor, *(r.candidate for r in selection.ordered)]
     budget = apply_budget(ordered, _cost, request.budgets.evidence_tokens)
@@ -182,6 +218,20 @@ def answer(
         budget.max_tokens,
     )  # fmt: skip
     mark("gate")
+    log.info(
+        "graph gate",
+        extra={
+            "fields": {
+                "trace_id": trace_id, "max_tokens": budget.max_tokens,
+                "used_tokens": budget.used_tokens, "included": len(included),
+                "dropped": len(budget.excluded),
+                "context_window": request.budgets.context_window,
+                "desired_completion_tokens": request.budgets.desired_completion_tokens,
+                "guard_tokens": request.budgets.guard_tokens,
+                "overhead_tokens": request.budgets.overhead_tokens,
+            }
+        },
+    )  # fmt: skip
 
     neighbours_in = [c for c in included if c.id != candidates.anchor.id]
     anchor_in = bool(included) and included[0].id == candidates.anchor.id
@@ -217,6 +267,17 @@ def answer(
             except LlmUnavailable as exc:
                 fallback_reason = exc.reason
     mark("templater")
+    log.info(
+        "graph templater",
+        extra={
+            "fields": {
+                "trace_id": trace_id, "clamps": envelope.clamps,
+                "cited_ids": list(envelope.cited_ids),
+                "mode": "llm" if completion is not None else "templater",
+                "fallback_reason": fallback_reason,
+            }
+        },
+    )  # fmt: skip
 
     llm_text = scrub(completion.text, keys) if completion is not None else None
     if llm_text is not None and trace.reasons:
