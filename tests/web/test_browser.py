@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from cairn.graph.fixtures import example_fixtures, plan_graph
 from cairn.workspace import Workspace
 from tests.doors.conftest import free_port, start_server, wait_ready
 
@@ -53,6 +54,7 @@ class Server:
     url: str
     curator: str
     agent: str
+    folder: Path
 
     def api(self, method: str, path: str, key: str, **kwargs: Any) -> Any:
         answer = httpx.request(
@@ -86,7 +88,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ready(url, process)
-        yield Server(url, keys["curator"], keys["agent"])
+        yield Server(url, keys["curator"], keys["agent"], folder)
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -292,4 +294,24 @@ def test_sign_out_and_every_page_redirects_to_sign_in(browser: Any, server: Serv
     for path in ["/ui/queue", "/ui/search", "/ui/audit", "/ui/timeline", "/ui/records/rec_x"]:
         page.goto(path)
         assert page.url.endswith("/ui/signin"), path
+    page.context.close()
+
+
+def test_the_why_page_answers_for_the_role_and_is_accessible(browser: Any, server: Server) -> None:
+    # the example graph, loaded into the served store by a curator's own process
+    workspace = Workspace(server.folder)
+    with workspace.open_memory(embedder=None) as memory:
+        plan = plan_graph(example_fixtures())
+        memory.graph_ingest(plan, principal=workspace.authenticate(server.curator))
+    page = _sign_in(browser, server, server.agent)
+    page.get_by_role("link", name="Why").click()
+    page.get_by_label("Decision").fill("acme-emea-end-onprem-connector-support-2025")
+    page.get_by_role("button", name="Ask").click()
+    page.wait_for_url("**/ui/why?**")
+    assert page.get_by_role("heading", name="Answer for the staff role").is_visible()
+    assert "Some evidence was withheld due to your permissions." in page.content()
+    assert page.get_by_role("heading", name="Audit drawer").is_visible()
+    _shot(page, "why")
+    _accessible(page)
+    assert page.errors == []
     page.context.close()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Form, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -44,6 +45,7 @@ from cairn.doors.web.views import (
     summary,
 )
 from cairn.errors import CairnError, InvalidInput, PermissionDenied, Unauthenticated
+from cairn.graph.why import WhyRequest
 from cairn.memory import Memory
 from cairn.model import (
     AuditQuery,
@@ -424,6 +426,42 @@ def build_web_app(
                 k=20, scope=_form_value(scope),
             )  # fmt: skip
         return page(request, "search.html", who, q=q, scope=scope or "", mode=mode, result=result)
+
+    # ---- why: the decision graph's answer and its audit drawer --------------------------
+
+    @app.get("/why", response_class=HTMLResponse)
+    def why(
+        request: Request,
+        who: Who,
+        anchor: Annotated[str, Query(max_length=200)] = "",
+        role: Annotated[str | None, Query(max_length=32)] = None,
+        question: Annotated[str | None, Query(max_length=2000)] = None,
+    ) -> HTMLResponse:
+        roles = memory.graph_roles(principal=who.principal)
+        body = None
+        if anchor.strip():
+            body = memory.why(
+                WhyRequest(anchor=anchor.strip(), question=_form_value(question)),
+                principal=who.principal,
+                role=_form_value(role),
+            )
+        return page(
+            request, "why.html", who, anchor=anchor, role=role or "", question=question or "",
+            roles=roles, body=body,
+        )  # fmt: skip
+
+    @app.get("/traces/{trace_id}/downloads/{name}")
+    def trace_download(
+        trace_id: str,
+        name: Annotated[str, PathParam(pattern="^bundle_(view|full)$")],
+        who: Who,
+    ) -> Response:
+        data = memory.trace_download(trace_id, name, principal=who.principal)
+        return Response(
+            data,
+            media_type="application/zip",
+            headers={"Content-Disposition": f'attachment; filename="{trace_id}-{name}.zip"'},
+        )
 
     # ---- the audit log ----------------------------------------------------------------
 
