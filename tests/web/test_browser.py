@@ -219,6 +219,7 @@ def test_a_stale_proposal_is_rebased_then_approved(browser: Any, server: Server)
     assert page.get_by_role("button", name="Approve", exact=True).count() == 0
     assert "Buildkite" in page.locator("table.diff").nth(1).inner_text()  # against the head
     _shot(page, "proposal-stale")
+    _accessible(page)
     page.get_by_role("button", name="Rebase on the current version").click()
     page.wait_for_url("**/ui/proposals/prp_*")
     new = page.url.rsplit("/", 1)[1]
@@ -263,6 +264,7 @@ def test_an_agent_sees_no_decision_controls_and_forged_posts_change_nothing(
         for control in DECISION_CONTROLS:
             assert page.locator(control).count() == 0, (path, control)
     _shot(page, "agent-queue")
+    _accessible(page)
     assert page.locator("nav a", has_text="Audit log").count() == 0
 
     # the agent's own session, with its own valid CSRF token: the kernel refuses
@@ -312,6 +314,51 @@ def test_the_why_page_answers_for_the_role_and_is_accessible(browser: Any, serve
     assert "Some evidence was withheld due to your permissions." in page.content()
     assert page.get_by_role("heading", name="Audit drawer").is_visible()
     _shot(page, "why")
+    _accessible(page)
+    assert page.errors == []
+    # and the error page, for an anchor the role may not read (the browser logs the 404)
+    page.goto("/ui/why?anchor=acme-corp-descope-onprem-2024")
+    assert page.get_by_role("heading", name="Not Found").is_visible()
+    _accessible(page)
+    page.context.close()
+
+
+def test_the_timeline_with_events_down_to_a_grip_is_accessible(
+    browser: Any, server: Server
+) -> None:
+    events = [
+        {
+            "event_id": f"ev-console-{n}",
+            "ts": f"2026-03-0{1 + n // 4}T10:0{n % 4}:00Z",
+            "session_id": "s-console",
+            "scope": "acme/app",
+            "agent": "claude-code",
+            "role": "user" if n % 2 == 0 else "assistant",
+            "kind": "message",
+            "text": f"Step {n}: we moved the deploy check to the release pipeline.",
+        }
+        for n in range(8)
+    ]
+    server.api("POST", "/timeline/events", server.agent, json={"events": events})
+    server.api("POST", "/timeline/rollup", server.curator, json={})
+    page = _sign_in(browser, server, server.agent)
+    page.goto("/ui/timeline")
+    # year → month → week → day → segment, each page checked on the way down
+    for _ in range(5):
+        _accessible(page)
+        link = page.locator("ul.children a").first
+        if link.count() == 0:
+            break
+        link.click()
+        page.wait_for_load_state()
+    assert page.locator("details.grip").count() > 0, "a segment's bullets carry grips"
+    page.locator("details.grip summary").first.click()
+    page.locator(".grip-body li.held").first.wait_for()
+    _accessible(page)
+    grip = page.locator("details.grip").first.get_attribute("hx-get")
+    assert grip is not None
+    page.goto(grip)
+    assert page.locator("li.held").count() > 0
     _accessible(page)
     assert page.errors == []
     page.context.close()
