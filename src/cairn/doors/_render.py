@@ -73,34 +73,54 @@ class Column:
     drop: int = 0
 
 
-# What a text column needs at least before the table drops columns to make room; narrower,
-# a title or scope would be folded into unreadable slivers.
-_MIN_TEXT = 8
+# The narrowest a text column may get: its longest word (so a rule name or a scope is not
+# chopped in two), but no more than this, and never narrower than its header.
+_MAX_WORD = 20
 # a rich box table spends 3 cells per column (its padding and left border) and 1 on the right
 _PER_COLUMN = 3
 
 
 def table(title: str, columns: Sequence[Column], rows: Iterable[Sequence[str]]) -> Table:
     """A table that fits the terminal (``out``'s width) without cutting an id short:
-    people copy ids from tables into the next command."""
+    people copy ids from tables into the next command. The widths are worked out here
+    rather than by rich, whose squeezing would cut into an id or a word."""
     body = [list(row) for row in rows]
 
+    def longest(i: int) -> int:
+        return max([len(columns[i].header), *(len(row[i]) for row in body)])
+
     def needs(i: int) -> int:
-        longest = max([len(columns[i].header), *(len(row[i]) for row in body)])
-        return longest if columns[i].ident else min(longest, max(len(columns[i].header), _MIN_TEXT))
+        if columns[i].ident:
+            return longest(i)
+        words = [len(word) for row in body for word in row[i].split()]
+        return max(len(columns[i].header), min(max(words, default=0), _MAX_WORD))
+
+    def room(kept: list[int]) -> int:
+        return out.width - _PER_COLUMN * len(kept) - 1
 
     keep = list(range(len(columns)))
-    while sum(needs(i) + _PER_COLUMN for i in keep) + 1 > out.width:
+    while sum(needs(i) for i in keep) > room(keep):
         droppable = [i for i in keep if columns[i].drop]
         if not droppable:
             break
         keep.remove(max(droppable, key=lambda i: columns[i].drop))
+    widths = {i: needs(i) for i in keep}
+    spare = room(keep) - sum(widths.values())
+    while spare > 0:
+        # one more cell to the text column that is furthest from showing all it holds
+        short = {i: longest(i) - widths[i] for i in keep if widths[i] < longest(i)}
+        if not short:
+            break
+        widths[max(short, key=lambda i: short[i])] += 1
+        spare -= 1
     shown = Table(title=title, title_justify="left")
     for i in keep:
-        if columns[i].ident:
-            shown.add_column(columns[i].header, no_wrap=True, min_width=needs(i))
-        else:
-            shown.add_column(columns[i].header, overflow="fold")
+        shown.add_column(
+            columns[i].header,
+            width=widths[i],
+            no_wrap=columns[i].ident,
+            overflow="fold",  # a word longer than the column is folded, never cut off
+        )
     for row in body:
         # Text, not markup: a title such as "[draft] plan" is shown as written
         shown.add_row(*(Text(row[i]) for i in keep))
@@ -238,6 +258,9 @@ def progress(quiet: bool, *, in_bytes: bool = False) -> Iterator[Progress]:
         console=err,
         disable=quiet or not err.is_terminal,
         transient=True,
+        # stdout is left alone: it may carry the command's data (`cairn export > file`), and
+        # rich would otherwise send it through the bar's console, to stderr
+        redirect_stdout=False,
     )
     with bar:
         yield bar

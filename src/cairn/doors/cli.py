@@ -712,7 +712,7 @@ def _items_table(items: Sequence[Item], title: str) -> Table:
             str(item.version),
             item.kind,
             item.title,
-            ",".join(w.replace("_match", "") for w in item.why_included),
+            ", ".join(w.replace("_match", "") for w in item.why_included),
             f"{item.scores.fused:.4f}",
             f"{item.scores.confidence or 0:.2f}",
         )

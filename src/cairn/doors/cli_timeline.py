@@ -85,12 +85,13 @@ def append(
             principal,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
-        if _want_json(as_json):
-            render.print_json(report)
-        else:
-            render.out.print(
-                f"appended {len(report.stored)} events ({len(report.duplicates)} already stored)"
-            )
+    # once the bar is gone: the output never mixes with it
+    if _want_json(as_json):
+        render.print_json(report)
+    else:
+        render.out.print(
+            f"appended {len(report.stored)} events ({len(report.duplicates)} already stored)"
+        )
 
 
 @timeline_app.command("rollup")
@@ -112,7 +113,7 @@ def rollup(
                 task, completed=step.events, total=max(step.total, step.events, 1)
             ),
         )
-        _show_rollup(report, as_json)
+    _show_rollup(report, as_json)
 
 
 @timeline_app.command("rebuild-toc")
@@ -127,7 +128,7 @@ def rebuild_toc(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = F
                 task, completed=step.events, total=max(step.total, step.events, 1)
             ),
         )
-        _show_rollup(report, as_json)
+    _show_rollup(report, as_json)
 
 
 @timeline_app.command("compact")
