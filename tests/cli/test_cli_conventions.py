@@ -5,6 +5,7 @@ class of error exits with its own code, documented in docs/cli.md."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -236,3 +237,20 @@ def test_an_unexpected_failure_exits_1(cli: Cli, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(Memory, "list_records", broken)
     result = runner.invoke(app, ["list", "--store", str(cli.folder), "--key", cli.keys["agent"]])
     assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)
+
+
+def test_daemon_start_hands_db_on_to_the_server_it_starts(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str | None] = []
+
+    def start(folder: Path, **_: object) -> daemon.DaemonStatus:
+        seen.append(os.environ.get("CAIRN_DB"))  # what the `cairn serve` child would inherit
+        return daemon.status(folder)
+
+    monkeypatch.setattr(daemon, "start", start)
+    monkeypatch.delenv("CAIRN_DB", raising=False)
+    db = f"sqlite:///{cli.folder / 'cairn.db'}"
+    _run(["daemon", "start", "--store", str(cli.folder), "--db", db, "--json"])
+    assert seen == [db]
+    assert "CAIRN_DB" not in os.environ  # and this process's environment is as it was

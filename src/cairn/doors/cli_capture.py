@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -73,15 +75,28 @@ def daemon_start(
 ) -> None:
     """Start the daemon unless it runs; return once it answers its health check."""
     folder = _store(store)
-    db = db_url()
-    if db:
-        # the daemon is a `cairn serve` child, which takes the database from CAIRN_DB
-        os.environ["CAIRN_DB"] = db
     try:
-        state = daemon.start(folder, port=port, embedder=embedder)
+        with _database_for_child(db_url()):
+            state = daemon.start(folder, port=port, embedder=embedder)
     except daemon.DaemonError as exc:
         _unavailable(exc)
     _show(state, as_json)
+
+
+@contextmanager
+def _database_for_child(db: str | None) -> Iterator[None]:
+    """The daemon is a `cairn serve` child, which takes the database from CAIRN_DB: set it
+    while the child starts, so a --db given here reaches it."""
+    before = os.environ.get("CAIRN_DB")
+    if db:
+        os.environ["CAIRN_DB"] = db
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("CAIRN_DB", None)
+        else:
+            os.environ["CAIRN_DB"] = before
 
 
 @daemon_app.command("stop")
