@@ -409,7 +409,7 @@ def test_cli_dry_run_shows_the_diff_and_writes_nothing(project: Path, cli_env: A
 
 def test_cli_refuses_without_a_terminal_or_yes(project: Path, cli_env: Any) -> None:
     result = _cli("install", "--project", str(project))
-    assert result.exit_code == 1
+    assert result.exit_code == InvalidInput.exit_code  # a usage problem: add --yes
     assert "--yes" in result.output
     assert "+++" in result.output  # the diff is shown all the same
     assert not _claude(project).exists()

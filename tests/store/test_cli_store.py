@@ -115,9 +115,9 @@ def test_errors_print_code_and_exit_with_its_status(source: Path, tmp_path: Path
     cases = [
         (["import", str(dump), "--store", str(source)], 5, "error (conflict): "),  # not empty
         (["import", str(tmp_path / "missing.jsonl"), "--store", str(source)], 2, "cannot read"),
-        (["export", "--store", str(tmp_path / "nowhere")], 3, "error (not_found): "),
+        (["export", "--store", str(tmp_path / "nowhere")], 3, "error (not_found) [store]: "),
         (["migrate", "--store", str(tmp_path / "nowhere")], 3, "run 'cairn init'"),
-        (["export", "--db", "mysql://x"], 2, "error (invalid_input): unknown --db"),
+        (["export", "--db", "mysql://x"], 2, "error (invalid_input) [db]: unknown --db"),
     ]
     for args, code, message in cases:
         result = runner.invoke(APP, args)

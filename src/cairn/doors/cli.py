@@ -1,8 +1,9 @@
 """The ``cairn`` command line: parse, authenticate, call one ``Memory`` verb, render.
 
-Every command takes ``--store PATH`` (default ``./.cairn``), ``--json`` and, where an identity
-is needed, ``--key`` (or ``CAIRN_API_KEY``). Errors go to stderr with the exit code of their
-class (see ``cairn.errors``) and name the field or rule at fault.
+Every command takes the global options ``--store PATH`` (default ``./.cairn``), ``--db URL``,
+``--key`` (or ``CAIRN_API_KEY``) and ``--json``, before or after its name (see
+``cairn.doors._cli_common``). Errors go to stderr with the exit code of their class (see
+``cairn.errors``) and name the field or rule at fault.
 """
 
 from __future__ import annotations
@@ -15,13 +16,29 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 from rich.table import Table
 
 from cairn.config import load_settings
 from cairn.doors import _render as render
-from cairn.errors import CairnError, InvalidInput, Unauthenticated
+from cairn.doors._cli_common import (
+    DEFAULT_STORE,
+    CairnGroup,
+    DbOpt,
+    GlobalDbOpt,
+    GlobalKeyOpt,
+    GlobalStoreOpt,
+    JsonOpt,
+    KeyOpt,
+    StoreOpt,
+    api_key,
+    db_url,
+    errors,
+    fail,
+    store_path,
+    want_json,
+)
+from cairn.errors import InvalidInput, Unauthenticated
 from cairn.limits import MAX_METADATA_DEPTH, LimitExceeded, load_json
 from cairn.memory import Memory
 from cairn.model import (
@@ -47,6 +64,7 @@ from cairn.workspace import Workspace
 __all__ = [
     "DEFAULT_STORE",
     "TIME_HELP",
+    "DbOpt",
     "EmbedderOpt",
     "GlobalStoreOpt",
     "JsonOpt",
@@ -90,6 +108,7 @@ T = TypeVar("T")
 app = typer.Typer(
     name="cairn",
     help="Governed, citeable memory for AI agents and the people who work with them.",
+    cls=CairnGroup,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -99,56 +118,21 @@ app = typer.Typer(
 review_app = typer.Typer(help="The review queue: list, show, approve, reject (curators).")
 app.add_typer(review_app, name="review")
 
-# CAIRN_STORE is read once, by the option given before the command, so that a --store flag
-# before the command beats the environment (flags > CAIRN_* > config.toml > defaults).
-GlobalStoreOpt = Annotated[
-    Path | None,
-    typer.Option("--store", envvar="CAIRN_STORE", help="The cairn folder (default ./.cairn)."),
-]
-StoreOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--store",
-        help="The cairn folder (default: --store before the command, CAIRN_STORE, ./.cairn).",
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-KeyOpt = Annotated[
-    str | None,
-    typer.Option("--key", envvar="CAIRN_API_KEY", help="API key (or set CAIRN_API_KEY)."),
-]
 EmbedderOpt = Annotated[
     str | None,
     typer.Option(
         "--embedder", envvar="CAIRN_EMBEDDER", help="minilm (default), static or openai:URL."
     ),
 ]
-DEFAULT_STORE = Path(".cairn")
 TIME_HELP = "A date-time with a time zone (RFC 3339), e.g. 2026-01-31T12:00:00Z."
-_GLOBAL_OPTIONS: dict[str, Any] = {}
+# The names the other CLI modules import (kept so their imports need no change).
+_errors = errors
+_fail = fail
+_want_json = want_json
+_store_path = store_path
 
 
 # ---- plumbing -------------------------------------------------------------------------
-
-
-def _fail(exc: CairnError) -> None:
-    where = escape(f" [{exc.field}]") if exc.field else ""
-    render.err.print(f"[bold red]error[/] ({exc.code}){where}: {escape(exc.message)}")
-    raise typer.Exit(exc.exit_code)
-
-
-def _validation_error(exc: ValidationError) -> InvalidInput:
-    return InvalidInput.from_validation(exc)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except CairnError as exc:
-        _fail(exc)
-    except ValidationError as exc:
-        _fail(_validation_error(exc))
 
 
 @contextmanager
@@ -167,6 +151,7 @@ def _authenticate(workspace: Workspace, key: str | None) -> Principal | None:
     """The caller, or None when there is no store here (opening it then says so)."""
     if not workspace.exists():
         return None
+    key = api_key(key)
     if not key:
         raise Unauthenticated("no API key: pass --key or set CAIRN_API_KEY")
     return workspace.authenticate(key)
@@ -198,10 +183,6 @@ def _body(body: str | None, body_file: Path | None) -> str | None:
                 f"cannot read {body_file}: {exc.strerror}", field="body-file"
             ) from exc
     return body
-
-
-def _want_json(flag: bool) -> bool:
-    return flag or bool(_GLOBAL_OPTIONS.get("json"))
 
 
 def _show_outcome(outcome: ProposalOutcome, as_json: bool) -> None:
@@ -245,11 +226,9 @@ def _print_version(value: bool) -> None:
 def _main(
     ctx: typer.Context,
     store: GlobalStoreOpt = None,
-    db: Annotated[
-        str | None,
-        typer.Option("--db", envvar="CAIRN_DB", help="postgresql://… (default: the SQLite file)."),
-    ] = None,
-    as_json: JsonOpt = False,
+    db: GlobalDbOpt = None,
+    key: GlobalKeyOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -260,23 +239,16 @@ def _main(
         ),
     ] = False,
 ) -> None:
-    ctx.obj = {"store": store or DEFAULT_STORE, "json": as_json, "db": db}
-    # typer bundles its own click, so commands read the options given before them from here.
-    _GLOBAL_OPTIONS.update(ctx.obj)
+    # What every command reads its global options from (see _cli_common.options); those
+    # given after the command name overwrite these as the command parses them.
+    ctx.obj = {"store": store, "db": db, "key": key, "json": as_json}
 
 
 def _workspace(store: Path | None) -> Workspace:
     """The folder and database, by flags > CAIRN_* environment > <store>/config.toml."""
     folder = _store_path(store)
-    settings = load_settings(store=folder, db=_GLOBAL_OPTIONS.get("db"))
+    settings = load_settings(store=folder, db=db_url())
     return Workspace(folder, db=settings.db)
-
-
-def _store_path(store: Path | None) -> Path:
-    """A command's own --store wins; else the one given before the command; else ./.cairn."""
-    if store is not None:
-        return store
-    return Path(_GLOBAL_OPTIONS.get("store") or DEFAULT_STORE)
 
 
 @app.command()
@@ -489,7 +461,9 @@ def list_(
     metadata: Annotated[
         str | None, typer.Option(help="JSON object the metadata must match.")
     ] = None,
-    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
+    limit: Annotated[
+        int, typer.Option("-k", "--limit", min=1, max=10_000, help="At most this many.")
+    ] = 100,
     offset: Annotated[int, typer.Option(min=0)] = 0,
     store: StoreOpt = None,
     key: KeyOpt = None,
@@ -530,7 +504,7 @@ def history(
 @review_app.command("list")
 def review_list(
     status: Annotated[ProposalStatus, typer.Option()] = ProposalStatus.PENDING,
-    limit: Annotated[int, typer.Option(min=1)] = 100,
+    limit: Annotated[int, typer.Option("-k", "--limit", min=1, help="At most this many.")] = 100,
     store: StoreOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -625,7 +599,7 @@ def publish(
             reason=reason,
         )
         _show_outcome(outcome, as_json)
-        if not as_json:
+        if not _want_json(as_json):
             render.out.print(
                 f"published pointer of {scope} → "
                 f"{memory.published_baseline_id(scope, principal=principal)}"
@@ -653,7 +627,7 @@ def audit(
     subject: Annotated[str | None, typer.Option(help="A record id.")] = None,
     proposal: Annotated[str | None, typer.Option()] = None,
     since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    limit: Annotated[int, typer.Option(min=1)] = 100,
+    limit: Annotated[int, typer.Option("-k", "--limit", min=1, help="At most this many.")] = 100,
     store: StoreOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -721,21 +695,30 @@ def _reader(
 
 
 def _items_table(items: Sequence[Item], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("#", "record", "v", "kind", "title", "why", "score", "conf"):
-        table.add_column(column, overflow="fold")
-    for n, item in enumerate(items, start=1):
-        table.add_row(
+    columns = [
+        render.Column("#"),
+        render.Column("record", ident=True),
+        render.Column("v", drop=3),
+        render.Column("kind", drop=4),
+        render.Column("title"),
+        render.Column("why", drop=2),
+        render.Column("score", drop=5),
+        render.Column("conf", drop=6),
+    ]
+    rows = [
+        (
             str(n),
             item.record_id,
             str(item.version),
             item.kind,
             item.title,
-            ",".join(w.replace("_match", "") for w in item.why_included),
+            ", ".join(w.replace("_match", "") for w in item.why_included),
             f"{item.scores.fused:.4f}",
             f"{item.scores.confidence or 0:.2f}",
         )
-    return table
+        for n, item in enumerate(items, start=1)
+    ]
+    return render.table(title, columns, rows)
 
 
 def _show_retrieval(result: RetrievalResult) -> None:
@@ -759,7 +742,12 @@ def _show_retrieval(result: RetrievalResult) -> None:
 def search(
     query: str,
     mode: Annotated[str, typer.Option(help="hybrid, keyword or vector.")] = "hybrid",
-    k: Annotated[int, typer.Option(min=1, max=1000)] = 10,
+    k: Annotated[
+        int, typer.Option("-k", "--limit", min=1, max=1000, help="At most this many items.")
+    ] = 10,
+    old_k: Annotated[
+        int | None, typer.Option("--k", min=1, max=1000, hidden=True, show_default=False)
+    ] = None,
     scope: Annotated[str | None, typer.Option(help="A scope glob.")] = None,
     kind: Annotated[list[str] | None, typer.Option(help="Only these kinds.")] = None,
     include_drafts: Annotated[bool, typer.Option(help="Include draft records.")] = False,
@@ -772,6 +760,10 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Validated hybrid retrieval: permission-trimmed, fused, cited, within a token budget."""
+    if old_k is not None:
+        # --k was this option's name before -k/--limit; scripts that use it keep working
+        render.err.print("[yellow]warning[/] --k is deprecated: use -k or --limit")
+        k = old_k
     with _reader(store, key, embedder) as (memory, principal):
         result = memory.retrieve(
             query,
@@ -844,12 +836,12 @@ def validate(
         report = memory.validate(record_ids, principal=principal)
         if _want_json(as_json):
             render.print_json(report)
-        for check in [] if as_json else report.records:
+        for check in [] if _want_json(as_json) else report.records:
             verdict = (
                 "[green]valid[/]" if check.valid else "[red]" + ", ".join(check.problems) + "[/]"
             )
             render.out.print(f"{check.record_id}: {verdict}")
-        for c in [] if as_json else report.contradictions:
+        for c in [] if _want_json(as_json) else report.contradictions:
             render.out.print(
                 f"[yellow]contradiction[/] {c.record_ids[0]} ↔ {c.record_ids[1]}: {c.reason}"
             )
@@ -888,7 +880,7 @@ def ingest(
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest markdown/text files as evidence (unchanged files create nothing)."""
-    with _session(store, key) as (memory, principal), render.progress(as_json) as bar:
+    with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
         task = bar.add_task("ingest", total=None)
 
         def step(done: int, total: int, name: str) -> None:
@@ -914,7 +906,8 @@ def reindex(
 ) -> None:
     """Embed every chunk that has no vector yet (the dense index catches up). Reads never
     embed; `cairn serve` and `cairn mcp` embed new writes in the background."""
-    with _reader(store, key, embedder) as (memory, _principal), render.progress(as_json) as bar:
+    quiet = _want_json(as_json)
+    with _reader(store, key, embedder) as (memory, _principal), render.progress(quiet) as bar:
         task = bar.add_task("embedding", total=None)
         done = memory.index_pending(
             progress=lambda n, total: bar.update(task, completed=n, total=total)

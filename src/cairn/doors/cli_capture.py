@@ -8,20 +8,27 @@ code.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
 from cairn.capture import daemon
-from cairn.doors.cli import (
-    _GLOBAL_OPTIONS,
+from cairn.doors._cli_common import (
     DEFAULT_STORE,
+    UNAVAILABLE,
     JsonOpt,
     StoreOpt,
-    _store_path,
-    _want_json,
+    db_url,
+    fail_with,
+    options,
+    store_path,
+    want_json,
 )
+from cairn.errors import NotFound
 
 __all__ = ["register"]
 
@@ -32,15 +39,20 @@ daemon_app = typer.Typer(
 
 
 def _store(store: Path | None) -> Path:
-    folder = _store_path(store)
+    folder = store_path(store)
     if not (folder / "principals.yaml").is_file():
-        typer.echo(f"error (not_found): no cairn store in {folder}: run 'cairn init'", err=True)
-        raise typer.Exit(3)
+        raise NotFound(f"no cairn store in {folder}: run 'cairn init'", field="store")
     return folder
 
 
+def _unavailable(exc: daemon.DaemonError) -> NoReturn:
+    # the daemon is a server the command could not reach (or start): the same exit code as
+    # an unreachable database
+    fail_with("daemon", str(exc), exit_code=UNAVAILABLE)
+
+
 def _show(state: daemon.DaemonStatus, as_json: bool) -> None:
-    if _want_json(as_json):
+    if want_json(as_json):
         typer.echo(json.dumps(state.as_dict()))
         return
     if state.running:
@@ -62,12 +74,29 @@ def daemon_start(
     as_json: JsonOpt = False,
 ) -> None:
     """Start the daemon unless it runs; return once it answers its health check."""
+    folder = _store(store)
     try:
-        state = daemon.start(_store(store), port=port, embedder=embedder)
+        with _database_for_child(db_url()):
+            state = daemon.start(folder, port=port, embedder=embedder)
     except daemon.DaemonError as exc:
-        typer.echo(f"error (daemon): {exc}", err=True)
-        raise typer.Exit(6) from exc
+        _unavailable(exc)
     _show(state, as_json)
+
+
+@contextmanager
+def _database_for_child(db: str | None) -> Iterator[None]:
+    """The daemon is a `cairn serve` child, which takes the database from CAIRN_DB: set it
+    while the child starts, so a --db given here reaches it."""
+    before = os.environ.get("CAIRN_DB")
+    if db:
+        os.environ["CAIRN_DB"] = db
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("CAIRN_DB", None)
+        else:
+            os.environ["CAIRN_DB"] = before
 
 
 @daemon_app.command("stop")
@@ -78,9 +107,8 @@ def daemon_stop(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
     try:
         state = daemon.stop(folder)
     except daemon.DaemonError as exc:
-        typer.echo(f"error (daemon): {exc}", err=True)
-        raise typer.Exit(6) from exc
-    if not _want_json(as_json) and before.running:
+        _unavailable(exc)
+    if not want_json(as_json) and before.running:
         typer.echo(f"stopped (pid {before.pid})")
     _show(state, as_json)
 
@@ -103,7 +131,7 @@ def hook_command(
     args += ["--agent", agent]
     # a store given here or before the command wins; otherwise the hook finds the store
     # from the payload's cwd (the default ./.cairn would be the hook process's folder)
-    given = _GLOBAL_OPTIONS.get("store")
+    given = options().get("store")
     chosen = store or (Path(given) if given and Path(given) != Path(DEFAULT_STORE) else None)
     if chosen is not None:
         args += ["--store", str(chosen)]

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from cairn.capture import install
-from cairn.errors import CairnError
+from cairn.errors import InvalidInput
 
 __all__ = ["register"]
 
@@ -61,7 +61,7 @@ def _executable(given: str | None) -> str:
 
 def _scope(project: Path | None, user: bool) -> install.Scope:
     if user and project is not None:
-        raise typer.BadParameter("give --project or --user, not both")
+        raise InvalidInput("give --project or --user, not both", field="project")
     home = Path.home()
     folder = None if user else (project or Path.cwd()).absolute()
     return install.Scope(project=folder, home=home, env=dict(os.environ))
@@ -81,13 +81,13 @@ def _run(plan: install.Plan, *, yes: bool, dry_run: bool) -> None:
         return
     if not yes:
         if not sys.stdin.isatty():
-            typer.echo(
+            raise InvalidInput(
                 "not a terminal, so cairn cannot ask: nothing was written. "
                 "Run again with --yes to write these changes.",
-                err=True,
+                field="yes",
             )
-            raise typer.Exit(1)
         if not typer.confirm("Write these changes?", default=False):
+            # the person said no: not an error, but not a success a script should go on from
             typer.echo("nothing was written", err=True)
             raise typer.Exit(1)
     install.apply(plan, _state_dir())
@@ -100,11 +100,6 @@ def _run(plan: install.Plan, *, yes: bool, dry_run: bool) -> None:
 
 def _state_dir() -> Path:
     return install.default_state_dir(os.environ, Path.home())
-
-
-def _fail(exc: CairnError) -> typer.Exit:
-    typer.echo(f"error ({exc.code}): {exc.message}", err=True)
-    return typer.Exit(exc.exit_code)
 
 
 @hooks_app.command("install")
@@ -124,10 +119,7 @@ def install_command(
 ) -> None:
     """Add cairn's hooks to an agent's settings (merged in: other hooks and settings stay).
     Shows the diff and asks first."""
-    try:
-        plan = install.plan_install(agent, _scope(project, user), _executable(cairn), plugin=plugin)
-    except CairnError as exc:
-        raise _fail(exc) from exc
+    plan = install.plan_install(agent, _scope(project, user), _executable(cairn), plugin=plugin)
     _run(plan, yes=yes, dry_run=dry_run)
 
 
@@ -142,10 +134,7 @@ def uninstall_command(
 ) -> None:
     """Take out exactly what install added: a file install created is removed, one it
     changed is given back as it was (or, if edited since, loses only cairn's entries)."""
-    try:
-        plan = install.plan_uninstall(agent, _scope(project, user), _state_dir(), plugin=plugin)
-    except CairnError as exc:
-        raise _fail(exc) from exc
+    plan = install.plan_uninstall(agent, _scope(project, user), _state_dir(), plugin=plugin)
     _run(plan, yes=yes, dry_run=dry_run)
 
 

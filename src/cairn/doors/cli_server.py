@@ -1,15 +1,13 @@
 """CLI commands for the doors: ``cairn serve``, ``cairn mcp`` and ``cairn keys``.
 
-``register(app)`` adds them to the main typer app, which passes the store folder as
-``ctx.obj["store"]`` (and ``ctx.obj["json"]`` for machine output).
+``register(app)`` adds them to the main typer app. They take the global options
+(``--store``, ``--db``, ``--key``, ``--json``) like every command (see ``_cli_common``); a
+kernel error they let out is said and mapped to its exit code there.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -17,7 +15,9 @@ import typer
 from cairn.auth import add_key, revoke_key, save_principals
 from cairn.capture.local import socket_path
 from cairn.config import Settings, load_settings
-from cairn.errors import CairnError, Unauthenticated
+from cairn.doors import _render as render
+from cairn.doors._cli_common import KeyOpt, api_key, db_url, store_path, want_json
+from cairn.errors import InvalidInput, NotFound, Unauthenticated
 from cairn.workspace import Workspace
 
 __all__ = ["register"]
@@ -25,31 +25,18 @@ __all__ = ["register"]
 keys_app = typer.Typer(help="Manage API keys (shown once at creation; stored hashed).")
 
 
-def _settings(ctx: typer.Context, **flags: Any) -> Settings:
+def _settings(**flags: Any) -> Settings:
     """flags > CAIRN_* > <store>/config.toml > defaults, for the store folder and database
-    given before the command (the same layers as every command)."""
-    obj: dict[str, Any] = ctx.obj or {}
-    folder = Path(obj.get("store") or ".cairn")
-    return load_settings(store=folder, db=obj.get("db"), **flags)
+    of the global options (the same layers as every command)."""
+    return load_settings(store=store_path(), db=db_url(), **flags)
 
 
-def _workspace(ctx: typer.Context) -> Workspace:
-    settings = _settings(ctx)
+def _workspace() -> Workspace:
+    settings = _settings()
     return Workspace(settings.store, db=settings.db)
 
 
-def _as_json(ctx: typer.Context) -> bool:
-    obj: dict[str, Any] = ctx.obj or {}
-    return bool(obj.get("json")) or not sys.stdout.isatty()
-
-
-def _fail(exc: CairnError) -> typer.Exit:
-    typer.echo(f"error ({exc.code}): {exc.message}", err=True)
-    return typer.Exit(exc.exit_code)
-
-
 def serve_command(
-    ctx: typer.Context,
     host: Annotated[
         str | None, typer.Option(help="interface to bind (default 127.0.0.1; CAIRN_HOST)")
     ] = None,
@@ -92,20 +79,16 @@ def serve_command(
     gRPC door when --grpc-port is given."""
     from cairn.doors.server import serve
 
-    settings = _settings(ctx, host=host, port=port, embedder=embedder, grpc_port=grpc_port)
+    settings = _settings(host=host, port=port, embedder=embedder, grpc_port=grpc_port)
     workspace = Workspace(settings.store, db=settings.db)
     if not workspace.exists():
-        typer.echo(
-            f"error (not_found): no cairn store in {workspace.folder}: run 'cairn init'", err=True
-        )
-        raise typer.Exit(3)
+        raise NotFound(f"no cairn store in {workspace.folder}: run 'cairn init'", field="store")
+    if not tcp and not socket:
+        raise InvalidInput("--no-tcp needs --socket: nothing to serve", field="tcp")
     base = f"http://{settings.host}:{settings.port}"
     capture = socket_path(workspace.folder) if socket else None
     if capture is not None:
         typer.echo(f"cairn listens for coding-agent hooks on {capture}", err=True)
-    if not tcp and capture is None:
-        typer.echo("error (invalid_input): --no-tcp needs --socket: nothing to serve", err=True)
-        raise typer.Exit(2)
     grpc_line = (
         f"  gRPC       {settings.host}:{settings.grpc_port}  cairn.timeline.v1.TimelineService, "
         "health, reflection\n"
@@ -124,28 +107,20 @@ def serve_command(
             "Ctrl-C stops",
             err=True,
         )
-    try:
-        serve(
-            workspace,
-            host=settings.host,
-            port=settings.port,
-            log_level=log_level,
-            embedder=settings.embedder,
-            a2a_anonymous=a2a_anonymous,
-            grpc_port=settings.grpc_port,
-            socket=capture,
-            tcp=tcp,
-        )
-    except CairnError as exc:
-        raise _fail(exc) from exc
+    serve(
+        workspace,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        embedder=settings.embedder,
+        a2a_anonymous=a2a_anonymous,
+        grpc_port=settings.grpc_port,
+        socket=capture,
+        tcp=tcp,
+    )
 
 
-def mcp_command(
-    ctx: typer.Context,
-    key: Annotated[
-        str | None, typer.Option(help="API key (default: $CAIRN_API_KEY)", show_default=False)
-    ] = None,
-) -> None:
+def mcp_command(key: KeyOpt = None) -> None:
     """Run the MCP server on stdio (for Claude Code and other MCP clients). The embedder is
     CAIRN_EMBEDDER, else <store>/config.toml's, else minilm, as for ``cairn serve``."""
     import logging
@@ -156,16 +131,13 @@ def mcp_command(
     # stdout carries the protocol and nothing else: every log line goes to stderr.
     configure_logging("warning")
     logging.getLogger("cairn").setLevel(logging.INFO)
-    settings = _settings(ctx)
+    settings = _settings()
     workspace = Workspace(settings.store, db=settings.db)
-    secret = key or os.environ.get("CAIRN_API_KEY")
-    try:
-        if not secret:
-            raise Unauthenticated("no API key: pass --key or set CAIRN_API_KEY")
-        workspace.authenticate(secret)  # fail fast with a clear message, before any protocol
-        memory = workspace.open_memory(embedder=settings.embedder)
-    except CairnError as exc:
-        raise _fail(exc) from exc
+    secret = api_key(key)
+    if not secret:
+        raise Unauthenticated("no API key: pass --key or set CAIRN_API_KEY")
+    workspace.authenticate(secret)  # fail fast with a clear message, before any protocol
+    memory = workspace.open_memory(embedder=settings.embedder)
     memory.start_indexing()  # vectors are made in the background, never in a read
 
     def principal_for(_ctx: object) -> Any:
@@ -180,31 +152,22 @@ def mcp_command(
 
 @keys_app.command("create")
 def keys_create(
-    ctx: typer.Context,
     principal: Annotated[str, typer.Argument(help="principal id, e.g. agent or curator")],
     label: Annotated[str | None, typer.Option(help="a note to recognise the key by")] = None,
 ) -> None:
     """Create a key for a principal and print it (once)."""
-    workspace = _workspace(ctx)
-    try:
-        updated, secret, api_key = add_key(workspace.principals(), principal, label=label)
-        save_principals(workspace.principals_path, updated)
-    except CairnError as exc:
-        raise _fail(exc) from exc
-    if _as_json(ctx):
-        typer.echo(json.dumps({"id": api_key.id, "principal": principal, "key": secret}))
+    workspace = _workspace()
+    updated, secret, made = add_key(workspace.principals(), principal, label=label)
+    save_principals(workspace.principals_path, updated)
+    if want_json():
+        typer.echo(json.dumps({"id": made.id, "principal": principal, "key": secret}))
     else:
-        typer.echo(f"key {api_key.id} for {principal} (shown once, keep it safe):\n{secret}")
+        typer.echo(f"key {made.id} for {principal} (shown once, keep it safe):\n{secret}")
 
 
 @keys_app.command("list")
-def keys_list(ctx: typer.Context) -> None:
+def keys_list() -> None:
     """List keys (ids, principals, state; never the keys themselves)."""
-    workspace = _workspace(ctx)
-    try:
-        principals = workspace.principals()
-    except CairnError as exc:
-        raise _fail(exc) from exc
     rows = [
         {
             "id": k.id,
@@ -214,28 +177,23 @@ def keys_list(ctx: typer.Context) -> None:
             "created_at": k.created_at.isoformat(),
             "revoked": k.revoked,
         }
-        for p in principals.principals
+        for p in _workspace().principals().principals
         for k in p.keys
     ]
-    if _as_json(ctx):
+    if want_json():
         typer.echo(json.dumps(rows))
-        return
-    for row in rows:
-        state = "revoked" if row["revoked"] else "active"
-        typer.echo(f"{row['id']}  {row['principal']:<12} {state:<8} {row['label'] or ''}")
+    else:
+        render.out.print(render.keys_table(rows))
 
 
 @keys_app.command("revoke")
 def keys_revoke(
-    ctx: typer.Context, key_id: Annotated[str, typer.Argument(help="the key id (key_…)")]
+    key_id: Annotated[str, typer.Argument(help="the key id (key_…)")],
 ) -> None:
     """Revoke a key; requests with it are refused from the next request on."""
-    workspace = _workspace(ctx)
-    try:
-        save_principals(workspace.principals_path, revoke_key(workspace.principals(), key_id))
-    except CairnError as exc:
-        raise _fail(exc) from exc
-    typer.echo(json.dumps({"revoked": key_id}) if _as_json(ctx) else f"revoked {key_id}")
+    workspace = _workspace()
+    save_principals(workspace.principals_path, revoke_key(workspace.principals(), key_id))
+    typer.echo(json.dumps({"revoked": key_id}) if want_json() else f"revoked {key_id}")
 
 
 def register(app: typer.Typer) -> None:

@@ -15,72 +15,39 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, TextIO, cast
 
 import typer
+from rich.progress import Progress, TaskID
 
 from cairn.admin import Store, backend, export_to, import_from, migrate, opened, where
 from cairn.config import load_settings
 from cairn.doors import _render as render
-from cairn.errors import CairnError, InvalidInput
+from cairn.doors._cli_common import (
+    DbOpt,
+    JsonOpt,
+    KeyOpt,
+    StoreOpt,
+    api_key,
+    db_url,
+    errors,
+    store_path,
+    want_json,
+)
+from cairn.errors import InvalidInput
 from cairn.ingest.records import import_records, read_contents
 from cairn.limits import load_json
 from cairn.workspace import Workspace
 
 __all__ = ["register"]
 
-DEFAULT_STORE = Path(".cairn")
 
-StoreOpt = Annotated[
-    Path | None,
-    typer.Option("--store", help="The cairn folder (default ./.cairn)."),
-]
-# CAIRN_DB is read by the --db given before the command, so that flag still beats it.
-DbOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        help="postgresql://… or sqlite:///path (default: --db before the command, CAIRN_DB, "
-        "config.toml, else the folder's cairn.db).",
-        show_default=False,
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
-KeyOpt = Annotated[
-    str | None,
-    typer.Option("--key", envvar="CAIRN_API_KEY", help="API key (or set CAIRN_API_KEY)."),
-]
-
-
-def _folder(ctx: typer.Context, store: Path | None) -> Path:
-    """A command's own --store wins; else the one given before the command; else ./.cairn."""
-    if store is not None:
-        return store
-    obj: dict[str, Any] = ctx.obj or {}
-    return Path(obj.get("store") or DEFAULT_STORE)
-
-
-def _db(ctx: typer.Context, folder: Path, db: str | None) -> str | None:
+def _db(folder: Path, db: str | None) -> str | None:
     """--db after the command > --db before it > CAIRN_DB > <store>/config.toml."""
-    obj: dict[str, Any] = ctx.obj or {}
-    return load_settings(store=folder, db=db or obj.get("db")).db
-
-
-def _want_json(ctx: typer.Context, flag: bool) -> bool:
-    obj: dict[str, Any] = ctx.obj or {}
-    return flag or bool(obj.get("json"))
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    try:
-        yield
-    except CairnError as exc:
-        typer.echo(f"error ({exc.code}): {exc.message}", err=True)
-        raise typer.Exit(exc.exit_code) from exc
+    return load_settings(store=folder, db=db_url(db)).db
 
 
 def _emit(payload: dict[str, Any], *, as_json: bool, text: str, err: bool = False) -> None:
@@ -91,13 +58,11 @@ def _summary(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in counts.items() if n) or "nothing"
 
 
-def migrate_command(
-    ctx: typer.Context, store: StoreOpt = None, db: DbOpt = None, as_json: JsonOpt = False
-) -> None:
+def migrate_command(store: StoreOpt = None, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Bring the store's schema up to this cairn's version (PostgreSQL: as an owner login)."""
-    folder = _folder(ctx, store)
-    db = _db(ctx, folder, db)
-    with _errors():
+    folder = store_path(store)
+    db = _db(folder, db)
+    with errors():
         before, after = migrate(db, folder)
     payload = {
         "backend": backend(db),
@@ -111,11 +76,10 @@ def migrate_command(
         if after != before
         else f"schema already at version {after}"
     )
-    _emit(payload, as_json=_want_json(ctx, as_json), text=text)
+    _emit(payload, as_json=want_json(as_json), text=text)
 
 
 def export_command(
-    ctx: typer.Context,
     file: Annotated[
         Path | None, typer.Argument(help="Where to write (default: stdout).", show_default=False)
     ] = None,
@@ -125,16 +89,18 @@ def export_command(
 ) -> None:
     """Write the whole store as JSON Lines: records, versions, proposals, audit, baselines."""
 
-    folder = _folder(ctx, store)
-    db = _db(ctx, folder, db)
+    folder = store_path(store)
+    db = _db(folder, db)
     to_stdout = file is None or str(file) == "-"
-    with _errors(), opened(db, folder) as target:
+    with errors(), opened(db, folder) as target, render.progress(want_json(as_json)) as bar:
+        # how many rows there are is not known before the end: the bar counts them
+        task = bar.add_task("export", total=None)
         if to_stdout:
-            counts = export_to(target, sys.stdout)
+            counts = export_to(target, _counting(sys.stdout, bar, task))
             sys.stdout.flush()
         else:
             assert file is not None
-            counts = _export_to_file(target, file)
+            counts = _export_to_file(target, file, bar, task)
     payload = {
         "store": where(db, folder),
         "file": None if to_stdout else str(file),
@@ -143,19 +109,35 @@ def export_command(
     destination = "stdout" if to_stdout else str(file)
     _emit(
         payload,
-        as_json=_want_json(ctx, as_json),
+        as_json=want_json(as_json),
         text=f"exported {_summary(counts)} to {destination}",
         err=to_stdout,  # keep stdout for the export itself
     )
 
 
-def _export_to_file(store: Store, file: Path) -> dict[str, int]:
+class _RowCounter:
+    """An export's output that moves the progress bar one step per row (line) written."""
+
+    def __init__(self, out: TextIO, bar: Progress, task: TaskID) -> None:
+        self._out, self._bar, self._task = out, bar, task
+
+    def write(self, text: str) -> int:
+        self._bar.advance(self._task, text.count("\n"))
+        return self._out.write(text)
+
+
+def _counting(out: TextIO, bar: Progress, task: TaskID) -> TextIO:
+    # the export only ever calls write(): the counter stands in for the whole stream
+    return cast(TextIO, _RowCounter(out, bar, task))
+
+
+def _export_to_file(store: Store, file: Path, bar: Progress, task: TaskID) -> dict[str, int]:
     """Write next to ``file`` and rename, so a failed export never leaves a partial file."""
 
     partial = file.with_name(f".{file.name}.partial")
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as out:
-            counts = export_to(store, out)
+            counts = export_to(store, _counting(out, bar, task))
             out.flush()
             os.fsync(out.fileno())
         partial.replace(file)
@@ -167,7 +149,6 @@ def _export_to_file(store: Store, file: Path) -> dict[str, int]:
 
 
 def import_command(
-    ctx: typer.Context,
     file: Annotated[
         Path, typer.Argument(help="Records as JSON Lines, or an export file ('-': stdin).")
     ],
@@ -184,14 +165,14 @@ def import_command(
     1,000, each one transaction audited once. Needs a key. An export (from `cairn export`)
     is restored instead, into an EMPTY store, keeping ids, versions and audit numbers."""
 
-    folder = _folder(ctx, store)
-    db = _db(ctx, folder, db)
-    quiet = _want_json(ctx, as_json)
-    with _errors(), _lines(file) as lines:
+    folder = store_path(store)
+    db = _db(folder, db)
+    quiet = want_json(as_json)
+    with errors(), _lines(file) as lines:
         first = next((line for line in lines if line.strip()), "")
         everything = itertools.chain([first], lines)
         if not _is_export(first):
-            report = _store_records(folder, db, key, everything, quiet)
+            report = _store_records(folder, db, api_key(key), everything, quiet)
             _emit(
                 {"store": where(db, folder), "file": str(file), **report},
                 as_json=quiet,
@@ -201,10 +182,25 @@ def import_command(
                 ),
             )
             return
-        with opened(db, folder) as target:
-            counts = import_from(target, everything)
+        with opened(db, folder) as target, render.progress(quiet, in_bytes=True) as bar:
+            task = bar.add_task("restore", total=_size(file))
+            counts = import_from(target, _reading(everything, bar, task))
     payload = {"store": where(db, folder), "file": str(file), "counts": counts}
     _emit(payload, as_json=quiet, text=f"imported {_summary(counts)} into {where(db, folder)}")
+
+
+def _size(file: Path) -> int | None:
+    """The file's size in bytes, the bar's total; None for stdin or a pipe."""
+    if str(file) == "-" or not file.is_file():
+        return None
+    return file.stat().st_size
+
+
+def _reading(lines: Iterable[str], bar: Progress, task: TaskID) -> Iterator[str]:
+    """The lines of an export, moving the bar by the bytes each one took in the file."""
+    for line in lines:
+        bar.advance(task, len(line.encode("utf-8")))
+        yield line
 
 
 def _is_export(first: str) -> bool:

@@ -85,12 +85,13 @@ def append(
             principal,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
         )
-        if _want_json(as_json):
-            render.print_json(report)
-        else:
-            render.out.print(
-                f"appended {len(report.stored)} events ({len(report.duplicates)} already stored)"
-            )
+    # once the bar is gone: the output never mixes with it
+    if _want_json(as_json):
+        render.print_json(report)
+    else:
+        render.out.print(
+            f"appended {len(report.stored)} events ({len(report.duplicates)} already stored)"
+        )
 
 
 @timeline_app.command("rollup")
@@ -112,15 +113,22 @@ def rollup(
                 task, completed=step.events, total=max(step.total, step.events, 1)
             ),
         )
-        _show_rollup(report, as_json)
+    _show_rollup(report, as_json)
 
 
 @timeline_app.command("rebuild-toc")
 def rebuild_toc(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
     """Rebuild every summary from the stored events (after changing the timeline's settings
     or summarizer). Unchanged nodes stay as they are; changed ones get a new version."""
-    with _session(store, key) as (memory, principal):
-        _run(as_json, lambda: memory.rebuild_timeline(principal=principal), _show_report)
+    with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
+        task = bar.add_task("rebuild", total=None)
+        report = memory.rebuild_timeline(
+            principal=principal,
+            on_progress=lambda step: bar.update(
+                task, completed=step.events, total=max(step.total, step.events, 1)
+            ),
+        )
+    _show_rollup(report, as_json)
 
 
 @timeline_app.command("compact")
@@ -347,12 +355,15 @@ def recent(
 
 
 def _nodes_table(nodes: list[TocNode], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("node", "v", "level", "title", "events"):
-        table.add_column(column, overflow="fold")
-    for n in nodes:
-        table.add_row(n.node_id, str(n.version), n.level.value, escape(n.title), str(n.event_count))
-    return table
+    columns = [
+        render.Column("node", ident=True),
+        render.Column("v", drop=2),
+        render.Column("level"),
+        render.Column("title"),
+        render.Column("events", drop=1),
+    ]
+    rows = [(n.node_id, str(n.version), n.level.value, n.title, str(n.event_count)) for n in nodes]
+    return render.table(title, columns, rows)
 
 
 def _show_node(n: TocNode) -> None:
@@ -367,12 +378,14 @@ def _show_node(n: TocNode) -> None:
 
 
 def _show_page(page: NodePage) -> None:
-    table = Table(title=f"children of {page.node_id}", title_justify="left")
-    for column in ("node", "level", "title", "events"):
-        table.add_column(column, overflow="fold")
-    for c in page.children:
-        table.add_row(c.node_id, c.level.value, escape(c.title), str(c.event_count))
-    render.out.print(table)
+    columns = [
+        render.Column("node", ident=True),
+        render.Column("level"),
+        render.Column("title"),
+        render.Column("events", drop=1),
+    ]
+    rows = [(c.node_id, c.level.value, c.title, str(c.event_count)) for c in page.children]
+    render.out.print(render.table(f"children of {page.node_id}", columns, rows))
     if page.next_after:
         render.out.print(f"more: --after {page.next_after}")
 
