@@ -17,7 +17,7 @@ from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.graph.fixtures import plan_graph
 from cairn.graph.llm import ChatAnswerer
 from cairn.memory import Memory
-from cairn.model import Edge, Principal, PrincipalKind, RecordQuery, Sensitivity
+from cairn.model import Edge, EdgeStatus, Principal, PrincipalKind, RecordQuery, Sensitivity
 from cairn.store.base import Store
 from tests.factories import CURATOR
 from tests.graph.mini import mini_graph
@@ -98,13 +98,14 @@ def record_ids(memory: Memory) -> dict[str, str]:
     return {str(r.content.metadata["graph_id"]): r.id for r in found}
 
 
-def stored_edges(memory: Memory) -> dict[str, Edge]:
-    """Every edge of the graph by its graph key (a fixture's id, or ``src~field~dst``)."""
+def stored_edges(memory: Memory, *, removed: bool = False) -> dict[str, Edge]:
+    """Every live edge of the graph by its graph key (a fixture's id, or ``src~field~dst``);
+    with ``removed``, the removed ones instead."""
     edges: dict[str, Edge] = {}
     for record_id in record_ids(memory).values():
         for edge in memory.store.list_edges(None, node_id=record_id, limit=10_000):
             key = edge.metadata.get("graph_id")
-            if isinstance(key, str):
+            if isinstance(key, str) and (edge.status is EdgeStatus.REMOVED) == removed:
                 edges[key] = edge
     return edges
 
