@@ -227,6 +227,13 @@ def test_no_answer_on_a_random_graph_leaks(
             keys = sorted(fixtures(folder))
             for role in ROLES:
                 principal = ASKERS[role]
+                if data.draw(st.booleans(), label=f"{role} narrower key"):
+                    principal = asker(
+                        role,
+                        labels=tuple(data.draw(st.lists(st.sampled_from(NAMESPACES),
+                                                        min_size=1, max_size=3, unique=True))),
+                        sensitivity=data.draw(st.sampled_from(tuple(Sensitivity))),
+                    )  # fmt: skip
                 profile = memory.policy.graph.roles[role]
                 anchors = data.draw(
                     st.lists(st.sampled_from(keys), min_size=1, max_size=3, unique=True),

@@ -17,9 +17,9 @@ from cairn.graph.why import WhyBudgets, WhyRequest
 from cairn.memory import Memory
 from cairn.model import Principal
 from cairn.retrieval.budget import estimate_item_tokens
-from tests.graph.conftest import DIRECTOR, EXEC, MANAGER, STAFF, Asked, ingest
+from tests.graph.conftest import DIRECTOR, EXEC, MANAGER, STAFF, Asked, echo_answerer, ingest
 from tests.graph.graphs import CORP_SECRETS, headers_graph, hop_graph
-from tests.graph.mini import SECRET_RATIONALE
+from tests.graph.mini import ALL, SECRET_RATIONALE, vertex, write_graph
 
 INCIDENT = "Confidential outage at Zephyr Bank caused by the appliance connector"
 # what an evidence item carries besides the fields its role may see
@@ -229,3 +229,49 @@ def test_a_budget_too_small_for_the_anchor_says_so(lite: Memory, mini: dict[str,
         WhyRequest(anchor="emea-sunset", budgets=_budget(1)), principal=STAFF, mode="query"
     )
     assert query["_meta"]["runtime"]["fallback_reason"] == "llm:not_configured"
+
+
+def test_a_query_prompt_holds_only_what_the_budget_let_in(
+    lite: Memory, mini: dict[str, str]
+) -> None:
+    whole = ask(lite, STAFF, "emea-sunset").body["evidence"]
+    fits = _cost(whole[0]) + _cost(whole[1])
+    lite._answerer = echo_answerer()
+    try:
+        body = lite.why(
+            WhyRequest(anchor="emea-sunset", budgets=_budget(fits)), principal=STAFF, mode="query"
+        )
+    finally:
+        lite._answerer = None
+    assert body["_meta"]["response"]["mode"] == "llm"
+    prompt = json.dumps(lite.trace(body["trace_id"], principal=STAFF)["files"]["prompt.json"])
+    for kept in whole[:2]:
+        assert kept["title"] in body["answer"] and kept["title"] in prompt
+    for clipped in whole[2:]:
+        assert clipped["title"] not in body["answer"] and clipped["title"] not in prompt
+    # no id reaches the model, and the note follows the model's answer
+    assert "rec_" not in prompt and "emea-sunset" not in prompt
+    assert body["answer"].endswith(PERMISSION_NOTE)
+
+
+def test_the_prose_is_clamped_and_scrubbed_of_ids(lite: Memory, tmp_path: Path) -> None:
+    raw_id = "rec_01HZZZZZZZZZZZZZZZZZZZZZZZ"
+    write_graph(tmp_path / "g", {
+        "decisions/s.json": vertex(
+            "decision", "s-anchor", "acme/region_emea", roles=ALL,
+            option="Adopt queues " + "with care " * 40, rationale="Queues decouple work",
+            supported_by=["s-event"],
+        ),
+        "events/e.json": vertex(
+            "event", "s-event", "acme/region_emea", roles=ALL,
+            summary=f"Backlog grew, see s-anchor and {raw_id}",
+        ),
+    })  # fmt: skip
+    ingest(lite, tmp_path / "g")
+    got = ask(lite, STAFF, "s-anchor")
+    head, facts = got.body["answer"].split("\n")[:2]
+    assert head.endswith("….") and len(head) < 220
+    assert facts.startswith("Supporting Facts: Backlog grew, see […] and […]")
+    assert raw_id not in got.body["answer"]
+    # the evidence keeps the text as it is: ids are scrubbed from prose only
+    assert item(got, "s-event")["title"] == f"Backlog grew, see s-anchor and {raw_id}"
