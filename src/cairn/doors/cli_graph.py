@@ -64,7 +64,8 @@ def ingest(
             render.out.print(
                 f"vertices: {report.vertices_created} created, {report.vertices_updated} "
                 f"updated, {report.vertices_unchanged} unchanged; edges: "
-                f"{report.edges_created} created, {report.edges_unchanged} unchanged"
+                f"{report.edges_created} created, {report.edges_updated} updated, "
+                f"{report.edges_unchanged} unchanged"
             )
 
         _run(as_json, lambda: memory.graph_ingest(plan, principal=principal), show)

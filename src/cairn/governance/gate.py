@@ -343,13 +343,16 @@ class Gate:
         principal: Principal,
         *,
         reason: str,
+        unlinks: Sequence[str] = (),
     ) -> list[ProposalOutcome]:
         """New records, new versions of stored ones and edges between any of them, each
         a proposal the policy rules on, all committed in one transaction or none: a graph
         is never half-written. An edge's end is a stored record's id or the index of one
-        of ``creates``. Every proposal must be approved by the policy (for a curator, the
-        default policy's ``curators-decide``); one the policy would queue or reject refuses
-        the whole graph, naming it, since an edge cannot wait on a record not yet made."""
+        of ``creates``; ``unlinks`` are stored edges the graph replaces (edges are never
+        edited: a changed edge is the old one removed and a new one linked). Every proposal
+        must be approved by the policy (for a curator, the default policy's
+        ``curators-decide``); one the policy would queue or reject refuses the whole graph,
+        naming it, since an edge cannot wait on a record not yet made."""
         access.require_curator(principal, "ingest a decision graph")
         now = self.clock()
         changesets: list[ChangeSet] = []
@@ -393,6 +396,18 @@ class Gate:
                 base_version_id=target.current_version_id,
             )  # fmt: skip
             approve(proposal, target, None)
+        for edge_id in unlinks:
+            stored = self.store.get_edge(edge_id)
+            if stored is None:
+                raise NotFound(f"no edge {edge_id}", field="edge_id")
+            access.require_scope(principal, stored.scope)
+            unlink = self._stamp(UnlinkChange(edge_id=edge_id), principal)
+            proposal = self._proposal(unlink, principal, scope=stored.scope, now=now)
+            removed = links.removed_edge(stored, actor=principal.id, now=now)
+            approve(
+                proposal, None,
+                _Plan(writes=[PutEdge(removed)], expects=[], subject=removed.id, edge=removed),
+            )  # fmt: skip
         for link in edges:
             src, dst = (
                 made[end] if isinstance(end, int) else self._record(end)

@@ -16,7 +16,7 @@ fields, never by deleting fields from a record.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -43,6 +43,11 @@ __all__ = [
 # and the walk says it was truncated): a hub cannot make one request read the whole graph.
 MAX_EDGES_PER_VERTEX = 2_000
 HEADER_FIELDS = ("title", "date")
+# ``x-extra`` keys whose value is another vertex's graph key (an alias event names the
+# decision it stands for). A key is an id: it is shown only when the vertex it names is a
+# candidate of the same answer, so a readable alias event never names a decision the
+# reader may not read, even when the role's whitelist lets the key through.
+KEY_REFERENCES = ("alias_of_decision",)
 
 
 class GraphReader(Protocol):
@@ -253,6 +258,29 @@ def candidate(
     )
 
 
+def _without_hidden_references(
+    found: dict[str, Candidate], trace: PolicyTrace
+) -> dict[str, Candidate]:
+    """``found`` with every ``KEY_REFERENCES`` value naming a vertex outside it masked."""
+    keys = {c.key for c in found.values() if c.key}
+    kept: dict[str, Candidate] = {}
+    for cid, c in found.items():
+        extra = c.fields.get("x-extra")
+        hidden = [
+            name for name in KEY_REFERENCES
+            if isinstance(extra, dict) and name in extra and extra[name] not in keys
+        ]  # fmt: skip
+        if hidden and isinstance(extra, dict):
+            rest = {k: v for k, v in extra.items() if k not in hidden}
+            fields = {k: v for k, v in c.fields.items() if k != "x-extra"}
+            if rest:
+                fields["x-extra"] = rest
+            c = replace(c, fields=fields)
+            trace.masked.setdefault(cid, []).extend(f"x-extra.{name}" for name in hidden)
+        kept[cid] = c
+    return kept
+
+
 def _vertex_reason(record: Record, view: GraphView) -> str | None:
     if not (access.in_scope(view.reader, record.scope) and view.in_domain(record.scope)):
         return "scope:out_of_domain"
@@ -365,5 +393,6 @@ def preselect(
         frontier = next_frontier
         if not frontier:
             break
+    found = _without_hidden_references(found, trace)
     neighbours = tuple(c for i, c in found.items() if i != anchor.id)
     return CandidateSet(found[anchor.id], neighbours, tuple(steps.values())), trace

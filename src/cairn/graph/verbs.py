@@ -50,11 +50,15 @@ class GraphIngestReport(CairnModel):
     vertices_updated: int = 0
     vertices_unchanged: int = 0
     edges_created: int = 0
+    edges_updated: int = 0
     edges_unchanged: int = 0
 
     @property
     def changed(self) -> bool:
-        return bool(self.vertices_created or self.vertices_updated or self.edges_created)
+        return bool(
+            self.vertices_created or self.vertices_updated or self.edges_created
+            or self.edges_updated
+        )  # fmt: skip
 
 
 def _same(stored: Content, planned: Content) -> bool:
@@ -106,7 +110,8 @@ class GraphVerbs:
     ) -> GraphIngestReport:
         """Write a checked graph (``cairn.graph.fixtures.plan_graph``) through the gate in
         one transaction: new vertices, new versions of changed ones, then the edges that
-        are not there yet. A second run of the same graph writes nothing and says so."""
+        are not there yet, and new edges in place of changed ones (another ACL, or other
+        metadata). A second run of the same graph writes nothing and says so."""
         access.require_curator(principal, "ingest a decision graph")
         counts = dict.fromkeys(GraphIngestReport.model_fields, 0)
         creates: list[Content] = []
@@ -128,26 +133,36 @@ class GraphVerbs:
                 updates.append((stored.id, vertex.content))
                 counts["vertices_updated"] += 1
         links: list[GraphLink] = []
+        unlinks: list[str] = []
         edges_of: dict[str, list[Any]] = {}
         for edge in plan.edges:
             src, dst = where[edge.draft.src], where[edge.draft.dst]
+            acl = edge_acl(edge, acls[edge.draft.src], acls[edge.draft.dst])
+            stale: list[str] = []
             if isinstance(src, str) and isinstance(dst, str):
                 if src not in edges_of:
                     edges_of[src] = self.store.list_edges(None, node_id=src, limit=10_000)
-                if any(
-                    e.type == edge.draft.type and e.src == src and e.dst == dst
+                present = [
+                    e for e in edges_of[src]
+                    if e.type == edge.draft.type and e.src == src and e.dst == dst
                     and e.status is EdgeStatus.ACTIVE
-                    for e in edges_of[src]
-                ):  # fmt: skip
+                ]  # fmt: skip
+                if any(e.acl == acl and e.metadata == edge.draft.metadata for e in present):
                     counts["edges_unchanged"] += 1
                     continue
-            acl = edge_acl(edge, acls[edge.draft.src], acls[edge.draft.dst])
+                # The edge is there with another ACL (its own fields, or its ends', changed)
+                # or other metadata: it is replaced. Keeping it would leave an ACL tightened
+                # in the fixtures unapplied while the ingest said it had nothing to do.
+                stale = [e.id for e in present]
+            unlinks += stale
             links.append(
                 GraphLink(draft=edge.draft.model_copy(update={"acl": acl}), src=src, dst=dst)
             )
-            counts["edges_created"] += 1
+            counts["edges_updated" if stale else "edges_created"] += 1
         if creates or updates or links:
-            self.gate.submit_graph(creates, updates, links, principal, reason=reason)
+            self.gate.submit_graph(
+                creates, updates, links, principal, reason=reason, unlinks=unlinks
+            )
         return GraphIngestReport(**counts)
 
     # ---- answering -------------------------------------------------------------------

@@ -244,9 +244,14 @@ def answer(
         scrub_ids=keys,
     )
     if not anchor_in:
+        # The permission note stays in the text: the policy withheld something whatever
+        # the budget let in (the note is there iff payload_excluded_ids is not empty).
+        lines = ("The token budget is too small for any evidence.",) + (
+            (envelope.note,) if envelope.note else ()
+        )
         envelope = Envelope(
-            text="The token budget is too small for any evidence.",
-            lines=("The token budget is too small for any evidence.",),
+            text="\n".join(lines),
+            lines=lines,
             note=envelope.note,
             cited_ids=(),
             clamps=0,
