@@ -107,7 +107,9 @@ def test_roles_list_what_the_key_may_ask_as(door: Door) -> None:
     agent = door.client.get(
         "/v1/graph/roles", headers={"Authorization": f"Bearer {door.keys['agent']}"}
     )
-    assert (agent.status_code, agent.json()) == (200, [])
+    # cairn init gives its agent the narrowest graph role
+    assert agent.status_code == 200
+    assert [r["role"] for r in agent.json()] == ["staff"]
     assert door.client.get("/v1/graph/roles").status_code == 401
 
 

@@ -122,10 +122,15 @@ class PolicyTrace:
     capped: list[str] = field(default_factory=list)
     neighbours_scanned: int = 0
     truncated: bool = False
+    # withheld vertex id → its graph key: never shown, only scrubbed from the answer's prose
+    # (a visible record's text may name a key the reader may not see)
+    keys: dict[str, str] = field(default_factory=dict)
 
-    def withhold_vertex(self, vertex_id: str, reason: str) -> None:
+    def withhold_vertex(self, vertex_id: str, reason: str, key: str | None = None) -> None:
         self.reasons.setdefault(vertex_id, reason)
         self.hidden_vertices.add(vertex_id)
+        if key:
+            self.keys[vertex_id] = key
 
     def withhold_edge(self, edge_id: str, reason: str) -> None:
         self.reasons.setdefault(edge_id, reason)
@@ -366,7 +371,8 @@ def preselect(
             if far_id not in found:
                 reason = _vertex_reason(far, view)
                 if reason is not None:
-                    trace.withhold_vertex(far_id, reason)
+                    key = far.content.metadata.get("graph_id")
+                    trace.withhold_vertex(far_id, reason, key if isinstance(key, str) else None)
                     continue
                 taken = taken_per_type.get(edge.type, 0)
                 if taken >= view.profile.per_type_cap:

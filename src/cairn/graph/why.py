@@ -236,6 +236,7 @@ def answer(
     neighbours_in = [c for c in included if c.id != candidates.anchor.id]
     anchor_in = bool(included) and included[0].id == candidates.anchor.id
     keys = [c.key for c in candidates.all() if c.key] + list(trace.reasons)
+    keys += list(trace.keys.values())
     envelope = compose(
         candidates.anchor,
         neighbours_in,
