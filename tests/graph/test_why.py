@@ -18,7 +18,7 @@ from cairn.memory import Memory
 from cairn.model import Principal
 from cairn.retrieval.budget import estimate_item_tokens
 from tests.graph.conftest import DIRECTOR, EXEC, MANAGER, STAFF, Asked, echo_answerer, ingest
-from tests.graph.graphs import CORP_SECRETS, headers_graph, hop_graph
+from tests.graph.graphs import CORP_SECRETS, OPEN_ACL, headers_graph, hop_graph
 from tests.graph.mini import ALL, SECRET_RATIONALE, vertex, write_graph
 
 INCIDENT = "Confidential outage at Zephyr Bank caused by the appliance connector"
@@ -275,3 +275,36 @@ def test_the_prose_is_clamped_and_scrubbed_of_ids(lite: Memory, tmp_path: Path) 
     assert raw_id not in got.body["answer"]
     # the evidence keeps the text as it is: ids are scrubbed from prose only
     assert item(got, "s-event")["title"] == f"Backlog grew, see s-anchor and {raw_id}"
+
+
+def test_a_withheld_vertex_key_named_in_visible_text_stays_out_of_the_answer(
+    lite: Memory, tmp_path: Path
+) -> None:
+    """A visible event's snippet names the key of a decision staff may not read: the
+    answer's prose drops the key (the event's own text is the staff's to read anyway)."""
+    write_graph(tmp_path / "g", {
+        "decisions/open.json": vertex(
+            "decision", "emea-open", "acme/region_emea", roles=ALL, option="Open decision",
+            rationale="Visible to everyone in the region",
+            supported_by=["e-names-secret"],
+        ),
+        "decisions/secret.json": vertex(
+            "decision", "emea-secret-plan-2024", "acme/region_emea", roles=ALL,
+            sensitivity="high", option="Hidden decision", rationale="Only for directors",
+        ),
+        "events/names.json": vertex(
+            "event", "e-names-secret", "acme/region_emea", roles=ALL,
+            summary="Follow-up on emea-secret-plan-2024 scheduled",
+            snippet="Follow-up on emea-secret-plan-2024 scheduled",
+        ),
+        "transitions/t.json": {
+            "id": "t-secret-open", "from": "emea-secret-plan-2024", "to": "emea-open",
+            "relation": "causal", "timestamp": "2024-03-01T09:00:00Z",
+            "domain": "acme/region_emea", **OPEN_ACL,
+        },
+    })  # fmt: skip
+    ingest(lite, tmp_path / "g")
+    body = lite.why(WhyRequest(anchor="emea-open"), principal=STAFF)
+    assert body["_meta"]["policy_trace"]["counts"]["hidden_vertices"] == 1
+    assert "Follow-up on" in body["answer"]  # the event made it into the answer
+    assert "emea-secret-plan-2024" not in body["answer"]
