@@ -167,9 +167,7 @@ def stricter_acl(a: Acl, b: Acl) -> Acl:
 def _vertex(schema: str, data: dict[str, Any], name: str) -> VertexPlan:
     is_decision = schema == "decision"
     metadata: dict[str, Any] = {"graph_id": data["id"], "timestamp": data["timestamp"]}
-    for key in ("decision_maker", "importance", "snippet", "x-extra"):
-        if key in data:
-            metadata[key] = data[key]
+    metadata |= _kept(data, ("decision_maker", "importance", "snippet", "x-extra"))
     content = Content(
         kind="decision" if is_decision else "event",
         scope=data["domain"],
@@ -184,8 +182,13 @@ def _vertex(schema: str, data: dict[str, Any], name: str) -> VertexPlan:
     return VertexPlan(key=data["id"], file=name, content=content)
 
 
+def _kept(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """The fields of ``data`` named in ``names`` that it has."""
+    return {k: data[k] for k in names if k in data}
+
+
 def _own_acl(data: dict[str, Any]) -> dict[str, Any]:
-    return {k: data[k] for k in ("sensitivity", "roles_allowed", "namespaces") if k in data}
+    return _kept(data, ("sensitivity", "roles_allowed", "namespaces"))
 
 
 def _edge(
@@ -278,10 +281,7 @@ def plan_graph(folder: Path) -> GraphPlan:
     # Order: vertices, then transitions, then the evidence links, then alias overlays.
     for schema, name, data in parsed:
         if schema == "transition":
-            metadata: dict[str, Any] = {
-                k: data[k] for k in ("reason", "timestamp", "domain", "relation", "x-extra")
-                if k in data
-            }  # fmt: skip
+            metadata = _kept(data, ("reason", "timestamp", "domain", "relation", "x-extra"))
             add_edge(_edge(data["id"], name, "CAUSAL_PRECEDES", data["from"], data["to"],
                            metadata, _own_acl(data)))  # fmt: skip
     for schema, name, data in parsed:
@@ -300,12 +300,9 @@ def plan_graph(folder: Path) -> GraphPlan:
                 )
     for schema, name, data in parsed:
         if schema == "alias_edge":
-            alias_metadata: dict[str, Any] = {
-                k: data[k] for k in ("scope", "domain_from", "domain_to", "timestamp", "x-extra")
-                if k in data
-            }  # fmt: skip
+            metadata = _kept(data, ("scope", "domain_from", "domain_to", "timestamp", "x-extra"))
             add_edge(_edge(data["id"], name, "ALIAS_OF", data["decision_id"], data["event_id"],
-                           alias_metadata, _own_acl(data)))  # fmt: skip
+                           metadata, _own_acl(data)))  # fmt: skip
     return plan
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from cairn.openai_compat import endpoint_client
+
 __all__ = ["ChatAnswerer", "Completion", "LlmUnavailable"]
 
 
@@ -42,10 +44,9 @@ class ChatAnswerer:
         api_key: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        self._client = endpoint_client(
+            base_url, api_key=api_key, timeout=timeout, transport=transport
         )
 
     @classmethod

@@ -143,6 +143,21 @@ class GraphPolicy(CairnModel):
 _CAUSAL = "CAUSAL_PRECEDES"
 _EVIDENCE = ("SUPPORTED_BY", "BASED_ON")
 
+_DIRECTOR = RoleProfile(
+    rank=30,
+    description="directors: the whole company, KPIs included",
+    domains=("acme/*",),
+    sensitivity=Sensitivity.HIGH,
+    edges=(
+        EdgeRule(type=_CAUSAL),
+        *(EdgeRule(type=t) for t in _EVIDENCE),
+        EdgeRule(type="ALIAS_OF"),
+    ),
+    x_extra=("visibility_note", "kpis", "kpi_tracking_id", "alias_of_decision"),
+    max_hops=2,
+    downloads=("bundle_view", "bundle_full"),
+)
+
 DEFAULT_ROLES: dict[str, RoleProfile] = {
     "staff": RoleProfile(
         rank=10,
@@ -184,32 +199,6 @@ DEFAULT_ROLES: dict[str, RoleProfile] = {
         fields=(FieldRule(domains=("acme/corporate",), show="headers"),),
         x_extra=("visibility_note",),
     ),
-    "director": RoleProfile(
-        rank=30,
-        description="directors: the whole company, KPIs included",
-        domains=("acme/*",),
-        sensitivity=Sensitivity.HIGH,
-        edges=(
-            EdgeRule(type=_CAUSAL),
-            *(EdgeRule(type=t) for t in _EVIDENCE),
-            EdgeRule(type="ALIAS_OF"),
-        ),
-        x_extra=("visibility_note", "kpis", "kpi_tracking_id", "alias_of_decision"),
-        max_hops=2,
-        downloads=("bundle_view", "bundle_full"),
-    ),
-    "exec": RoleProfile(
-        rank=40,
-        description="executives: as directors",
-        domains=("acme/*",),
-        sensitivity=Sensitivity.HIGH,
-        edges=(
-            EdgeRule(type=_CAUSAL),
-            *(EdgeRule(type=t) for t in _EVIDENCE),
-            EdgeRule(type="ALIAS_OF"),
-        ),
-        x_extra=("visibility_note", "kpis", "kpi_tracking_id", "alias_of_decision"),
-        max_hops=2,
-        downloads=("bundle_view", "bundle_full"),
-    ),
+    "director": _DIRECTOR,
+    "exec": _DIRECTOR.model_copy(update={"rank": 40, "description": "executives: as directors"}),
 }

@@ -23,7 +23,14 @@ from pydantic import Field
 
 from cairn.graph.llm import ChatAnswerer, LlmUnavailable
 from cairn.graph.passport import GraphView
-from cairn.graph.preselect import Candidate, CandidateSet, GraphReader, PolicyTrace, preselect
+from cairn.graph.preselect import (
+    Candidate,
+    CandidateSet,
+    GraphReader,
+    PolicyTrace,
+    Step,
+    preselect,
+)
 from cairn.graph.schema import validate_meta
 from cairn.graph.select import RANKING_POLICY, WEIGHTS, Selection, rank
 from cairn.graph.template import Envelope, compose, scrub
@@ -342,6 +349,16 @@ def _with_hops(view: GraphView, hops: int) -> GraphView:
     return replace(view, max_hops=min(view.max_hops, hops))
 
 
+def _step_json(step: Step) -> dict[str, Any]:
+    return {
+        "id": step.id,
+        "type": step.type,
+        "src": step.src,
+        "dst": step.dst,
+        "reason": step.reason,
+    }
+
+
 def _prompt(
     anchor: Candidate | None, neighbours: list[Candidate], question: str | None
 ) -> list[dict[str, str]]:
@@ -382,10 +399,7 @@ def _files(
         "evidence_pre.json": {
             "anchor": _item(candidates.anchor),
             "neighbours": [_item(c) for c in candidates.neighbours],
-            "edges": [
-                {"id": s.id, "type": s.type, "src": s.src, "dst": s.dst, "reason": s.reason}
-                for s in candidates.steps
-            ],
+            "edges": [_step_json(s) for s in candidates.steps],
             "role": view.role,
             "hops": min(view.max_hops, request.hops),
         },
@@ -405,7 +419,7 @@ def _files(
         "evidence_canonical.json": {
             "items": [_item(c) for c in stages.included],
             "edges": [
-                {"id": s.id, "type": s.type, "src": s.src, "dst": s.dst, "reason": s.reason}
+                _step_json(s)
                 for s in candidates.steps
                 if s.src in included_ids and s.dst in included_ids
             ],

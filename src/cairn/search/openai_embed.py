@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from cairn.openai_compat import endpoint_client
 from cairn.search.embedder import EmbeddingEndpointError, Vectors, first_row, l2_normalise
 
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -43,9 +44,8 @@ class OpenAIEmbedder:
         self.model = model or DEFAULT_MODEL
         self.batch_size = batch_size
         self._dim = dim
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        self._client = endpoint_client(
+            self.base_url, api_key=api_key, timeout=timeout, transport=transport
         )
         self._lock = threading.Lock()
 

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from cairn.model import Bullet, Event, Grip, TocNode
+from cairn.openai_compat import endpoint_client
 from cairn.timeline.summarize import (
     MAX_BULLETS,
     MAX_EXCERPT_CHARS,
@@ -57,11 +58,10 @@ class ChatSummarizer:
         api_key: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
         self.name = f"openai:{model}"
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        self._client = endpoint_client(
+            base_url, api_key=api_key, timeout=timeout, transport=transport
         )
         self._fallback = ExtractiveSummarizer()
 
