@@ -26,6 +26,7 @@ from typing import Any
 
 from cairn.errors import NotFound, PermissionDenied
 from cairn.graph.roles import RoleProfile
+from cairn.graph.schema import load_schema
 from cairn.graph.why import WhyRequest
 from cairn.memory import Memory
 from cairn.model import Acl, Principal
@@ -36,6 +37,22 @@ RANK = {"low": 0, "medium": 1, "high": 2}
 HANDLE = re.compile(r"^withheld-\d+$")
 MIN_CHARS = 4
 TEXT_FIELDS = ("rationale", "description", "snippet", "decision_maker")
+
+
+def _property_names(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for name, inner in schema.get("properties", {}).items():
+            yield name
+            yield from _property_names(inner)
+        for inner in schema.values():
+            if isinstance(inner, dict | list):
+                yield from _property_names(inner)
+    elif isinstance(schema, list):
+        for inner in schema:
+            yield from _property_names(inner)
+
+
+META_NAMES = frozenset(_property_names(load_schema("meta")))
 
 
 def fixtures(folder: Path) -> dict[str, dict[str, Any]]:
@@ -144,7 +161,9 @@ def oracle(memory: Memory, folder: Path, principal: Principal) -> Oracle:
         else:
             names |= {key, edge.id}
             hidden |= text
-    hidden = {h for h in hidden if len(h) >= MIN_CHARS}
+    # a one-word tag such as "latency" is also part of the meta's own field names
+    # (stage_latencies_ms): those are no leak
+    hidden = {h for h in hidden if len(h) >= MIN_CHARS and not any(h in n for n in META_NAMES)}
     found.allowed = shown
     found.withheld = names | {h for h in hidden if not any(h in s for s in shown)}
     return found
