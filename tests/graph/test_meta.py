@@ -307,3 +307,35 @@ def test_old_traces_are_pruned(tmp_path: Path) -> None:
     loaded = folder.load(new_id)
     assert loaded is not None
     assert (loaded.owner, loaded.scope, loaded.files) == ("u", "acme/x", files)
+
+
+def test_each_stage_logs_one_structured_line_without_a_withheld_id(
+    lite: Memory, mini: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="cairn.graph")
+    body = why(lite, STAFF)
+    lines = {
+        r.getMessage(): r.__dict__["fields"] for r in caplog.records if r.name == "cairn.graph"
+    }
+    assert set(lines) == {
+        "graph preselector", "graph selector", "graph gate", "graph templater",
+    }  # fmt: skip
+    trace_id = body["trace_id"]
+    assert all(fields["trace_id"] == trace_id for fields in lines.values())
+    pre = lines["graph preselector"]
+    assert pre["policy_key"] == body["_meta"]["actor"]["policy_key"]
+    counts = body["_meta"]["policy_trace"]["counts"]
+    assert (pre["hidden_vertices"], pre["hidden_edges"]) == (
+        counts["hidden_vertices"], counts["hidden_edges"],
+    )  # fmt: skip
+    assert pre["hidden_vertices"] + pre["hidden_edges"] >= 1
+    gate = lines["graph gate"]
+    assert (
+        gate["max_tokens"] == body["_meta"]["truncation_metrics"]["passes"][0]["max_prompt_tokens"]
+    )
+    assert lines["graph templater"]["cited_ids"] == body["_meta"]["response"]["cited_ids"]
+    # what staff may not see is named nowhere in the log
+    audit = lite.trace(trace_id, principal=CURATOR)["files"]["_meta.json"]["policy_trace"]
+    logged = json.dumps(lines)
+    for withheld in audit["withheld_ids"]:
+        assert withheld not in logged
