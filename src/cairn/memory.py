@@ -37,6 +37,7 @@ from cairn.ingest.files import (
 )
 from cairn.limits import (
     MAX_BODY_CHARS,
+    MAX_BULK_DECISIONS,
     MAX_COUNTER,
     MAX_ID_CHARS,
     MAX_LIST_ITEMS,
@@ -548,6 +549,24 @@ class Memory(TimelineVerbs, GraphVerbs):
         none is and the error names the first."""
         outcomes = self.gate.approve_many(proposal_ids, principal=principal, reason=reason)
         return [self._shown_outcome(o, principal) for o in outcomes]
+
+    def approve_matching(
+        self, narrow: ProposalFilter, *, principal: Principal, reason: str
+    ) -> list[ProposalOutcome]:
+        """A curator approves every pending proposal the filter matches (the review
+        queue's filters, across all its pages) with one reason, in one transaction as
+        ``approve_many``. A filter matching more than can be decided at once is refused,
+        naming the limit, with nothing approved."""
+        access.require_curator(principal, "approve or reject proposals")
+        found = self.proposals(principal=principal, narrow=narrow, limit=MAX_BULK_DECISIONS + 1)
+        if len(found) > MAX_BULK_DECISIONS:
+            raise InvalidInput(
+                f"more than {MAX_BULK_DECISIONS:,} proposals match; narrow the filters",
+                field="filters",
+            )
+        if not found:
+            raise InvalidInput("no pending proposal matches these filters", field="filters")
+        return self.approve_many([p.id for p in found], principal=principal, reason=reason)
 
     def publish(
         self,

@@ -42,6 +42,7 @@ pytestmark = [
 SHOTS = os.environ.get("CAIRN_UI_SCREENSHOTS")
 DECISION_CONTROLS = (
     "button.approve",
+    "button.approve-matching",
     "button.reject",
     "button.rebase",
     "input[name=ids]",

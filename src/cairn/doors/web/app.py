@@ -304,6 +304,24 @@ def build_web_app(
         outcomes = memory.approve_many(ids, principal=who.principal, reason=reason)
         return RedirectResponse(f"{UI_PREFIX}/queue?approved={len(outcomes)}", status_code=303)
 
+    @app.post("/queue/approve-matching")
+    def approve_matching(
+        who: Acting,
+        reason: Annotated[str, Form(max_length=4000)] = "",
+        op: Annotated[str | None, Form(max_length=32)] = None,
+        kind: Annotated[str | None, Form(max_length=64)] = None,
+        scope: Annotated[str | None, Form(max_length=512)] = None,
+        author: Annotated[str | None, Form(max_length=128)] = None,
+        rule: Annotated[str | None, Form(max_length=128)] = None,
+        age: Annotated[str | None, Form(max_length=8)] = None,
+    ) -> RedirectResponse:
+        narrow = ProposalFilter(
+            op=_form_value(op), kind=_form_value(kind), scope=_form_value(scope),
+            author=_form_value(author), rule=_form_value(rule), created_before=older_than(age),
+        )  # fmt: skip
+        outcomes = memory.approve_matching(narrow, principal=who.principal, reason=reason)
+        return RedirectResponse(f"{UI_PREFIX}/queue?approved={len(outcomes)}", status_code=303)
+
     # ---- one proposal -----------------------------------------------------------------
 
     def _version_content(record_id: str, version_id: str | None, who: Viewer) -> Content | None:
