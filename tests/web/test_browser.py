@@ -169,7 +169,7 @@ def test_curator_approves_rejects_and_reads_the_audit_log(browser: Any, server: 
     _shot(page, "audit")
     _accessible(page)
     page.get_by_label("Action").fill("reject")
-    page.get_by_role("button", name="Filter").click()
+    page.get_by_role("button", name="Filter", exact=True).click()
     filtered = page.locator("table.audit").inner_text()
     assert drop in filtered and keep not in filtered
 
@@ -240,7 +240,7 @@ def test_bulk_approve_a_filtered_set(browser: Any, server: Server) -> None:
     page = _sign_in(browser, server, server.curator)
     page.goto("/ui/queue")
     page.get_by_label("Scope").fill("acme/bulk")
-    page.get_by_role("button", name="Filter").click()
+    page.get_by_role("button", name="Filter", exact=True).click()
     page.wait_for_url("**/ui/queue?*scope=acme%2Fbulk*")
     assert page.locator("input[name=ids]").count() == 3
     page.get_by_label("Select every proposal on this page").check()  # console.js
@@ -248,6 +248,14 @@ def test_bulk_approve_a_filtered_set(browser: Any, server: Server) -> None:
     page.get_by_role("button", name="Approve selected").click()
     page.wait_for_url("**/ui/queue?approved=3")
     assert [server.status(p) for p in chosen] == ["accepted"] * 3
+    assert server.status(other) == "pending"
+    # and every match of a filter at once, from the browser
+    more = [server.propose(f"More bulk {n}", scope="acme/bulk2") for n in range(2)]
+    page.goto("/ui/queue?scope=acme%2Fbulk2")
+    page.get_by_label("Reason (recorded for each)").fill("second triage")
+    page.get_by_role("button", name="Approve every proposal matching the filters").click()
+    page.wait_for_url("**/ui/queue?approved=2")
+    assert [server.status(p) for p in more] == ["accepted"] * 2
     assert server.status(other) == "pending"
     audit = server.api("GET", "/audit?action=approve&limit=1000", server.curator)
     assert {e["proposal_id"] for e in audit if e["reason"] == "weekly triage"} == set(chosen)
