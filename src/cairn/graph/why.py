@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -344,8 +344,6 @@ def answer(
 
 
 def _with_hops(view: GraphView, hops: int) -> GraphView:
-    from dataclasses import replace
-
     return replace(view, max_hops=min(view.max_hops, hops))
 
 
