@@ -267,3 +267,35 @@ def test_a_vertex_acl_change_carries_to_the_edges_that_take_it(
     assert (report.vertices_updated, report.edges_updated) == (1, 1)
     link = stored_edges(gmemory)["emea-sunset~supported_by~e-emea-tickets"]
     assert link.acl.sensitivity is Sensitivity.MEDIUM
+
+
+def test_a_vertex_keeps_its_kind_and_domain(gmemory: Memory, tmp_path: Path) -> None:
+    folder = mini_graph(tmp_path / "mini")
+    ingest(gmemory, folder)
+    before = gmemory.store.counts()
+    moved = json.loads((folder / "decisions/region2.json").read_text())
+    moved["domain"] = "acme/region_apac"
+    (folder / "decisions/region2.json").write_text(json.dumps(moved))
+    with pytest.raises(InvalidInput, match="emea-training is stored as a decision in"):
+        gmemory.graph_ingest(plan_graph(folder), principal=CURATOR)
+    assert gmemory.store.counts() == before
+
+
+def test_a_curator_of_other_scopes_never_meets_a_key_it_cannot_see(
+    gmemory: Memory, tmp_path: Path
+) -> None:
+    """The same key in a scope the curator does not hold is neither updated nor named: the
+    curator's graph is its own."""
+    ingest(gmemory, mini_graph(tmp_path / "mini"))
+    emea_curator = Principal(
+        id="emea-curator", kind=PrincipalKind.HUMAN, roles=("curator",),
+        scopes=("acme/region_apac",), labels=("*",), sensitivity=Sensitivity.HIGH,
+    )  # fmt: skip
+    folder = write_graph(tmp_path / "apac", {
+        "decisions/d.json": vertex(
+            "decision", "emea-training", "acme/region_apac", roles=ALL,
+            option="APAC's own training plan", rationale="Unrelated to EMEA's",
+        ),
+    })  # fmt: skip
+    report = gmemory.graph_ingest(plan_graph(folder), principal=emea_curator)
+    assert report.vertices_created == 1 and report.vertices_updated == 0

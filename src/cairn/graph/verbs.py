@@ -98,12 +98,13 @@ class GraphVerbs:
 
     # ---- loading a graph -------------------------------------------------------------
 
-    def _graph_record(self, key: str, kind: str) -> Record | None:
+    def _graph_records(self, key: str, scope_globs: tuple[str, ...]) -> list[Record]:
+        """The live decisions and events keyed ``key`` in scopes ``scope_globs`` admits."""
         found = self.store.query_records(
-            RecordQuery(kinds=(kind,), metadata={"graph_id": key}, limit=2), scope_globs=()
+            RecordQuery(kinds=GRAPH_KINDS, metadata={"graph_id": key}, limit=10),
+            scope_globs=scope_globs,
         )
-        live = [r for r in found if r.status not in (Status.ARCHIVED, Status.REJECTED)]
-        return live[0] if live else None
+        return [r for r in found if r.status not in (Status.ARCHIVED, Status.REJECTED)]
 
     def graph_ingest(
         self, plan: GraphPlan, *, principal: Principal, reason: str = "graph ingest"
@@ -120,7 +121,19 @@ class GraphVerbs:
         acls = {}
         for vertex in plan.vertices:
             acls[vertex.key] = vertex.content.acl
-            stored = self._graph_record(vertex.key, vertex.content.kind)
+            # Only the curator's own scopes are looked in: a key elsewhere is not its to
+            # see, and no answer here may say whether one exists.
+            found = self._graph_records(vertex.key, principal.scopes)
+            stored = found[0] if found else None
+            if stored is not None and (stored.kind, stored.scope) != (
+                vertex.content.kind, vertex.content.scope,
+            ):  # fmt: skip
+                raise InvalidInput(
+                    f"{vertex.file}: {vertex.key} is stored as a {stored.kind} in "
+                    f"{stored.scope}; a vertex keeps its kind and domain (archive it and give "
+                    "the new one another id)",
+                    field="fixtures",
+                )
             if stored is None:
                 where[vertex.key] = len(creates)
                 creates.append(vertex.content)
@@ -199,9 +212,11 @@ class GraphVerbs:
             return anchor
         if not is_id(anchor):
             raise NotFound(f"no decision or event {anchor!r}", field="anchor")
-        for kind in GRAPH_KINDS:
-            record = self._graph_record(anchor, kind)
-            if record is not None:
+        found = self._graph_records(anchor, view.reader.scopes)
+        for record in found:
+            if view.in_domain(record.scope) and access.can_read(
+                view.reader, record.scope, record.content.acl
+            ):
                 return record.id
         raise NotFound(f"no decision or event {anchor!r}", field="anchor")
 
