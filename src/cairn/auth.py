@@ -82,6 +82,11 @@ def load_principals(path: Path) -> PrincipalsFile:
 
 def save_principals(path: Path, principals: PrincipalsFile) -> None:
     data = principals.model_dump(mode="json")
+    for entry in data["principals"]:
+        # Written only when set, so that a file cairn rewrites (a new key, say) still reads
+        # in a cairn from before default scopes.
+        if entry.get("default_scope") is None:
+            entry.pop("default_scope", None)
     write_private(
         path,
         "# cairn principals: who may use this store. Keys are stored as SHA-256 hashes only.\n"

@@ -6,6 +6,7 @@ to ``cairn.store``; everything crossing a module boundary is one of these.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import hashlib
 import json
@@ -430,9 +431,14 @@ class PathLink(CairnModel):
     drifted: bool = False
 
 
+# The characters that make a scope a glob rather than one scope.
+_GLOB_CHARS = frozenset("*?[")
+
+
 class Principal(CairnModel):
     """Who asks. ``scopes`` are globs; none given means no scope at all (fail closed):
-    every scope is written out as ``"*"``."""
+    every scope is written out as ``"*"``. ``default_scope`` is where a write that names
+    no scope goes (see ``home_scope``); it must lie within ``scopes``."""
 
     id: str
     kind: PrincipalKind = PrincipalKind.AGENT
@@ -441,6 +447,25 @@ class Principal(CairnModel):
     labels: tuple[str, ...] = ("public", "internal")
     sensitivity: Sensitivity = Sensitivity.LOW
     purpose: str | None = None
+    default_scope: ScopePath | None = None
+
+    @model_validator(mode="after")
+    def _default_scope_is_ours(self) -> Principal:
+        if self.default_scope is not None and not any(
+            fnmatch.fnmatchcase(self.default_scope, glob) for glob in self.scopes
+        ):
+            raise ValueError(
+                f"default_scope {self.default_scope!r} is outside the principal's scopes"
+            )
+        return self
+
+    def home_scope(self) -> str | None:
+        """Where a write that names no scope goes: ``default_scope`` when set, else the
+        first of ``scopes`` that is one scope rather than a glob, else none (the writer must
+        name one: nothing is invented)."""
+        if self.default_scope is not None:
+            return self.default_scope
+        return next((s for s in self.scopes if not _GLOB_CHARS & set(s)), None)
 
     def has_role(self, role: Role) -> bool:
         return role.value in self.roles

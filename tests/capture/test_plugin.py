@@ -3,7 +3,6 @@ Code loads plugins, and it names only MCP tools and CLI commands that exist."""
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from pathlib import Path
@@ -14,6 +13,7 @@ import typer.main
 
 from cairn.capture.install import claude_hooks_block, plugin_source
 from cairn.doors.cli import app
+from cairn.doors.mcp_server import MCP_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKET = ROOT / "plugins" / "claude-code"
@@ -26,16 +26,9 @@ def _json(path: Path) -> Any:
 
 
 def _mcp_tools() -> set[str]:
-    """The tools cairn's MCP server registers (functions under ``@server.tool``)."""
-    tree = ast.parse((ROOT / "src" / "cairn" / "doors" / "mcp_server.py").read_text("utf-8"))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef):
-            for decorator in node.decorator_list:
-                target = decorator.func if isinstance(decorator, ast.Call) else decorator
-                if isinstance(target, ast.Attribute) and target.attr == "tool":
-                    names.add(node.name)
-    return names
+    """The tools cairn's MCP server registers (tests/doors/test_mcp.py checks the server
+    lists exactly these)."""
+    return set(MCP_TOOLS)
 
 
 def _cli_commands() -> set[tuple[str, ...]]:

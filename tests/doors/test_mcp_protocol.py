@@ -218,7 +218,7 @@ async def test_propose_memory_prompt_shows_possible_duplicates(door: Door) -> No
     text = _text(result)
     version = door.memory.get(door.seen, principal=AGENT).version.id
     assert door.seen in text and version in text
-    assert "memory_propose" in text and "base_version_id" in text
+    assert "propose_change" in text and "base_version_id" in text
     _no_leak(door, text)
 
 
@@ -380,23 +380,24 @@ async def test_validation_errors_name_fields_without_urls_or_input(door: Door) -
     async with Client(door.server) as client:
         # Refused by the kernel's own models (inside the tool).
         stored = await client.call_tool(
-            "memory_store", {"type": "fact", "content": "hello", "scope": "acme//x"}
+            "remember", {"kind": "fact", "body": "hello", "scope": "acme//x"}
         )
         text = _tool_error(stored)
         assert "[invalid_input] scope: scope must be a path" in text
         assert "acme//x" not in text
-        context = await client.call_tool(
-            "memory_get_context", {"scope": "acme/app", "selector": "version_ref"}
+        blank = await client.call_tool(
+            "remember", {"kind": "fact", "body": " \n ", "scope": "acme/app"}
         )
-        assert "[invalid_input] selector version_ref needs version_id" in _tool_error(context)
+        assert "[invalid_input] body must not be blank" in _tool_error(blank)
         # Refused by the tool's input schema (before the tool runs).
-        got = await client.call_tool("memory_get", {"id": door.seen, "version": "zzz-typed"})
+        got = await client.call_tool("read", {"record_id": door.seen, "version": "zzz-typed"})
         text = _tool_error(got)
         assert "[invalid_input] version: " in text and "zzz-typed" not in text
         proposed = await client.call_tool(
-            "memory_propose",
+            "propose_change",
             {
-                "op": "create",
+                "op": "supersede",
+                "record_id": door.seen,
                 "content": {"kind": "fact", "scope": "acme//x", "title": "t", "acl": 7},
             },
         )

@@ -239,9 +239,9 @@ async def test_mcp_tools_answer_within_the_callers_scopes(world: World) -> None:
     live = world.live
     http = httpx2.AsyncClient(headers=live.headers(world.reader), timeout=30)
     async with Client(streamable_http_client(f"{live.url}/mcp", http_client=http)) as client:
-        found = await client.call_tool("timeline_search", {"query": "backup window"})
+        found = await client.call_tool("timeline_search", {"q": "backup window"})
         assert not found.is_error, found.content
-        hits = found.structured_content["result"]
+        hits = found.structured_content["hits"]
         assert hits and hits[0]["grip_ids"]
         expanded = await client.call_tool("timeline_expand", {"grip_id": hits[0]["grip_ids"][0]})
         assert not expanded.is_error
@@ -250,11 +250,11 @@ async def test_mcp_tools_answer_within_the_callers_scopes(world: World) -> None:
         }  # fmt: skip
         recent = await client.call_tool("timeline_recent", {"max_tokens": 100_000})
         events = await client.call_tool("timeline_events", {"limit": 1000})
-        secret = await client.call_tool("timeline_search", {"query": f"{SECRET} merger"})
+        secret = await client.call_tool("timeline_search", {"q": f"{SECRET} merger"})
         for result in (recent, events, secret):
             assert not result.is_error
             assert SECRET not in json.dumps(result.structured_content)
-        assert {e["event_id"] for e in events.structured_content["result"]} == {
+        assert {e["event_id"] for e in events.structured_content["events"]} == {
             e["event_id"] for e in OURS
         }
         for grip_id in world.secret_grips:

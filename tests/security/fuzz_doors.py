@@ -164,16 +164,16 @@ def _http_create(stack: Stack, fields: dict[str, Any]) -> Answer:
 
 def _mcp_create(stack: Stack, fields: dict[str, Any]) -> Answer:
     arguments: dict[str, Any] = {
-        "type": fields["kind"],
+        "kind": fields["kind"],
         "scope": fields["scope"],
         "title": fields["title"],
-        "content": fields["body"],
+        "body": fields["body"],
     }
     if fields.get("metadata") is not None:
         arguments["metadata"] = fields["metadata"]
     if fields.get("valid_from") is not None:
-        arguments["temporal_valid_from"] = fields["valid_from"]
-    return _mcp_call(stack, "memory_store", arguments, stored=lambda s: s["id"])
+        arguments["valid_from"] = fields["valid_from"]
+    return _mcp_call(stack, "remember", arguments, stored=lambda s: s["id"])
 
 
 def _a2a_create(stack: Stack, fields: dict[str, Any]) -> Answer:
@@ -229,7 +229,7 @@ def _http_search(stack: Stack, query: str) -> Answer:
 
 
 def _mcp_search(stack: Stack, query: str) -> Answer:
-    return _mcp_call(stack, "memory_search", {"query": query, "mode": "keyword"})
+    return _mcp_call(stack, "recall", {"query": query, "mode": "keyword"})
 
 
 def _a2a_search(stack: Stack, query: str) -> Answer:

@@ -201,7 +201,7 @@ def handed_to_kernel(door: str, fields: dict[str, Any]) -> dict[str, Any] | None
     handed: dict[str, Any] = received(door, fields)
     body = handed["body"]
     if door == "mcp" and not handed["title"].strip():
-        # memory_store: a blank title is taken from the first line of the content.
+        # remember: a blank title is taken from the first line of the body.
         first = next((line.strip() for line in body.splitlines() if line.strip()), "")
         if not first:
             return None

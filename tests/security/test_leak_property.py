@@ -187,8 +187,8 @@ HTTP_BY_ID = ("get", "get published", "version 1", "versions", "resolve", "valid
               "patch", "supersede")  # fmt: skip
 HTTP_READS = ("search keyword", "retrieve", "for_path", "for_symbol", "validate_claims",
               "research", "read_context head")  # fmt: skip
-MCP_READS = ("memory_retrieve", "memory_get_relevant", "memory_for_path", "memory_for_symbol",
-             "memory_validate_claims", "memory_research", "memory_search keyword")  # fmt: skip
+MCP_READS = ("recall", "recall drafts", "recall path", "recall symbol", "check text",
+             "research", "recall keyword")  # fmt: skip
 samples = st.builds(
     Sample,
     http_by_id=st.frozensets(st.sampled_from(HTTP_BY_ID), min_size=3, max_size=3),
@@ -527,14 +527,14 @@ def _mcp_reads(doors: Doors, ex: Example) -> None:
     if ex.visible:
         answer = lambda v: answers[f"version_ref {v}"]  # noqa: E731
         check.alike("version_ref", answer, ex.hidden_versions()[:2], never["ver"])
-    for probe in ("memory_search hybrid", ex.sample.mcp_read, "complete ids", "complete scopes",
+    for probe in ("recall hybrid", ex.sample.mcp_read, "complete ids", "complete scopes",
                   *(f"prompt {name}" for name in prompts)):  # fmt: skip
         check.clean(probe, answers[probe], echo=[query])
-    context = answers["memory_get_context"]
-    check.clean("memory_get_context", context, echo=[query])
-    check.clean("memory_validate all", answers["memory_validate all"], echo=every_id)
-    check.clean("memory_list", answers["memory_list"])
-    listed = json.loads(answers["memory_list"])["structured"]["records"]
+    context = answers["recall published"]
+    check.clean("recall published", context, echo=[query])
+    check.clean("check all", answers["check all"], echo=every_id)
+    check.clean("list", answers["list"])
+    listed = json.loads(answers["list"])["structured"]["records"]
     assert {r["id"] for r in listed} == set(_ids(ex.visible)), listed
     completed = json.loads(answers["complete ids"])["values"]
     assert set(completed) == set(_ids(ex.visible)), completed
@@ -571,18 +571,24 @@ async def _mcp_answers(
 
     some = [*_ids(ex.hidden[:2]), *_ids(ex.visible[:2]), never["rec"]]
     by_id: dict[str, tuple[list[str], Callable[[str], Any]]] = {
-        "memory_get": (some, lambda i: tool("memory_get", {"id": i})),
-        "memory_get version 1": (some, lambda i: tool("memory_get", {"id": i, "version": 1})),
-        "memory_propose update": (
+        "read": (some, lambda i: tool("read", {"record_id": i})),
+        "read version 1": (some, lambda i: tool("read", {"record_id": i, "version": 1})),
+        "propose_change update": (
             [*_ids(ex.hidden), never["rec"]],
             lambda i: tool(
-                "memory_propose", {"op": "update", "record_id": i, "patch": {"body": "x"}}
+                "propose_change",
+                {
+                    "op": "update",
+                    "record_id": i,
+                    "base_version_id": never["ver"],
+                    "patch": {"body": "x"},
+                },
             ),
         ),
-        "memory_propose supersede": (
+        "propose_change supersede": (
             every_id,
             lambda i: tool(
-                "memory_propose", {"op": "supersede", "record_id": i, "by": never["rec"]}
+                "propose_change", {"op": "supersede", "record_id": i, "by": never["rec"]}
             ),
         ),
         "resource": (every_id, lambda i: resource(f"cairn://record/{i}")),
@@ -599,31 +605,27 @@ async def _mcp_answers(
     for record in ex.visible[:1]:
         for version_id in [*ex.hidden_versions()[:2], never["ver"]]:
             answers[f"version_ref {version_id}"] = await tool(
-                "memory_get_context",
-                {"scope": record.scope, "element_id": record.id, "selector": "version_ref",
-                 "version_id": version_id},
-            )  # fmt: skip
+                "read", {"record_id": record.id, "version_id": version_id}
+            )
     reads: dict[str, tuple[str, dict[str, Any]]] = {
-        "memory_search hybrid": ("memory_search", {"query": query, "top_k": 50}),
-        "memory_search keyword": (
-            "memory_search",
-            {"query": query, "mode": "keyword", "top_k": 50},
-        ),
-        "memory_retrieve": ("memory_retrieve", {"query": query, "top_k": 50}),
-        "memory_get_relevant": ("memory_get_relevant", {"query": query, "top_k": 50}),
-        "memory_for_path": ("memory_for_path", {"path": "src"}),
-        "memory_for_symbol": ("memory_for_symbol", {"symbol": query}),
-        "memory_validate_claims": ("memory_validate_claims", {"text": query}),
-        "memory_research": ("memory_research", {"question": query}),
+        "recall hybrid": ("recall", {"query": query, "mode": "hybrid", "top_k": 50}),
+        "recall keyword": ("recall", {"query": query, "mode": "keyword", "top_k": 50}),
+        "recall": ("recall", {"query": query, "top_k": 50}),
+        "recall drafts": ("recall", {"query": query, "top_k": 50, "include_drafts": True}),
+        "recall path": ("recall", {"path": "src"}),
+        "recall symbol": ("recall", {"symbol": query}),
+        "check text": ("check", {"text": query}),
+        "research": ("research", {"question": query}),
     }
-    for probe in ("memory_search hybrid", ex.sample.mcp_read):
+    for probe in ("recall hybrid", ex.sample.mcp_read):
         name, arguments = reads[probe]
         answers[probe] = await tool(name, arguments)
-    answers["memory_get_context"] = await tool(
-        "memory_get_context", {"scope": ex.sample.mcp_scope, "query": query, "top_k": 50}
-    )  # the default selector: published
-    answers["memory_list"] = await tool("memory_list", {"limit": 1000})
-    answers["memory_validate all"] = await tool("memory_validate", {"ids": every_id})
+    answers["recall published"] = await tool(
+        "recall",
+        {"query": query, "scope": ex.sample.mcp_scope, "selector": "published", "top_k": 50},
+    )
+    answers["list"] = await tool("list", {"limit": 1000})
+    answers["check all"] = await tool("check", {"ids": every_id})
     answers["complete ids"] = await complete(record_uri, "id", "")
     answers["complete scopes"] = await complete(PromptReference(name="task_context"), "scope", "")
     prompts = {
@@ -722,7 +724,7 @@ def _writes(doors: Doors, ex: Example) -> None:
         answers = {
             "library": library(lambda: memory.remember(copy, principal=reader)),
             "HTTP": http(created),
-            "MCP": doors.portal.call(_mcp_store, doors.mcp, arguments),
+            "MCP": doors.portal.call(_mcp_store, doors.mcp, copy.model_dump(mode="json")),
             "A2A": _a2a(doors, ex, {"skill": "remember", **arguments}),
             "CLI": _cli(doors, ex, "remember", *flags)[0],
         }
@@ -738,8 +740,9 @@ def _writes(doors: Doors, ex: Example) -> None:
         Checker(ex.secrets, "HTTP").clean("rebase own", http(rebased))
 
 
-async def _mcp_store(client: Client, arguments: dict[str, Any]) -> str:
-    return _mcp_result(await client.call_tool("memory_store", arguments))
+async def _mcp_store(client: Client, content: dict[str, Any]) -> str:
+    arguments = {name: content[name] for name in ("kind", "scope", "title", "body")}
+    return _mcp_result(await client.call_tool("remember", arguments))
 
 
 # ---- the timeline, on every door -------------------------------------------------------
@@ -875,7 +878,7 @@ def _timeline_mcp(doors: Doors, ex: Example) -> None:
     check.alike("timeline_recent session", recent, sessions, never["session"])
     for probe in ("timeline_search", "timeline_recent", "timeline_events"):
         check.clean(probe, answers[probe], echo=[ex.query])
-    listed = json.loads(answers["timeline_events"])["structured"]["result"]
+    listed = json.loads(answers["timeline_events"])["structured"]["events"]
     assert {e["event_id"] for e in listed} == {e.id for e in ex.world.visible_events(ex.reader)}
 
 
@@ -891,7 +894,7 @@ async def _mcp_timeline_answers(client: Client, ex: Example) -> dict[str, str]:
         answers[f"recent {session}"] = await tool(
             "timeline_recent", {"session_id": session, "max_tokens": 100_000}
         )
-    answers["timeline_search"] = await tool("timeline_search", {"query": ex.query, "top_k": 100})
+    answers["timeline_search"] = await tool("timeline_search", {"q": ex.query, "k": 100})
     answers["timeline_recent"] = await tool("timeline_recent", {"max_tokens": 100_000})
     answers["timeline_events"] = await tool("timeline_events", {"limit": 1000})
     return answers

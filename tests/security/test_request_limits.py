@@ -149,10 +149,10 @@ async def test_the_mcp_door_refuses_deep_metadata_and_big_bodies(memory: Memory)
     server = build_mcp_server(memory, lambda _ctx: CURATOR)
     async with Client(server) as client:
         for arguments in (
-            {"type": "fact", "content": "deep", "scope": "acme/t", "metadata": deep},
-            {"type": "fact", "content": "x" * (MAX_BODY_CHARS + 1), "scope": "acme/t"},
+            {"kind": "fact", "body": "deep", "scope": "acme/t", "metadata": deep},
+            {"kind": "fact", "body": "x" * (MAX_BODY_CHARS + 1), "scope": "acme/t"},
         ):
-            result = await client.call_tool("memory_store", arguments)
+            result = await client.call_tool("remember", arguments)
             assert result.is_error
             text = str(result.content)
             assert "[invalid_input]" in text and "pydantic" not in text

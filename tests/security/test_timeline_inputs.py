@@ -328,7 +328,7 @@ def test_queries_huge_empty_or_without_words(stack: Stack) -> None:
             if "\ud800" in bad and status == 200:
                 continue  # the URL decoder made the lone surrogate U+FFFD: a plain query
             assert status == 422 and "q" in json.dumps(problem), (path, problem)
-        answer = mcp(stack, "timeline_search", {"query": bad})
+        answer = mcp(stack, "timeline_search", {"q": bad})
         assert answer[0] == "protocol -32700" or _refused_naming(answer, "query"), answer
     code, said = cli(stack, "search", "--", HUGE)
     assert code == 2 and "query" in said, said
@@ -338,7 +338,7 @@ def test_queries_huge_empty_or_without_words(stack: Stack) -> None:
         assert library(lambda q=empty: m.timeline_search(q, principal=AGENT)) == ("ok", None, "")
         status, hits = http_get(stack, "/search", q=empty)
         assert status == 200 and isinstance(hits, list), (empty, hits)
-        assert mcp(stack, "timeline_search", {"query": empty})[0] == "ok"
+        assert mcp(stack, "timeline_search", {"q": empty})[0] == "ok"
         scanned = library(
             lambda q=empty: m.timeline_scan(q, since=since, until=until, principal=AGENT)
         )
@@ -364,7 +364,7 @@ def test_times_naive_numeric_reversed_and_far_apart(stack: Stack) -> None:
         for path in ("/search", "/scan", "/events"):
             status, problem = http_get(stack, path, q="backup", since=value, until=value)
             assert status == 422 and "since" in json.dumps(problem), (path, value, problem)
-        answer = mcp(stack, "timeline_search", {"query": "backup", "since": value})
+        answer = mcp(stack, "timeline_search", {"q": "backup", "since": value})
         assert _refused_naming(answer, "since"), (value, answer)
         code, said = cli(stack, "search", "backup", "--since", value)
         assert code == 2 and "since" in said, (value, said)
@@ -404,7 +404,7 @@ def _limits(stack: Stack) -> list[tuple[Any, str, str, dict[str, Any] | None, li
     for k in (0, -1, 101, 10**20):
         cases += [
             (lambda k=k: m.timeline_search("backup", k=k, principal=a), "/search",
-             f"q=backup&k={k}", {"tool": "timeline_search", "query": "backup", "top_k": k},
+             f"q=backup&k={k}", {"tool": "timeline_search", "q": "backup", "k": k},
              ["search", "backup", "-k", str(k)], "k"),
             (lambda k=k: m.timeline_scan("backup", k=k, principal=a, **span), "/scan",
              f"q=backup&k={k}&since=2026-03-01T00:00:00Z&until=2026-03-04T00:00:00Z", None,
@@ -449,8 +449,8 @@ def test_limits_out_of_range_are_refused_by_name(stack: Stack) -> None:
             arguments = dict(tool)
             name = arguments.pop("tool")
             answer = mcp(stack, name, arguments)
-            mcp_field = "top_k" if field == "k" else field
-            assert _refused_naming(answer, mcp_field), (name, arguments, answer)
+            # the tools take the HTTP routes' parameter names, so the same field is named
+            assert _refused_naming(answer, field), (name, arguments, answer)
         code, said = cli(stack, *args)
         assert code == 2 and said, (args, said)
 

@@ -236,8 +236,8 @@ async def test_the_mcp_door_refuses_a_time_without_a_zone(memory: Memory) -> Non
     server = build_mcp_server(memory, lambda _ctx: CURATOR)
     async with Client(server) as client:
         result = await client.call_tool(
-            "memory_store",
-            {"type": "fact", "content": "naive", "scope": "acme/t", "temporal_valid_from": NAIVE},
+            "remember",
+            {"kind": "fact", "body": "naive", "scope": "acme/t", "valid_from": NAIVE},
         )
     assert result.is_error and "time zone" in str(result.content)
     assert memory.status(principal=CURATOR)["records"] == 0

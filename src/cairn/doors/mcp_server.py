@@ -42,7 +42,7 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from pydantic import AnyUrl, BaseModel, Field, ValidationError
+from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.graph.why import WhyRequest
@@ -51,6 +51,7 @@ from cairn.model import (
     Content,
     ContentPatch,
     Event,
+    EventCursor,
     PinKind,
     Principal,
     ProposalOutcome,
@@ -61,14 +62,8 @@ from cairn.model import (
     Verdict,
     VersionPin,
 )
-from cairn.retrieval.context import (
-    ClaimsReport,
-    ReadContextRequest,
-    ReadContextResponse,
-    ResearchAnswer,
-    ValidationReport,
-)
-from cairn.retrieval.types import Item, RetrievalResult, SearchResult
+from cairn.retrieval.context import ClaimsReport, ResearchAnswer, ValidationReport
+from cairn.retrieval.types import Item, Mode, RetrievalResult
 from cairn.timeline.views import ExpandedGrip, RecentContext, TeleportHit
 
 __all__ = [
@@ -78,6 +73,7 @@ __all__ = [
     "StoreResult",
     "bearer_key",
     "build_mcp_server",
+    "default_scope",
     "validation_text",
 ]
 
@@ -87,20 +83,13 @@ T = TypeVar("T")
 PrincipalFor = Callable[[Context], Principal]
 
 MCP_TOOLS = (
-    "memory_store",
-    "memory_retrieve",
-    "memory_search",
-    "memory_get",
-    "memory_list",
-    "memory_validate",
-    "memory_get_context",
-    "memory_propose",
-    "memory_record_candidate",
-    "memory_get_relevant",
-    "memory_for_path",
-    "memory_for_symbol",
-    "memory_validate_claims",
-    "memory_research",
+    "remember",
+    "recall",
+    "read",
+    "list",
+    "propose_change",
+    "check",
+    "research",
     "timeline_search",
     "timeline_recent",
     "timeline_expand",
@@ -118,8 +107,8 @@ RESOURCE_NOT_FOUND = -32002
 # The spec caps one completion answer at 100 values.
 COMPLETION_CAP = 100
 _VERSION_NUMBER = re.compile(r"[0-9]+")
+_GLOB = re.compile(r"[*?\[]")
 
-_DEFAULT_SCOPE = "default"
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
@@ -134,18 +123,222 @@ class StoreResult(BaseModel):
     """What happened to a write: approved at once, pending a curator, or rejected."""
 
     id: str | None = Field(description="the record id, once the record exists")
-    status: Literal["approved", "pending", "rejected"]
-    reason: str | None = None
+    status: Literal["approved", "pending", "rejected"] = Field(
+        description="approved: stored; pending: a curator decides; rejected: see reason"
+    )
+    reason: str | None = Field(default=None, description="why, in the policy's words")
     proposal_id: str
-    version_id: str | None = None
-    record_status: Status | None = None
+    version_id: str | None = Field(default=None, description="the version the write made")
+    record_status: Status | None = Field(
+        default=None, description="the record's status now (draft for a draft)"
+    )
 
 
-class RecordList(BaseModel):
+class RecordPage(BaseModel):
+    """A page of records, oldest first."""
+
     records: list[Record]
+    count: int = Field(description="how many records this page holds")
     limit: int
     offset: int
-    count: int
+    next_after: str | None = Field(
+        description="pass it as after for the next page; null when this page is the last"
+    )
+
+
+class CheckReport(BaseModel):
+    """What ``check`` found: the cited records' state, the claims' verdicts, or both."""
+
+    records: ValidationReport | None = Field(
+        default=None, description="per record id: may it still be relied on, and why not"
+    )
+    claims: ClaimsReport | None = Field(
+        default=None, description="per sentence: supported, contradicted or unknown"
+    )
+
+
+class TimelineHits(BaseModel):
+    hits: list[TeleportHit] = Field(description="best match first")
+
+
+class EventPage(BaseModel):
+    events: list[Event] = Field(description="in the order they happened")
+
+
+class WhyResult(BaseModel):
+    """The decision graph's answer: the text, the evidence it rests on (each item cited)
+    and ``_meta`` (what was found, withheld and left out, and why)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    trace_id: str
+    answer: str
+    envelope: dict[str, Any]
+    evidence: list[dict[str, Any]]
+    meta: dict[str, Any] = Field(alias="_meta")
+
+
+# ---- what a model reads about each tool ----------------------------------------------------
+# Each says what the tool does, when to use it and gives one example call. They are plain
+# strings, not docstrings, so that nothing of the source's indentation reaches a client.
+
+_INSTRUCTIONS = (
+    "Governed memory for this project and team. Read before you work: recall (or research "
+    "for an open question) and cite what you rely on as [record_id@version_id]; read a record "
+    "in full with read. Keep what you learn with remember, and correct memory with "
+    "propose_change: a policy or a human curator decides, so a write is approved, pending or "
+    "rejected, and only approved ones count. Treat drafts and items marked inferred as "
+    "unsettled; check cited records or your own claims with check. The timeline tools "
+    "(timeline_recent, timeline_search, timeline_expand, timeline_events) read past "
+    "conversations; graph_why explains a decision. Prompts: task_context, propose_memory, "
+    "check_claims."
+)
+
+_REMEMBER = """\
+Store one new memory. It goes through the gate: this store's policy approves it at once \
+(status "approved"), queues it for a human curator ("pending"), or refuses it with a reason \
+("rejected"). With draft true it is recorded at once as an unsettled note that no one relies \
+on until a person approves it.
+
+Use it when you learn something worth keeping beyond this conversation: a decision, a fact, \
+a convention, a hand-off. Look first with recall: if a record already says it, cite that \
+record; if one should change, use propose_change. Write the memory itself in body (its first \
+line is the title unless you give one). Without scope it goes to your default scope; if you \
+have none, the error lists the scopes you may write. Kinds this store takes: {kinds}.
+
+Example: {"kind": "decision", "body": "Deploys run on Tuesdays only.\\nFriday deploys broke \
+production twice in March.", "scope": "acme/app", "tags": ["deploy"]}"""
+
+_RECALL = """\
+Find the memory relevant to something: the records you may read, best first, each with its \
+text, why it was included and a citation to the exact version ([record_id@version_id]), \
+plus contradictions between them and what the token budget left out.
+
+Use it before a task, to answer from memory, or to see what is known about a file or a \
+code symbol. Give exactly one of query (words or a question), path (memory linked to a \
+repository file or folder) or symbol (memory that names a code symbol). Items with status \
+draft or marked inferred are not settled. Kinds this store takes: {kinds}.
+
+Example: {"query": "how do we deploy on Fridays", "scope": "acme/*", "top_k": 5}"""
+
+_READ_RECORD = """\
+One record by id: its state (status, whether it was superseded and by what) and one version \
+of its content, the latest unless you ask for a version number or a version id.
+
+Use it to read a cited record in full, or to get the version_id to pin a propose_change \
+to. A record you may not read answers [not_found], exactly like one that does not exist.
+
+Example: {"record_id": "rec_01JBX2Q7ZC4M6V3PN8W0T5KD9E", "version": 1}"""
+
+_LIST = """\
+The records you may read, oldest first, a page at a time, filtered by kind, status, scope \
+and creation time. No ranking and no text budget: for what is relevant to a question, use \
+recall.
+
+Use it to survey a scope ("every decision in acme/app") or to walk all records. For the \
+next page pass next_after as after. Kinds this store takes: {kinds}.
+
+Example: {"kind": ["decision"], "status": ["active"], "scope": "acme/*", "limit": 20}"""
+
+_PROPOSE = """\
+Propose a change to a record that exists. op "update" edits some of its fields (patch), \
+pinned to the version you read (base_version_id) so that a change made meanwhile is not \
+overwritten; op "supersede" replaces it, by another existing record (by) or by a new one \
+(content). Like remember, it goes through the gate: approved, pending a curator, or \
+rejected with a reason. Archiving, approving and publishing are for curators and are not \
+offered here.
+
+Use it when a memory is wrong, out of date or incomplete. Read the record first (read or \
+recall) for its version_id; if you are told the base is stale, read it again and redo the \
+patch on the new version.
+
+Example: {"op": "update", "record_id": "rec_01JBX2Q7ZC4M6V3PN8W0T5KD9E", "base_version_id": \
+"ver_01JBX2Q7ZD8N1F6RS2Y4A7HC3M", "patch": {"body": "Deploys run on Tuesdays and \
+Thursdays."}, "reason": "the schedule changed in May"}"""
+
+_CHECK = """\
+Check what you are about to rely on. With ids: whether each record may still be relied on \
+(you may read it, it is active, current, not superseded and not expired) and whether they \
+contradict each other. With text: each sentence of a plan or an answer marked supported, \
+contradicted or unknown against the memory you may read, with the records it was checked \
+against. Give ids, text or both.
+
+Use it before you act on records you found earlier, and before you present a plan or an \
+answer as settled.
+
+Example: {"ids": ["rec_01JBX2Q7ZC4M6V3PN8W0T5KD9E"], "text": "We deploy on Fridays."}"""
+
+_RESEARCH = """\
+Answer a question from memory: it plans a search, retrieves, tries again with other \
+wording (up to three times) and returns a short summary citing each record it used, with \
+the items themselves.
+
+Use it for an open question that needs several records put together; for a plain lookup, \
+recall is faster.
+
+Example: {"question": "why did we move the backups to Saturday night?", "scope": "acme/*"}"""
+
+_TIMELINE_SEARCH = """\
+Search past conversations and tool calls (the timeline): the summaries (segments, days, \
+weeks, ...) that best match q, each with grips pointing at the exact events it came from.
+
+Use it for "what did we say about X" or "when did we last touch Y". Before you rely on a \
+summary, read its events with timeline_expand.
+
+Example: {"q": "backup window", "since": "2026-03-01T00:00:00Z", "k": 5}"""
+
+_TIMELINE_RECENT = """\
+What happened lately, newest first, within a token budget: the latest segments' bullets, \
+then older days and weeks, each cited to its node version and grips.
+
+Use it at the start of a session ("where were we?") or after a break.
+
+Example: {"scope": "code/myproject", "max_tokens": 1000}"""
+
+_TIMELINE_EXPAND = """\
+The events behind a grip (from timeline_search or timeline_recent), with a few more on \
+either side: what was actually said or done.
+
+Use it to check a summary against its source before you rely on it; cite an event as \
+(event_id, ts).
+
+Example: {"grip_id": "grp_01JBX2Q7ZE0K5T2VW9B6D1FG4N", "before": 2, "after": 2}"""
+
+_TIMELINE_EVENTS = """\
+Raw conversation and tool events you may read, in the order they happened, a page at a \
+time.
+
+Use it to read a span of time or a session in full (timeline_search finds where to look). \
+For the next page pass the last event's ts, event_id and scope as after_ts, after_id and \
+after_scope.
+
+Example: {"session_id": "s-42", "since": "2026-03-02T09:00:00Z", "limit": 50}"""
+
+_GRAPH_WHY = """\
+Why a decision was taken, at the fidelity your graph role may see: an answer built only \
+from the decisions and events your role may read (the evidence, each cited by record and \
+version), saying when something was withheld from you; _meta holds the counts and reasons.
+
+Use it when asked why something was decided or what led to it. You may ask as a lower \
+role than your own (role) to see what that role would be told.
+
+Example: {"anchor": "acme-prod-sunset-onprem-connectors-2024", "question": "why did we \
+sunset the on-prem connectors?"}"""
+
+
+def default_scope(principal: Principal) -> str:
+    """Where a write that names no scope goes: the principal's own default, never a scope
+    cairn makes up. Without one the write is refused, naming the scopes it may write."""
+    home = principal.home_scope()
+    if home is not None:
+        return home
+    scopes = ", ".join(principal.scopes) or "none"
+    raise InvalidInput(
+        f"no scope given, and {principal.id} has no default scope (its scopes are {scopes}): "
+        'name the scope, e.g. "scope": "acme/app"; an operator can set default_scope for '
+        f"{principal.id} in principals.yaml",
+        field="scope",
+    )
 
 
 def _stored(outcome: ProposalOutcome) -> StoreResult:
@@ -189,7 +382,7 @@ def _title_of(text: str, title: str | None) -> str:
         return title
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if not first:
-        raise InvalidInput("content must not be blank", field="content")
+        raise InvalidInput("body must not be blank: it is the memory itself", field="body")
     return first if len(first) <= 120 else first[:117] + "..."
 
 
@@ -379,335 +572,365 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         name="cairn",
         title="cairn memory",
         version="0.1.0",
-        instructions=(
-            "Governed memory. Read with memory_get_context / memory_retrieve / memory_search; "
-            "cite records by (id, version_id). You may only propose changes (memory_store, "
-            "memory_propose) or record drafts (memory_record_candidate): a policy or a human "
-            "curator decides. Treat draft and 'inferred' records as non-authoritative. "
-            "Prompts: task_context (cited memory for a task), propose_memory (how to propose "
-            "a memory so it is not a duplicate), check_claims (check a plan or an answer)."
-        ),
+        instructions=_INSTRUCTIONS,
     )
 
     def who(ctx: Context) -> Principal:
         return _run(lambda: principal_for(ctx))
 
-    @server.tool(annotations=_WRITE)
-    def memory_store(
-        type: Annotated[str, Field(description="record kind: decision, belief, episode, skill, …")],
-        content: Annotated[str, Field(description="the memory itself; first line is the title")],
+    def auto_mode(mode: Mode | None) -> Mode:
+        # Without an embedder the memory answers keyword searches only.
+        if mode is not None:
+            return mode
+        return "hybrid" if memory.has_vectors() else "keyword"
+
+    kind_names = ", ".join(memory.record_kinds())
+
+    def described(text: str) -> str:
+        return text.replace("{kinds}", kind_names)
+
+    @server.tool(
+        name="remember", title="Remember", description=described(_REMEMBER), annotations=_WRITE
+    )
+    def remember(
+        kind: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="what sort of memory it is (one of the kinds the description lists)",
+            ),
+        ],
+        body: Annotated[
+            str,
+            Field(
+                description="the memory itself, in plain words; its first line is the title "
+                "unless you give one",
+            ),
+        ],
         ctx: Context,
-        scope: Annotated[str, Field(description="where it lives, e.g. acme/product")] = (
-            _DEFAULT_SCOPE
-        ),
-        title: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        tags: list[str] | None = None,
-        temporal_valid_from: Timestamp | None = None,
-        temporal_valid_to: Timestamp | None = None,
-    ) -> StoreResult:
-        """Create a new memory record. It goes through the gate: the policy approves it at once,
-        queues it for a curator ('pending'), or rejects it with a reason. Returns the record id
-        when the record exists."""
-        principal = who(ctx)
-
-        def call() -> StoreResult:
-            body = Content(
-                kind=type,
-                scope=scope,
-                title=_title_of(content, title),
-                body=content,
-                tags=tuple(tags or ()),
-                metadata=metadata or {},
-                valid_from=temporal_valid_from,
-                valid_to=temporal_valid_to,
-            )
-            return _stored(memory.remember(body, principal=principal))
-
-        return _run(call)
-
-    @server.tool(annotations=_READ)
-    def memory_retrieve(
-        query: str,
-        ctx: Context,
-        top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-        vector_weight: Annotated[float, Field(ge=0)] = 0.6,
-        keyword_weight: Annotated[float, Field(ge=0)] = 0.4,
-        max_tokens: Annotated[int, Field(ge=1)] = 8000,
-        mode: Literal["vector", "keyword", "hybrid"] = "hybrid",
-        scope: Annotated[str | None, Field(description="a scope or glob, e.g. acme/*")] = None,
-        include_drafts: bool = False,
-    ) -> RetrievalResult:
-        """Hybrid search with validation: ranked items with version-pinned citations,
-        why each was included, scores, contradictions, and whether the token budget clipped
-        anything."""
-        principal = who(ctx)
-        return _run(
-            lambda: memory.retrieve(
-                query,
-                principal=principal,
-                k=top_k,
-                max_tokens=max_tokens,
-                mode=mode,
-                scope=scope,
-                include_drafts=include_drafts,
-                weights={"vector": vector_weight, "keyword": keyword_weight},
-            )
-        )
-
-    @server.tool(annotations=_READ)
-    def memory_search(
-        query: str,
-        ctx: Context,
-        mode: Literal["vector", "keyword", "hybrid"] = "hybrid",
-        top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-        scope: str | None = None,
-        include_drafts: bool = False,
-    ) -> SearchResult:
-        """Simple ranked search (vector, keyword or hybrid) without validation or budget;
-        faster than memory_retrieve for low-stakes lookups."""
-        principal = who(ctx)
-        return _run(
-            lambda: memory.search(
-                query,
-                principal=principal,
-                mode=mode,
-                k=top_k,
-                scope=scope,
-                include_drafts=include_drafts,
-            )
-        )
-
-    @server.tool(annotations=_READ)
-    def memory_get(
-        id: Annotated[str, Field(description="record id, e.g. rec_01J…")],
-        ctx: Context,
-        version: Annotated[int | None, Field(ge=1, description="a version number")] = None,
-    ) -> RecordView:
-        """One record by id: its current state and the chosen version (head unless a version
-        number is given). Unknown or invisible ids fail with [not_found]."""
-        principal = who(ctx)
-        return _run(lambda: memory.get(id, principal=principal, version=version))
-
-    @server.tool(annotations=_READ)
-    def memory_list(
-        ctx: Context,
-        type: str | None = None,
-        created_after: Timestamp | None = None,
-        created_before: Timestamp | None = None,
-        metadata_filter: Annotated[
-            dict[str, Any] | None, Field(description="exact-match metadata, e.g. {'impact': 'low'}")
+        scope: Annotated[
+            str | None,
+            Field(description="where it belongs, e.g. acme/app; default: your default scope"),
         ] = None,
-        status: Status | None = None,
-        scope: Annotated[str | None, Field(description="a scope glob, e.g. acme/*")] = None,
-        limit: Annotated[int, Field(ge=1, le=10_000)] = 100,
-        offset: Annotated[int, Field(ge=0)] = 0,
-    ) -> RecordList:
-        """List records by kind, creation time, status, scope or metadata, paginated."""
-        principal = who(ctx)
-
-        def call() -> RecordList:
-            query = RecordQuery(
-                kinds=(type,) if type else (),
-                statuses=(status,) if status else (),
-                scope=scope,
-                created_after=created_after,
-                created_before=created_before,
-                metadata=metadata_filter or {},
-                limit=limit,
-                offset=offset,
-            )
-            found = memory.list_records(query, principal=principal)
-            return RecordList(records=found, limit=limit, offset=offset, count=len(found))
-
-        return _run(call)
-
-    @server.tool(annotations=_READ)
-    def memory_validate(ids: list[str], ctx: Context) -> ValidationReport:
-        """May these cited records still be relied on? Per record: exists, current, valid
-        (not expired), active; plus contradictions among them."""
-        principal = who(ctx)
-        return _run(lambda: memory.validate(ids, principal=principal))
-
-    @server.tool(annotations=_READ)
-    def memory_get_context(
-        scope: str,
-        ctx: Context,
-        query: str | None = None,
-        element_id: Annotated[str | None, Field(description="fetch one record directly")] = None,
-        selector: Literal["published", "baseline_ref", "head", "version_ref"] = "published",
-        baseline_id: str | None = None,
-        version_id: str | None = None,
-        top_k: Annotated[int, Field(ge=1, le=100)] = 10,
-        max_tokens: Annotated[int, Field(ge=1)] = 8000,
-        include_drafts: bool = False,
-    ) -> ReadContextResponse:
-        """Citeable read context for a scope: give a query (ranked) or element_id (direct).
-        Items carry (record, version) citations and why each was included. 'published' reads
-        the scope's published baseline."""
-        principal = who(ctx)
-
-        def call() -> ReadContextResponse:
-            request = ReadContextRequest(
-                scope=scope,
-                selector=VersionPin(
-                    kind=PinKind(selector), baseline_id=baseline_id, version_id=version_id
-                ),
-                query=query,
-                record_id=element_id,
-                k=top_k,
-                max_tokens=max_tokens,
-                include_drafts=include_drafts,
-            )
-            return memory.read_context(request, principal=principal)
-
-        return _run(call)
-
-    @server.tool(annotations=_WRITE)
-    def memory_propose(
-        op: Literal["create", "update", "supersede"],
-        ctx: Context,
-        record_id: str | None = None,
-        base_version_id: Annotated[
-            str | None, Field(description="the version you read; a stale base must be rebased")
+        title: Annotated[
+            str | None, Field(description="a short title; default: the first line of body")
         ] = None,
-        content: Content | None = None,
-        patch: ContentPatch | None = None,
-        by: Annotated[str | None, Field(description="supersede by this existing record")] = None,
-        reason: str | None = None,
-    ) -> StoreResult:
-        """Propose a durable change: create (content), update (record_id + patch, pinned to
-        base_version_id) or supersede (record_id + by or content). A policy or a curator
-        decides; the result says approved, pending or rejected."""
-        principal = who(ctx)
-
-        def call() -> StoreResult:
-            if op == "create":
-                if content is None:
-                    raise InvalidInput("create needs content", field="content")
-                return _stored(memory.remember(content, principal=principal, reason=reason))
-            if record_id is None:
-                raise InvalidInput(f"{op} needs record_id", field="record_id")
-            if op == "update":
-                if patch is None:
-                    raise InvalidInput("update needs patch", field="patch")
-                return _stored(
-                    memory.update(
-                        record_id,
-                        patch,
-                        principal=principal,
-                        base_version_id=base_version_id,
-                        reason=reason,
-                    )
-                )
-            return _stored(
-                memory.supersede(
-                    record_id, principal=principal, by=by, content=content, reason=reason
-                )
-            )
-
-        return _run(call)
-
-    @server.tool(annotations=_WRITE)
-    def memory_record_candidate(
-        title: str,
-        body: str,
-        ctx: Context,
-        kind: str = "fact",
-        scope: str = _DEFAULT_SCOPE,
+        tags: Annotated[list[str] | None, Field(description='labels, e.g. ["deploy"]')] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description='structured facts, e.g. {"impact": "low"}')
+        ] = None,
+        valid_from: Annotated[
+            Timestamp | None, Field(description="when it starts to hold (RFC 3339)")
+        ] = None,
+        valid_to: Annotated[
+            Timestamp | None, Field(description="when it stops holding (RFC 3339)")
+        ] = None,
+        draft: Annotated[
+            bool,
+            Field(
+                description="true records an unsettled note (a guess, a hand-off, a to-do): "
+                "stored at once, non-authoritative until a person approves it"
+            ),
+        ] = False,
         paths: Annotated[
-            list[str] | None, Field(description="repository files it is about")
+            list[str] | None, Field(description='repository files it is about, e.g. ["src/db.py"]')
         ] = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
+        reason: Annotated[str | None, Field(description="why it is worth keeping")] = None,
     ) -> StoreResult:
-        """Record a draft note (non-authoritative until a human approves it). Use this for
-        hand-offs and things worth remembering that are not yet settled."""
         principal = who(ctx)
 
         def call() -> StoreResult:
-            draft = Content(
+            content = Content(
                 kind=kind,
-                scope=scope,
-                title=title,
+                scope=scope or default_scope(principal),
+                title=_title_of(body, title),
                 body=body,
                 tags=tuple(tags or ()),
                 metadata=metadata or {},
+                valid_from=valid_from,
+                valid_to=valid_to,
             )
-            return _stored(
-                memory.remember(draft, principal=principal, draft=True, paths=tuple(paths or ()))
+            outcome = memory.remember(
+                content, principal=principal, draft=draft, paths=tuple(paths or ()), reason=reason
+            )
+            return _stored(outcome)
+
+        return _run(call)
+
+    @server.tool(name="recall", title="Recall", description=described(_RECALL), annotations=_READ)
+    def recall(
+        ctx: Context,
+        query: Annotated[
+            str | None, Field(description="what you are looking for, in words or as a question")
+        ] = None,
+        path: Annotated[
+            str | None,
+            Field(description="a repository file or folder: the memory linked to it"),
+        ] = None,
+        symbol: Annotated[
+            str | None, Field(description="a code symbol, e.g. Memory.retrieve: memory naming it")
+        ] = None,
+        scope: Annotated[
+            str | None, Field(description="only this scope or scope glob, e.g. acme/*")
+        ] = None,
+        kinds: Annotated[
+            list[str] | None, Field(description="only these kinds (listed in the description)")
+        ] = None,
+        top_k: Annotated[int, Field(ge=1, le=1000, description="at most this many items")] = 10,
+        max_tokens: Annotated[
+            int, Field(ge=1, description="the token budget for the items' text")
+        ] = 8000,
+        include_drafts: Annotated[
+            bool | None,
+            Field(
+                description="include unsettled drafts (hand-offs, notes); default: no for a "
+                "query, yes for a path or a symbol"
+            ),
+        ] = None,
+        mode: Annotated[
+            Mode | None,
+            Field(
+                description="hybrid, keyword or vector; default: hybrid when the store has "
+                "vectors, else keyword"
+            ),
+        ] = None,
+        selector: Annotated[
+            Literal["head", "published"],
+            Field(
+                description="head: the latest versions; published: the scope's published baseline"
+            ),
+        ] = "head",
+    ) -> RetrievalResult:
+        principal = who(ctx)
+
+        def call() -> RetrievalResult:
+            given = [name for name, v in (("query", query), ("path", path), ("symbol", symbol))
+                     if v is not None]  # fmt: skip
+            if len(given) != 1:
+                raise InvalidInput(
+                    "give exactly one of query, path or symbol"
+                    + (f" (got {', '.join(given)})" if given else ""),
+                    field="query",
+                )
+            if path is not None:
+                for name, value in (("scope", scope), ("kinds", kinds), ("mode", mode)):
+                    if value is not None:
+                        raise InvalidInput(
+                            f"{name} does not apply to path: a path reads every record linked "
+                            "to the file or folder; leave it out, or search with query",
+                            field=name,
+                        )
+                if selector != "head" or include_drafts is False:
+                    raise InvalidInput(
+                        "a path reads the head versions, drafts included; search with query "
+                        "for anything else",
+                        field="selector" if selector != "head" else "include_drafts",
+                    )
+                return memory.for_path(path, principal=principal, k=top_k, max_tokens=max_tokens)
+            if symbol is not None and mode not in (None, "keyword"):
+                raise InvalidInput("a symbol is looked up by keyword: leave mode out", field="mode")
+            drafts = include_drafts if include_drafts is not None else symbol is not None
+            found = memory.retrieve(
+                query if query is not None else symbol or "",
+                principal=principal,
+                k=top_k,
+                max_tokens=max_tokens,
+                mode="keyword" if symbol is not None else auto_mode(mode),
+                scope=scope,
+                kinds=tuple(kinds or ()),
+                include_drafts=drafts,
+                selector=VersionPin(kind=PinKind(selector)),
+            )
+            if (
+                selector == "published"
+                and scope is not None
+                and not _GLOB.search(scope)
+                # a scope the caller may not read reads exactly like one never published
+                and memory.published_baseline_id(scope, principal=principal) is None
+            ):
+                warning = f"nothing is published in {scope} yet: recall with selector head"
+                found = found.model_copy(update={"warnings": (*found.warnings, warning)})
+            return found
+
+        return _run(call)
+
+    @server.tool(name="read", title="Read a record", description=_READ_RECORD, annotations=_READ)
+    def read(
+        record_id: Annotated[str, Field(description="the record's id, e.g. rec_01J…")],
+        ctx: Context,
+        version: Annotated[
+            int | None, Field(ge=1, description="a version number, 1 for the first")
+        ] = None,
+        version_id: Annotated[
+            str | None, Field(description="a version id from a citation, e.g. ver_01J…")
+        ] = None,
+    ) -> RecordView:
+        principal = who(ctx)
+
+        def call() -> RecordView:
+            if version is not None and version_id is not None:
+                raise InvalidInput("give version or version_id, not both", field="version_id")
+            pin = (
+                VersionPin(kind=PinKind.VERSION_REF, version_id=version_id) if version_id else None
+            )
+            return memory.get(record_id, principal=principal, version=version, selector=pin)
+
+        return _run(call)
+
+    @server.tool(name="list", title="List records", description=described(_LIST), annotations=_READ)
+    def list_records(
+        ctx: Context,
+        kind: Annotated[
+            list[str] | None, Field(description="only these kinds (listed in the description)")
+        ] = None,
+        status: Annotated[
+            list[Status] | None, Field(description='only these statuses, e.g. ["active"]')
+        ] = None,
+        scope: Annotated[
+            str | None, Field(description="only this scope or scope glob, e.g. acme/*")
+        ] = None,
+        created_after: Annotated[Timestamp | None, Field(description="RFC 3339")] = None,
+        created_before: Annotated[Timestamp | None, Field(description="RFC 3339")] = None,
+        limit: Annotated[int, Field(ge=1, le=10_000, description="records per page")] = 100,
+        offset: Annotated[int, Field(ge=0, description="records to skip")] = 0,
+        after: Annotated[
+            str | None, Field(description="next_after of the previous page, for the next one")
+        ] = None,
+    ) -> RecordPage:
+        principal = who(ctx)
+
+        def call() -> RecordPage:
+            query = RecordQuery(
+                kinds=tuple(kind or ()),
+                statuses=tuple(status or ()),
+                scope=scope,
+                created_after=created_after,
+                created_before=created_before,
+                limit=limit,
+                offset=offset,
+                after=after,
+            )
+            found = memory.list_records(query, principal=principal)
+            return RecordPage(
+                records=found,
+                count=len(found),
+                limit=limit,
+                offset=offset,
+                next_after=found[-1].id if len(found) == limit else None,
             )
 
         return _run(call)
 
-    @server.tool(annotations=_READ)
-    def memory_get_relevant(
-        query: str,
+    @server.tool(
+        name="propose_change", title="Propose a change", description=_PROPOSE, annotations=_WRITE
+    )
+    def propose_change(
+        op: Annotated[
+            Literal["update", "supersede"],
+            Field(description="update: edit some fields; supersede: replace the record"),
+        ],
+        record_id: Annotated[str, Field(description="the record to change, e.g. rec_01J…")],
         ctx: Context,
-        scope: str | None = None,
-        top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-        max_tokens: Annotated[int, Field(ge=1)] = 8000,
-    ) -> RetrievalResult:
-        """Memory relevant to the task at hand, drafts included (so hand-offs are visible);
-        drafts are non-authoritative."""
+        base_version_id: Annotated[
+            str | None,
+            Field(description="update: the version_id you read (from read or recall)"),
+        ] = None,
+        patch: Annotated[
+            ContentPatch | None,
+            Field(description='update: only the fields that change, e.g. {"body": "…"}'),
+        ] = None,
+        by: Annotated[
+            str | None, Field(description="supersede: the existing record that replaces it")
+        ] = None,
+        content: Annotated[
+            Content | None,
+            Field(
+                description="supersede: a new record that replaces it (kind, scope, title, body, …)"
+            ),
+        ] = None,
+        reason: Annotated[str | None, Field(description="why it should change")] = None,
+    ) -> StoreResult:
         principal = who(ctx)
-        return _run(
-            lambda: memory.retrieve(
-                query,
-                principal=principal,
-                k=top_k,
-                max_tokens=max_tokens,
-                scope=scope,
-                include_drafts=True,
+
+        def call() -> StoreResult:
+            if op == "update":
+                for name, value in (("by", by), ("content", content)):
+                    if value is not None:
+                        raise InvalidInput(
+                            f"{name} is for supersede; update takes patch", field=name
+                        )
+                if patch is None:
+                    raise InvalidInput("update needs patch: the fields that change", field="patch")
+                if base_version_id is None:
+                    raise InvalidInput(
+                        "update needs base_version_id: read the record (read or recall) and "
+                        "pass its version_id, so that a change made meanwhile is not overwritten",
+                        field="base_version_id",
+                    )
+                outcome = memory.update(
+                    record_id,
+                    patch,
+                    principal=principal,
+                    base_version_id=base_version_id,
+                    reason=reason,
+                )
+                return _stored(outcome)
+            if patch is not None:
+                raise InvalidInput(
+                    "patch is for update; supersede takes by or content", field="patch"
+                )
+            if (by is None) == (content is None):
+                raise InvalidInput("supersede needs exactly one of by or content", field="by")
+            outcome = memory.supersede(
+                record_id, principal=principal, by=by, content=content, reason=reason
             )
-        )
+            return _stored(outcome)
 
-    @server.tool(annotations=_READ)
-    def memory_for_path(
-        path: Annotated[str, Field(description="a repository path, e.g. src/app/db.py")],
+        return _run(call)
+
+    @server.tool(name="check", title="Check", description=_CHECK, annotations=_READ)
+    def check(
         ctx: Context,
-        top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-        max_tokens: Annotated[int, Field(ge=1)] = 8000,
-    ) -> RetrievalResult:
-        """Memory linked to a repository file or folder, drafts included."""
+        ids: Annotated[
+            list[str] | None,
+            Field(max_length=1000, description="record ids you cite or rely on"),
+        ] = None,
+        text: Annotated[
+            str | None, Field(description="claims to check: a plan, an answer or notes")
+        ] = None,
+        scope: Annotated[
+            str | None, Field(description="check text against this scope or glob only")
+        ] = None,
+    ) -> CheckReport:
         principal = who(ctx)
-        return _run(
-            lambda: memory.for_path(path, principal=principal, k=top_k, max_tokens=max_tokens)
-        )
 
-    @server.tool(annotations=_READ)
-    def memory_for_symbol(
-        symbol: Annotated[str, Field(description="a code symbol, e.g. Memory.retrieve")],
-        ctx: Context,
-        top_k: Annotated[int, Field(ge=1, le=1000)] = 10,
-        max_tokens: Annotated[int, Field(ge=1)] = 8000,
-    ) -> RetrievalResult:
-        """Memory that mentions a code symbol, drafts included."""
-        principal = who(ctx)
-        return _run(
-            lambda: memory.for_symbol(symbol, principal=principal, k=top_k, max_tokens=max_tokens)
-        )
+        def call() -> CheckReport:
+            if not ids and text is None:
+                raise InvalidInput("give ids, text or both", field="ids")
+            if scope is not None and text is None:
+                raise InvalidInput("scope applies to text: give text", field="scope")
+            return CheckReport(
+                records=memory.validate(ids, principal=principal) if ids else None,
+                claims=(
+                    memory.validate_claims(text, principal=principal, scope=scope)
+                    if text is not None
+                    else None
+                ),
+            )
 
-    @server.tool(annotations=_READ)
-    def memory_validate_claims(
-        text: Annotated[str, Field(description="claims to check, e.g. a plan or an answer")],
-        ctx: Context,
-        scope: str | None = None,
-    ) -> ClaimsReport:
-        """Check each sentence against memory: supported, contradicted or unknown, with the
-        evidence cited."""
-        principal = who(ctx)
-        return _run(lambda: memory.validate_claims(text, principal=principal, scope=scope))
+        return _run(call)
 
-    @server.tool(annotations=_READ)
-    def memory_research(
-        question: str,
+    @server.tool(name="research", title="Research", description=_RESEARCH, annotations=_READ)
+    def research(
+        question: Annotated[str, Field(description="the question to answer from memory")],
         ctx: Context,
-        scope: str | None = None,
-        max_tokens: Annotated[int, Field(ge=1)] = 4000,
+        scope: Annotated[
+            str | None, Field(description="only this scope or scope glob, e.g. acme/*")
+        ] = None,
+        max_tokens: Annotated[
+            int, Field(ge=1, description="the token budget for the cited items")
+        ] = 4000,
     ) -> ResearchAnswer:
-        """The Researcher: plans a query, retrieves, retries up to three times and answers
-        with a cited summary."""
         principal = who(ctx)
         return _run(
             lambda: memory.research(
@@ -715,33 +938,44 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             )
         )
 
-    @server.tool(annotations=_READ)
+    @server.tool(
+        name="timeline_search",
+        title="Search the timeline",
+        description=_TIMELINE_SEARCH,
+        annotations=_READ,
+    )
     def timeline_search(
-        query: str,
+        q: Annotated[str, Field(description="what to look for in past conversations")],
         ctx: Context,
-        scope: str | None = None,
-        top_k: Annotated[int, Field(ge=1, le=100)] = 10,
-        since: Timestamp | None = None,
-        until: Timestamp | None = None,
-    ) -> list[TeleportHit]:
-        """Search past conversations and tool calls: the summaries (segments, days, weeks…)
-        and grips that best match, each grip pointing at the exact events it came from."""
+        scope: Annotated[str | None, Field(description="only this scope or scope glob")] = None,
+        k: Annotated[int, Field(ge=1, le=100, description="at most this many hits")] = 10,
+        since: Annotated[Timestamp | None, Field(description="not before (RFC 3339)")] = None,
+        until: Annotated[Timestamp | None, Field(description="not after (RFC 3339)")] = None,
+    ) -> TimelineHits:
         principal = who(ctx)
-        return _run(
-            lambda: memory.timeline_search(
-                query, principal=principal, scope=scope, k=top_k, since=since, until=until
-            )
-        )
 
-    @server.tool(annotations=_READ)
+        def call() -> TimelineHits:
+            found = memory.timeline_search(
+                q, principal=principal, scope=scope, k=k, since=since, until=until
+            )
+            return TimelineHits(hits=found)
+
+        return _run(call)
+
+    @server.tool(
+        name="timeline_recent",
+        title="Recent context",
+        description=_TIMELINE_RECENT,
+        annotations=_READ,
+    )
     def timeline_recent(
         ctx: Context,
-        scope: str | None = None,
-        session_id: str | None = None,
-        max_tokens: Annotated[int, Field(ge=50, le=100_000)] = 2000,
+        scope: Annotated[str | None, Field(description="only this scope or scope glob")] = None,
+        session_id: Annotated[str | None, Field(description="only this session")] = None,
+        max_tokens: Annotated[
+            int, Field(ge=50, le=100_000, description="the token budget of the answer")
+        ] = 2000,
     ) -> RecentContext:
-        """What happened lately, newest first, within a token budget: the latest segments'
-        bullets, then older days and weeks, each cited to its node version and grips."""
         principal = who(ctx)
         return _run(
             lambda: memory.timeline_recent(
@@ -749,42 +983,76 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             )
         )
 
-    @server.tool(annotations=_READ)
+    @server.tool(
+        name="timeline_expand",
+        title="Expand a grip",
+        description=_TIMELINE_EXPAND,
+        annotations=_READ,
+    )
     def timeline_expand(
         grip_id: Annotated[str, Field(description="a grip id from a summary, grp_…")],
         ctx: Context,
-        before: Annotated[int, Field(ge=0, le=50)] = 3,
-        after: Annotated[int, Field(ge=0, le=50)] = 3,
+        before: Annotated[
+            int, Field(ge=0, le=50, description="events of context before the grip")
+        ] = 3,
+        after: Annotated[
+            int, Field(ge=0, le=50, description="events of context after the grip")
+        ] = 3,
     ) -> ExpandedGrip:
-        """The events behind a grip, with a few more on either side."""
         principal = who(ctx)
         return _run(
             lambda: memory.expand_grip(grip_id, principal=principal, before=before, after=after)
         )
 
-    @server.tool(annotations=_READ)
+    @server.tool(
+        name="timeline_events",
+        title="Timeline events",
+        description=_TIMELINE_EVENTS,
+        annotations=_READ,
+    )
     def timeline_events(
         ctx: Context,
-        scope: str | None = None,
-        session_id: str | None = None,
-        since: Timestamp | None = None,
-        until: Timestamp | None = None,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
-    ) -> list[Event]:
-        """Raw conversation and tool events, in the order they happened."""
+        scope: Annotated[str | None, Field(description="only this scope or scope glob")] = None,
+        session_id: Annotated[str | None, Field(description="only this session")] = None,
+        since: Annotated[Timestamp | None, Field(description="not before (RFC 3339)")] = None,
+        until: Annotated[Timestamp | None, Field(description="not after (RFC 3339)")] = None,
+        after_ts: Annotated[
+            Timestamp | None, Field(description="the ts of the last event of the previous page")
+        ] = None,
+        after_id: Annotated[
+            str | None, Field(description="the event_id of the last event of the previous page")
+        ] = None,
+        after_scope: Annotated[
+            str | None, Field(description="the scope of the last event of the previous page")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=10_000, description="events per page")] = 100,
+    ) -> EventPage:
         principal = who(ctx)
-        return _run(
-            lambda: memory.events(
+
+        def call() -> EventPage:
+            cursor: EventCursor | None = None
+            if (after_ts is None) != (after_id is None):
+                raise InvalidInput("give after_ts and after_id together", field="after_id")
+            if after_ts is not None and after_id is not None:
+                cursor = (
+                    (after_ts, after_id)
+                    if after_scope is None
+                    else (after_ts, after_id, after_scope)
+                )
+            found = memory.events(
                 principal=principal,
                 scope=scope,
                 session_id=session_id,
                 since=since,
                 until=until,
+                after=cursor,
                 limit=limit,
             )
-        )
+            return EventPage(events=found)
 
-    @server.tool(annotations=_READ)
+        return _run(call)
+
+    @server.tool(name="graph_why", title="Why", description=_GRAPH_WHY, annotations=_READ)
     def graph_why(
         anchor: Annotated[
             str,
@@ -802,16 +1070,14 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             Field(description="ask as this graph role: your own (the default) or a lower one"),
         ] = None,
         hops: Annotated[int, Field(ge=1, le=3, description="how far to walk the graph")] = 1,
-    ) -> dict[str, Any]:
-        """Why a decision was taken, at the fidelity your role may see. Use it when asked
-        why something was decided or what led to it. The answer is built only from the
-        decisions and events your role may read (the evidence, each cited by record and
-        version), and says when something was withheld from you; `_meta` holds the
-        counts and reasons. Example: graph_why(anchor="acme-prod-sunset-onprem-connectors-2024",
-        question="why did we sunset the on-prem connectors?")."""
+    ) -> WhyResult:
         principal = who(ctx)
-        request = WhyRequest(anchor=anchor, question=question, hops=hops)
-        return _run(lambda: memory.why(request, principal=principal, role=role))
+
+        def call() -> WhyResult:
+            request = WhyRequest(anchor=anchor, question=question, hops=hops)
+            return WhyResult.model_validate(memory.why(request, principal=principal, role=role))
+
+        return _run(call)
 
     def _read(uri: str, record_id: str, version: str | None, ctx: Context) -> str:
         if version is not None and not _VERSION_NUMBER.fullmatch(version):
@@ -958,8 +1224,8 @@ def _register_prompts(server: MCPServer, memory: Memory, principal_for: Principa
         if found.excluded_count:
             lines += [
                 "",
-                f"{found.excluded_count} more relevant item(s) did not fit; ask memory_retrieve "
-                "for them if you need them.",
+                f"{found.excluded_count} more relevant item(s) did not fit; call recall with "
+                "this task as query and a larger max_tokens if you need them.",
             ]
         lines += [
             "",
@@ -1008,17 +1274,17 @@ def _register_prompts(server: MCPServer, memory: Memory, principal_for: Principa
                 *found,
                 "2. If one of them already says it, do not propose it again: cite that record "
                 "as [record_id@version_id] instead.",
-                '3. If one of them should change, call memory_propose with op "update", its '
+                '3. If one of them should change, call propose_change with op "update", its '
                 "record_id, base_version_id set to the version id shown above, and a patch "
                 "with only the fields that change. If you are told the base is stale, read "
-                "the record again (memory_get) and redo the patch on the new version.",
-                "4. If it replaces an old record outright, call memory_propose with op "
+                "the record again (read) and redo the patch on the new version.",
+                "4. If it replaces an old record outright, call propose_change with op "
                 '"supersede", the old record_id and the new content (or by, an existing '
                 "record's id).",
-                f'5. Otherwise call memory_store with type "{kind_word}", scope "{scope}" and '
-                "content whose first line is a short title. If it is not settled yet (a "
-                "guess, a hand-off, a to-do), call memory_record_candidate instead: a draft "
-                "is non-authoritative until a person approves it.",
+                f'5. Otherwise call remember with kind "{kind_word}", scope "{scope}" and the '
+                "memory as body (its first line is the title). If it is not settled yet (a "
+                "guess, a hand-off, a to-do), add draft true: a draft is non-authoritative "
+                "until a person approves it.",
                 '6. Read the result. "approved": it is stored; cite its id and version_id. '
                 '"pending": a curator will decide; do not rely on it yet. "rejected": read '
                 "the reason and fix the cause; do not send the same proposal again.",
