@@ -1056,6 +1056,21 @@ class Memory(TimelineVerbs, GraphVerbs):
         where = self._everything_readable(principal)
         return self.store.record_ids(where, prefix, max(0, min(limit, 1000)))
 
+    def default_scope(self, *, principal: Principal) -> str:
+        """Where a write that names no scope goes: the principal's own default scope (or
+        its one plain scope), never a scope cairn makes up. Without one the write is
+        refused, naming the scopes it may write."""
+        home = principal.home_scope()
+        if home is not None:
+            return home
+        scopes = ", ".join(principal.scopes) or "none"
+        raise InvalidInput(
+            f"no scope given, and {principal.id} has no default scope (its scopes are "
+            f'{scopes}): name the scope, e.g. "scope": "acme/app"; an operator can set '
+            f"default_scope for {principal.id} in principals.yaml",
+            field="scope",
+        )
+
     def record_kinds(self) -> tuple[str, ...]:
         """The record kinds this store's policy knows (doors list them in forms and schemas;
         the policy file, not the code, says which exist)."""

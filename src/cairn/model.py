@@ -451,7 +451,9 @@ class Principal(CairnModel):
 
     @model_validator(mode="after")
     def _default_scope_is_ours(self) -> Principal:
-        if self.default_scope is not None and not any(
+        # A principal with no scopes reaches nothing whatever its default says (fail closed);
+        # refusing to load it would take every other principal of the file down with it.
+        if self.default_scope is not None and self.scopes and not any(
             fnmatch.fnmatchcase(self.default_scope, glob) for glob in self.scopes
         ):
             raise ValueError(

@@ -19,6 +19,7 @@ from cairn.auth import (
     principal_of_key,
     save_principals,
 )
+from cairn.capture.local import default_scope as project_scope
 from cairn.config import load_settings
 from cairn.errors import InvalidInput
 from cairn.governance.policy import DEFAULT_POLICY_YAML, load_policy
@@ -75,6 +76,8 @@ class Workspace:
         load_policy(self.policy_path)  # refuse to create a store under a broken policy
         keys: dict[str, str] = {}
         if not self.principals_path.exists():
+            # Both write, when a write names no scope, into the project's own scope (the
+            # one coding-agent capture uses): never one a door makes up.
             principals = PrincipalsFile(
                 principals=(
                     PrincipalEntry(
@@ -83,6 +86,7 @@ class Workspace:
                         # exec: the decision graph's widest role (``cairn why``)
                         roles=("curator", "admin", "exec"),
                         scopes=("*",),
+                        default_scope=project_scope(self.folder),
                         labels=("*",),
                         sensitivity=Sensitivity.HIGH,
                         purpose="local development: review, publish, administer",
@@ -93,6 +97,7 @@ class Workspace:
                         # staff: the decision graph's narrowest role
                         roles=("agent", "staff"),
                         scopes=("*",),
+                        default_scope=project_scope(self.folder),
                         labels=("public", "internal"),
                         sensitivity=Sensitivity.MEDIUM,
                         purpose="local development: coding agents",

@@ -370,8 +370,8 @@ async def test_remember_without_scope_uses_the_principals_default_scope(live: Li
 
 async def test_remember_without_scope_is_refused_without_a_default_scope(live: Live) -> None:
     globs = _key_for(live, PrincipalEntry(id="mcp-globs", scopes=("acme/*", "team/*/notes")))
-    # The stock agent of `cairn init` may write anywhere ("*"), so it has no default either.
-    for key, scopes in ((globs, "acme/*, team/*/notes"), (live.agent, "*")):
+    anywhere = _key_for(live, PrincipalEntry(id="mcp-anywhere", scopes=("*",)))
+    for key, scopes in ((globs, "acme/*, team/*/notes"), (anywhere, "*")):
         async with _http(live, key) as client:
             refused = await client.call_tool("remember", {"kind": "episode", "body": "Homeless"})
             assert refused.is_error
@@ -498,3 +498,13 @@ async def test_every_tool_is_described_for_a_model(memory: Memory) -> None:
     for tool in tools:
         if tool.name in ("remember", "recall", "list"):
             assert f"Kinds this store takes: {kinds}." in (tool.description or "")
+
+
+async def test_the_stock_agent_writes_into_its_projects_scope(live: Live) -> None:
+    """`cairn init` gives its agent a default scope: the project's, as capture names it."""
+    expected = f"code/{live.store.resolve().parent.name}"
+    async with _http(live, live.agent) as client:
+        made = await client.call_tool("remember", {"kind": "episode", "body": "Homed"})
+        assert not made.is_error, made.content
+        got = await client.call_tool("read", {"record_id": made.structured_content["id"]})
+        assert got.structured_content["record"]["scope"] == expected

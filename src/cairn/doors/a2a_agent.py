@@ -270,7 +270,7 @@ class CairnExecutor(AgentExecutor):
         title = args.get("title") or body.strip().splitlines()[0][:120]
         content = Content(
             kind=str(args.get("type") or args.get("kind") or "episode"),
-            scope=str(args.get("scope") or "default"),
+            scope=str(args.get("scope") or self.memory.default_scope(principal=principal)),
             title=title,
             body=body,
             metadata=args.get("metadata") or {},

@@ -73,7 +73,6 @@ __all__ = [
     "StoreResult",
     "bearer_key",
     "build_mcp_server",
-    "default_scope",
     "validation_text",
 ]
 
@@ -324,21 +323,6 @@ role than your own (role) to see what that role would be told.
 
 Example: {"anchor": "acme-prod-sunset-onprem-connectors-2024", "question": "why did we \
 sunset the on-prem connectors?"}"""
-
-
-def default_scope(principal: Principal) -> str:
-    """Where a write that names no scope goes: the principal's own default, never a scope
-    cairn makes up. Without one the write is refused, naming the scopes it may write."""
-    home = principal.home_scope()
-    if home is not None:
-        return home
-    scopes = ", ".join(principal.scopes) or "none"
-    raise InvalidInput(
-        f"no scope given, and {principal.id} has no default scope (its scopes are {scopes}): "
-        'name the scope, e.g. "scope": "acme/app"; an operator can set default_scope for '
-        f"{principal.id} in principals.yaml",
-        field="scope",
-    )
 
 
 def _stored(outcome: ProposalOutcome) -> StoreResult:
@@ -642,7 +626,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         def call() -> StoreResult:
             content = Content(
                 kind=kind,
-                scope=scope or default_scope(principal),
+                scope=scope or memory.default_scope(principal=principal),
                 title=_title_of(body, title),
                 body=body,
                 tags=tuple(tags or ()),
