@@ -20,8 +20,10 @@ from cairn.client import local as local_module
 from cairn.doors._errors import HTTP_STATUS, STATUS_ERRORS, error_body, http_status
 from cairn.errors import CairnError, error_class
 from cairn.model import Content, Principal
+from cairn.workspace import Workspace
 from tests.client.conftest import LocalStore
 from tests.doors.conftest import Live, free_port
+from tests.pg import PgCluster, as_uri
 
 AGENT = Principal(id="agent", scopes=("*",))
 
@@ -229,6 +231,19 @@ def test_an_unreachable_server_is_a_store_error() -> None:
     assert "cairn_k" not in str(raised.value)
 
 
+def test_an_answer_of_another_shape_is_a_cairn_error() -> None:
+    odd = httpx.MockTransport(lambda request: httpx.Response(200, json={"id": 7}))
+    with pytest.raises(CairnError, match="not what cairn expected") as raised:
+        cairn.connect("http://cairn.test", "cairn_k", transport=odd)
+    assert "7" not in str(raised.value)  # the problem is named, the answer not quoted
+
+
+def test_the_address_may_name_the_api(server: Live) -> None:
+    with cairn.connect(server.url + "/v1/", server.agent) as client:
+        assert client.url == server.url
+        assert client.principal.id == "agent"
+
+
 def test_what_the_http_api_cannot_say_is_refused_not_dropped(server: Live) -> None:
     with cairn.connect(server.url, server.agent) as client:
         with pytest.raises(cairn.InvalidInput) as refused:
@@ -267,6 +282,22 @@ def test_open_takes_a_database_url(
         assert made.record is not None
     with cairn.open(local_store.folder, key=local_store.agent, db=url) as by_folder:
         assert [r.content.title for r in by_folder.list_records()] == ["By URL"]
+
+
+def test_open_takes_a_postgresql_url(
+    pg_cluster: PgCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = as_uri(pg_cluster.new_database())
+    folder = tmp_path / "pg-store"
+    keys = Workspace(folder, db=db).init().keys
+    monkeypatch.setenv("CAIRN_STORE", str(folder))  # where the policy and principals are
+    with cairn.open(db, key=keys["agent"]) as by_url:
+        made = by_url.remember(Content(kind="episode", scope="acme/app", title="In Postgres"))
+        assert made.record is not None
+    monkeypatch.delenv("CAIRN_STORE")
+    with cairn.open(folder, key=keys["curator"], db=db) as by_folder:
+        assert [r.content.title for r in by_folder.list_records()] == ["In Postgres"]
+        assert not (folder / "cairn.db").exists()  # nothing went to SQLite
 
 
 def test_clients_on_one_store_share_one_kernel(local_store: LocalStore) -> None:

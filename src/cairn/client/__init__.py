@@ -57,7 +57,9 @@ __all__ = [
     "WhyMode",
     "check_get",
     "check_supersede",
+    "check_timeline_k",
     "check_validate",
+    "check_weights",
     "check_why_mode",
     "passport_headers",
 ]
@@ -341,6 +343,22 @@ def check_validate(record_ids: Sequence[str]) -> None:
         raise InvalidInput("give a list of record ids, not one string", field="record_ids")
     if not record_ids:
         raise InvalidInput("name at least one record to validate", field="record_ids")
+
+
+def check_weights(weights: Mapping[str, float] | None) -> None:
+    """Fusion weights are above 0 (the HTTP API's rule): to leave a signal out, choose the
+    mode that does."""
+    if weights is not None and not all(w > 0 for w in weights.values()):
+        raise InvalidInput(
+            "weights must be above 0; to leave a signal out, search in keyword or vector mode",
+            field="weights",
+        )
+
+
+def check_timeline_k(k: int) -> None:
+    """A timeline search returns 1 to 100 hits (the HTTP API's bound)."""
+    if not 1 <= k <= 100:
+        raise InvalidInput("k must be between 1 and 100", field="k")
 
 
 def check_why_mode(mode: str) -> None:

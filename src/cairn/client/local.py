@@ -25,7 +25,9 @@ from cairn.client import (
     WhyMode,
     check_get,
     check_supersede,
+    check_timeline_k,
     check_validate,
+    check_weights,
     check_why_mode,
     passport_headers,
 )
@@ -76,9 +78,11 @@ def open(
     """Open a local cairn store for the principal of ``key``.
 
     ``path_or_url`` is the store folder ``cairn init`` made (default ``.cairn``), or a
-    database URL (``postgresql://…``), whose policy and principals are then read from the
-    store folder the settings name (``CAIRN_STORE``, default ``.cairn``). ``db`` picks the
-    database for a folder given by path. Without ``key``, ``CAIRN_API_KEY`` is read; with
+    database URL (``postgresql://…``, ``sqlite:///…``), whose policy and principals are then
+    read from the store folder the settings name (``CAIRN_STORE``, default ``.cairn``).
+    ``db`` is the database of a folder given by path (default: ``CAIRN_DB`` or the folder's
+    ``config.toml``, else the folder's own SQLite file). Without ``key``, ``CAIRN_API_KEY`` is
+    read; with
     neither, or with a key the store does not know, ``Unauthenticated`` is raised (cairn fails
     closed). ``embedder`` is the vector model (default: ``CAIRN_EMBEDDER``, the store's
     ``config.toml``, else ``minilm``). As under ``cairn serve``, vectors are made and new
@@ -272,6 +276,7 @@ class LocalMemory:
         record_ids: Sequence[str] | None = None,
         weights: Mapping[str, float] | None = None,
     ) -> SearchResult:
+        check_weights(weights)
         return self.memory.search(
             query,
             principal=self._principal,
@@ -303,6 +308,7 @@ class LocalMemory:
         record_ids: Sequence[str] | None = None,
         weights: Mapping[str, float] | None = None,
     ) -> RetrievalResult:
+        check_weights(weights)
         return self.memory.retrieve(
             query,
             principal=self._principal,
@@ -419,6 +425,7 @@ class LocalMemory:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[TeleportHit]:
+        check_timeline_k(k)
         return self.memory.timeline_search(
             query, principal=self._principal, scope=scope, k=k, since=since, until=until
         )

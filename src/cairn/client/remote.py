@@ -29,12 +29,21 @@ from cairn.client import (
     WhyMode,
     check_get,
     check_supersede,
+    check_timeline_k,
     check_validate,
+    check_weights,
     check_why_mode,
     passport_headers,
 )
 from cairn.doors._errors import error_from_problem
-from cairn.errors import CairnError, InvalidInput, NotFound, StoreError, Unauthenticated
+from cairn.errors import (
+    CairnError,
+    InvalidInput,
+    NotFound,
+    StoreError,
+    Unauthenticated,
+    describe_validation,
+)
 from cairn.limits import STORED
 from cairn.model import (
     AppendReport,
@@ -100,7 +109,8 @@ def _parse(kind: type[T], data: Any) -> T:
         adapter: TypeAdapter[T] = _adapter(cast(Any, kind))
         return adapter.validate_python(data, context=STORED)
     except ValidationError as exc:
-        raise CairnError(f"the server's answer is not what cairn expected: {exc}") from None
+        problem = describe_validation(exc)
+        raise CairnError(f"the server's answer is not what cairn expected: {problem}") from None
 
 
 def _segment(value: str, field: str) -> str:
@@ -147,7 +157,8 @@ class RemoteMemory:
                 "cairn.open opens a folder or a database",
                 field="url",
             )
-        self.url = url.rstrip("/")
+        # the server's address; its API lives under /v1 (an address naming it works too)
+        self.url = url.rstrip("/").removesuffix("/v1")
         self._http = httpx.Client(
             base_url=f"{self.url}/v1",
             headers={"Authorization": f"Bearer {key}"},
@@ -314,6 +325,7 @@ class RemoteMemory:
         record_ids: Sequence[str] | None,
         weights: Mapping[str, float] | None,
     ) -> dict[str, Any]:
+        check_weights(weights)
         return {
             "query": query,
             "mode": mode,
@@ -512,6 +524,7 @@ class RemoteMemory:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[TeleportHit]:
+        check_timeline_k(k)
         params = _params(q=query, scope=scope, k=k, since=_time(since), until=_time(until))
         found = self._call("GET", "/timeline/search", params=params)
         return _parse(list[TeleportHit], found)
