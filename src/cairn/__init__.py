@@ -1,17 +1,20 @@
 """cairn: governed, citeable memory for AI agents and the people who work with them.
 
-The Python door. Everything here is also reachable by name from its own module; the names
-load on first use, so ``import cairn`` stays cheap (the coding-agent hook imports this
-package on every call and must not pay for the kernel)::
+The Python door. ``cairn.open`` opens a local store and ``cairn.connect`` a server, both as
+the principal of an API key and with the same methods (``cairn.MemoryClient``)::
 
-    from cairn import Content, Workspace
+    import cairn
+    from cairn import Content
 
-    memory = Workspace(".cairn").open_memory()
-    agent = Workspace(".cairn").authenticate(key)
-    outcome = memory.remember(Content(kind="fact", scope="acme/app", title="…", body="…"),
-                              principal=agent)
+    with cairn.open(".cairn", key=key) as memory:      # or cairn.connect(url, key)
+        outcome = memory.remember(Content(kind="fact", scope="acme/app", title="…"))
+        hits = memory.search("…", scope="acme/app").hits
 
-docs/library.md describes each name.
+Everything here is also reachable by name from its own module; the names load on first use,
+so ``import cairn`` stays cheap (the coding-agent hook imports this package on every call
+and must not pay for the kernel, nor for an HTTP library).
+
+docs/python.md is the guide; docs/library.md describes each name.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 # public name → the module that defines it
 _HOME = {
+    "open": "cairn.client.local",
+    "connect": "cairn.client.remote",
+    "MemoryClient": "cairn.client",
+    "LocalMemory": "cairn.client.local",
+    "RemoteMemory": "cairn.client.remote",
     "Memory": "cairn.memory",
     "Workspace": "cairn.workspace",
     "Settings": "cairn.config",
@@ -30,6 +38,7 @@ _HOME = {
             "AppendReport",
             "AuditQuery",
             "Content",
+            "ContentPatch",
             "Event",
             "EventDraft",
             "Grip",
@@ -40,6 +49,7 @@ _HOME = {
             "ProposalOutcome",
             "Record",
             "RecordQuery",
+            "RecordView",
             "Sensitivity",
             "Status",
             "TocNode",
@@ -72,11 +82,14 @@ __all__ = [
     "CairnError",
     "Conflict",
     "Content",
+    "ContentPatch",
     "Event",
     "EventDraft",
     "Grip",
     "InvalidInput",
+    "LocalMemory",
     "Memory",
+    "MemoryClient",
     "NotFound",
     "PayloadTooLarge",
     "PermissionDenied",
@@ -88,6 +101,8 @@ __all__ = [
     "ProposalOutcome",
     "Record",
     "RecordQuery",
+    "RecordView",
+    "RemoteMemory",
     "Sensitivity",
     "Settings",
     "StaleProposal",
@@ -99,10 +114,15 @@ __all__ = [
     "Version",
     "VersionPin",
     "Workspace",
+    "connect",
     "load_settings",
+    "open",
 ]
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ loads
+    from cairn.client import MemoryClient
+    from cairn.client.local import LocalMemory, open
+    from cairn.client.remote import RemoteMemory, connect
     from cairn.config import Settings, load_settings
     from cairn.errors import (
         CairnError,
@@ -121,6 +141,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         AppendReport,
         AuditQuery,
         Content,
+        ContentPatch,
         Event,
         EventDraft,
         Grip,
@@ -131,6 +152,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
         ProposalOutcome,
         Record,
         RecordQuery,
+        RecordView,
         Sensitivity,
         Status,
         TocNode,

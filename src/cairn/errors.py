@@ -148,6 +148,18 @@ class StoreError(CairnError):
     exit_code = 6
 
 
+def error_class(code: str) -> type[CairnError] | None:
+    """The error class whose ``code`` is ``code`` (of those loaded), or None: how a client
+    turns the code a door answered with back into the exception the kernel raised."""
+    stack: list[type[CairnError]] = [CairnError]
+    while stack:
+        cls = stack.pop()
+        if cls.code == code:
+            return cls
+        stack.extend(cls.__subclasses__())
+    return None
+
+
 __all__ = [
     "CairnError",
     "Conflict",
@@ -163,4 +175,5 @@ __all__ = [
     "SupersessionCycle",
     "Unauthenticated",
     "describe_validation",
+    "error_class",
 ]

@@ -78,6 +78,7 @@ from cairn.model import (
     PublishChange,
     Record,
     RecordQuery,
+    RecordView,
     Status,
     SupersedeChange,
     TransitionChange,
@@ -148,15 +149,6 @@ DEFAULT_EMBEDDER = "minilm"
 MAX_HOPS = 4
 # An agent-protocol task holds its messages and artifacts: bounded like one request.
 MAX_TASK_BYTES = MAX_REQUEST_BYTES
-
-
-class RecordView(CairnModel):
-    """One record as a selector sees it: its state, the chosen version, and how it was chosen."""
-
-    record: Record
-    version: Version
-    selector_used: VersionPin
-    resolved_id: str
 
 
 class RefreshReport(CairnModel):

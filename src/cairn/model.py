@@ -104,6 +104,7 @@ __all__ = [
     "Reason",
     "Record",
     "RecordQuery",
+    "RecordView",
     "RelationName",
     "RepoPath",
     "RepoPaths",
@@ -741,6 +742,16 @@ class VersionPin(CairnModel):
     @classmethod
     def published(cls) -> VersionPin:
         return cls(kind=PinKind.PUBLISHED)
+
+
+class RecordView(CairnModel):
+    """One record as a selector sees it: its state, the chosen version, and how it was chosen
+    (what ``get`` returns; cite it as ``(record.id, version.number)``)."""
+
+    record: Record
+    version: Version
+    selector_used: VersionPin
+    resolved_id: str
 
 
 class Verdict(StrEnum):

@@ -15,14 +15,26 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from cairn.errors import CairnError
+from cairn.errors import (
+    CairnError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    StoreError,
+    Unauthenticated,
+    error_class,
+)
 
 __all__ = [
     "GRPC_STATUS",
     "HTTP_STATUS",
     "PROBLEM_JSON",
+    "STATUS_ERRORS",
     "ErrorBody",
     "error_body",
+    "error_from_problem",
     "grpc_status",
     "http_status",
     "problem",
@@ -52,6 +64,22 @@ HTTP_STATUS: dict[str, int] = {
     "supersession_cycle": 409,
     "store_error": 503,
     "internal_error": 500,
+}
+
+
+# HTTP status → what a client raises for an error code it does not know: the HTTP door's own
+# refusals (malformed_json, method_not_allowed, …) and codes of a newer server. Each is the
+# most general class ``HTTP_STATUS`` gives that status (400 and 405 are bad requests too).
+STATUS_ERRORS: dict[int, type[CairnError]] = {
+    400: InvalidInput,
+    401: Unauthenticated,
+    403: PermissionDenied,
+    404: NotFound,
+    405: InvalidInput,
+    409: Conflict,
+    413: PayloadTooLarge,
+    422: InvalidInput,
+    503: StoreError,
 }
 
 
@@ -132,3 +160,25 @@ def error_body(error: CairnError) -> ErrorBody:
         field=error.field,
         **error.details,
     )
+
+
+def error_from_problem(status: int, body: Mapping[str, Any] | None) -> CairnError:
+    """The kernel error a problem body stands for, raised again on the client's side: the
+    class of its ``code`` (so ``except cairn.NotFound`` works over HTTP too), else the class
+    ``STATUS_ERRORS`` gives the status, else ``CairnError``. The server's own code is kept
+    on the error (``malformed_json`` stays ``malformed_json``, an ``InvalidInput``)."""
+    body = body or {}
+    code = body.get("code")
+    detail = body.get("detail")
+    field = body.get("field")
+    details = body.get("details")
+    cls = error_class(code) if isinstance(code, str) else None
+    if cls is None:
+        cls = STATUS_ERRORS.get(status, CairnError)
+    message = detail if isinstance(detail, str) and detail else f"the server answered {status}"
+    error = cls(message, field=field if isinstance(field, str) else None)
+    if isinstance(details, dict):
+        error.details = details
+    if isinstance(code, str) and code != cls.code:
+        error.code = code
+    return error

@@ -915,7 +915,9 @@ def build_router(memory: Memory) -> APIRouter:
         action: Name | None = None,
         subject_id: Name | None = None,
         proposal_id: Name | None = None,
+        rule: Name | None = None,
         since: Timestamp | None = None,
+        until: Timestamp | None = None,
         limit: Annotated[int, Query(ge=1, le=100_000)] = 100,
         after_seq: Annotated[
             int | None, Query(ge=0, le=MAX_COUNTER, description="the last seq of the previous page")
@@ -926,7 +928,9 @@ def build_router(memory: Memory) -> APIRouter:
             action=action,
             subject_id=subject_id,
             proposal_id=proposal_id,
+            rule=rule,
             since=since,
+            until=until,
             limit=limit,
             after_seq=after_seq,
         )
@@ -949,6 +953,15 @@ def build_router(memory: Memory) -> APIRouter:
     )
     def vacuum(who: Who) -> VacuumReport:
         return memory.vacuum(principal=who)
+
+    @router.get(
+        "/whoami",
+        response_model=Principal,
+        tags=["admin"],
+        summary="Who the key belongs to: its principal's roles, scopes, labels and sensitivity",
+    )
+    def whoami(who: Who) -> Principal:
+        return who
 
     @router.get(
         "/status",

@@ -1,0 +1,416 @@
+"""The Python API: one set of methods over a local store or a server.
+
+``cairn.open(folder)`` gives a ``LocalMemory`` (``cairn.client.local``: the kernel in this
+process) and ``cairn.connect(url, key)`` a ``RemoteMemory`` (``cairn.client.remote``: the
+HTTP API through httpx). Both satisfy ``MemoryClient``: the same method names, parameters
+and return types, the same errors, so code written against one runs against the other.
+
+Why a client *bound to one caller* rather than ``Memory`` itself: every ``Memory`` verb takes
+the ``principal=`` it acts for, because the kernel serves many callers at once (a server
+holds one ``Memory`` for every key). A remote caller has no principal to pass: the server
+knows it by its key. So both clients are opened with a key and act for its principal; the
+local one keeps the ``Memory`` it wraps as ``.memory`` for what only the kernel offers.
+
+This module holds the protocol and the few rules both clients share (which version ``get``
+reads, what ``supersede`` takes, the passport ``why`` sends), so that the two refuse the
+same calls the same way. It imports no kernel and no HTTP library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
+
+from cairn.errors import InvalidInput, PermissionDenied
+from cairn.model import (
+    AppendReport,
+    AuditEntry,
+    AuditQuery,
+    Content,
+    ContentPatch,
+    Event,
+    EventCursor,
+    EventDraft,
+    Principal,
+    Proposal,
+    ProposalOutcome,
+    ProposalStatus,
+    Record,
+    RecordQuery,
+    RecordView,
+    Version,
+    VersionPin,
+    new_id,
+)
+from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
+from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.timeline.views import TeleportHit
+
+if TYPE_CHECKING:  # the graph's request model pulls in the graph package: typing only
+    from cairn.graph.why import WhyRequest
+
+__all__ = [
+    "ENV_KEY",
+    "MemoryClient",
+    "WhyMode",
+    "check_get",
+    "check_supersede",
+    "check_timeline_k",
+    "check_validate",
+    "check_weights",
+    "check_why_mode",
+    "passport_headers",
+]
+
+# Where ``cairn.open`` (and the CLI) look for a key when none is given.
+ENV_KEY = "CAIRN_API_KEY"
+
+WhyMode = Literal["ask", "query"]
+
+
+@runtime_checkable
+class MemoryClient(Protocol):
+    """What ``cairn.open`` and ``cairn.connect`` return: governed memory, acting for the
+    principal of one key. Writes are proposals that the policy or a curator decides; reads
+    are trimmed to what the principal may see and cite ``(record, version)``. Errors are
+    ``cairn.CairnError`` subclasses (``NotFound``, ``PermissionDenied``, …) on both.
+
+    Close it when done (``close()``, or use it in a ``with`` block)."""
+
+    @property
+    def principal(self) -> Principal:
+        """Who this client acts for: the key's principal, with its roles, scopes and labels."""
+        ...
+
+    # ---- writes ------------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: Content,
+        *,
+        draft: bool = False,
+        paths: Sequence[str] = (),
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Propose a new record (``draft=True``: keep it as a draft, which anyone may).
+        ``outcome.decision`` says what the policy did: approve (``outcome.record`` is
+        written), queue (a curator decides) or reject."""
+        ...
+
+    def update(
+        self,
+        record_id: str,
+        patch: ContentPatch,
+        *,
+        base_version_id: str | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Propose changing the fields ``patch`` sets. Pin ``base_version_id`` (the version
+        you read) to be refused with ``StaleProposal`` if someone changed it since."""
+        ...
+
+    def supersede(
+        self,
+        record_id: str,
+        *,
+        by: str | None = None,
+        content: Content | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Propose replacing a record: ``by`` an existing record, or by new ``content``
+        (exactly one of the two)."""
+        ...
+
+    def archive(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
+        """Propose archiving a record (curators)."""
+        ...
+
+    def restore(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
+        """Propose restoring an archived record (curators)."""
+        ...
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def get(
+        self, record_id: str, *, version: int | None = None, selector: VersionPin | None = None
+    ) -> RecordView:
+        """One record at a version: the head by default, a version ``number``, or what a
+        ``selector`` pins (published, a baseline's, one by id); not both."""
+        ...
+
+    def resolve(self, record_id: str) -> Record:
+        """Follow the supersession chain to its end (A→B→C resolves to C)."""
+        ...
+
+    def history(self, record_id: str, *, after: int = 0, limit: int = 1000) -> list[Version]:
+        """A record's versions the principal may read, oldest first (``after``: the last
+        version number seen)."""
+        ...
+
+    def list_records(self, query: RecordQuery | None = None) -> list[Record]:
+        """A page of records the principal may read (by kind, status, scope glob, time;
+        ``query.after`` pages on)."""
+        ...
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        scope: str | None = None,
+        selector: VersionPin | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> SearchResult:
+        """Ranked search, trimmed by permission: ``k`` hits, each citing its version."""
+        ...
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        max_tokens: int = 8000,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        scope: str | None = None,
+        selector: VersionPin | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> RetrievalResult:
+        """Validated retrieval within ``max_tokens``: items with citations, contradictions
+        flagged (what an agent reads before it works)."""
+        ...
+
+    def read_context(self, request: ReadContextRequest) -> ReadContextResponse:
+        """Version-pinned context for one scope: ranked by ``request.query``, or the record
+        ``request.record_id``."""
+        ...
+
+    def validate(self, record_ids: Sequence[str]) -> ValidationReport:
+        """May these cited records still be relied on (present, current, valid, active)?"""
+        ...
+
+    def status(self) -> dict[str, int]:
+        """Counts of what the principal may see (a curator of every scope: the store's)."""
+        ...
+
+    # ---- review --------------------------------------------------------------------------
+
+    def proposals(
+        self,
+        *,
+        status: ProposalStatus = ProposalStatus.PENDING,
+        limit: int = 100,
+        offset: int = 0,
+        after: str | None = None,
+    ) -> list[Proposal]:
+        """The review queue: a curator sees its scopes' proposals, anyone else its own."""
+        ...
+
+    def proposal(self, proposal_id: str) -> Proposal:
+        """One proposal the principal may see."""
+        ...
+
+    def decide(
+        self, proposal_id: str, *, approve: bool, reason: str | None = None
+    ) -> ProposalOutcome:
+        """Approve or reject a queued proposal (curators)."""
+        ...
+
+    def approve(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
+        """``decide(proposal_id, approve=True)``."""
+        ...
+
+    def reject(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
+        """``decide(proposal_id, approve=False)``."""
+        ...
+
+    def rebase(self, proposal_id: str) -> ProposalOutcome:
+        """Re-make a stale proposal against the record's current version."""
+        ...
+
+    def publish(
+        self,
+        scope: str,
+        *,
+        record_ids: Sequence[str] | None = None,
+        pins: Mapping[str, str | None] | None = None,
+        name: str | None = None,
+        replace: bool = False,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Publish a baseline of a scope (curators): every active record at its head, or
+        the ``record_ids`` / ``pins`` given."""
+        ...
+
+    def audit(self, query: AuditQuery | None = None) -> list[AuditEntry]:
+        """A page of the audit log (curators of every scope)."""
+        ...
+
+    # ---- the timeline and the decision graph -----------------------------------------------
+
+    def append_events(self, events: Sequence[EventDraft]) -> AppendReport:
+        """Append conversation or tool events in one batch (sending one again is a no-op)."""
+        ...
+
+    def events(
+        self,
+        *,
+        scope: str | None = None,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: EventCursor | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        """Events the principal may read, in time order, a page at a time (``after``: the
+        ``(ts, event_id, scope)`` of the last one seen)."""
+        ...
+
+    def timeline_search(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        k: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[TeleportHit]:
+        """The timeline summaries and grips that best match ``query``."""
+        ...
+
+    def why(
+        self,
+        request: WhyRequest,
+        *,
+        role: str | None = None,
+        namespaces: Sequence[str] | None = None,
+        mode: WhyMode = "ask",
+    ) -> dict[str, Any]:
+        """Why a decision came about, for the principal's graph role (or a lower ``role``),
+        reading only the label ``namespaces`` given (default: the key's labels; a key
+        holding every label, ``"*"``, must name them). ``mode="query"`` lets the server's
+        LLM write the answer from the same evidence."""
+        ...
+
+    # ---- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the store (local) or the connection pool (remote)."""
+        ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+# ---- rules both clients share ------------------------------------------------------------
+
+
+def check_get(version: int | None, selector: VersionPin | None) -> None:
+    """``get`` reads one version: by number or by selector, not both."""
+    if version is not None and selector is not None:
+        raise InvalidInput("give a version number or a selector, not both", field="version")
+    if version is not None and version < 1:
+        raise InvalidInput("version numbers start at 1", field="version")
+
+
+def check_supersede(by: str | None, content: Content | None) -> None:
+    """``supersede`` replaces a record by an existing one or by new content: one of them."""
+    if (by is None) == (content is None):
+        raise InvalidInput("give exactly one of by (a record id) and content", field="by")
+
+
+def check_validate(record_ids: Sequence[str]) -> None:
+    """``validate`` checks at least one cited record."""
+    if isinstance(record_ids, str):
+        raise InvalidInput("give a list of record ids, not one string", field="record_ids")
+    if not record_ids:
+        raise InvalidInput("name at least one record to validate", field="record_ids")
+
+
+def check_weights(weights: Mapping[str, float] | None) -> None:
+    """Fusion weights are above 0 (the HTTP API's rule): to leave a signal out, choose the
+    mode that does."""
+    if weights is not None and not all(w > 0 for w in weights.values()):
+        raise InvalidInput(
+            "weights must be above 0; to leave a signal out, search in keyword or vector mode",
+            field="weights",
+        )
+
+
+def check_timeline_k(k: int) -> None:
+    """A timeline search returns 1 to 100 hits (the HTTP API's bound)."""
+    if not 1 <= k <= 100:
+        raise InvalidInput("k must be between 1 and 100", field="k")
+
+
+def check_why_mode(mode: str) -> None:
+    if mode not in ("ask", "query"):
+        raise InvalidInput(f"unknown mode {mode!r}: ask or query", field="mode")
+
+
+def passport_headers(
+    principal: Principal,
+    roles: Sequence[Mapping[str, Any]],
+    *,
+    role: str | None,
+    namespaces: Sequence[str] | None,
+) -> dict[str, str]:
+    """The policy passport a graph question goes with, as the HTTP door's headers.
+
+    ``roles`` is what ``graph_roles`` lists for the principal (the roles it may ask as, with
+    their policy keys). The HTTP door demands a passport that names the role, the label
+    namespaces read, the policy in force and request ids; the local client builds the same
+    one and has the kernel check it, so a question is answered or refused alike on both.
+    A passport cannot name ``"*"``: a key holding every label must name the namespaces.
+    """
+    by_name = {str(entry["role"]): entry for entry in roles}
+    if role is None:
+        own = [entry for entry in roles if entry["role"] in principal.roles]
+        if not own:
+            raise PermissionDenied(
+                f"{principal.id} holds no graph role; give its key one to ask the decision graph",
+                field="role",
+            )
+        chosen = max(own, key=lambda entry: int(entry["rank"]))
+    elif role in by_name:
+        chosen = by_name[role]
+    else:
+        raise PermissionDenied(f"{principal.id} may not ask as {role}", field="role")
+    if namespaces is None:
+        if "*" in principal.labels:
+            raise InvalidInput(
+                "this key holds every label ('*'): name the label namespaces to read, "
+                "e.g. namespaces=['public', 'internal']",
+                field="namespaces",
+            )
+        namespaces = principal.labels
+    if not namespaces:
+        raise InvalidInput("name at least one label namespace", field="namespaces")
+    request_id = new_id("req")
+    return {
+        "X-User-Id": principal.id,
+        "X-User-Roles": str(chosen["role"]),
+        "X-User-Namespaces": ",".join(namespaces),
+        "X-Policy-Version": str(chosen["policy_version"]),
+        "X-Policy-Key": str(chosen["policy_key"]),
+        "X-Request-Id": request_id,
+        "X-Trace-Id": request_id,
+    }

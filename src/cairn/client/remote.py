@@ -1,0 +1,568 @@
+"""``cairn.connect``: a cairn server's HTTP API (``/v1``), with the methods of ``cairn.open``.
+
+Each method makes one request (``why`` two: the roles, then the question) and reads the
+answer into the same pydantic types the kernel returns; an error answer is raised again as
+the kernel's exception class, chosen by its ``code`` (``cairn.doors._errors``). The server
+re-reads its principals on every request, so a revoked key stops working at once.
+
+The key travels in the ``Authorization`` header of the underlying ``httpx.Client`` and
+nowhere else: not in ``repr``, not in an error message.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from urllib.parse import quote
+
+import httpx
+from pydantic import TypeAdapter, ValidationError
+
+from cairn.client import (
+    ENV_KEY,
+    MemoryClient,
+    WhyMode,
+    check_get,
+    check_supersede,
+    check_timeline_k,
+    check_validate,
+    check_weights,
+    check_why_mode,
+    passport_headers,
+)
+from cairn.doors._errors import error_from_problem
+from cairn.errors import (
+    CairnError,
+    InvalidInput,
+    NotFound,
+    StoreError,
+    Unauthenticated,
+    describe_validation,
+)
+from cairn.limits import STORED
+from cairn.model import (
+    AppendReport,
+    AuditEntry,
+    AuditQuery,
+    Content,
+    ContentPatch,
+    Event,
+    EventCursor,
+    EventDraft,
+    Principal,
+    Proposal,
+    ProposalOutcome,
+    ProposalStatus,
+    Record,
+    RecordQuery,
+    RecordView,
+    Version,
+    VersionPin,
+)
+from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
+from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.timeline.views import TeleportHit
+
+if TYPE_CHECKING:
+    from cairn.graph.why import WhyRequest
+
+__all__ = ["RemoteMemory", "connect"]
+
+T = TypeVar("T")
+
+# What a key may hold: printable ASCII without spaces (``cairn_`` and URL-safe base64). Checked
+# before a request is made, because an HTTP library refusing a header may quote its value.
+_KEY = re.compile(r"^[\x21-\x7e]+$")
+
+
+def connect(
+    url: str,
+    key: str | None = None,
+    *,
+    timeout: float = 30.0,
+    transport: httpx.BaseTransport | None = None,
+) -> RemoteMemory:
+    """Connect to a cairn server (``cairn serve``) at ``url`` as the principal of ``key``
+    (default: ``CAIRN_API_KEY``).
+
+    The key is checked at once (``GET /v1/whoami``): a missing, unknown or revoked one raises
+    ``Unauthenticated``, and a server that cannot be reached ``StoreError``, as ``cairn.open``
+    does for a local store. ``timeout`` bounds each request, in seconds; ``transport`` is an
+    ``httpx`` transport to use instead of the network (for tests, proxies, retries)."""
+    return RemoteMemory(url, key, timeout=timeout, transport=transport)
+
+
+@functools.cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(kind)
+
+
+def _parse(kind: type[T], data: Any) -> T:
+    """The server's answer as ``kind``. Read as stored data is read (``STORED``): limits a
+    newer server lowered never make an answer unreadable."""
+    try:
+        adapter: TypeAdapter[T] = _adapter(cast(Any, kind))
+        return adapter.validate_python(data, context=STORED)
+    except ValidationError as exc:
+        problem = describe_validation(exc)
+        raise CairnError(f"the server's answer is not what cairn expected: {problem}") from None
+
+
+def _segment(value: str, field: str) -> str:
+    """A path segment: quoted, so that an id cannot reach another route. An empty one names
+    nothing, as it would locally."""
+    if not value or value in {".", ".."}:
+        raise NotFound(f"no {field.removesuffix('_id')} {value!r}", field=field)
+    return quote(value, safe="")
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    """Query parameters, leaving out those not given."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+class RemoteMemory:
+    """A ``cairn.MemoryClient`` over a cairn server's HTTP API, acting for one key's
+    principal. ``cairn.connect`` makes one; close it when done (or use ``with``).
+
+    Where the HTTP API takes less than the kernel, the client says so rather than guess:
+    ``list_records`` cannot filter by metadata over HTTP (``InvalidInput``)."""
+
+    def __init__(
+        self,
+        url: str,
+        key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if key is None:
+            key = os.environ.get(ENV_KEY)
+        if not key:
+            raise Unauthenticated(f"no API key: pass key or set {ENV_KEY}", field="key")
+        if not _KEY.match(key):
+            raise Unauthenticated("that is not an API key: keys are printable, without spaces")
+        if not url.startswith(("http://", "https://")):
+            raise InvalidInput(
+                "connect takes a server's http:// or https:// address; "
+                "cairn.open opens a folder or a database",
+                field="url",
+            )
+        # the server's address; its API lives under /v1 (an address naming it works too)
+        self.url = url.rstrip("/").removesuffix("/v1")
+        self._http = httpx.Client(
+            base_url=f"{self.url}/v1",
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=timeout,
+            transport=transport,
+        )
+        try:
+            self._principal: Principal = _parse(Principal, self._call("GET", "/whoami"))
+        except BaseException:
+            self._http.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"<RemoteMemory {self.url} as {self._principal.id}>"
+
+    @property
+    def principal(self) -> Principal:
+        """Who this client acts for: the key's principal, as the server knows it."""
+        return self._principal
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        try:
+            answer = self._http.request(method, path, params=params, json=body, headers=headers)
+        except httpx.TransportError as exc:
+            # "server unreachable" reads as the store being unreachable, as on the CLI
+            raise StoreError(
+                f"could not reach the cairn server at {self.url} ({type(exc).__name__})"
+            ) from exc
+        if answer.is_success:
+            try:
+                return answer.json()
+            except ValueError:
+                raise CairnError(f"the server at {self.url} answered without JSON") from None
+        try:
+            problem = answer.json()
+        except ValueError:
+            problem = None
+        raise error_from_problem(answer.status_code, problem if isinstance(problem, dict) else None)
+
+    # ---- writes --------------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: Content,
+        *,
+        draft: bool = False,
+        paths: Sequence[str] = (),
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        body = {
+            "content": content.model_dump(mode="json"),
+            "draft": draft,
+            "paths": list(paths),
+            "reason": reason,
+        }
+        return _parse(ProposalOutcome, self._call("POST", "/records", body=body))
+
+    def update(
+        self,
+        record_id: str,
+        patch: ContentPatch,
+        *,
+        base_version_id: str | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        body = {
+            "patch": patch.model_dump(mode="json", exclude_none=True),
+            "base_version_id": base_version_id,
+            "reason": reason,
+        }
+        path = f"/records/{_segment(record_id, 'record_id')}"
+        return _parse(ProposalOutcome, self._call("PATCH", path, body=body))
+
+    def supersede(
+        self,
+        record_id: str,
+        *,
+        by: str | None = None,
+        content: Content | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        check_supersede(by, content)
+        body: dict[str, Any] = {"reason": reason}
+        if content is not None:
+            body["content"] = content.model_dump(mode="json")
+        else:
+            body["by"] = by
+        path = f"/records/{_segment(record_id, 'record_id')}/supersede"
+        return _parse(ProposalOutcome, self._call("POST", path, body=body))
+
+    def _move(self, record_id: str, move: str, reason: str | None) -> ProposalOutcome:
+        path = f"/records/{_segment(record_id, 'record_id')}/{move}"
+        return _parse(ProposalOutcome, self._call("POST", path, body={"reason": reason}))
+
+    def archive(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
+        return self._move(record_id, "archive", reason)
+
+    def restore(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
+        return self._move(record_id, "restore", reason)
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    def get(
+        self, record_id: str, *, version: int | None = None, selector: VersionPin | None = None
+    ) -> RecordView:
+        check_get(version, selector)
+        path = f"/records/{_segment(record_id, 'record_id')}"
+        if version is not None:
+            return _parse(RecordView, self._call("GET", f"{path}/versions/{version}"))
+        pin = selector or VersionPin.head()
+        params = _params(
+            selector=pin.kind.value, baseline_id=pin.baseline_id, version_id=pin.version_id
+        )
+        return _parse(RecordView, self._call("GET", path, params=params))
+
+    def resolve(self, record_id: str) -> Record:
+        path = f"/records/{_segment(record_id, 'record_id')}/resolve"
+        return _parse(Record, self._call("GET", path))
+
+    def history(self, record_id: str, *, after: int = 0, limit: int = 1000) -> list[Version]:
+        path = f"/records/{_segment(record_id, 'record_id')}/versions"
+        found = self._call("GET", path, params={"after": after, "limit": limit})
+        return _parse(list[Version], found)
+
+    def list_records(self, query: RecordQuery | None = None) -> list[Record]:
+        query = query or RecordQuery()
+        if query.metadata:
+            raise InvalidInput(
+                "the HTTP API does not filter records by metadata; filter the page you get",
+                field="metadata",
+            )
+        params = _params(
+            kind=list(query.kinds) or None,
+            status=[s.value for s in query.statuses] or None,
+            scope=query.scope,
+            created_after=_time(query.created_after),
+            created_before=_time(query.created_before),
+            limit=query.limit,
+            offset=query.offset,
+            after=query.after,
+        )
+        return _parse(list[Record], self._call("GET", "/records", params=params))
+
+    def _read_body(
+        self,
+        query: str,
+        *,
+        mode: Mode,
+        k: int,
+        scope: str | None,
+        selector: VersionPin | None,
+        kinds: Sequence[str],
+        include_drafts: bool,
+        created_after: datetime | None,
+        created_before: datetime | None,
+        record_ids: Sequence[str] | None,
+        weights: Mapping[str, float] | None,
+    ) -> dict[str, Any]:
+        check_weights(weights)
+        return {
+            "query": query,
+            "mode": mode,
+            "top_k": k,
+            "scope": scope,
+            "selector": selector.model_dump(mode="json") if selector is not None else None,
+            "kinds": list(kinds),
+            "include_drafts": include_drafts,
+            "created_after": _time(created_after),
+            "created_before": _time(created_before),
+            "record_ids": list(record_ids) if record_ids is not None else None,
+            "weights": dict(weights) if weights is not None else None,
+        }
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        scope: str | None = None,
+        selector: VersionPin | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> SearchResult:
+        body = self._read_body(
+            query,
+            mode=mode,
+            k=k,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+            weights=weights,
+        )
+        return _parse(SearchResult, self._call("POST", "/search", body=body))
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        max_tokens: int = 8000,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        scope: str | None = None,
+        selector: VersionPin | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+        weights: Mapping[str, float] | None = None,
+    ) -> RetrievalResult:
+        body = self._read_body(
+            query,
+            mode=mode,
+            k=k,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+            weights=weights,
+        )
+        body["max_tokens"] = max_tokens
+        return _parse(RetrievalResult, self._call("POST", "/retrieve", body=body))
+
+    def read_context(self, request: ReadContextRequest) -> ReadContextResponse:
+        # the body's own keys choose its shape: a query or a record_id, never both
+        body = request.model_dump(mode="json", exclude_none=True)
+        return _parse(ReadContextResponse, self._call("POST", "/read_context", body=body))
+
+    def validate(self, record_ids: Sequence[str]) -> ValidationReport:
+        check_validate(record_ids)
+        found = self._call("POST", "/validate", body={"ids": list(record_ids)})
+        return _parse(ValidationReport, found)
+
+    def status(self) -> dict[str, int]:
+        return _parse(dict[str, int], self._call("GET", "/status"))
+
+    # ---- review --------------------------------------------------------------------------
+
+    def proposals(
+        self,
+        *,
+        status: ProposalStatus = ProposalStatus.PENDING,
+        limit: int = 100,
+        offset: int = 0,
+        after: str | None = None,
+    ) -> list[Proposal]:
+        params = _params(status=status.value, limit=limit, offset=offset, after=after)
+        return _parse(list[Proposal], self._call("GET", "/proposals", params=params))
+
+    def proposal(self, proposal_id: str) -> Proposal:
+        path = f"/proposals/{_segment(proposal_id, 'proposal_id')}"
+        return _parse(Proposal, self._call("GET", path))
+
+    def decide(
+        self, proposal_id: str, *, approve: bool, reason: str | None = None
+    ) -> ProposalOutcome:
+        path = f"/proposals/{_segment(proposal_id, 'proposal_id')}/decision"
+        body = {"approve": approve, "reason": reason}
+        return _parse(ProposalOutcome, self._call("POST", path, body=body))
+
+    def approve(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
+        return self.decide(proposal_id, approve=True, reason=reason)
+
+    def reject(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
+        return self.decide(proposal_id, approve=False, reason=reason)
+
+    def rebase(self, proposal_id: str) -> ProposalOutcome:
+        path = f"/proposals/{_segment(proposal_id, 'proposal_id')}/rebase"
+        return _parse(ProposalOutcome, self._call("POST", path))
+
+    def publish(
+        self,
+        scope: str,
+        *,
+        record_ids: Sequence[str] | None = None,
+        pins: Mapping[str, str | None] | None = None,
+        name: str | None = None,
+        replace: bool = False,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        body = {
+            "scope": scope,
+            "record_ids": list(record_ids) if record_ids is not None else None,
+            "pins": dict(pins) if pins is not None else None,
+            "name": name,
+            "replace": replace,
+            "reason": reason,
+        }
+        return _parse(ProposalOutcome, self._call("POST", "/publish", body=body))
+
+    def audit(self, query: AuditQuery | None = None) -> list[AuditEntry]:
+        query = query or AuditQuery()
+        params = _params(
+            actor=query.actor,
+            action=query.action,
+            subject_id=query.subject_id,
+            proposal_id=query.proposal_id,
+            rule=query.rule,
+            since=_time(query.since),
+            until=_time(query.until),
+            limit=query.limit,
+            after_seq=query.after_seq,
+        )
+        return _parse(list[AuditEntry], self._call("GET", "/audit", params=params))
+
+    # ---- the timeline and the decision graph -----------------------------------------------
+
+    def append_events(self, events: Sequence[EventDraft]) -> AppendReport:
+        body = {"events": [event.model_dump(mode="json") for event in events]}
+        return _parse(AppendReport, self._call("POST", "/timeline/events", body=body))
+
+    def events(
+        self,
+        *,
+        scope: str | None = None,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: EventCursor | None = None,
+        limit: int = 100,
+    ) -> list[Event]:
+        cursor: dict[str, Any] = {}
+        if after is not None:
+            cursor = {"after_ts": _time(after[0]), "after_id": after[1]}
+            if len(after) == 3:
+                cursor["after_scope"] = after[2]
+        params = _params(
+            scope=scope,
+            session_id=session_id,
+            since=_time(since),
+            until=_time(until),
+            limit=limit,
+            **cursor,
+        )
+        return _parse(list[Event], self._call("GET", "/timeline/events", params=params))
+
+    def timeline_search(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        k: int = 10,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[TeleportHit]:
+        check_timeline_k(k)
+        params = _params(q=query, scope=scope, k=k, since=_time(since), until=_time(until))
+        found = self._call("GET", "/timeline/search", params=params)
+        return _parse(list[TeleportHit], found)
+
+    def why(
+        self,
+        request: WhyRequest,
+        *,
+        role: str | None = None,
+        namespaces: Sequence[str] | None = None,
+        mode: WhyMode = "ask",
+    ) -> dict[str, Any]:
+        check_why_mode(mode)
+        roles = self._call("GET", "/graph/roles")
+        headers = passport_headers(self._principal, roles, role=role, namespaces=namespaces)
+        body = request.model_dump(mode="json")
+        return _parse(
+            dict[str, Any], self._call("POST", f"/graph/{mode}", body=body, headers=headers)
+        )
+
+    # ---- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+if TYPE_CHECKING:  # mypy checks that RemoteMemory has every method of the protocol, typed alike
+
+    def _is_a_client(client: RemoteMemory) -> MemoryClient:
+        return client
