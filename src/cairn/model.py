@@ -454,8 +454,10 @@ class Principal(CairnModel):
     def _default_scope_is_ours(self) -> Principal:
         # A principal with no scopes reaches nothing whatever its default says (fail closed);
         # refusing to load it would take every other principal of the file down with it.
-        if self.default_scope is not None and self.scopes and not any(
-            fnmatch.fnmatchcase(self.default_scope, glob) for glob in self.scopes
+        if (
+            self.default_scope is not None
+            and self.scopes
+            and not any(fnmatch.fnmatchcase(self.default_scope, glob) for glob in self.scopes)
         ):
             raise ValueError(
                 f"default_scope {self.default_scope!r} is outside the principal's scopes"
