@@ -375,6 +375,19 @@ class Gate:
             changesets.append(changeset)
 
         made: list[Record] = []
+        # The stored ends of the edges, read at once (nothing is written before the end).
+        stored_ends = self.store.get_records(
+            [end for link in edges for end in (link.src, link.dst) if isinstance(end, str)]
+        )
+
+        def end_record(end: str | int) -> Record:
+            if isinstance(end, int):
+                return made[end]
+            record = stored_ends.get(end)
+            if record is None:
+                raise NotFound(f"no record {end}", field="record_id")
+            return record
+
         for content in creates:
             change = _create(self._stamp(CreateChange(content=content), principal))
             access.require_scope(principal, change.content.scope)
@@ -409,10 +422,7 @@ class Gate:
                 _Plan(writes=[PutEdge(removed)], expects=[], subject=removed.id, edge=removed),
             )  # fmt: skip
         for link in edges:
-            src, dst = (
-                made[end] if isinstance(end, int) else self._record(end)
-                for end in (link.src, link.dst)
-            )
+            src, dst = end_record(link.src), end_record(link.dst)
             draft = link.draft.model_copy(
                 update={"src": src.id, "dst": dst.id, "origin": _ORIGIN_OF[principal.kind]}
             )

@@ -18,11 +18,9 @@ from cairn.model import (
     Baseline,
     Content,
     Edge,
-    EdgeStatus,
     Event,
     EventRole,
     Grip,
-    Origin,
     PathLink,
     Proposal,
     Record,
@@ -305,23 +303,27 @@ def to_published(row: Row, d: Dialect) -> PublishedRow:
 
 
 def to_edge(row: Row, d: Dialect) -> Edge:
-    return Edge(
-        id=row["id"],
-        type=row["type"],
-        src=row["src"],
-        dst=row["dst"],
-        scope=row["scope"],
-        acl=Acl.model_validate(d.json(row["acl"]), context=STORED),
-        metadata=d.json(row["metadata"]),
-        valid_from=d.maybe_when(row["valid_from"]),
-        valid_to=d.maybe_when(row["valid_to"]),
-        origin=Origin(row["origin"]),
-        status=EdgeStatus(row["status"]),
-        created_at=d.when(row["created_at"]),
-        created_by=row["created_by"],
-        proposal_id=row["proposal_id"],
-        removed_at=d.maybe_when(row["removed_at"]),
-        removed_by=row["removed_by"],
+    # STORED: a stored edge is read whatever the limits are now (``cairn.limits``).
+    return Edge.model_validate(
+        {
+            "id": row["id"],
+            "type": row["type"],
+            "src": row["src"],
+            "dst": row["dst"],
+            "scope": row["scope"],
+            "acl": d.json(row["acl"]),
+            "metadata": d.json(row["metadata"]),
+            "valid_from": d.maybe_when(row["valid_from"]),
+            "valid_to": d.maybe_when(row["valid_to"]),
+            "origin": row["origin"],
+            "status": row["status"],
+            "created_at": d.when(row["created_at"]),
+            "created_by": row["created_by"],
+            "proposal_id": row["proposal_id"],
+            "removed_at": d.maybe_when(row["removed_at"]),
+            "removed_by": row["removed_by"],
+        },
+        context=STORED,
     )
 
 
