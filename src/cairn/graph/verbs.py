@@ -25,7 +25,6 @@ from cairn.model import (
     EdgeStatus,
     Principal,
     Record,
-    RecordQuery,
     Status,
     new_id,
 )
@@ -100,10 +99,7 @@ class GraphVerbs:
 
     def _graph_records(self, key: str, scope_globs: tuple[str, ...]) -> list[Record]:
         """The live decisions and events keyed ``key`` in scopes ``scope_globs`` admits."""
-        found = self.store.query_records(
-            RecordQuery(kinds=GRAPH_KINDS, metadata={"graph_id": key}, limit=10),
-            scope_globs=scope_globs,
-        )
+        found = self.store.records_by_graph_key(key, GRAPH_KINDS, scope_globs)
         return [r for r in found if r.status not in (Status.ARCHIVED, Status.REJECTED)]
 
     def graph_ingest(

@@ -503,6 +503,14 @@ class RecordStore(Protocol):
         ``readable``, only records whose head chunks it admits (the reader's ACL)."""
         ...
 
+    def records_by_graph_key(
+        self, key: str, kinds: Sequence[str], scope_globs: Sequence[str]
+    ) -> list[Record]:
+        """The records of ``kinds`` in scopes ``scope_globs`` admits (none: none) whose
+        head version's graph key (``metadata.graph_id``) is ``key``, by id, at most ten: an
+        index lookup on both stores."""
+        ...
+
     def find_by_hashes(self, scope: str, content_hashes: Sequence[str]) -> list[Record]:
         """The records of ``scope`` whose head content has one of ``content_hashes``, by id."""
         ...

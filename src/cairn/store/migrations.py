@@ -236,6 +236,11 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER events_no_delete BEFORE DELETE ON events
         BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
     """,
+    # 12: decisions and events are found by their graph key (cairn why KEY) with one probe.
+    """
+    CREATE INDEX IF NOT EXISTS versions_graph_key
+        ON versions (json_extract(content, '$.metadata.graph_id'));
+    """,
 )
 
 # Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).

@@ -418,6 +418,12 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE events ADD CONSTRAINT events_scope_event UNIQUE (scope_id, event_id);
         """,
     ),
+    # Decisions and events are found by their graph key (cairn why KEY) with one probe.
+    Migration(
+        "graph_key",
+        "CREATE INDEX IF NOT EXISTS versions_graph_key "
+        "ON versions ((content -> 'metadata' ->> 'graph_id'));",
+    ),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")

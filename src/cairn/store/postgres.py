@@ -208,6 +208,9 @@ class PostgresDialect(Dialect):
     def json_equals(self, column: str, path: Sequence[str], value: Any) -> tuple[str, list[Any]]:
         return f"({column} #> ?) = ?::jsonb", [list(path), json.dumps(value)]
 
+    def graph_key(self, column: str) -> str:
+        return f"({column} -> 'metadata' ->> 'graph_id')"
+
 
 DIALECT = PostgresDialect()
 

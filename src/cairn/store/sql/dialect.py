@@ -96,6 +96,11 @@ class Dialect:
         """``column`` matches a scope glob (``*``, ``?``, ``[…]``)."""
         return f"{column} GLOB ?", [pattern]
 
+    def graph_key(self, column: str) -> str:
+        """A version's graph key (``metadata.graph_id``) as text: the very expression the
+        ``versions_graph_key`` index is built on, so a lookup by key is one index probe."""
+        return f"json_extract({column}, '$.metadata.graph_id')"
+
     def json_equals(self, column: str, path: Sequence[str], value: Any) -> tuple[str, list[Any]]:
         """The JSON value at ``path`` inside ``column`` equals ``value``."""
         where = "$." + ".".join(f'"{part}"' for part in path)

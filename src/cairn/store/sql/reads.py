@@ -147,6 +147,27 @@ class SqlReads:
         )
         return [rows.to_record(row, d) for row in found]
 
+    def records_by_graph_key(
+        self, key: str, kinds: Sequence[str], scope_globs: Sequence[str]
+    ) -> list[Record]:
+        d = self.dialect
+        # The versions that ever carried the key (the index), then their records whose
+        # head still carries it. Kinds are checked on the few rows found: a test on the
+        # kind here, or a plain join, has the planner walk every record instead.
+        where = [
+            f"r.id IN (SELECT g.record_id FROM versions g WHERE {d.graph_key('g.content')} = ?)",
+            f"{d.graph_key('v.content')} = ?",
+        ]
+        params: list[Any] = [key, key]
+        tests = [d.glob("r.scope", glob) for glob in scope_globs]
+        if not tests:
+            return []
+        where.append("(" + " OR ".join(t for t, _ in tests) + ")")
+        params += [p for _, ps in tests for p in ps]
+        sql = f"{self._records_sql()} WHERE {' AND '.join(where)} ORDER BY r.id LIMIT 100"
+        found = [rows.to_record(row, d) for row in self._read(sql, params)]
+        return [record for record in found if record.kind in kinds][:10]
+
     def find_by_hashes(self, scope: str, content_hashes: Sequence[str]) -> list[Record]:
         found: list[Row] = []
         unique = list(dict.fromkeys(content_hashes))
