@@ -328,6 +328,7 @@ def test_the_why_page_answers_for_the_role_and_is_accessible(browser: Any, serve
     # and the error page, for an anchor the role may not read (the browser logs the 404)
     page.goto("/ui/why?anchor=acme-corp-descope-onprem-2024")
     assert page.get_by_role("heading", name="Not Found").is_visible()
+    _shot(page, "error")
     _accessible(page)
     page.context.close()
 
@@ -368,6 +369,7 @@ def test_the_timeline_with_events_down_to_a_grip_is_accessible(
     assert grip is not None
     page.goto(grip)
     assert page.locator("li.held").count() > 0
+    _shot(page, "grip")
     _accessible(page)
     assert page.errors == []
     page.context.close()
