@@ -72,9 +72,14 @@ def test_review_flow_with_stale_proposal_and_rebase(cli: Cli) -> None:
     assert queued["decision"] == "queue"
     pending = cli.run("review", "list")
     assert [p["id"] for p in pending] == [queued["proposal"]["id"]]
-    assert pending[0]["stale"] is False
+    as_curator = ["--store", str(cli.folder), "--key", cli.keys["curator"]]
+    assert "stale" not in runner.invoke(app, ["review", "list", *as_curator]).stdout
     cli.run("update", record_id, "--body", "make test, always")
-    assert cli.run("review", "show", queued["proposal"]["id"])["stale"] is True
+    # people see it in the table and in review show (--json prints the proposal as the HTTP
+    # API does, and approving says so with exit code 5)
+    assert "(stale)" in runner.invoke(app, ["review", "list", *as_curator]).stdout
+    shown = runner.invoke(app, ["review", "show", queued["proposal"]["id"], *as_curator])
+    assert "STALE: rebase before accepting" in shown.stdout
     refused = cli.run("review", "approve", queued["proposal"]["id"], code=5)
     assert "rebase" in refused.stderr
     rebased = cli.run("rebase", queued["proposal"]["id"], who="agent")

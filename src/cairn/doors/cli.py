@@ -512,11 +512,11 @@ def review_list(
     """Proposals waiting for review (stale ones are marked)."""
     with _session(store, key) as (memory, principal):
         found = memory.proposals(principal=principal, status=status, limit=limit)
-        stale = {p.id for p in found if p.status is ProposalStatus.PENDING and memory.is_stale(p)}
         if _want_json(as_json):
-            render.print_json([p.model_dump(mode="json") | {"stale": p.id in stale} for p in found])
-        else:
-            render.out.print(render.proposals_table(found, stale, f"{status.value} proposals"))
+            render.print_json(found)  # as GET /v1/proposals answers
+            return
+        stale = {p.id for p in found if p.status is ProposalStatus.PENDING and memory.is_stale(p)}
+        render.out.print(render.proposals_table(found, stale, f"{status.value} proposals"))
 
 
 @review_app.command("show")
@@ -526,10 +526,10 @@ def review_show(
     """One proposal: its target, the pinned version and the proposed change."""
     with _session(store, key) as (memory, principal):
         proposal = memory.proposal(proposal_id, principal=principal)
-        stale = proposal.status is ProposalStatus.PENDING and memory.is_stale(proposal)
         if _want_json(as_json):
-            render.print_json(proposal.model_dump(mode="json") | {"stale": stale})
+            render.print_json(proposal)  # as GET /v1/proposals/{id} answers
             return
+        stale = proposal.status is ProposalStatus.PENDING and memory.is_stale(proposal)
         render.out.print(f"[bold]{proposal.id}[/] {proposal.change.op} in {proposal.scope}")
         render.out.print(
             f"by {proposal.principal_id} · {proposal.status.value}"
