@@ -6,6 +6,8 @@ from typing import Any
 
 import httpx
 
+from cairn.graph.fixtures import example_fixtures, plan_graph
+from cairn.workspace import Workspace
 from tests.doors.conftest import Live
 
 
@@ -175,3 +177,30 @@ def test_a_fractional_count_is_refused_not_rounded(live: Live) -> None:
     params = {"message": {**message, "messageId": "m-whole", "parts": parts}}
     done = _rpc(live, "message/send", params, live.agent).json()["result"]
     assert done["status"]["state"] == "completed", done["status"]
+
+
+def test_why_answers_for_the_agents_own_role_only(live: Live) -> None:
+    workspace = Workspace(live.store)
+    with workspace.open_memory(embedder=None) as memory:
+        memory.graph_ingest(
+            plan_graph(example_fixtures()), principal=workspace.authenticate(live.curator)
+        )
+    anchor = "acme-emea-end-onprem-connector-support-2025"
+    done = _rpc(live, "message/send", _message(f"why: {anchor}"), live.agent).json()["result"]
+    assert done["status"]["state"] == "completed", done
+    text = done["status"]["message"]["parts"][0]["text"]
+    assert text.startswith("VP Customer Success EMEA on 2025-01-15")
+    assert text.endswith("Note: Some evidence was withheld due to your permissions.")
+    data = done["status"]["message"]["parts"][1]["data"]
+    assert data["_meta"]["actor"]["role"] == "staff"
+    # the agent's key holds staff: asking as a higher role is refused, nothing answered
+    higher = {
+        "message": {
+            "kind": "message", "messageId": "m-why-higher", "role": "user",
+            "parts": [{"kind": "data", "data": {"skill": "why", "anchor": anchor,
+                                                 "role": "director"}}],
+        }
+    }  # fmt: skip
+    refused = _rpc(live, "message/send", higher, live.agent).json()["result"]
+    assert refused["status"]["state"] == "failed"
+    assert "may not ask as director" in str(refused["status"]["message"])
