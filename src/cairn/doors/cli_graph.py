@@ -51,7 +51,7 @@ def ingest(
     with _errors():
         if (folder is None) == (not example):
             raise InvalidInput("give a fixtures folder, or --example", field="folder")
-        plan = plan_graph(example_fixtures() if example else folder)  # type: ignore[arg-type]
+        plan = plan_graph(folder if folder is not None else example_fixtures())
     with _session(store, key) as (memory, principal):
 
         def show(report: GraphIngestReport) -> None:

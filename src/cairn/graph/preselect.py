@@ -42,7 +42,6 @@ __all__ = [
 # Per vertex, at most this many edges are looked at in one hop (the rest are not walked
 # and the walk says it was truncated): a hub cannot make one request read the whole graph.
 MAX_EDGES_PER_VERTEX = 2_000
-HEADER_FIELDS = ("title", "date")
 # ``x-extra`` keys whose value is another vertex's graph key (an alias event names the
 # decision it stands for). A key is an id: it is shown only when the vertex it names is a
 # candidate of the same answer, so a readable alias event never names a decision the

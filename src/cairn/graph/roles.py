@@ -24,7 +24,6 @@ from cairn.model import CairnModel, Direction, RelationName, Sensitivity
 
 __all__ = [
     "DEFAULT_ROLES",
-    "DOWNLOADS",
     "EdgeRule",
     "FieldRule",
     "GraphPolicy",
@@ -32,7 +31,6 @@ __all__ = [
     "glob_within",
 ]
 
-DOWNLOADS = ("bundle_view", "bundle_full")
 Download = Literal["bundle_view", "bundle_full"]
 Glob = Annotated[str, Field(min_length=1, max_length=200)]
 RoleName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]

@@ -10,9 +10,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-__all__ = ["SCHEMA_NAMES", "load_schema", "meta_errors", "validate_meta", "validator"]
-
-SCHEMA_NAMES = ("decision", "event", "transition", "alias_edge", "meta")
+__all__ = ["load_schema", "meta_errors", "validator"]
 
 
 def load_schema(name: str) -> dict[str, Any]:
@@ -35,7 +33,3 @@ def meta_errors(meta: dict[str, Any]) -> list[str]:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         found.append(f"{where}: {error.message}")
     return found
-
-
-def validate_meta(meta: dict[str, Any]) -> list[str]:
-    return meta_errors(meta)

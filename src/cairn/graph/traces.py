@@ -30,17 +30,20 @@ from cairn.private_files import FILE_MODE, make_private_folder
 __all__ = ["BUNDLE_FILES", "TraceFolder", "TraceRecord", "make_zip"]
 
 # What each download holds, in this order; a file a trace does not have is left out.
+_VIEW_FILES = (
+    "_meta.json", "envelope.json", "evidence_canonical.json", "response.json", "plan.json",
+    "validator_report.json",
+)  # fmt: skip
 BUNDLE_FILES = {
-    "bundle_view": (
-        "_meta.json", "envelope.json", "evidence_canonical.json", "response.json", "plan.json",
-        "validator_report.json",
-    ),
+    "bundle_view": _VIEW_FILES,
     "bundle_full": (
-        "_meta.json", "envelope.json", "evidence_canonical.json", "response.json", "plan.json",
-        "validator_report.json", "evidence_pre.json", "evidence_post.json", "prompt.json",
+        *_VIEW_FILES,
+        "evidence_pre.json",
+        "evidence_post.json",
+        "prompt.json",
         "llm_raw.json",
     ),
-}  # fmt: skip
+}
 _TRACE_ID = re.compile(r"^trc_[0-9A-HJKMNP-TV-Z]{26}$")
 _DAY = re.compile(r"^\d{4}-\d\d-\d\d$")
 # Old traces are pruned on a write at most this often.

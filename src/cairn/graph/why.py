@@ -31,7 +31,7 @@ from cairn.graph.preselect import (
     Step,
     preselect,
 )
-from cairn.graph.schema import validate_meta
+from cairn.graph.schema import meta_errors
 from cairn.graph.select import RANKING_POLICY, WEIGHTS, Selection, rank
 from cairn.graph.template import Envelope, compose, scrub
 from cairn.model import CairnModel
@@ -321,7 +321,7 @@ def answer(
     }
     asker = _meta(stages, view, request, files, common, handles, audit=False)
     audit = _meta(stages, view, request, files, common, handles, audit=True)
-    report = validate_meta(asker)
+    report = meta_errors(asker)
     asker["validator"] = audit["validator"] = {
         "error_count": len(report),
         "warnings": report,
