@@ -16,6 +16,7 @@ import pytest
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.graph.fixtures import plan_graph
 from cairn.graph.llm import ChatAnswerer
+from cairn.graph.settings import GraphSettings
 from cairn.memory import Memory
 from cairn.model import Edge, EdgeStatus, Principal, PrincipalKind, RecordQuery, Sensitivity
 from cairn.store.base import Store
@@ -58,7 +59,7 @@ EXEC = asker("exec")
 ASKERS = {"staff": STAFF, "manager": MANAGER, "director": DIRECTOR, "exec": EXEC}
 
 
-def new_memory(store: Store, tmp_path: Path) -> Memory:
+def new_memory(store: Store, tmp_path: Path, graph: GraphSettings | None = None) -> Memory:
     """A memory with a store folder, so every answer's trace is kept."""
     return Memory(
         store,
@@ -66,6 +67,7 @@ def new_memory(store: Store, tmp_path: Path) -> Memory:
         root=tmp_path,
         folder=tmp_path / ".cairn",
         embedder=None,
+        graph=graph,
     )
 
 

@@ -17,6 +17,7 @@ import pytest
 from cairn.errors import InvalidInput, NotFound, PermissionDenied
 from cairn.graph.llm import ChatAnswerer
 from cairn.graph.schema import meta_errors
+from cairn.graph.settings import GraphSettings
 from cairn.graph.traces import BUNDLE_FILES, TraceFolder
 from cairn.graph.why import WhyRequest
 from cairn.memory import Memory
@@ -31,9 +32,11 @@ from tests.graph.conftest import (
     STAFF,
     asker,
     echo_answerer,
+    ingest,
     new_memory,
     stored_edges,
 )
+from tests.graph.mini import mini_graph
 
 ASKED_FILES = {
     "_meta.json", "envelope.json", "evidence_pre.json", "plan.json", "evidence_post.json",
@@ -225,7 +228,7 @@ def test_each_answer_keeps_its_trace_files(lite: Memory, mini: dict[str, str]) -
     assert set(files) == ASKED_FILES | {"prompt.json", "llm_raw.json"}
     assert files["llm_raw.json"]["model"] == "echo-1"
     assert lite.folder is not None
-    (folder,) = (lite.folder / "traces").glob(f"*/{asked['trace_id']}")
+    (folder,) = (lite.folder / "traces").glob(f"*/*/{asked['trace_id']}")
     assert {p.name for p in folder.iterdir()} == ASKED_FILES | {"_meta.asker.json", "_owner.json"}
     assert all(p.stat().st_mode & 0o077 == 0 for p in folder.iterdir())  # owner only
 
@@ -297,12 +300,14 @@ def test_old_traces_are_pruned(tmp_path: Path) -> None:
     now = datetime(2025, 6, 30, 12, tzinfo=UTC)
     old_id, new_id = "trc_01HAAAAAAAAAAAAAAAAAAAAAAA", "trc_01HBBBBBBBBBBBBBBBBBBBBBBB"
     files = {"envelope.json": {"text": "x"}}
-    TraceFolder(tmp_path, keep_days=7).save(
+    TraceFolder(tmp_path, keep_days=7, per_day=10).save(
         old_id, owner="u", scope="acme/x", files=files, now=now - timedelta(days=8)
     )
-    assert TraceFolder(tmp_path, keep_days=7).load(old_id) is not None
-    TraceFolder(tmp_path, keep_days=7).save(new_id, owner="u", scope="acme/x", files=files, now=now)
-    folder = TraceFolder(tmp_path, keep_days=7)
+    assert TraceFolder(tmp_path, keep_days=7, per_day=10).load(old_id) is not None
+    TraceFolder(tmp_path, keep_days=7, per_day=10).save(
+        new_id, owner="u", scope="acme/x", files=files, now=now
+    )
+    folder = TraceFolder(tmp_path, keep_days=7, per_day=10)
     assert folder.load(old_id) is None
     loaded = folder.load(new_id)
     assert loaded is not None
@@ -339,3 +344,33 @@ def test_each_stage_logs_one_structured_line_without_a_withheld_id(
     logged = json.dumps(lines)
     for withheld in audit["withheld_ids"]:
         assert withheld not in logged
+
+
+def test_an_agent_asking_in_a_loop_cannot_fill_the_disk_with_traces(
+    tmp_path: Path,
+) -> None:
+    memory = new_memory(
+        SqliteStore(tmp_path / "cairn.db"), tmp_path, GraphSettings(traces_per_day=3)
+    )
+    try:
+        ingest(memory, mini_graph(tmp_path / "mini"))
+        flood = [why(memory, STAFF)["trace_id"] for _ in range(7)]
+        kept = [t for t in flood if _readable(memory, t, STAFF)]
+        assert kept == flood[-3:]  # the newest three, the rest removed from disk
+        folders = [p for p in (tmp_path / ".cairn" / "traces").rglob("trc_*") if p.is_dir()]
+        assert sorted(p.name for p in folders) == sorted(kept)
+        # another asker's trace survives the flood that follows it
+        theirs = why(memory, DIRECTOR)["trace_id"]
+        for _ in range(5):
+            why(memory, STAFF)
+        assert _readable(memory, theirs, DIRECTOR)
+    finally:
+        memory.close()
+
+
+def _readable(memory: Memory, trace_id: str, principal: Principal) -> bool:
+    try:
+        memory.trace(trace_id, principal=principal)
+    except NotFound:
+        return False
+    return True

@@ -25,3 +25,10 @@ class GraphSettings(BaseModel):
     trace_days: int = Field(
         default=30, ge=1, le=3650, description="days a graph answer's trace bundle is kept"
     )
+    traces_per_day: int = Field(
+        default=500,
+        ge=1,
+        le=100_000,
+        description="the most trace bundles kept per asker per day; past it the asker's "
+        "oldest of the day are removed, so a key asking in a loop cannot fill the disk",
+    )

@@ -1,6 +1,11 @@
 """Trace bundles: the files of each graph answer, kept in a folder beside the store
-(``<store>/traces/<day>/<trace id>/``, owner-only) for ``trace_days`` days, and the two
-downloads made from them.
+(``<store>/traces/<day>/<asker>/<trace id>/``, owner-only) for ``trace_days`` days, at most
+``traces_per_day`` a day for each asker, and the two downloads made from them.
+
+The daily cap is what keeps a key that asks in a loop from filling the disk: each asker's
+traces of a day are one folder, and when a save takes it over the cap the asker's oldest
+traces of that day go (trace ids are time-ordered ULIDs, so name order is age order). One
+asker's flood never evicts another's traces.
 
 Keeping a trace is a log write, like an access log: it never touches memory itself, so a
 graph answer stays a read of the store. ``bundle_view`` holds what the asker was shown
@@ -11,6 +16,7 @@ withheld and masked nothing (``why._downloads`` decides, and the decision is in 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -46,6 +52,7 @@ BUNDLE_FILES = {
 }
 _TRACE_ID = re.compile(r"^trc_[0-9A-HJKMNP-TV-Z]{26}$")
 _DAY = re.compile(r"^\d{4}-\d\d-\d\d$")
+_ASKER = re.compile(r"^a-[0-9a-f]{24}$")
 # Old traces are pruned on a write at most this often.
 PRUNE_EVERY_SECONDS = 3600.0
 # Folders can be opened and flushed (POSIX); elsewhere only the files are.
@@ -63,9 +70,10 @@ class TraceRecord:
 
 
 class TraceFolder:
-    def __init__(self, root: Path, *, keep_days: int) -> None:
+    def __init__(self, root: Path, *, keep_days: int, per_day: int) -> None:
         self.root = root
         self.keep_days = keep_days
+        self.per_day = per_day
         self._lock = threading.Lock()
         self._pruned_at = 0.0
 
@@ -82,25 +90,27 @@ class TraceFolder:
             if not name.startswith("_fingerprints"):
                 texts[name] = json.dumps(content, indent=2, ensure_ascii=False)
         day = self.root / now.date().isoformat()
+        asker = day / _asker_folder(owner)
         make_private_folder(self.root)
         make_private_folder(day)
-        staging = day / f".{trace_id}.tmp"
+        make_private_folder(asker)
+        staging = asker / f".{trace_id}.tmp"
         try:
             make_private_folder(staging)
             _write_synced(staging, texts)
-            os.replace(staging, day / trace_id)
+            os.replace(staging, asker / trace_id)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        _sync_folder(day)  # the rename itself
+        _sync_folder(asker)  # the rename itself
+        self._cap(asker)
         self._prune(now)
 
     def load(self, trace_id: str) -> TraceRecord | None:
         if not _TRACE_ID.match(trace_id) or not self.root.is_dir():
             return None
-        for day in sorted(self.root.iterdir(), reverse=True):
-            folder = day / trace_id
-            if _DAY.match(day.name) and folder.is_dir():
+        for folder in self._places(trace_id):
+            if folder.is_dir():
                 owner = json.loads((folder / "_owner.json").read_text(encoding="utf-8"))
                 files = {
                     path.name: json.loads(path.read_text(encoding="utf-8"))
@@ -109,6 +119,19 @@ class TraceFolder:
                 }
                 return TraceRecord(trace_id, owner["owner"], owner["scope"], files)
         return None
+
+    def _places(self, trace_id: str) -> list[Path]:
+        """Where a trace may be: under each asker of each day, newest day first."""
+        days = sorted((d for d in self.root.iterdir() if _DAY.match(d.name)), reverse=True)
+        return [
+            asker / trace_id for day in days for asker in day.iterdir() if _ASKER.match(asker.name)
+        ]
+
+    def _cap(self, asker: Path) -> None:
+        """Keep the asker's newest ``per_day`` traces of the day, removing the oldest."""
+        kept = sorted(e.name for e in os.scandir(asker) if _TRACE_ID.match(e.name))
+        for name in kept[: max(0, len(kept) - self.per_day)]:
+            shutil.rmtree(asker / name, ignore_errors=True)
 
     def _prune(self, now: datetime) -> None:
         with self._lock:
@@ -119,6 +142,12 @@ class TraceFolder:
         for day in self.root.iterdir():
             if _DAY.match(day.name) and day.name < oldest:
                 shutil.rmtree(day, ignore_errors=True)
+
+
+def _asker_folder(owner: str) -> str:
+    """The folder name of an asker's traces: a digest, since a principal id is free text
+    that must never become a path."""
+    return "a-" + hashlib.sha256(owner.encode("utf-8")).hexdigest()[:24]
 
 
 def _sync_pool() -> ThreadPoolExecutor:

@@ -84,7 +84,11 @@ class GraphVerbs:
         self._graph_cache = OrderedDict()
         self._graph_cache_lock = threading.Lock()
         self._traces = (
-            TraceFolder(self.folder / "traces", keep_days=self.graph_settings.trace_days)
+            TraceFolder(
+                self.folder / "traces",
+                keep_days=self.graph_settings.trace_days,
+                per_day=self.graph_settings.traces_per_day,
+            )
             if self.folder is not None
             else None
         )
