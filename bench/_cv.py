@@ -23,6 +23,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 import numpy as np
 from bench._adapter import Captured, Mode, Result
@@ -30,10 +31,11 @@ from rich.console import Console
 from rich.table import Table
 
 from cairn.retrieval.fuse import collapse, fuse
-from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig
+from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, source_times
 from cairn.retrieval.rerank import overlaps
 from cairn.retrieval.sessions import session_evidence, session_keys
 from cairn.retrieval.types import Hit
+from cairn.retrieval.when import TimeWindow, closeness, query_window
 
 __all__ = [
     "PROCEDURES",
@@ -58,7 +60,8 @@ KEYWORD_SHARES = (0.4, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
 CONTEXT_WEIGHTS = (1.0, 0.0, 0.5)
 SESSION = ((0.0, 2), (0.25, 1), (0.25, 2), (0.5, 1), (0.5, 2), (0.5, 4), (1.0, 2))
 RERANK = ((0.0, 0.0), (0.25, 0.0), (0.5, 0.0), (0.0, 0.25), (0.0, 0.5), (0.25, 0.25))
-STAGES = ("fusion", "sessions", "rerank")
+TIME_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+STAGES = ("fusion", "sessions", "rerank", "time")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,8 @@ class Setting:
             parts.append(f"ent {r.entity_weight:g}")
         if r.title_weight:
             parts.append(f"title {r.title_weight:g}")
+        if r.time_weight:
+            parts.append(f"time {r.time_weight:g}")
         return ", ".join(parts)
 
     def stages(self) -> frozenset[str]:
@@ -90,11 +95,15 @@ class Setting:
             on.add("sessions")
         if r.entity_weight or r.title_weight:
             on.add("rerank")
+        if r.time_weight:
+            on.add("time")
         return frozenset(on)
 
 
 def make_grid(stages: Sequence[str] = STAGES) -> list[Setting]:
-    """Every combination of the knobs of ``stages`` (others at their default), default first."""
+    """Every combination of the knobs of ``stages`` (others at their default), default
+    first; the time boost is combined with the fusion knobs only (the other stages at their
+    defaults), which keeps the grid small."""
     sessions = SESSION if "sessions" in stages else SESSION[:1]
     reranks = RERANK if "rerank" in stages else RERANK[:1]
     out: list[Setting] = []
@@ -110,6 +119,12 @@ def make_grid(stages: Sequence[str] = STAGES) -> list[Setting]:
             title_weight=tw,
         )
         out.append(Setting(keyword, ranking))
+    if "time" in stages:
+        for keyword, context, weight in itertools.product(
+            KEYWORD_SHARES, CONTEXT_WEIGHTS, TIME_WEIGHTS[1:]
+        ):
+            ranking = replace(DEFAULT_RANKING, context_weight=context, time_weight=weight)
+            out.append(Setting(keyword, ranking))
     return out
 
 
@@ -136,6 +151,7 @@ def replay(
     k: int = 100,
     turns_cut: int = 0,
     sessions_cut: int = 0,
+    asked_at: datetime | None = None,
 ) -> list[Result]:
     """Each setting's ranking of one captured question, through the kernel's stages.
 
@@ -144,10 +160,14 @@ def replay(
     boost) is done here on arrays, with the support and overlap terms computed by the
     kernel's own functions, since rebuilding hit objects for every setting would take hours.
     ``turns_cut`` / ``sessions_cut`` (0: all) shorten the lists a scorer does not need.
+    ``asked_at`` is when the question is asked (what "last week" is read against; the
+    kernel reads it at the moment of the search): without it the time boost does nothing.
     """
     out: list[Result] = []
     cache: dict[tuple[float, float], _Prepared] = {}
     keys = session_keys(captured.rows.values())
+    window = query_window(captured.query, now=asked_at) if asked_at is not None else None
+    times = source_times(captured.rows.values())  # type: ignore[arg-type]
     for setting in settings:
         r = setting.ranking
         fusion_key = (setting.keyword, r.context_weight)
@@ -161,7 +181,7 @@ def replay(
                 max(k, r.pool),
                 context_weight=r.context_weight,
             )
-            prepared = cache[fusion_key] = _Prepared.of(hits, keys, captured)
+            prepared = cache[fusion_key] = _Prepared.of(hits, keys, captured, window, times)
         out.append(prepared.rank(r, k, turns_cut, sessions_cut))
     return out
 
@@ -174,6 +194,8 @@ class _Prepared:
         self.tie = np.zeros(0)
         self.entity = np.zeros(0)
         self.title = np.zeros(0)
+        self.time = np.zeros(0)
+        self.timed = False
         self.support: dict[int, np.ndarray] = {}  # type: ignore[type-arg]
         self.sessions: list[str | None] = []
         self.turn_of: list[str | None] = []
@@ -181,8 +203,19 @@ class _Prepared:
         self.session_names: list[str] = []
 
     @classmethod
-    def of(cls, hits: Sequence[Hit], keys: Mapping[str, str], captured: Captured) -> _Prepared:
+    def of(
+        cls,
+        hits: Sequence[Hit],
+        keys: Mapping[str, str],
+        captured: Captured,
+        window: TimeWindow | None,
+        times: Mapping[str, datetime],
+    ) -> _Prepared:
         p = cls()
+        p.timed = window is not None
+        p.time = np.array(
+            [closeness(times.get(h.version_id), window) if window else 0.0 for h in hits]
+        )
         p.base = np.array([h.scores.fused for h in hits], dtype=np.float64)
         ids = [h.version_id for h in hits]
         order = sorted(range(len(ids)), key=ids.__getitem__)
@@ -211,11 +244,12 @@ class _Prepared:
 
     def rank(self, r: RankingConfig, k: int, turns_cut: int, sessions_cut: int) -> Result:
         scores = self.base
-        if r.reorders:
+        if r.reorders or (r.time_weight and self.timed):
             scores = self.base + r.session_weight * self.support.get(
                 r.session_depth, np.zeros_like(self.base)
             )
             scores = scores * (1.0 + r.entity_weight * self.entity + r.title_weight * self.title)
+            scores = scores * (1.0 + r.time_weight * self.time)
             order = np.lexsort((self.tie, -scores))[:k]
         else:
             order = np.arange(min(k, len(scores)))
@@ -248,11 +282,16 @@ def evaluate(
     mode: Mode = "hybrid",
     progress: Callable[[], None] | None = None,
     cut: tuple[int, int] = (0, 0),
+    asked_at: Sequence[datetime | None] | None = None,
 ) -> np.ndarray:  # type: ignore[type-arg]
-    """``values[setting, question, metric]`` (nan where a metric does not apply)."""
+    """``values[setting, question, metric]`` (nan where a metric does not apply);
+    ``asked_at``: when each question is asked (see :func:`replay`)."""
     values = np.full((len(settings), len(captures), len(metrics)), np.nan, dtype=np.float32)
     for q, captured in enumerate(captures):
-        results = replay(captured, settings, mode=mode, turns_cut=cut[0], sessions_cut=cut[1])
+        results = replay(
+            captured, settings, mode=mode, turns_cut=cut[0], sessions_cut=cut[1],
+            asked_at=asked_at[q] if asked_at is not None else None,
+        )  # fmt: skip
         for s, result in enumerate(results):
             scored = scorer(q, result)
             for m, name in enumerate(metrics):
@@ -334,6 +373,7 @@ PROCEDURES: dict[str, tuple[str, ...] | None] = {
     "+ session evidence": ("fusion", "sessions"),
     "+ rerank": ("fusion", "rerank"),
     "+ both": ("fusion", "sessions", "rerank"),
+    "+ time in the query": ("fusion", "time"),
 }
 
 

@@ -28,6 +28,7 @@ import pickle
 import sys
 import time
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -245,6 +246,11 @@ def score_values(
     return {name: agg.mean(name) for name in CV_METRICS}
 
 
+def _last_session(conversation: LocomoConversation) -> datetime | None:
+    times = [turn.when for turn in conversation.turns if turn.when is not None]
+    return max(times) + timedelta(days=1) if times else None
+
+
 def run_cv(
     args: argparse.Namespace,
     console: Console,
@@ -303,9 +309,18 @@ def run_cv(
             q = questions[i][1]
             return score_values(q.category, result.turns, result.sessions, q.evidence)
 
+        # A question is asked once its conversation is over: "last year" is read
+        # against the conversation's last session.
+        ended = {conv.sample_id: _last_session(conv) for conv in conversations}
+        asked_at = [ended[sample_id] for sample_id, _ in questions]
         values = {
             "hybrid": _cv.evaluate(
-                captures, grid, scorer, CV_METRICS, progress=lambda: progress.advance(task)
+                captures,
+                grid,
+                scorer,
+                CV_METRICS,
+                progress=lambda: progress.advance(task),
+                asked_at=asked_at,
             )
         }
         for mode in ("keyword", "vector"):

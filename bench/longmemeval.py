@@ -49,7 +49,7 @@ from bench._adapter import (
     make_retriever,
     parse_weights,
 )
-from bench._data import SHARED_DATA, LmeQuestion, load_longmemeval, turn_key
+from bench._data import SHARED_DATA, LmeQuestion, load_longmemeval, parse_lme_date, turn_key
 from bench._metrics import Aggregate, ndcg_at_k, recall_any_at_k, recall_at_k
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -302,9 +302,17 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
             return score_values(questions[i], result.turns, result.sessions)
 
         cut = (10, 10)
+        # "a couple of days ago" is read against the question's own date
+        asked_at = [parse_lme_date(q.question_date) for q in questions]
         values = {
             "hybrid": _cv.evaluate(
-                captures, grid, scorer, METRICS, progress=lambda: progress.advance(task), cut=cut
+                captures,
+                grid,
+                scorer,
+                METRICS,
+                progress=lambda: progress.advance(task),
+                cut=cut,
+                asked_at=asked_at,
             )
         }
         for mode in ("keyword", "vector"):

@@ -112,6 +112,7 @@ from cairn.retrieval.types import (
     SearchResult,
 )
 from cairn.retrieval.validate import direct_item, find_contradictions
+from cairn.retrieval.when import query_window
 from cairn.search.embedder import Embedder, make_embedder
 from cairn.store.base import (
     ChunkFilter,
@@ -327,12 +328,13 @@ class Memory(TimelineVerbs, GraphVerbs):
             raise InvalidInput(f"unknown mode {mode!r}: hybrid, keyword or vector", field="mode")
         if mode != "keyword":
             self._need_indexer()
+        now = self.clock()
         request = ReadRequest(
             scope=scope,
             selector=selector or VersionPin.head(),
             kinds=tuple(kinds),
             include_drafts=include_drafts,
-            valid_at=self.clock(),
+            valid_at=now,
             created_after=created_after,
             created_before=created_before,
             record_ids=frozenset(record_ids) if record_ids is not None else None,
@@ -344,6 +346,7 @@ class Memory(TimelineVerbs, GraphVerbs):
             candidates=candidates or max(50, 5 * k),
             weights=weights,
             request=request,
+            window=query_window(query, now=now),
         )
 
     def search(

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
+
 import numpy as np
 import pytest
-from bench._cv import cross_validate, hash_folds, make_grid, summarise
+from bench._adapter import Captured
+from bench._cv import Setting, cross_validate, hash_folds, make_grid, replay, summarise
+
+from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, rank
+from cairn.retrieval.when import query_window
+from cairn.store.base import ChunkRow
+from tests.factories import T0, chunk_meta
 
 
 def test_the_choice_is_made_without_the_held_out_fold() -> None:
@@ -36,3 +45,29 @@ def test_hash_folds_are_stable_and_cover_every_fold() -> None:
     ids = [f"q{i}" for i in range(60)]
     folds = hash_folds(ids, 3)
     assert folds == hash_folds(ids, 3) and set(folds) == {0, 1, 2}
+
+
+def test_the_time_boost_replays_as_the_kernel_ranks() -> None:
+    def turn(i: int) -> ChunkRow:
+        meta = chunk_meta(i, kind="episode", source_time=T0 + timedelta(days=10 * i))
+        return ChunkRow(meta, 1, "", "", 0, 4, f"text {i}", f"turn {i}")
+
+    rows = {i: turn(i) for i in range(1, 5)}
+    keyword = [(i, 5.0 - i / 100) for i in (1, 2, 3, 4)]  # turn 1 first, nearly a tie
+    asked = T0 + timedelta(days=41)
+    query = "what did we say 11 days ago?"  # turn 3's day
+    captured = Captured(
+        query, keyword, [], rows, {1: "chat/a"},
+        {f"rec-{i}": ("turn", f"D1:{i}", "s1") for i in rows},
+    )  # fmt: skip
+    timed = Setting(1.0, replace(DEFAULT_RANKING, time_weight=1.0))
+    plain, boosted = replay(captured, [Setting(1.0), timed], mode="keyword", asked_at=asked)
+    assert plain.turns[0] == "D1:1" and boosted.turns[0] == "D1:3"
+    kernel = rank(
+        keyword, [], rows, {1: "chat/a"}, query=query, mode="keyword", k=4,
+        weights={"keyword": 1.0, "vector": 0.0}, config=RankingConfig(time_weight=1.0),
+        window=query_window(query, now=asked),
+    )  # fmt: skip
+    assert [f"D1:{h.record_id.removeprefix('rec-')}" for h in kernel] == boosted.turns
+    # asked at no known moment, the boost does nothing
+    assert replay(captured, [timed], mode="keyword")[0].turns == plain.turns

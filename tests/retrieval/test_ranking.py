@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from cairn.retrieval.fuse import collapse, fuse
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, rank
+from cairn.retrieval.when import TimeWindow
 from cairn.store.base import ChunkRow
 from tests.factories import T0, chunk_meta
 
@@ -67,3 +68,25 @@ def test_context_weight_zero_ranks_by_own_chunks_only() -> None:
         config=RankingConfig(context_weight=0.0),
     )
     assert alone[0].record_id == "rec-1"
+
+
+def test_a_time_in_the_query_lifts_what_was_said_then_and_cuts_nothing() -> None:
+    # five equally matching turns on days 0..4; the query names day 3
+    rows = {i: _turn(i, i - 1, f"text {i}") for i in range(1, 6)}
+    keyword = [(i, 5.0) for i in (1, 2, 3, 4, 5)]
+    day3 = TimeWindow(T0 + timedelta(days=3), T0 + timedelta(days=4), "on that day")
+    config = RankingConfig(time_weight=1.0)
+    plain = rank(keyword, [], rows, SCOPES, query="q", mode="keyword", k=5)
+    timed = rank(
+        keyword, [], rows, SCOPES, query="q", mode="keyword", k=5, config=config, window=day3
+    )
+    assert timed[0].record_id == "rec-4"  # said on day 3
+    assert {h.record_id for h in timed} == {h.record_id for h in plain}  # a boost, not a cut
+    # nearer days gain more than farther ones: day 2 and 4 before day 0
+    order = [h.record_id for h in timed]
+    assert order.index("rec-3") < order.index("rec-1") and order.index("rec-5") < order.index(
+        "rec-1"
+    )
+    # no window, or a zero weight: fusion's order stands
+    assert rank(keyword, [], rows, SCOPES, query="q", mode="keyword", k=5, config=config) == plain
+    assert rank(keyword, [], rows, SCOPES, query="q", mode="keyword", k=5, window=day3) == plain

@@ -32,6 +32,7 @@ from cairn.retrieval.types import (
     Trace,
 )
 from cairn.retrieval.validate import validate
+from cairn.retrieval.when import TimeWindow
 from cairn.store.base import Store
 
 __all__ = [
@@ -56,6 +57,8 @@ class SearchPlan:
     weights: Mapping[str, float] | None = None
     request: ReadRequest = field(default_factory=ReadRequest)
     ranking: RankingConfig = DEFAULT_RANKING
+    #: the time the query names (``when.query_window``), read when the plan was made
+    window: TimeWindow | None = None
 
 
 @contextmanager
@@ -150,6 +153,13 @@ def run_search(
     trace = Trace()
     recalled = run_recall(store, indexer, principal, plan, trace)
     chosen = recalled.chosen
+    window = plan.window if plan.ranking.time_weight else None
+    if window is not None:
+        trace.time_window = {
+            "phrase": window.phrase,
+            "start": window.start.isoformat(),
+            "end": window.end.isoformat(),
+        }
     with _timed(trace, "fuse"):
         ids = {i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector}
         rows = store.chunk_rows(sorted(ids))
@@ -163,6 +173,7 @@ def run_search(
             k=plan.k,
             weights=plan.weights,
             config=plan.ranking,
+            window=window,
         )
     result = SearchResult(
         query=plan.query,

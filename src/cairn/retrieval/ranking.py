@@ -1,4 +1,5 @@
-"""From recall's candidate lists to ranked hits: fuse → collapse → session evidence → rerank.
+"""From recall's candidate lists to ranked hits: fuse → collapse → session evidence → rerank
+→ time boost.
 
 Every knob these stages take is in :class:`RankingConfig`, so a benchmark can search them
 on some questions and score the choice on others (``bench/locomo.py --cv``), and the
@@ -7,16 +8,18 @@ defaults are the values chosen that way (docs/retrieval.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from cairn.retrieval.fuse import collapse, fuse
 from cairn.retrieval.rerank import rerank_scores
 from cairn.retrieval.sessions import session_evidence, session_keys
 from cairn.retrieval.types import Hit, Mode
+from cairn.retrieval.when import TimeWindow, closeness
 from cairn.store.base import ChunkRow
 
-__all__ = ["DEFAULT_RANKING", "RankingConfig", "later_scores", "rank", "reorder"]
+__all__ = ["DEFAULT_RANKING", "RankingConfig", "later_scores", "rank", "reorder", "source_times"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,23 +36,38 @@ class RankingConfig:
     entity_weight: float = 0.0
     #: reranking: boost per share of the query's content words in the title
     title_weight: float = 0.0
+    #: time in the query (``when.py``): boost for a source time inside the query's window
+    time_weight: float = 0.0
     #: how many fused hits the later stages reorder (at least k)
     pool: int = 50
 
     @property
     def reorders(self) -> bool:
+        """Whether a stage after fusion changes the order of every query (the time boost
+        changes it only for a query that names a time: :meth:`reorders_for`)."""
         return bool(self.session_weight or self.entity_weight or self.title_weight)
+
+    def reorders_for(self, window: TimeWindow | None) -> bool:
+        return self.reorders or (bool(self.time_weight) and window is not None)
 
 
 DEFAULT_RANKING = RankingConfig()
 
 
 def later_scores(
-    hits: Sequence[Hit], sessions: Mapping[str, str], query: str, config: RankingConfig
+    hits: Sequence[Hit],
+    sessions: Mapping[str, str],
+    query: str,
+    config: RankingConfig,
+    *,
+    window: TimeWindow | None = None,
+    times: Mapping[str, datetime] | None = None,
 ) -> list[float]:
-    """The hits' scores after session evidence and reranking, in the order given.
+    """The hits' scores after session evidence, reranking and the time boost, in the order
+    given.
 
-    ``sessions`` maps a version id to its session (:func:`session_keys`).
+    ``sessions`` maps a version id to its session (:func:`session_keys`), ``times`` a
+    version id to when its text was said or written (:func:`source_times`).
     """
     scores = session_evidence(
         [h.scores.fused for h in hits],
@@ -57,7 +75,7 @@ def later_scores(
         weight=config.session_weight,
         depth=config.session_depth,
     )
-    return rerank_scores(
+    scores = rerank_scores(
         scores,
         [h.title for h in hits],
         [h.text for h in hits],
@@ -65,6 +83,19 @@ def later_scores(
         entity_weight=config.entity_weight,
         title_weight=config.title_weight,
     )
+    if window is None or not config.time_weight:
+        return scores
+    known = times or {}
+    return [
+        score * (1.0 + config.time_weight * closeness(known.get(hit.version_id), window))
+        for score, hit in zip(scores, hits, strict=True)
+    ]
+
+
+def source_times(rows: Iterable[ChunkRow]) -> dict[str, datetime]:
+    """When each version's text was said or written: its chunks' source time (a turn's,
+    an event's), else when the version was stored."""
+    return {row.meta.version_id: row.meta.source_time or row.meta.created_at for row in rows}
 
 
 def reorder(hits: Sequence[Hit], scores: Sequence[float], k: int) -> list[Hit]:
@@ -91,12 +122,21 @@ def rank(
     k: int,
     weights: Mapping[str, float] | None = None,
     config: RankingConfig = DEFAULT_RANKING,
+    window: TimeWindow | None = None,
 ) -> list[Hit]:
     """The best ``k`` hits for recall's ``keyword`` and ``vector`` lists of ``(chunk id,
-    score)``; ``rows`` holds those chunks, ``scopes`` names scope ids."""
+    score)``; ``rows`` holds those chunks, ``scopes`` names scope ids; ``window`` is the
+    time the query names (``when.query_window``), if any."""
     fused = fuse(keyword, vector, mode=mode, weights=weights)
-    if not config.reorders:
+    if not config.reorders_for(window):
         return collapse(fused, rows, scopes, k, context_weight=config.context_weight)
     hits = collapse(fused, rows, scopes, max(k, config.pool), context_weight=config.context_weight)
-    scores = later_scores(hits, session_keys(rows.values()), query, config)
+    scores = later_scores(
+        hits,
+        session_keys(rows.values()),
+        query,
+        config,
+        window=window,
+        times=source_times(rows.values()) if window is not None else None,
+    )
     return reorder(hits, scores, k)

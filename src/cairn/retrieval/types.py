@@ -120,6 +120,8 @@ class Trace(BaseModel):
     dropped_by_validation: dict[str, int] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     vector_lag: int = 0
+    #: the time the query named, when ranking weighed it: its words, start and end
+    time_window: dict[str, str] | None = None
 
 
 class SearchResult(CairnModel):
