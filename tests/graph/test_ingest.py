@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from cairn.errors import InvalidInput, PermissionDenied
+from cairn.errors import InvalidInput, NotFound, PermissionDenied
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.graph.fixtures import plan_graph
 from cairn.graph.why import WhyRequest
 from cairn.memory import Memory
-from cairn.model import Acl, Principal, PrincipalKind, Sensitivity
+from cairn.model import Acl, Principal, PrincipalKind, RecordQuery, Sensitivity
 from cairn.store.base import Store
 from tests.factories import CURATOR
-from tests.graph.conftest import MANAGER, ingest, record_ids, stored_edges
+from tests.graph.conftest import MANAGER, STAFF, ingest, record_ids, stored_edges
 from tests.graph.graphs import reasons_graph
 from tests.graph.mini import ALL, SECRET_RATIONALE, mini_graph, vertex, write_graph
 
@@ -114,6 +114,9 @@ def test_a_changed_vertex_gets_a_new_version(gmemory: Memory, tmp_path: Path) ->
         ("events/prod-alias.json", {"x-extra": {"alias_of_decision": "e-emea-tickets"}},
          ["events/prod-alias.json", "x-extra.alias_of_decision", "'e-emea-tickets'",
           "not a decision"]),
+        ("edges/aliases/a2.json", {"event_id": "e-corp-alias"},
+         ["events/prod-alias.json", "x-extra.alias_of_decision", "no alias edge",
+          "'prod-sunset'"]),
         ("decisions/region.json", {"sensitivity": "ultra"},
          ["decisions/region.json", "sensitivity", "'ultra'"]),
         ("decisions/region.json", {"rationale": None},
@@ -299,3 +302,27 @@ def test_a_curator_of_other_scopes_never_meets_a_key_it_cannot_see(
     })  # fmt: skip
     report = gmemory.graph_ingest(plan_graph(folder), principal=emea_curator)
     assert report.vertices_created == 1 and report.vertices_updated == 0
+
+
+def test_a_readable_alias_event_never_names_a_decision_its_reader_cannot_read(
+    lite: Memory, mini: dict[str, str]
+) -> None:
+    """An alias event's link to its decision is kept as the alias edge (read under its own
+    ACL), not in the event's metadata, which every reader of the event sees."""
+    alias_id, decision_id = mini["e-prod-alias"], mini["prod-sunset"]
+    with pytest.raises(NotFound):
+        lite.get(decision_id, principal=STAFF)
+    shown = lite.get(alias_id, principal=STAFF)
+    assert shown.version.content.metadata["x-extra"] == {
+        "visibility_note": "Projection of a product decision"
+    }
+    listed = lite.list_records(RecordQuery(kinds=("event",)), principal=STAFF)
+    assert alias_id in {r.id for r in listed}
+    found = lite.retrieve("appliance connectors end", principal=STAFF, mode="keyword")
+    assert alias_id in {item.record_id for item in found.items}
+    history = lite.history(alias_id, principal=STAFF)
+    for answer in (shown, *listed, found, *history):
+        assert "prod-sunset" not in answer.model_dump_json()
+    # the link is the alias edge, which a graph answer walks under the edge's own ACL
+    link = stored_edges(lite)["alias-prod-emea"]
+    assert (link.type, link.src, link.dst) == ("ALIAS_OF", decision_id, alias_id)

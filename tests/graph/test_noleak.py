@@ -119,10 +119,9 @@ def random_graph(draw: Any) -> dict[str, dict[str, Any]]:
     decisions = [k for k, kind in zip(keys, kinds, strict=True) if kind == "decision"]
     events = [k for k, kind in zip(keys, kinds, strict=True) if kind == "event"]
     files: dict[str, dict[str, Any]] = {}
-    domain_of: dict[str, str] = {}
+    domain_of = {key: draw(st.sampled_from(DOMAINS)) for key in keys}
     for i, key in enumerate(keys):
-        domain = draw(st.sampled_from(DOMAINS))
-        domain_of[key] = domain
+        domain = domain_of[key]
         data: dict[str, Any] = {
             "id": key, "timestamp": f"2024-{1 + i % 12:02d}-{1 + i:02d}T09:00:00Z",
             "domain": domain, "importance": draw(st.sampled_from((0.1, 0.5, 0.9))),
@@ -158,7 +157,16 @@ def random_graph(draw: Any) -> dict[str, dict[str, Any]]:
             if decisions and draw(st.booleans()):
                 data["led_to"] = subset(draw, tuple(decisions))[:2]
             if decisions and draw(st.booleans()):
-                extra["alias_of_decision"] = draw(st.sampled_from(decisions))
+                # an alias event names its decision, and an alias edge joins the two
+                extra["alias_of_decision"] = aliased = draw(st.sampled_from(decisions))
+                alias_edge: dict[str, Any] = {
+                    "id": f"al-{key}-edge", "type": "alias_event", "decision_id": aliased,
+                    "event_id": key, "domain_from": domain_of[aliased],
+                    "domain_to": domain_of[key],
+                }  # fmt: skip
+                if draw(st.booleans()):
+                    alias_edge |= acl(draw)
+                files[f"edges/aliases/al-{key}.json"] = alias_edge
         if draw(st.booleans()):
             data["tags"] = [f"tag{i:02d}x"]
         if extra:

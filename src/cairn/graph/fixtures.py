@@ -13,7 +13,11 @@ exist, before anything is written; an error names the file, the field and the mi
 Fields map onto records with nothing dropped: domain → scope, namespaces → ACL labels,
 roles_allowed → ACL roles, sensitivity → ACL sensitivity, option/summary → title,
 rationale/description → body, tags → tags, and id, timestamp, decision_maker, importance,
-snippet and x-extra → metadata (``graph_id`` is the fixture id). A decision's
+snippet and x-extra → metadata (``graph_id`` is the fixture id), except an alias event's
+``alias_of_decision``: that names another vertex, and a record's metadata is shown to
+whoever reads the record, so the link is kept only as the ALIAS_OF edge its alias file
+makes (required), which is read under its own ACL; a graph answer shows the name again
+where the decision is part of the same answer (``preselect``). A decision's
 ``supported_by`` and ``based_on`` and an event's ``led_to`` become SUPPORTED_BY, BASED_ON
 and CAUSAL_PRECEDES edges (a decision's ``transitions`` are the transition files that
 touch it, checked). An edge with no ACL of its own takes the stricter of its two ends'.
@@ -35,6 +39,7 @@ from cairn.model import Acl, Content, EdgeDraft, Origin, Sensitivity
 
 __all__ = [
     "FOLDERS",
+    "KEY_REFERENCES",
     "EdgePlan",
     "GraphPlan",
     "VertexPlan",
@@ -53,6 +58,9 @@ FOLDERS = {
 MAX_FILE_BYTES = 1_000_000
 MAX_FILES = 200_000
 MAX_ERRORS = 20
+# ``x-extra`` keys whose value names another vertex, and the relation whose edge keeps that
+# link instead of the record's metadata (which every reader of the record sees).
+KEY_REFERENCES = {"alias_of_decision": "ALIAS_OF"}
 # Only curators read a vertex or edge whose ends admit no common role.
 NOBODY_BUT_CURATORS = ("curator",)
 
@@ -167,7 +175,10 @@ def stricter_acl(a: Acl, b: Acl) -> Acl:
 def _vertex(schema: str, data: dict[str, Any], name: str) -> VertexPlan:
     is_decision = schema == "decision"
     metadata: dict[str, Any] = {"graph_id": data["id"], "timestamp": data["timestamp"]}
-    metadata |= _kept(data, ("decision_maker", "importance", "snippet", "x-extra"))
+    metadata |= _kept(data, ("decision_maker", "importance", "snippet"))
+    extra = {k: v for k, v in (data.get("x-extra") or {}).items() if k not in KEY_REFERENCES}
+    if extra:
+        metadata["x-extra"] = extra
     content = Content(
         kind="decision" if is_decision else "event",
         scope=data["domain"],
@@ -249,6 +260,7 @@ def plan_graph(folder: Path) -> GraphPlan:
             plan.edges.append(edge)
 
     transitions = {d["id"]: d for s, _, d in parsed if s == "transition"}
+    aliased = {(d["decision_id"], d["event_id"]) for s, _, d in parsed if s == "alias_edge"}
     for schema, name, data in parsed:
         key = data["id"]
         if schema in ("decision", "event"):
@@ -270,6 +282,12 @@ def plan_graph(folder: Path) -> GraphPlan:
             alias_of = (data.get("x-extra") or {}).get("alias_of_decision")
             if alias_of is not None:
                 need(name, "x-extra.alias_of_decision", str(alias_of), "decision")
+                if (str(alias_of), key) not in aliased:
+                    problems.add(
+                        name,
+                        "x-extra.alias_of_decision",
+                        f"no alias edge (edges/aliases/) joins {alias_of!r} to {key!r}",
+                    )
         if schema == "transition":
             need(name, "from", data["from"])
             need(name, "to", data["to"])

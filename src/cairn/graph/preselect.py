@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 from cairn.errors import NotFound
 from cairn.governance import access
+from cairn.graph.fixtures import KEY_REFERENCES
 from cairn.graph.passport import GraphView
 from cairn.graph.roles import EdgeRule
 from cairn.limits import is_id
@@ -42,11 +43,6 @@ __all__ = [
 # Per vertex, at most this many edges are looked at in one hop (the rest are not walked
 # and the walk says it was truncated): a hub cannot make one request read the whole graph.
 MAX_EDGES_PER_VERTEX = 2_000
-# ``x-extra`` keys whose value is another vertex's graph key (an alias event names the
-# decision it stands for). A key is an id: it is shown only when the vertex it names is a
-# candidate of the same answer, so a readable alias event never names a decision the
-# reader may not read, even when the role's whitelist lets the key through.
-KEY_REFERENCES = ("alias_of_decision",)
 
 
 class GraphReader(Protocol):
@@ -262,25 +258,37 @@ def candidate(
     )
 
 
-def _without_hidden_references(
-    found: dict[str, Candidate], trace: PolicyTrace
+def _with_references(
+    store: GraphReader,
+    found: dict[str, Candidate],
+    view: GraphView,
+    trace: PolicyTrace,
+    now: datetime,
 ) -> dict[str, Candidate]:
-    """``found`` with every ``KEY_REFERENCES`` value naming a vertex outside it masked."""
-    keys = {c.key for c in found.values() if c.key}
+    """``found`` with each event's ``KEY_REFERENCES`` (an alias event's
+    ``alias_of_decision``) named again from the edge that keeps it: by the graph key of the
+    vertex at its far end, where the role's whitelist shows the field and that vertex is a
+    candidate of the same answer; masked (and said so in ``trace``) otherwise. A key is an
+    id, so a readable alias event never names a decision the reader may not read."""
     kept: dict[str, Candidate] = {}
     for cid, c in found.items():
-        extra = c.fields.get("x-extra")
-        hidden = [
-            name for name in KEY_REFERENCES
-            if isinstance(extra, dict) and name in extra and extra[name] not in keys
-        ]  # fmt: skip
-        if hidden and isinstance(extra, dict):
-            rest = {k: v for k, v in extra.items() if k not in hidden}
-            fields = {k: v for k, v in c.fields.items() if k != "x-extra"}
-            if rest:
-                fields["x-extra"] = rest
-            c = replace(c, fields=fields)
-            trace.masked.setdefault(cid, []).extend(f"x-extra.{name}" for name in hidden)
+        if c.kind != "event" or c.shown != "full":
+            kept[cid] = c
+            continue
+        edges = store.list_edges(None, node_id=cid, limit=MAX_EDGES_PER_VERTEX)
+        for name, relation in KEY_REFERENCES.items():
+            sources = sorted(
+                e.src for e in edges if e.type == relation and e.dst == cid and _live(e, now)
+            )
+            if not sources:
+                continue
+            named = next((found[s].key for s in sources if s in found and found[s].key), None)
+            shown = any(_related(name, allowed) for allowed in view.profile.x_extra)
+            if named is not None and shown:
+                extra = {**(c.fields.get("x-extra") or {}), name: named}
+                c = replace(c, fields={**c.fields, "x-extra": extra})
+            else:
+                trace.masked.setdefault(cid, []).append(f"x-extra.{name}")
         kept[cid] = c
     return kept
 
@@ -398,6 +406,6 @@ def preselect(
         frontier = next_frontier
         if not frontier:
             break
-    found = _without_hidden_references(found, trace)
+    found = _with_references(store, found, view, trace, now)
     neighbours = tuple(c for i, c in found.items() if i != anchor.id)
     return CandidateSet(found[anchor.id], neighbours, tuple(steps.values())), trace
