@@ -23,18 +23,18 @@ from cairn.capture.agents.claude import claude_style
 __all__ = ["adapter"]
 
 
-# event name → (kind, role)
-_KINDS: dict[str, tuple[str, str]] = {
-    "SessionStart": ("session_start", "system"),
-    "UserPromptSubmit": ("user_message", "user"),
-    "PreToolUse": ("tool_call", "assistant"),
-    "PostToolUse": ("tool_result", "tool"),
-    "Stop": ("assistant_message", "assistant"),
-    "SubagentStart": ("subagent_start", "system"),
-    "SubagentStop": ("subagent_stop", "assistant"),
-    "PreCompact": ("compaction", "system"),
-    "PostCompact": ("compaction", "system"),
-    "SessionEnd": ("session_end", "system"),
+# event name → kind
+_KINDS = {
+    "SessionStart": "session_start",
+    "UserPromptSubmit": "user_message",
+    "PreToolUse": "tool_call",
+    "PostToolUse": "tool_result",
+    "Stop": "assistant_message",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "PreCompact": "compaction",
+    "PostCompact": "compaction",
+    "SessionEnd": "session_end",
 }
 
 _META = (
