@@ -58,7 +58,9 @@ __all__ = [
     "EventFilters",
     "MemoryClient",
     "Move",
+    "PublishChoice",
     "ReadOptions",
+    "TimelineFilters",
     "WhyMode",
     "check_get",
     "check_supersede",
@@ -295,9 +297,14 @@ class MemoryClient(ABC):
     ) -> ProposalOutcome:
         """Publish a baseline of a scope (curators): every active record at its head, or
         the ``record_ids`` / ``pins`` given."""
-        return self._publish(
-            scope, record_ids=record_ids, pins=pins, name=name, replace=replace, reason=reason
+        choice = PublishChoice(
+            record_ids=record_ids,
+            pins=dict(pins) if pins is not None else None,
+            name=name,
+            replace=replace,
+            reason=reason,
         )
+        return self._publish(scope, choice)
 
     def audit(self, query: AuditQuery | None = None) -> list[AuditEntry]:
         """A page of the audit log (curators of every scope)."""
@@ -337,7 +344,9 @@ class MemoryClient(ABC):
     ) -> list[TeleportHit]:
         """The timeline summaries and grips that best match ``query``."""
         check_timeline_k(k)
-        return self._timeline_search(query, scope=scope, k=k, since=since, until=until)
+        return self._timeline_search(
+            query, TimelineFilters(scope=scope, k=k, since=since, until=until)
+        )
 
     def why(
         self,
@@ -447,16 +456,7 @@ class MemoryClient(ABC):
     def _rebase(self, proposal_id: str) -> ProposalOutcome: ...
 
     @abstractmethod
-    def _publish(
-        self,
-        scope: str,
-        *,
-        record_ids: Sequence[str] | None,
-        pins: Mapping[str, str | None] | None,
-        name: str | None,
-        replace: bool,
-        reason: str | None,
-    ) -> ProposalOutcome: ...
+    def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome: ...
 
     @abstractmethod
     def _audit(self, query: AuditQuery) -> list[AuditEntry]: ...
@@ -468,15 +468,7 @@ class MemoryClient(ABC):
     def _events(self, filters: EventFilters) -> list[Event]: ...
 
     @abstractmethod
-    def _timeline_search(
-        self,
-        query: str,
-        *,
-        scope: str | None,
-        k: int,
-        since: datetime | None,
-        until: datetime | None,
-    ) -> list[TeleportHit]: ...
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]: ...
 
     @abstractmethod
     def _graph_roles(self) -> list[dict[str, Any]]:
@@ -485,6 +477,27 @@ class MemoryClient(ABC):
     @abstractmethod
     def _why(self, request: WhyRequest, passport: dict[str, str], mode: WhyMode) -> dict[str, Any]:
         """The question asked with the passport's headers (see ``passport_headers``)."""
+
+
+class PublishChoice(TypedDict):
+    """What ``publish`` takes besides the scope: which records (ids, or pinned versions),
+    the baseline's name, whether records not named leave it, and why. The keys are the
+    kernel's parameters of the same names."""
+
+    record_ids: Sequence[str] | None
+    pins: dict[str, str | None] | None
+    name: str | None
+    replace: bool
+    reason: str | None
+
+
+class TimelineFilters(TypedDict):
+    """What ``timeline_search`` takes besides the query: its parameters, the kernel's too."""
+
+    scope: str | None
+    k: int
+    since: datetime | None
+    until: datetime | None
 
 
 class EventFilters(TypedDict):

@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.client import ENV_KEY, EventFilters, MemoryClient, Move, ReadOptions, WhyMode
+from cairn.client import (
+    ENV_KEY,
+    EventFilters,
+    MemoryClient,
+    Move,
+    PublishChoice,
+    ReadOptions,
+    TimelineFilters,
+    WhyMode,
+)
 from cairn.config import load_settings
 from cairn.errors import InvalidInput, NotFound, Unauthenticated
 from cairn.graph.passport import parse_passport
@@ -271,25 +279,8 @@ class LocalMemory(MemoryClient):
     def _rebase(self, proposal_id: str) -> ProposalOutcome:
         return self.memory.rebase(proposal_id, principal=self._principal)
 
-    def _publish(
-        self,
-        scope: str,
-        *,
-        record_ids: Sequence[str] | None,
-        pins: Mapping[str, str | None] | None,
-        name: str | None,
-        replace: bool,
-        reason: str | None,
-    ) -> ProposalOutcome:
-        return self.memory.publish(
-            scope,
-            principal=self._principal,
-            record_ids=record_ids,
-            pins=dict(pins) if pins is not None else None,
-            name=name,
-            replace=replace,
-            reason=reason,
-        )
+    def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome:
+        return self.memory.publish(scope, principal=self._principal, **choice)
 
     def _audit(self, query: AuditQuery) -> list[AuditEntry]:
         return self.memory.audit(query, principal=self._principal)
@@ -302,18 +293,8 @@ class LocalMemory(MemoryClient):
     def _events(self, filters: EventFilters) -> list[Event]:
         return self.memory.events(principal=self._principal, **filters)
 
-    def _timeline_search(
-        self,
-        query: str,
-        *,
-        scope: str | None,
-        k: int,
-        since: datetime | None,
-        until: datetime | None,
-    ) -> list[TeleportHit]:
-        return self.memory.timeline_search(
-            query, principal=self._principal, scope=scope, k=k, since=since, until=until
-        )
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]:
+        return self.memory.timeline_search(query, principal=self._principal, **filters)
 
     def _graph_roles(self) -> list[dict[str, Any]]:
         return self.memory.graph_roles(principal=self._principal)

@@ -22,7 +22,16 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
-from cairn.client import ENV_KEY, EventFilters, MemoryClient, Move, ReadOptions, WhyMode
+from cairn.client import (
+    ENV_KEY,
+    EventFilters,
+    MemoryClient,
+    Move,
+    PublishChoice,
+    ReadOptions,
+    TimelineFilters,
+    WhyMode,
+)
 from cairn.doors._errors import error_from_problem
 from cairn.errors import (
     CairnError,
@@ -316,23 +325,12 @@ class RemoteMemory(MemoryClient):
         path = f"/proposals/{_segment(proposal_id, 'proposal_id')}/rebase"
         return _parse(ProposalOutcome, self._call("POST", path))
 
-    def _publish(
-        self,
-        scope: str,
-        *,
-        record_ids: Sequence[str] | None,
-        pins: Mapping[str, str | None] | None,
-        name: str | None,
-        replace: bool,
-        reason: str | None,
-    ) -> ProposalOutcome:
+    def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome:
+        record_ids = choice["record_ids"]
         body = {
             "scope": scope,
+            **choice,
             "record_ids": list(record_ids) if record_ids is not None else None,
-            "pins": dict(pins) if pins is not None else None,
-            "name": name,
-            "replace": replace,
-            "reason": reason,
         }
         return _parse(ProposalOutcome, self._call("POST", "/publish", body=body))
 
@@ -365,16 +363,14 @@ class RemoteMemory(MemoryClient):
         )
         return _parse(list[Event], self._call("GET", "/timeline/events", params=params))
 
-    def _timeline_search(
-        self,
-        query: str,
-        *,
-        scope: str | None,
-        k: int,
-        since: datetime | None,
-        until: datetime | None,
-    ) -> list[TeleportHit]:
-        params = _params(q=query, scope=scope, k=k, since=_time(since), until=_time(until))
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]:
+        params = _params(
+            q=query,
+            scope=filters["scope"],
+            k=filters["k"],
+            since=_time(filters["since"]),
+            until=_time(filters["until"]),
+        )
         found = self._call("GET", "/timeline/search", params=params)
         return _parse(list[TeleportHit], found)
 
