@@ -272,4 +272,4 @@ def counting(
     """A task on ``bar`` and the ``progress(done, total)`` callback that moves it, as the
     kernel's batch verbs (append, import, reindex) call it while they go."""
     task = bar.add_task(description, total=total)
-    return lambda done, total: bar.update(task, completed=done, total=total)
+    return lambda done, of: bar.update(task, completed=done, total=of)
