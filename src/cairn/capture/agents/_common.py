@@ -10,6 +10,7 @@ from typing import Any
 from cairn.capture.agents import ROLES, Captured, hook_kind
 
 __all__ = [
+    "CONTEXT_CAP",
     "additional_context",
     "canonical",
     "first_text",
@@ -20,6 +21,12 @@ __all__ = [
     "scalars",
     "text_of",
 ]
+
+
+# The most context handed back to an agent on one hook call, in characters: below Claude
+# Code's own cap of 10,000; Cursor and Gemini CLI document none, and the same bound keeps
+# one turn's context small there too.
+CONTEXT_CAP = 9_500
 
 
 def canonical(value: Any) -> str:
@@ -142,9 +149,9 @@ def one_event(
     ]
 
 
-def additional_context(name: str, context: str, cap: int) -> str:
+def additional_context(name: str, context: str) -> str:
     """Context in the ``hookSpecificOutput`` shape Claude Code, Codex and Gemini CLI read."""
     return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context[:cap]}},
+        {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context[:CONTEXT_CAP]}},
         ensure_ascii=False,
     )

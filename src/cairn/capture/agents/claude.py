@@ -22,12 +22,10 @@ from cairn.capture.agents._common import (
     text_of,
 )
 
-__all__ = ["CONTEXT_CAP", "adapter", "claude_style"]
-
-CONTEXT_CAP = 9_500  # characters; Claude Code's own cap is 10,000
+__all__ = ["EVENT_KINDS", "adapter", "claude_style"]
 
 # event name → kind
-_KINDS = {
+EVENT_KINDS = {
     "SessionStart": "session_start",
     "UserPromptSubmit": "user_message",
     "PreToolUse": "tool_call",
@@ -119,7 +117,7 @@ def claude_style(
         event = event_name(payload)
         if not context or event not in _CONTEXT_EVENTS:
             return None
-        return additional_context(event, context, CONTEXT_CAP)
+        return additional_context(event, context)
 
     return AgentAdapter(name, events, reply=reply, context_events=_CONTEXT_EVENTS)
 
@@ -128,7 +126,7 @@ _CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 
 
 def adapter() -> AgentAdapter:
-    return claude_style("claude", _KINDS, _META, _text)
+    return claude_style("claude", EVENT_KINDS, _META, _text)
 
 
 register("claude", adapter)

@@ -18,23 +18,16 @@ from cairn.capture.agents._common import (
     leftover_text,
     text_of,
 )
-from cairn.capture.agents.claude import claude_style
+from cairn.capture.agents.claude import EVENT_KINDS, claude_style
 
 __all__ = ["adapter"]
 
 
-# event name → kind
+# event name → kind: Claude Code's events, but for the two Codex does not send
 _KINDS = {
-    "SessionStart": "session_start",
-    "UserPromptSubmit": "user_message",
-    "PreToolUse": "tool_call",
-    "PostToolUse": "tool_result",
-    "Stop": "assistant_message",
-    "SubagentStart": "subagent_start",
-    "SubagentStop": "subagent_stop",
-    "PreCompact": "compaction",
-    "PostCompact": "compaction",
-    "SessionEnd": "session_end",
+    name: kind
+    for name, kind in EVENT_KINDS.items()
+    if name not in {"PostToolUseFailure", "Notification"}
 }
 
 _META = (

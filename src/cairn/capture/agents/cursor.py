@@ -19,6 +19,7 @@ from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, event_name, register
 from cairn.capture.agents._common import (
+    CONTEXT_CAP,
     first_text,
     kind_of,
     leftover_text,
@@ -27,9 +28,7 @@ from cairn.capture.agents._common import (
     text_of,
 )
 
-__all__ = ["CONTEXT_CAP", "adapter"]
-
-CONTEXT_CAP = 9_500
+__all__ = ["adapter"]
 
 # event name → kind
 _KINDS = {

@@ -24,10 +24,7 @@ from cairn.capture.agents._common import (
     text_of,
 )
 
-__all__ = ["CONTEXT_CAP", "adapter"]
-
-# Gemini documents no cap; the same bound as Claude Code's keeps one turn's context small.
-CONTEXT_CAP = 9_500
+__all__ = ["adapter"]
 
 # event name → kind
 _KINDS = {
@@ -111,7 +108,7 @@ def _reply(payload: Mapping[str, Any], context: str | None) -> str:
     name = event_name(payload)
     if not context or name not in _CONTEXT_EVENTS:
         return "{}"  # Gemini CLI reads stdout as JSON, always
-    return additional_context(name, context, CONTEXT_CAP)
+    return additional_context(name, context)
 
 
 _CONTEXT_EVENTS = frozenset({"SessionStart", "BeforeAgent"})
