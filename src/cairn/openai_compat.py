@@ -1,12 +1,18 @@
 """The HTTP client every optional OpenAI-compatible endpoint is reached through (embeddings,
 timeline summaries, graph answers): one place that sets the base URL, the bearer key and
-the timeout, so the three callers cannot drift apart."""
+the timeout, so the three callers cannot drift apart; and the chat model the last two ask."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import httpx
 
-__all__ = ["endpoint_client"]
+__all__ = ["DEFAULT_CHAT_MODEL", "ChatEndpoint", "endpoint_client"]
+
+# The model asked when an address names none (``URL`` rather than ``URL#model``).
+DEFAULT_CHAT_MODEL = "gpt-4o-mini"
 
 
 def endpoint_client(
@@ -20,3 +26,45 @@ def endpoint_client(
     return httpx.Client(
         base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
     )
+
+
+class ChatEndpoint:
+    """A chat model behind an OpenAI-compatible ``POST {base_url}/chat/completions``, asked
+    at temperature 0 (the timeline's summaries and the graph's answers are both to be
+    repeatable). ``name`` is ``openai:MODEL``, what the answers are stamped with."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        timeout: float,
+        api_key: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.name = f"openai:{model}"
+        self._client = endpoint_client(
+            base_url, api_key=api_key, timeout=timeout, transport=transport
+        )
+
+    @staticmethod
+    def parse_address(address: str) -> tuple[str, str]:
+        """``URL#model`` as (URL, model); the model is ``DEFAULT_CHAT_MODEL`` when not named."""
+        url, _, model = address.partition("#")
+        return url, model or DEFAULT_CHAT_MODEL
+
+    def chat(
+        self, messages: Sequence[dict[str, str]], *, max_tokens: int | None = None
+    ) -> tuple[dict[str, Any], Any]:
+        """The whole answer, and its first choice's message content. Raises what httpx
+        raises (``HTTPStatusError`` for an error status), and ``ValueError``, ``KeyError``,
+        ``IndexError`` or ``TypeError`` for an answer of another shape."""
+        body: dict[str, Any] = {"model": self.model, "temperature": 0}
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        body["messages"] = list(messages)
+        response = self._client.post("/chat/completions", json=body)
+        response.raise_for_status()
+        raw = response.json()
+        return raw, raw["choices"][0]["message"]["content"]

@@ -11,17 +11,19 @@ holds one ``Memory`` for every key). A remote caller has no principal to pass: t
 knows it by its key. So both clients are opened with a key and act for its principal; the
 local one keeps the ``Memory`` it wraps as ``.memory`` for what only the kernel offers.
 
-This module holds the protocol and the few rules both clients share (which version ``get``
-reads, what ``supersede`` takes, the passport ``why`` sends), so that the two refuse the
-same calls the same way. It imports no kernel and no HTTP library.
+This module holds ``MemoryClient``, the base class both derive from: every public method,
+written once with the few rules both clients keep (which version ``get`` reads, what
+``supersede`` takes, the passport ``why`` sends), so that the two refuse the same calls the
+same way; each client adds only where a call goes. It imports no kernel and no HTTP library.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Self, TypedDict
 
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.model import (
@@ -53,7 +55,12 @@ if TYPE_CHECKING:  # the graph's request model pulls in the graph package: typin
 
 __all__ = [
     "ENV_KEY",
+    "EventFilters",
     "MemoryClient",
+    "Move",
+    "PublishChoice",
+    "ReadOptions",
+    "TimelineFilters",
     "WhyMode",
     "check_get",
     "check_supersede",
@@ -69,20 +76,29 @@ ENV_KEY = "CAIRN_API_KEY"
 
 WhyMode = Literal["ask", "query"]
 
+# the two moves of a record's lifecycle a client asks for by name
+Move = Literal["archive", "restore"]
 
-@runtime_checkable
-class MemoryClient(Protocol):
+
+class MemoryClient(ABC):
     """What ``cairn.open`` and ``cairn.connect`` return: governed memory, acting for the
     principal of one key. Writes are proposals that the policy or a curator decides; reads
     are trimmed to what the principal may see and cite ``(record, version)``. Errors are
     ``cairn.CairnError`` subclasses (``NotFound``, ``PermissionDenied``, …) on both.
 
-    Close it when done (``close()``, or use it in a ``with`` block)."""
+    Close it when done (``close()``, or use it in a ``with`` block).
+
+    The public methods are written here once, with the rules both clients keep (so that the
+    two refuse the same calls the same way); each client carries a call to where it goes
+    (the kernel in this process, or the HTTP API) in the ``_``-named methods below them."""
+
+    # set by each client when it is made: the key's principal
+    _principal: Principal
 
     @property
     def principal(self) -> Principal:
         """Who this client acts for: the key's principal, with its roles, scopes and labels."""
-        ...
+        return self._principal
 
     # ---- writes ------------------------------------------------------------------------
 
@@ -97,7 +113,7 @@ class MemoryClient(Protocol):
         """Propose a new record (``draft=True``: keep it as a draft, which anyone may).
         ``outcome.decision`` says what the policy did: approve (``outcome.record`` is
         written), queue (a curator decides) or reject."""
-        ...
+        return self._remember(content, draft=draft, paths=paths, reason=reason)
 
     def update(
         self,
@@ -109,7 +125,7 @@ class MemoryClient(Protocol):
     ) -> ProposalOutcome:
         """Propose changing the fields ``patch`` sets. Pin ``base_version_id`` (the version
         you read) to be refused with ``StaleProposal`` if someone changed it since."""
-        ...
+        return self._update(record_id, patch, base_version_id=base_version_id, reason=reason)
 
     def supersede(
         self,
@@ -121,15 +137,16 @@ class MemoryClient(Protocol):
     ) -> ProposalOutcome:
         """Propose replacing a record: ``by`` an existing record, or by new ``content``
         (exactly one of the two)."""
-        ...
+        check_supersede(by, content)
+        return self._supersede(record_id, by=by, content=content, reason=reason)
 
     def archive(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
         """Propose archiving a record (curators)."""
-        ...
+        return self._move(record_id, "archive", reason)
 
     def restore(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
         """Propose restoring an archived record (curators)."""
-        ...
+        return self._move(record_id, "restore", reason)
 
     # ---- reads -------------------------------------------------------------------------
 
@@ -138,21 +155,22 @@ class MemoryClient(Protocol):
     ) -> RecordView:
         """One record at a version: the head by default, a version ``number``, or what a
         ``selector`` pins (published, a baseline's, one by id); not both."""
-        ...
+        check_get(version, selector)
+        return self._get(record_id, version, selector)
 
     def resolve(self, record_id: str) -> Record:
         """Follow the supersession chain to its end (A→B→C resolves to C)."""
-        ...
+        return self._resolve(record_id)
 
     def history(self, record_id: str, *, after: int = 0, limit: int = 1000) -> list[Version]:
         """A record's versions the principal may read, oldest first (``after``: the last
         version number seen)."""
-        ...
+        return self._history(record_id, after=after, limit=limit)
 
     def list_records(self, query: RecordQuery | None = None) -> list[Record]:
         """A page of records the principal may read (by kind, status, scope glob, time;
         ``query.after`` pages on)."""
-        ...
+        return self._list_records(query or RecordQuery())
 
     def search(
         self,
@@ -170,7 +188,20 @@ class MemoryClient(Protocol):
         weights: Mapping[str, float] | None = None,
     ) -> SearchResult:
         """Ranked search, trimmed by permission: ``k`` hits, each citing its version."""
-        ...
+        check_weights(weights)
+        options = ReadOptions(
+            mode=mode,
+            k=k,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+            weights=weights,
+        )
+        return self._search(query, options)
 
     def retrieve(
         self,
@@ -190,20 +221,34 @@ class MemoryClient(Protocol):
     ) -> RetrievalResult:
         """Validated retrieval within ``max_tokens``: items with citations, contradictions
         flagged (what an agent reads before it works)."""
-        ...
+        check_weights(weights)
+        options = ReadOptions(
+            mode=mode,
+            k=k,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+            weights=weights,
+        )
+        return self._retrieve(query, max_tokens, options)
 
     def read_context(self, request: ReadContextRequest) -> ReadContextResponse:
         """Version-pinned context for one scope: ranked by ``request.query``, or the record
         ``request.record_id``."""
-        ...
+        return self._read_context(request)
 
     def validate(self, record_ids: Sequence[str]) -> ValidationReport:
         """May these cited records still be relied on (present, current, valid, active)?"""
-        ...
+        check_validate(record_ids)
+        return self._validate(record_ids)
 
     def status(self) -> dict[str, int]:
         """Counts of what the principal may see (a curator of every scope: the store's)."""
-        ...
+        return self._status()
 
     # ---- review --------------------------------------------------------------------------
 
@@ -216,29 +261,29 @@ class MemoryClient(Protocol):
         after: str | None = None,
     ) -> list[Proposal]:
         """The review queue: a curator sees its scopes' proposals, anyone else its own."""
-        ...
+        return self._proposals(status, limit=limit, offset=offset, after=after)
 
     def proposal(self, proposal_id: str) -> Proposal:
         """One proposal the principal may see."""
-        ...
+        return self._proposal(proposal_id)
 
     def decide(
         self, proposal_id: str, *, approve: bool, reason: str | None = None
     ) -> ProposalOutcome:
         """Approve or reject a queued proposal (curators)."""
-        ...
+        return self._decide(proposal_id, approve=approve, reason=reason)
 
     def approve(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
         """``decide(proposal_id, approve=True)``."""
-        ...
+        return self.decide(proposal_id, approve=True, reason=reason)
 
     def reject(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
         """``decide(proposal_id, approve=False)``."""
-        ...
+        return self.decide(proposal_id, approve=False, reason=reason)
 
     def rebase(self, proposal_id: str) -> ProposalOutcome:
         """Re-make a stale proposal against the record's current version."""
-        ...
+        return self._rebase(proposal_id)
 
     def publish(
         self,
@@ -252,17 +297,24 @@ class MemoryClient(Protocol):
     ) -> ProposalOutcome:
         """Publish a baseline of a scope (curators): every active record at its head, or
         the ``record_ids`` / ``pins`` given."""
-        ...
+        choice = PublishChoice(
+            record_ids=record_ids,
+            pins=dict(pins) if pins is not None else None,
+            name=name,
+            replace=replace,
+            reason=reason,
+        )
+        return self._publish(scope, choice)
 
     def audit(self, query: AuditQuery | None = None) -> list[AuditEntry]:
         """A page of the audit log (curators of every scope)."""
-        ...
+        return self._audit(query or AuditQuery())
 
     # ---- the timeline and the decision graph -----------------------------------------------
 
     def append_events(self, events: Sequence[EventDraft]) -> AppendReport:
         """Append conversation or tool events in one batch (sending one again is a no-op)."""
-        ...
+        return self._append_events(events)
 
     def events(
         self,
@@ -276,7 +328,10 @@ class MemoryClient(Protocol):
     ) -> list[Event]:
         """Events the principal may read, in time order, a page at a time (``after``: the
         ``(ts, event_id, scope)`` of the last one seen)."""
-        ...
+        filters = EventFilters(
+            scope=scope, session_id=session_id, since=since, until=until, after=after, limit=limit
+        )
+        return self._events(filters)
 
     def timeline_search(
         self,
@@ -288,7 +343,10 @@ class MemoryClient(Protocol):
         until: datetime | None = None,
     ) -> list[TeleportHit]:
         """The timeline summaries and grips that best match ``query``."""
-        ...
+        check_timeline_k(k)
+        return self._timeline_search(
+            query, TimelineFilters(scope=scope, k=k, since=since, until=until)
+        )
 
     def why(
         self,
@@ -302,22 +360,172 @@ class MemoryClient(Protocol):
         reading only the label ``namespaces`` given (default: the key's labels; a key
         holding every label, ``"*"``, must name them). ``mode="query"`` lets the server's
         LLM write the answer from the same evidence."""
-        ...
+        # one passport for both clients, built here: the HTTP door checks the remote one and
+        # the kernel the local one, so a question is answered, or refused, alike on both
+        check_why_mode(mode)
+        roles = self._graph_roles()
+        headers = passport_headers(self._principal, roles, role=role, namespaces=namespaces)
+        return self._why(request, headers, mode)
 
     # ---- lifetime --------------------------------------------------------------------------
 
+    @abstractmethod
     def close(self) -> None:
         """Release the store (local) or the connection pool (remote)."""
-        ...
 
-    def __enter__(self) -> Self: ...
+    def __enter__(self) -> Self:
+        return self
 
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None: ...
+    ) -> None:
+        self.close()
+
+    # ---- where each client goes: the kernel in this process, or the HTTP API ---------------
+    # (called with the public methods' arguments once the rules above have been kept)
+
+    @abstractmethod
+    def _remember(
+        self, content: Content, *, draft: bool, paths: Sequence[str], reason: str | None
+    ) -> ProposalOutcome: ...
+
+    @abstractmethod
+    def _update(
+        self,
+        record_id: str,
+        patch: ContentPatch,
+        *,
+        base_version_id: str | None,
+        reason: str | None,
+    ) -> ProposalOutcome: ...
+
+    @abstractmethod
+    def _supersede(
+        self, record_id: str, *, by: str | None, content: Content | None, reason: str | None
+    ) -> ProposalOutcome: ...
+
+    @abstractmethod
+    def _move(self, record_id: str, move: Move, reason: str | None) -> ProposalOutcome: ...
+
+    @abstractmethod
+    def _get(
+        self, record_id: str, version: int | None, selector: VersionPin | None
+    ) -> RecordView: ...
+
+    @abstractmethod
+    def _resolve(self, record_id: str) -> Record: ...
+
+    @abstractmethod
+    def _history(self, record_id: str, *, after: int, limit: int) -> list[Version]: ...
+
+    @abstractmethod
+    def _list_records(self, query: RecordQuery) -> list[Record]: ...
+
+    @abstractmethod
+    def _search(self, query: str, options: ReadOptions) -> SearchResult: ...
+
+    @abstractmethod
+    def _retrieve(self, query: str, max_tokens: int, options: ReadOptions) -> RetrievalResult: ...
+
+    @abstractmethod
+    def _read_context(self, request: ReadContextRequest) -> ReadContextResponse: ...
+
+    @abstractmethod
+    def _validate(self, record_ids: Sequence[str]) -> ValidationReport: ...
+
+    @abstractmethod
+    def _status(self) -> dict[str, int]: ...
+
+    @abstractmethod
+    def _proposals(
+        self, status: ProposalStatus, *, limit: int, offset: int, after: str | None
+    ) -> list[Proposal]: ...
+
+    @abstractmethod
+    def _proposal(self, proposal_id: str) -> Proposal: ...
+
+    @abstractmethod
+    def _decide(
+        self, proposal_id: str, *, approve: bool, reason: str | None
+    ) -> ProposalOutcome: ...
+
+    @abstractmethod
+    def _rebase(self, proposal_id: str) -> ProposalOutcome: ...
+
+    @abstractmethod
+    def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome: ...
+
+    @abstractmethod
+    def _audit(self, query: AuditQuery) -> list[AuditEntry]: ...
+
+    @abstractmethod
+    def _append_events(self, events: Sequence[EventDraft]) -> AppendReport: ...
+
+    @abstractmethod
+    def _events(self, filters: EventFilters) -> list[Event]: ...
+
+    @abstractmethod
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]: ...
+
+    @abstractmethod
+    def _graph_roles(self) -> list[dict[str, Any]]:
+        """What ``graph_roles`` lists for the principal (the roles it may ask as)."""
+
+    @abstractmethod
+    def _why(self, request: WhyRequest, passport: dict[str, str], mode: WhyMode) -> dict[str, Any]:
+        """The question asked with the passport's headers (see ``passport_headers``)."""
+
+
+class PublishChoice(TypedDict):
+    """What ``publish`` takes besides the scope: which records (ids, or pinned versions),
+    the baseline's name, whether records not named leave it, and why. The keys are the
+    kernel's parameters of the same names."""
+
+    record_ids: Sequence[str] | None
+    pins: dict[str, str | None] | None
+    name: str | None
+    replace: bool
+    reason: str | None
+
+
+class TimelineFilters(TypedDict):
+    """What ``timeline_search`` takes besides the query: its parameters, the kernel's too."""
+
+    scope: str | None
+    k: int
+    since: datetime | None
+    until: datetime | None
+
+
+class EventFilters(TypedDict):
+    """Which events ``events`` reads, a page at a time: its parameters, which are the
+    kernel's too."""
+
+    scope: str | None
+    session_id: str | None
+    since: datetime | None
+    until: datetime | None
+    after: EventCursor | None
+    limit: int
+
+
+class ReadOptions(TypedDict):
+    """What ``search`` and ``retrieve`` take besides the query: how to rank, and what may be
+    read. The keys are the parameters of the same names, of the kernel's verbs too."""
+
+    mode: Mode
+    k: int
+    scope: str | None
+    selector: VersionPin | None
+    kinds: Sequence[str]
+    include_drafts: bool
+    created_after: datetime | None
+    created_before: datetime | None
+    record_ids: Sequence[str] | None
+    weights: Mapping[str, float] | None
 
 
 # ---- rules both clients share ------------------------------------------------------------

@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from cairn.client import (
     ENV_KEY,
+    EventFilters,
     MemoryClient,
+    Move,
+    PublishChoice,
+    ReadOptions,
+    TimelineFilters,
     WhyMode,
-    check_get,
-    check_supersede,
-    check_timeline_k,
-    check_validate,
-    check_weights,
-    check_why_mode,
-    passport_headers,
 )
 from cairn.config import load_settings
 from cairn.errors import InvalidInput, NotFound, Unauthenticated
@@ -42,7 +38,6 @@ from cairn.model import (
     Content,
     ContentPatch,
     Event,
-    EventCursor,
     EventDraft,
     Principal,
     Proposal,
@@ -55,7 +50,7 @@ from cairn.model import (
     VersionPin,
 )
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
-from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.timeline.views import TeleportHit
 from cairn.workspace import Workspace
 
@@ -168,7 +163,7 @@ def _share(workspace: Workspace, embedder: str) -> tuple[Memory, Callable[[], No
     return shared.memory, release
 
 
-class LocalMemory:
+class LocalMemory(MemoryClient):
     """A ``cairn.MemoryClient`` over a ``Memory`` in this process, acting for one principal.
 
     ``cairn.open`` makes one. Clients opened on one store in a process share one ``Memory``
@@ -176,7 +171,9 @@ class LocalMemory:
     ``Memory`` you opened yourself as ``LocalMemory(memory, principal)`` to act for a
     principal on it; ``close`` then leaves the ``Memory`` open. ``.memory`` is the kernel,
     for what only it offers (ingest, edges, rollups, …: every verb there takes
-    ``principal=``)."""
+    ``principal=``).
+
+    Each call goes to the ``Memory`` verb of the same name, with the key's principal."""
 
     def __init__(self, memory: Memory, principal: Principal) -> None:
         self.memory = memory
@@ -188,32 +185,27 @@ class LocalMemory:
         where = self.memory.folder or self.memory.root
         return f"<LocalMemory {where} as {self._principal.id}>"
 
-    @property
-    def principal(self) -> Principal:
-        """Who this client acts for: the key's principal."""
-        return self._principal
+    def close(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            release()
 
     # ---- writes --------------------------------------------------------------------------
 
-    def remember(
-        self,
-        content: Content,
-        *,
-        draft: bool = False,
-        paths: Sequence[str] = (),
-        reason: str | None = None,
+    def _remember(
+        self, content: Content, *, draft: bool, paths: Sequence[str], reason: str | None
     ) -> ProposalOutcome:
         return self.memory.remember(
             content, principal=self._principal, draft=draft, paths=paths, reason=reason
         )
 
-    def update(
+    def _update(
         self,
         record_id: str,
         patch: ContentPatch,
         *,
-        base_version_id: str | None = None,
-        reason: str | None = None,
+        base_version_id: str | None,
+        reason: str | None,
     ) -> ProposalOutcome:
         return self.memory.update(
             record_id,
@@ -223,250 +215,92 @@ class LocalMemory:
             reason=reason,
         )
 
-    def supersede(
-        self,
-        record_id: str,
-        *,
-        by: str | None = None,
-        content: Content | None = None,
-        reason: str | None = None,
+    def _supersede(
+        self, record_id: str, *, by: str | None, content: Content | None, reason: str | None
     ) -> ProposalOutcome:
-        check_supersede(by, content)
         return self.memory.supersede(
             record_id, principal=self._principal, by=by, content=content, reason=reason
         )
 
-    def archive(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
-        return self.memory.archive(record_id, principal=self._principal, reason=reason)
-
-    def restore(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
-        return self.memory.restore(record_id, principal=self._principal, reason=reason)
+    def _move(self, record_id: str, move: Move, reason: str | None) -> ProposalOutcome:
+        verb = self.memory.archive if move == "archive" else self.memory.restore
+        return verb(record_id, principal=self._principal, reason=reason)
 
     # ---- reads ---------------------------------------------------------------------------
 
-    def get(
-        self, record_id: str, *, version: int | None = None, selector: VersionPin | None = None
-    ) -> RecordView:
-        check_get(version, selector)
+    def _get(self, record_id: str, version: int | None, selector: VersionPin | None) -> RecordView:
         return self.memory.get(
             record_id, principal=self._principal, selector=selector, version=version
         )
 
-    def resolve(self, record_id: str) -> Record:
+    def _resolve(self, record_id: str) -> Record:
         return self.memory.resolve(record_id, principal=self._principal)
 
-    def history(self, record_id: str, *, after: int = 0, limit: int = 1000) -> list[Version]:
+    def _history(self, record_id: str, *, after: int, limit: int) -> list[Version]:
         return self.memory.history(record_id, principal=self._principal, after=after, limit=limit)
 
-    def list_records(self, query: RecordQuery | None = None) -> list[Record]:
-        return self.memory.list_records(query or RecordQuery(), principal=self._principal)
+    def _list_records(self, query: RecordQuery) -> list[Record]:
+        return self.memory.list_records(query, principal=self._principal)
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
-        weights: Mapping[str, float] | None = None,
-    ) -> SearchResult:
-        check_weights(weights)
-        return self.memory.search(
-            query,
-            principal=self._principal,
-            mode=mode,
-            k=k,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-            weights=weights,
-        )
+    def _search(self, query: str, options: ReadOptions) -> SearchResult:
+        return self.memory.search(query, principal=self._principal, **options)
 
-    def retrieve(
-        self,
-        query: str,
-        *,
-        max_tokens: int = 8000,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
-        weights: Mapping[str, float] | None = None,
-    ) -> RetrievalResult:
-        check_weights(weights)
+    def _retrieve(self, query: str, max_tokens: int, options: ReadOptions) -> RetrievalResult:
         return self.memory.retrieve(
-            query,
-            principal=self._principal,
-            max_tokens=max_tokens,
-            mode=mode,
-            k=k,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-            weights=weights,
+            query, principal=self._principal, max_tokens=max_tokens, **options
         )
 
-    def read_context(self, request: ReadContextRequest) -> ReadContextResponse:
+    def _read_context(self, request: ReadContextRequest) -> ReadContextResponse:
         return self.memory.read_context(request, principal=self._principal)
 
-    def validate(self, record_ids: Sequence[str]) -> ValidationReport:
-        check_validate(record_ids)
+    def _validate(self, record_ids: Sequence[str]) -> ValidationReport:
         return self.memory.validate(record_ids, principal=self._principal)
 
-    def status(self) -> dict[str, int]:
+    def _status(self) -> dict[str, int]:
         return self.memory.status(principal=self._principal)
 
     # ---- review --------------------------------------------------------------------------
 
-    def proposals(
-        self,
-        *,
-        status: ProposalStatus = ProposalStatus.PENDING,
-        limit: int = 100,
-        offset: int = 0,
-        after: str | None = None,
+    def _proposals(
+        self, status: ProposalStatus, *, limit: int, offset: int, after: str | None
     ) -> list[Proposal]:
         return self.memory.proposals(
             principal=self._principal, status=status, limit=limit, offset=offset, after=after
         )
 
-    def proposal(self, proposal_id: str) -> Proposal:
+    def _proposal(self, proposal_id: str) -> Proposal:
         return self.memory.proposal(proposal_id, principal=self._principal)
 
-    def decide(
-        self, proposal_id: str, *, approve: bool, reason: str | None = None
-    ) -> ProposalOutcome:
+    def _decide(self, proposal_id: str, *, approve: bool, reason: str | None) -> ProposalOutcome:
         return self.memory.decide(
             proposal_id, approve=approve, principal=self._principal, reason=reason
         )
 
-    def approve(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
-        return self.decide(proposal_id, approve=True, reason=reason)
-
-    def reject(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
-        return self.decide(proposal_id, approve=False, reason=reason)
-
-    def rebase(self, proposal_id: str) -> ProposalOutcome:
+    def _rebase(self, proposal_id: str) -> ProposalOutcome:
         return self.memory.rebase(proposal_id, principal=self._principal)
 
-    def publish(
-        self,
-        scope: str,
-        *,
-        record_ids: Sequence[str] | None = None,
-        pins: Mapping[str, str | None] | None = None,
-        name: str | None = None,
-        replace: bool = False,
-        reason: str | None = None,
-    ) -> ProposalOutcome:
-        return self.memory.publish(
-            scope,
-            principal=self._principal,
-            record_ids=record_ids,
-            pins=dict(pins) if pins is not None else None,
-            name=name,
-            replace=replace,
-            reason=reason,
-        )
+    def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome:
+        return self.memory.publish(scope, principal=self._principal, **choice)
 
-    def audit(self, query: AuditQuery | None = None) -> list[AuditEntry]:
-        return self.memory.audit(query or AuditQuery(), principal=self._principal)
+    def _audit(self, query: AuditQuery) -> list[AuditEntry]:
+        return self.memory.audit(query, principal=self._principal)
 
     # ---- the timeline and the decision graph -----------------------------------------------
 
-    def append_events(self, events: Sequence[EventDraft]) -> AppendReport:
+    def _append_events(self, events: Sequence[EventDraft]) -> AppendReport:
         return self.memory.append_events(events, principal=self._principal)
 
-    def events(
-        self,
-        *,
-        scope: str | None = None,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        after: EventCursor | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
-        return self.memory.events(
-            principal=self._principal,
-            scope=scope,
-            session_id=session_id,
-            since=since,
-            until=until,
-            after=after,
-            limit=limit,
-        )
+    def _events(self, filters: EventFilters) -> list[Event]:
+        return self.memory.events(principal=self._principal, **filters)
 
-    def timeline_search(
-        self,
-        query: str,
-        *,
-        scope: str | None = None,
-        k: int = 10,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[TeleportHit]:
-        check_timeline_k(k)
-        return self.memory.timeline_search(
-            query, principal=self._principal, scope=scope, k=k, since=since, until=until
-        )
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]:
+        return self.memory.timeline_search(query, principal=self._principal, **filters)
 
-    def why(
-        self,
-        request: WhyRequest,
-        *,
-        role: str | None = None,
-        namespaces: Sequence[str] | None = None,
-        mode: WhyMode = "ask",
-    ) -> dict[str, Any]:
-        # The same passport a remote client sends, checked by the kernel as the HTTP door
-        # checks it: a question is answered, or refused, alike on both.
-        check_why_mode(mode)
-        roles = self.memory.graph_roles(principal=self._principal)
-        headers = passport_headers(self._principal, roles, role=role, namespaces=namespaces)
+    def _graph_roles(self) -> list[dict[str, Any]]:
+        return self.memory.graph_roles(principal=self._principal)
+
+    def _why(self, request: WhyRequest, passport: dict[str, str], mode: WhyMode) -> dict[str, Any]:
+        # the kernel checks the passport as the HTTP door checks a remote client's
         return self.memory.why(
-            request, principal=self._principal, passport=parse_passport(headers), mode=mode
+            request, principal=self._principal, passport=parse_passport(passport), mode=mode
         )
-
-    # ---- lifetime --------------------------------------------------------------------------
-
-    def close(self) -> None:
-        release, self._release = self._release, None
-        if release is not None:
-            release()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-if TYPE_CHECKING:  # mypy checks that LocalMemory has every method of the protocol, typed alike
-
-    def _is_a_client(client: LocalMemory) -> MemoryClient:
-        return client

@@ -16,8 +16,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import quote
 
 import httpx
@@ -25,15 +24,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from cairn.client import (
     ENV_KEY,
+    EventFilters,
     MemoryClient,
+    Move,
+    PublishChoice,
+    ReadOptions,
+    TimelineFilters,
     WhyMode,
-    check_get,
-    check_supersede,
-    check_timeline_k,
-    check_validate,
-    check_weights,
-    check_why_mode,
-    passport_headers,
 )
 from cairn.doors._errors import error_from_problem
 from cairn.errors import (
@@ -52,7 +49,6 @@ from cairn.model import (
     Content,
     ContentPatch,
     Event,
-    EventCursor,
     EventDraft,
     Principal,
     Proposal,
@@ -65,7 +61,7 @@ from cairn.model import (
     VersionPin,
 )
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
-from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.timeline.views import TeleportHit
 
 if TYPE_CHECKING:
@@ -130,7 +126,7 @@ def _params(**values: Any) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
 
 
-class RemoteMemory:
+class RemoteMemory(MemoryClient):
     """A ``cairn.MemoryClient`` over a cairn server's HTTP API, acting for one key's
     principal. ``cairn.connect`` makes one; close it when done (or use ``with``).
 
@@ -174,11 +170,6 @@ class RemoteMemory:
     def __repr__(self) -> str:
         return f"<RemoteMemory {self.url} as {self._principal.id}>"
 
-    @property
-    def principal(self) -> Principal:
-        """Who this client acts for: the key's principal, as the server knows it."""
-        return self._principal
-
     def _call(
         self,
         method: str,
@@ -206,15 +197,13 @@ class RemoteMemory:
             problem = None
         raise error_from_problem(answer.status_code, problem if isinstance(problem, dict) else None)
 
+    def close(self) -> None:
+        self._http.close()
+
     # ---- writes --------------------------------------------------------------------------
 
-    def remember(
-        self,
-        content: Content,
-        *,
-        draft: bool = False,
-        paths: Sequence[str] = (),
-        reason: str | None = None,
+    def _remember(
+        self, content: Content, *, draft: bool, paths: Sequence[str], reason: str | None
     ) -> ProposalOutcome:
         body = {
             "content": content.model_dump(mode="json"),
@@ -224,13 +213,13 @@ class RemoteMemory:
         }
         return _parse(ProposalOutcome, self._call("POST", "/records", body=body))
 
-    def update(
+    def _update(
         self,
         record_id: str,
         patch: ContentPatch,
         *,
-        base_version_id: str | None = None,
-        reason: str | None = None,
+        base_version_id: str | None,
+        reason: str | None,
     ) -> ProposalOutcome:
         body = {
             "patch": patch.model_dump(mode="json", exclude_none=True),
@@ -240,15 +229,9 @@ class RemoteMemory:
         path = f"/records/{_segment(record_id, 'record_id')}"
         return _parse(ProposalOutcome, self._call("PATCH", path, body=body))
 
-    def supersede(
-        self,
-        record_id: str,
-        *,
-        by: str | None = None,
-        content: Content | None = None,
-        reason: str | None = None,
+    def _supersede(
+        self, record_id: str, *, by: str | None, content: Content | None, reason: str | None
     ) -> ProposalOutcome:
-        check_supersede(by, content)
         body: dict[str, Any] = {"reason": reason}
         if content is not None:
             body["content"] = content.model_dump(mode="json")
@@ -257,22 +240,13 @@ class RemoteMemory:
         path = f"/records/{_segment(record_id, 'record_id')}/supersede"
         return _parse(ProposalOutcome, self._call("POST", path, body=body))
 
-    def _move(self, record_id: str, move: str, reason: str | None) -> ProposalOutcome:
+    def _move(self, record_id: str, move: Move, reason: str | None) -> ProposalOutcome:
         path = f"/records/{_segment(record_id, 'record_id')}/{move}"
         return _parse(ProposalOutcome, self._call("POST", path, body={"reason": reason}))
 
-    def archive(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
-        return self._move(record_id, "archive", reason)
-
-    def restore(self, record_id: str, *, reason: str | None = None) -> ProposalOutcome:
-        return self._move(record_id, "restore", reason)
-
     # ---- reads ---------------------------------------------------------------------------
 
-    def get(
-        self, record_id: str, *, version: int | None = None, selector: VersionPin | None = None
-    ) -> RecordView:
-        check_get(version, selector)
+    def _get(self, record_id: str, version: int | None, selector: VersionPin | None) -> RecordView:
         path = f"/records/{_segment(record_id, 'record_id')}"
         if version is not None:
             return _parse(RecordView, self._call("GET", f"{path}/versions/{version}"))
@@ -282,17 +256,16 @@ class RemoteMemory:
         )
         return _parse(RecordView, self._call("GET", path, params=params))
 
-    def resolve(self, record_id: str) -> Record:
+    def _resolve(self, record_id: str) -> Record:
         path = f"/records/{_segment(record_id, 'record_id')}/resolve"
         return _parse(Record, self._call("GET", path))
 
-    def history(self, record_id: str, *, after: int = 0, limit: int = 1000) -> list[Version]:
+    def _history(self, record_id: str, *, after: int, limit: int) -> list[Version]:
         path = f"/records/{_segment(record_id, 'record_id')}/versions"
         found = self._call("GET", path, params={"after": after, "limit": limit})
         return _parse(list[Version], found)
 
-    def list_records(self, query: RecordQuery | None = None) -> list[Record]:
-        query = query or RecordQuery()
+    def _list_records(self, query: RecordQuery) -> list[Record]:
         if query.metadata:
             raise InvalidInput(
                 "the HTTP API does not filter records by metadata; filter the page you get",
@@ -310,259 +283,119 @@ class RemoteMemory:
         )
         return _parse(list[Record], self._call("GET", "/records", params=params))
 
-    def _read_body(
-        self,
-        query: str,
-        *,
-        mode: Mode,
-        k: int,
-        scope: str | None,
-        selector: VersionPin | None,
-        kinds: Sequence[str],
-        include_drafts: bool,
-        created_after: datetime | None,
-        created_before: datetime | None,
-        record_ids: Sequence[str] | None,
-        weights: Mapping[str, float] | None,
-    ) -> dict[str, Any]:
-        check_weights(weights)
-        return {
-            "query": query,
-            "mode": mode,
-            "top_k": k,
-            "scope": scope,
-            "selector": selector.model_dump(mode="json") if selector is not None else None,
-            "kinds": list(kinds),
-            "include_drafts": include_drafts,
-            "created_after": _time(created_after),
-            "created_before": _time(created_before),
-            "record_ids": list(record_ids) if record_ids is not None else None,
-            "weights": dict(weights) if weights is not None else None,
-        }
-
-    def search(
-        self,
-        query: str,
-        *,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
-        weights: Mapping[str, float] | None = None,
-    ) -> SearchResult:
-        body = self._read_body(
-            query,
-            mode=mode,
-            k=k,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-            weights=weights,
-        )
+    def _search(self, query: str, options: ReadOptions) -> SearchResult:
+        body = _read_body(query, options)
         return _parse(SearchResult, self._call("POST", "/search", body=body))
 
-    def retrieve(
-        self,
-        query: str,
-        *,
-        max_tokens: int = 8000,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
-        weights: Mapping[str, float] | None = None,
-    ) -> RetrievalResult:
-        body = self._read_body(
-            query,
-            mode=mode,
-            k=k,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-            weights=weights,
-        )
+    def _retrieve(self, query: str, max_tokens: int, options: ReadOptions) -> RetrievalResult:
+        body = _read_body(query, options)
         body["max_tokens"] = max_tokens
         return _parse(RetrievalResult, self._call("POST", "/retrieve", body=body))
 
-    def read_context(self, request: ReadContextRequest) -> ReadContextResponse:
+    def _read_context(self, request: ReadContextRequest) -> ReadContextResponse:
         # the body's own keys choose its shape: a query or a record_id, never both
         body = request.model_dump(mode="json", exclude_none=True)
         return _parse(ReadContextResponse, self._call("POST", "/read_context", body=body))
 
-    def validate(self, record_ids: Sequence[str]) -> ValidationReport:
-        check_validate(record_ids)
+    def _validate(self, record_ids: Sequence[str]) -> ValidationReport:
         found = self._call("POST", "/validate", body={"ids": list(record_ids)})
         return _parse(ValidationReport, found)
 
-    def status(self) -> dict[str, int]:
+    def _status(self) -> dict[str, int]:
         return _parse(dict[str, int], self._call("GET", "/status"))
 
     # ---- review --------------------------------------------------------------------------
 
-    def proposals(
-        self,
-        *,
-        status: ProposalStatus = ProposalStatus.PENDING,
-        limit: int = 100,
-        offset: int = 0,
-        after: str | None = None,
+    def _proposals(
+        self, status: ProposalStatus, *, limit: int, offset: int, after: str | None
     ) -> list[Proposal]:
         params = _params(status=status.value, limit=limit, offset=offset, after=after)
         return _parse(list[Proposal], self._call("GET", "/proposals", params=params))
 
-    def proposal(self, proposal_id: str) -> Proposal:
+    def _proposal(self, proposal_id: str) -> Proposal:
         path = f"/proposals/{_segment(proposal_id, 'proposal_id')}"
         return _parse(Proposal, self._call("GET", path))
 
-    def decide(
-        self, proposal_id: str, *, approve: bool, reason: str | None = None
-    ) -> ProposalOutcome:
+    def _decide(self, proposal_id: str, *, approve: bool, reason: str | None) -> ProposalOutcome:
         path = f"/proposals/{_segment(proposal_id, 'proposal_id')}/decision"
         body = {"approve": approve, "reason": reason}
         return _parse(ProposalOutcome, self._call("POST", path, body=body))
 
-    def approve(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
-        return self.decide(proposal_id, approve=True, reason=reason)
-
-    def reject(self, proposal_id: str, *, reason: str | None = None) -> ProposalOutcome:
-        return self.decide(proposal_id, approve=False, reason=reason)
-
-    def rebase(self, proposal_id: str) -> ProposalOutcome:
+    def _rebase(self, proposal_id: str) -> ProposalOutcome:
         path = f"/proposals/{_segment(proposal_id, 'proposal_id')}/rebase"
         return _parse(ProposalOutcome, self._call("POST", path))
 
-    def publish(
-        self,
-        scope: str,
-        *,
-        record_ids: Sequence[str] | None = None,
-        pins: Mapping[str, str | None] | None = None,
-        name: str | None = None,
-        replace: bool = False,
-        reason: str | None = None,
-    ) -> ProposalOutcome:
+    def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome:
+        record_ids = choice["record_ids"]
         body = {
             "scope": scope,
+            **choice,
             "record_ids": list(record_ids) if record_ids is not None else None,
-            "pins": dict(pins) if pins is not None else None,
-            "name": name,
-            "replace": replace,
-            "reason": reason,
         }
         return _parse(ProposalOutcome, self._call("POST", "/publish", body=body))
 
-    def audit(self, query: AuditQuery | None = None) -> list[AuditEntry]:
-        query = query or AuditQuery()
-        params = _params(
-            actor=query.actor,
-            action=query.action,
-            subject_id=query.subject_id,
-            proposal_id=query.proposal_id,
-            rule=query.rule,
-            since=_time(query.since),
-            until=_time(query.until),
-            limit=query.limit,
-            after_seq=query.after_seq,
-        )
+    def _audit(self, query: AuditQuery) -> list[AuditEntry]:
+        # the query's fields are the endpoint's parameters, named alike
+        given = query.model_dump(exclude_none=True)
+        params = {name: _time(v) if isinstance(v, datetime) else v for name, v in given.items()}
         return _parse(list[AuditEntry], self._call("GET", "/audit", params=params))
 
     # ---- the timeline and the decision graph -----------------------------------------------
 
-    def append_events(self, events: Sequence[EventDraft]) -> AppendReport:
+    def _append_events(self, events: Sequence[EventDraft]) -> AppendReport:
         body = {"events": [event.model_dump(mode="json") for event in events]}
         return _parse(AppendReport, self._call("POST", "/timeline/events", body=body))
 
-    def events(
-        self,
-        *,
-        scope: str | None = None,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        after: EventCursor | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
+    def _events(self, filters: EventFilters) -> list[Event]:
         cursor: dict[str, Any] = {}
+        after = filters["after"]
         if after is not None:
             cursor = {"after_ts": _time(after[0]), "after_id": after[1]}
             if len(after) == 3:
                 cursor["after_scope"] = after[2]
         params = _params(
-            scope=scope,
-            session_id=session_id,
-            since=_time(since),
-            until=_time(until),
-            limit=limit,
+            scope=filters["scope"],
+            session_id=filters["session_id"],
+            since=_time(filters["since"]),
+            until=_time(filters["until"]),
+            limit=filters["limit"],
             **cursor,
         )
         return _parse(list[Event], self._call("GET", "/timeline/events", params=params))
 
-    def timeline_search(
-        self,
-        query: str,
-        *,
-        scope: str | None = None,
-        k: int = 10,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[TeleportHit]:
-        check_timeline_k(k)
-        params = _params(q=query, scope=scope, k=k, since=_time(since), until=_time(until))
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]:
+        params = _params(
+            q=query,
+            scope=filters["scope"],
+            k=filters["k"],
+            since=_time(filters["since"]),
+            until=_time(filters["until"]),
+        )
         found = self._call("GET", "/timeline/search", params=params)
         return _parse(list[TeleportHit], found)
 
-    def why(
-        self,
-        request: WhyRequest,
-        *,
-        role: str | None = None,
-        namespaces: Sequence[str] | None = None,
-        mode: WhyMode = "ask",
-    ) -> dict[str, Any]:
-        check_why_mode(mode)
-        roles = self._call("GET", "/graph/roles")
-        headers = passport_headers(self._principal, roles, role=role, namespaces=namespaces)
+    def _graph_roles(self) -> list[dict[str, Any]]:
+        return _parse(list[dict[str, Any]], self._call("GET", "/graph/roles"))
+
+    def _why(self, request: WhyRequest, passport: dict[str, str], mode: WhyMode) -> dict[str, Any]:
         body = request.model_dump(mode="json")
-        return _parse(
-            dict[str, Any], self._call("POST", f"/graph/{mode}", body=body, headers=headers)
-        )
-
-    # ---- lifetime --------------------------------------------------------------------------
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        found = self._call("POST", f"/graph/{mode}", body=body, headers=passport)
+        return _parse(dict[str, Any], found)
 
 
-if TYPE_CHECKING:  # mypy checks that RemoteMemory has every method of the protocol, typed alike
-
-    def _is_a_client(client: RemoteMemory) -> MemoryClient:
-        return client
+def _read_body(query: str, options: ReadOptions) -> dict[str, Any]:
+    """The body of ``/search`` and ``/retrieve``."""
+    selector, record_ids, weights = options["selector"], options["record_ids"], options["weights"]
+    return {
+        "query": query,
+        "mode": options["mode"],
+        "top_k": options["k"],
+        "scope": options["scope"],
+        "selector": selector.model_dump(mode="json") if selector is not None else None,
+        "kinds": list(options["kinds"]),
+        "include_drafts": options["include_drafts"],
+        "created_after": _time(options["created_after"]),
+        "created_before": _time(options["created_before"]),
+        "record_ids": list(record_ids) if record_ids is not None else None,
+        "weights": dict(weights) if weights is not None else None,
+    }

@@ -114,45 +114,35 @@ GlobalKeyOpt = Annotated[
 
 # After the command name: no environment variable here, so that a flag given before the
 # command still beats the environment (flags > CAIRN_* > config.toml > defaults).
+
+
+def _after_command(flag: str, help: str, *, show_default: bool = False) -> Any:
+    """A global option as a command takes it after its name: listed in the global panel,
+    and kept for the resolvers below (``_keep``) under the flag's name."""
+    return typer.Option(
+        flag,
+        help=help,
+        callback=_keep(flag.removeprefix("--")),
+        rich_help_panel=GLOBAL_PANEL,
+        show_default=show_default,
+    )
+
+
 StoreOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--store",
-        help="The cairn folder (default: CAIRN_STORE, else ./.cairn).",
-        callback=_keep("store"),
-        rich_help_panel=GLOBAL_PANEL,
-        show_default=False,
-    ),
+    _after_command("--store", "The cairn folder (default: CAIRN_STORE, else ./.cairn)."),
 ]
 DbOpt = Annotated[
     str | None,
-    typer.Option(
+    _after_command(
         "--db",
-        help="postgresql://… or sqlite:///path (default: CAIRN_DB, config.toml, else the "
+        "postgresql://… or sqlite:///path (default: CAIRN_DB, config.toml, else the "
         "folder's cairn.db).",
-        callback=_keep("db"),
-        rich_help_panel=GLOBAL_PANEL,
-        show_default=False,
     ),
 ]
-KeyOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--key",
-        help="Your API key (default: CAIRN_API_KEY).",
-        callback=_keep("key"),
-        rich_help_panel=GLOBAL_PANEL,
-        show_default=False,
-    ),
-]
+KeyOpt = Annotated[str | None, _after_command("--key", "Your API key (default: CAIRN_API_KEY).")]
 JsonOpt = Annotated[
-    bool,
-    typer.Option(
-        "--json",
-        help="Print machine-readable JSON.",
-        callback=_keep("json"),
-        rich_help_panel=GLOBAL_PANEL,
-    ),
+    bool, _after_command("--json", "Print machine-readable JSON.", show_default=True)
 ]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -264,3 +264,12 @@ def progress(quiet: bool, *, in_bytes: bool = False) -> Iterator[Progress]:
     )
     with bar:
         yield bar
+
+
+def counting(
+    bar: Progress, description: str, total: int | None = None
+) -> Callable[[int, int], None]:
+    """A task on ``bar`` and the ``progress(done, total)`` callback that moves it, as the
+    kernel's batch verbs (append, import, reindex) call it while they go."""
+    task = bar.add_task(description, total=total)
+    return lambda done, of: bar.update(task, completed=done, total=of)

@@ -908,10 +908,7 @@ def reindex(
     embed; `cairn serve` and `cairn mcp` embed new writes in the background."""
     quiet = _want_json(as_json)
     with _reader(store, key, embedder) as (memory, _principal), render.progress(quiet) as bar:
-        task = bar.add_task("embedding", total=None)
-        done = memory.index_pending(
-            progress=lambda n, total: bar.update(task, completed=n, total=total)
-        )
+        done = memory.index_pending(progress=render.counting(bar, "embedding"))
     if _want_json(as_json):
         render.print_json({"embedded": done})
     else:

@@ -218,13 +218,8 @@ def _store_records(
     workspace = Workspace(folder, db=db)
     principal = workspace.authenticate(key)
     with workspace.open_memory() as memory, render.progress(quiet) as bar:
-        task = bar.add_task("import", total=len(contents))
-        report = import_records(
-            memory,
-            contents,
-            principal,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+        progress = render.counting(bar, "import", len(contents))
+        report = import_records(memory, contents, principal, progress=progress)
     return {
         "batches": report.batches,
         "approved": report.approved,

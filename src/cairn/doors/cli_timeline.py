@@ -6,6 +6,7 @@ Every read takes ``--json`` and then prints the same objects the HTTP API return
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +14,7 @@ from typing import Annotated
 import typer
 from pydantic import TypeAdapter, ValidationError
 from rich.markup import escape
+from rich.progress import Progress
 from rich.table import Table
 
 from cairn.doors import _render as render
@@ -31,7 +33,7 @@ from cairn.doors.cli import (
 from cairn.errors import InvalidInput
 from cairn.ingest.records import append_events, read_events
 from cairn.model import Event, Timestamp, TocNode
-from cairn.timeline.rollup import RollupReport
+from cairn.timeline.rollup import RollupProgress, RollupReport
 from cairn.timeline.views import NodePage, RecentContext, ScanReport, TeleportHit
 
 __all__ = ["timeline_app"]
@@ -78,13 +80,8 @@ def append(
             except OSError as exc:
                 raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="file") from exc
     with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
-        task = bar.add_task("append", total=len(events))
-        report = append_events(
-            memory,
-            events,
-            principal,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
-        )
+        progress = render.counting(bar, "append", len(events))
+        report = append_events(memory, events, principal, progress=progress)
     # once the bar is gone: the output never mixes with it
     if _want_json(as_json):
         render.print_json(report)
@@ -105,14 +102,7 @@ def rollup(
     resumes where it left off."""
     with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
         # How many events wait is the kernel's to tell, once it knows the caller may build.
-        task = bar.add_task("rollup", total=None)
-        report = memory.rollup(
-            principal=principal,
-            piece=piece,
-            on_progress=lambda step: bar.update(
-                task, completed=step.events, total=max(step.total, step.events, 1)
-            ),
-        )
+        report = memory.rollup(principal=principal, piece=piece, on_progress=_steps(bar, "rollup"))
     _show_rollup(report, as_json)
 
 
@@ -121,13 +111,8 @@ def rebuild_toc(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = F
     """Rebuild every summary from the stored events (after changing the timeline's settings
     or summarizer). Unchanged nodes stay as they are; changed ones get a new version."""
     with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
-        task = bar.add_task("rebuild", total=None)
-        report = memory.rebuild_timeline(
-            principal=principal,
-            on_progress=lambda step: bar.update(
-                task, completed=step.events, total=max(step.total, step.events, 1)
-            ),
-        )
+        on_progress = _steps(bar, "rebuild")
+        report = memory.rebuild_timeline(principal=principal, on_progress=on_progress)
     _show_rollup(report, as_json)
 
 
@@ -160,6 +145,15 @@ def status(
                 + ", ".join(f"{n} {level}" for level, n in sorted(s.nodes.items()))
             ),
         )
+
+
+def _steps(bar: Progress, description: str) -> Callable[[RollupProgress], None]:
+    """A task on ``bar`` moved by a rollup's progress; the total is the events that were
+    waiting, as far as the run knows it (never below what it has done)."""
+    task = bar.add_task(description, total=None)
+    return lambda step: bar.update(
+        task, completed=step.events, total=max(step.total, step.events, 1)
+    )
 
 
 def _show_rollup(report: RollupReport, as_json: bool) -> None:

@@ -38,6 +38,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.background import BackgroundWorker
+from cairn.doors._asgi import HttpMiddleware
 from cairn.doors.a2a_agent import build_a2a_routes
 from cairn.doors.grpc_server import GrpcDoor, start_grpc_door
 from cairn.doors.http import authenticate_http, create_app, error_response
@@ -87,16 +88,10 @@ def configure_logging(level: str = "info") -> None:
         logging.getLogger(name).propagate = True
 
 
-class AccessLog:
+class AccessLog(HttpMiddleware):
     """One structured line per request: method, path, status, duration."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         start = time.perf_counter()
         status = {"code": 0}
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from cairn.openai_compat import endpoint_client
+from cairn.openai_compat import ChatEndpoint
 
 __all__ = ["ChatAnswerer", "Completion", "LlmUnavailable"]
 
@@ -34,21 +34,7 @@ class Completion:
     raw: dict[str, Any]
 
 
-class ChatAnswerer:
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        timeout: float,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.model = model
-        self._client = endpoint_client(
-            base_url, api_key=api_key, timeout=timeout, transport=transport
-        )
-
+class ChatAnswerer(ChatEndpoint):
     @classmethod
     def from_spec(
         cls, spec: str, *, timeout: float, api_key: str | None = None
@@ -58,23 +44,12 @@ class ChatAnswerer:
             return None
         if not spec.startswith("openai:"):
             raise ValueError("graph.llm is 'off' or 'openai:URL#model'")
-        url, _, model = spec.removeprefix("openai:").partition("#")
-        return cls(base_url=url, model=model or "gpt-4o-mini", timeout=timeout, api_key=api_key)
+        url, model = cls.parse_address(spec.removeprefix("openai:"))
+        return cls(base_url=url, model=model, timeout=timeout, api_key=api_key)
 
     def complete(self, messages: list[dict[str, str]], *, max_tokens: int) -> Completion:
         try:
-            response = self._client.post(
-                "/chat/completions",
-                json={
-                    "model": self.model,
-                    "temperature": 0,
-                    "max_tokens": max_tokens,
-                    "messages": messages,
-                },
-            )
-            response.raise_for_status()
-            raw = response.json()
-            text = raw["choices"][0]["message"]["content"]
+            raw, text = self.chat(messages, max_tokens=max_tokens)
         except httpx.TimeoutException:
             raise LlmUnavailable("llm:timeout") from None
         except httpx.HTTPStatusError as exc:
@@ -85,7 +60,9 @@ class ChatAnswerer:
             raise LlmUnavailable("llm:malformed_answer") from None
         if not isinstance(text, str) or not text.strip():
             raise LlmUnavailable("llm:empty_answer")
-        usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
+        usage = raw.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
         return Completion(
             text=text.strip(),
             model=str(raw.get("model") or self.model),

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 
 from cairn.model import Bullet, Event, Grip, TocNode
-from cairn.openai_compat import endpoint_client
+from cairn.openai_compat import ChatEndpoint
 from cairn.timeline.summarize import (
     MAX_BULLETS,
     MAX_EXCERPT_CHARS,
@@ -46,34 +46,17 @@ _INSTRUCTIONS = (
 )
 
 
-class ChatSummarizer:
+class ChatSummarizer(ChatEndpoint):
     """``base`` is ``URL#model``; the key, if any, comes from ``CAIRN_SUMMARIZER_KEY``."""
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        timeout: float,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.model = model
-        self.name = f"openai:{model}"
-        self._client = endpoint_client(
-            base_url, api_key=api_key, timeout=timeout, transport=transport
-        )
-        self._fallback = ExtractiveSummarizer()
+    # what a segment gets when the endpoint fails (it keeps no state of its own)
+    _fallback = ExtractiveSummarizer()
 
     @classmethod
     def from_spec(cls, spec: str, *, timeout: float) -> ChatSummarizer:
-        url, _, model = spec.partition("#")
-        return cls(
-            base_url=url,
-            model=model or "gpt-4o-mini",
-            timeout=timeout,
-            api_key=os.environ.get("CAIRN_SUMMARIZER_KEY"),
-        )
+        url, model = cls.parse_address(spec)
+        api_key = os.environ.get("CAIRN_SUMMARIZER_KEY")
+        return cls(base_url=url, model=model, timeout=timeout, api_key=api_key)
 
     def summarize_children(self, label: str, children: Sequence[TocNode]) -> Summary:
         return self._fallback.summarize_children(label, children)
@@ -99,19 +82,11 @@ class ChatSummarizer:
             f"[{i}] {e.role.value} ({e.kind}): {e.text[:MAX_EVENT_CHARS]}"
             for i, e in enumerate(events, 1)
         ]
-        response = self._client.post(
-            "/chat/completions",
-            json={
-                "model": self.model,
-                "temperature": 0,
-                "messages": [
-                    {"role": "system", "content": _INSTRUCTIONS},
-                    {"role": "user", "content": "\n".join(lines)},
-                ],
-            },
-        )
-        response.raise_for_status()
-        content = response.json()["choices"][0]["message"]["content"]
+        messages = [
+            {"role": "system", "content": _INSTRUCTIONS},
+            {"role": "user", "content": "\n".join(lines)},
+        ]
+        content = self.chat(messages)[1]
         parsed = json.loads(_strip_fence(str(content)))
         if not isinstance(parsed, dict):
             raise ValueError("the answer is not a JSON object")

@@ -16,11 +16,16 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "KINDS",
+    "ROLES",
     "AgentAdapter",
     "Captured",
     "adapter_for",
+    "event_name",
     "hook_kind",
+    "no_reply",
+    "payload_cwd",
     "register",
+    "text_field",
 ]
 
 # The common event kinds every adapter maps onto (one agent's event names → these):
@@ -36,6 +41,22 @@ KINDS = {
     "compaction": "the context is compacted (before: trigger; after: the summary)",
     "notification": "the agent asked for attention",
     "session_end": "a session ended (reason)",
+}
+
+# Who speaks in each kind of event, whatever the agent: an adapter's table names only the
+# kind, and a kind no adapter knows (``hook_…``) is the system's.
+ROLES = {
+    "session_start": "system",
+    "user_message": "user",
+    "tool_call": "assistant",
+    "tool_result": "tool",
+    "tool_failure": "tool",
+    "assistant_message": "assistant",
+    "subagent_start": "system",
+    "subagent_stop": "assistant",
+    "compaction": "system",
+    "notification": "system",
+    "session_end": "system",
 }
 
 
@@ -73,20 +94,43 @@ class Captured(NamedTuple):
     unique_identity: bool = False
 
 
+def text_field(payload: Mapping[str, Any], key: str) -> str | None:
+    """A field that should be non-empty text, or None."""
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def event_name(payload: Mapping[str, Any]) -> str:
+    """The ``hook_event_name`` most agents send (``Unknown`` without one)."""
+    return text_field(payload, "hook_event_name") or "Unknown"
+
+
+def payload_cwd(payload: Mapping[str, Any]) -> str | None:
+    """The ``cwd`` most agents send."""
+    return text_field(payload, "cwd")
+
+
+def no_reply(payload: Mapping[str, Any], context: str | None) -> str | None:
+    """The reply of an agent that reads nothing back from its hooks."""
+    return None
+
+
 class AgentAdapter(NamedTuple):
     """How cairn speaks one agent's hooks.
 
     ``to_events`` maps a payload; ``cwd`` finds the project folder in it (None: use the
     hook process's own working folder); ``reply`` is what the hook prints on stdout for a
     payload given the context text to hand back (None when there is none or the agent
-    takes none): some agents read stdout as context, and some require JSON only there."""
+    takes none): some agents read stdout as context, and some require JSON only there.
+    The defaults are what most agents send: ``cwd`` and ``hook_event_name`` fields, and no
+    use for a reply."""
 
     name: str
     to_events: Callable[[Mapping[str, Any]], list[Captured]]
-    cwd: Callable[[Mapping[str, Any]], str | None]
-    reply: Callable[[Mapping[str, Any], str | None], str | None]
+    cwd: Callable[[Mapping[str, Any]], str | None] = payload_cwd
+    reply: Callable[[Mapping[str, Any], str | None], str | None] = no_reply
     # the payload's event name (for diagnostics and for choosing when to answer with context)
-    event_name: Callable[[Mapping[str, Any]], str]
+    event_name: Callable[[Mapping[str, Any]], str] = event_name
     # event names on which the agent accepts context back from the hook
     context_events: frozenset[str] = frozenset()
 

@@ -7,21 +7,26 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from cairn.capture.agents import Captured
+from cairn.capture.agents import ROLES, Captured, hook_kind
 
 __all__ = [
+    "CONTEXT_CAP",
     "additional_context",
     "canonical",
-    "event_name",
     "first_text",
+    "kind_of",
     "leftover_text",
     "one_event",
     "parse_time",
-    "payload_cwd",
     "scalars",
-    "text_field",
     "text_of",
 ]
+
+
+# The most context handed back to an agent on one hook call, in characters: below Claude
+# Code's own cap of 10,000; Cursor and Gemini CLI document none, and the same bound keeps
+# one turn's context small there too.
+CONTEXT_CAP = 9_500
 
 
 def canonical(value: Any) -> str:
@@ -91,21 +96,6 @@ def parse_time(value: Any) -> datetime | None:
     return None
 
 
-def text_field(payload: Mapping[str, Any], key: str) -> str | None:
-    """A field that should be non-empty text, or None."""
-    value = payload.get(key)
-    return value if isinstance(value, str) and value else None
-
-
-def event_name(payload: Mapping[str, Any]) -> str:
-    """The ``hook_event_name`` most agents send (``Unknown`` without one)."""
-    return text_field(payload, "hook_event_name") or "Unknown"
-
-
-def payload_cwd(payload: Mapping[str, Any]) -> str | None:
-    return text_field(payload, "cwd")
-
-
 def scalars(payload: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     """The ``keys`` of ``payload`` whose values are plain scalars (kept as metadata: small,
     and useful to filter on)."""
@@ -124,10 +114,16 @@ def leftover_text(payload: Mapping[str, Any], envelope: Iterable[str]) -> str:
     return canonical(rest) if rest else ""
 
 
+def kind_of(kinds: Mapping[str, str], name: str) -> str:
+    """The common kind of the event ``name`` from an agent's table (event name → kind);
+    ``hook_…`` for one the table does not know."""
+    return kinds.get(name) or hook_kind(name)
+
+
 def one_event(
     payload: Mapping[str, Any],
     name: str,
-    kind_and_role: tuple[str, str],
+    kind: str,
     *,
     text: str,
     metadata: dict[str, Any],
@@ -137,13 +133,12 @@ def one_event(
 ) -> list[Captured]:
     """The one event most hook calls are. A call's own id (a tool call's, a message's) names
     it; without one the whole payload does, so the same hook call sent twice is the same
-    event."""
+    event. Who speaks follows from the kind (``ROLES``)."""
     unique = isinstance(own_id, str) and bool(own_id)
-    kind, role = kind_and_role
     return [
         Captured(
             kind=kind,
-            role=role,
+            role=ROLES.get(kind, "system"),
             text=text,
             session_id=str(session or payload.get("session_id") or "unknown-session"),
             identity=f"{name}:{own_id}" if unique else f"{name}:{canonical(dict(payload))}",
@@ -154,9 +149,9 @@ def one_event(
     ]
 
 
-def additional_context(name: str, context: str, cap: int) -> str:
+def additional_context(name: str, context: str) -> str:
     """Context in the ``hookSpecificOutput`` shape Claude Code, Codex and Gemini CLI read."""
     return json.dumps(
-        {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context[:cap]}},
+        {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context[:CONTEXT_CAP]}},
         ensure_ascii=False,
     )

@@ -11,36 +11,33 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents import AgentAdapter, Captured, event_name, register
 from cairn.capture.agents._common import (
     additional_context,
-    event_name,
     first_text,
+    kind_of,
     leftover_text,
     one_event,
-    payload_cwd,
     scalars,
     text_of,
 )
 
-__all__ = ["CONTEXT_CAP", "adapter", "claude_style"]
+__all__ = ["EVENT_KINDS", "adapter", "claude_style"]
 
-CONTEXT_CAP = 9_500  # characters; Claude Code's own cap is 10,000
-
-# event name → (kind, role)
-_KINDS: dict[str, tuple[str, str]] = {
-    "SessionStart": ("session_start", "system"),
-    "UserPromptSubmit": ("user_message", "user"),
-    "PreToolUse": ("tool_call", "assistant"),
-    "PostToolUse": ("tool_result", "tool"),
-    "PostToolUseFailure": ("tool_failure", "tool"),
-    "Stop": ("assistant_message", "assistant"),
-    "SubagentStart": ("subagent_start", "system"),
-    "SubagentStop": ("subagent_stop", "assistant"),
-    "PreCompact": ("compaction", "system"),
-    "PostCompact": ("compaction", "system"),
-    "Notification": ("notification", "system"),
-    "SessionEnd": ("session_end", "system"),
+# event name → kind
+EVENT_KINDS = {
+    "SessionStart": "session_start",
+    "UserPromptSubmit": "user_message",
+    "PreToolUse": "tool_call",
+    "PostToolUse": "tool_result",
+    "PostToolUseFailure": "tool_failure",
+    "Stop": "assistant_message",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "PreCompact": "compaction",
+    "PostCompact": "compaction",
+    "Notification": "notification",
+    "SessionEnd": "session_end",
 }
 
 # fields kept as metadata when present (small, and useful to filter on)
@@ -94,7 +91,7 @@ _ENVELOPE = {"session_id", "transcript_path", "cwd", "hook_event_name", "permiss
 
 def claude_style(
     name: str,
-    kinds: Mapping[str, tuple[str, str]],
+    kinds: Mapping[str, str],
     meta: tuple[str, ...],
     text: Callable[[str, Mapping[str, Any]], str],
 ) -> AgentAdapter:
@@ -110,7 +107,7 @@ def claude_style(
         return one_event(
             payload,
             event,
-            kinds.get(event, (hook_kind(event), "system")),
+            kind_of(kinds, event),
             text=text(event, payload),
             metadata=metadata,
             own_id=payload.get("tool_use_id"),
@@ -120,23 +117,16 @@ def claude_style(
         event = event_name(payload)
         if not context or event not in _CONTEXT_EVENTS:
             return None
-        return additional_context(event, context, CONTEXT_CAP)
+        return additional_context(event, context)
 
-    return AgentAdapter(
-        name=name,
-        to_events=events,
-        cwd=payload_cwd,
-        reply=reply,
-        event_name=event_name,
-        context_events=_CONTEXT_EVENTS,
-    )
+    return AgentAdapter(name, events, reply=reply, context_events=_CONTEXT_EVENTS)
 
 
 _CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
 
 
 def adapter() -> AgentAdapter:
-    return claude_style("claude", _KINDS, _META, _text)
+    return claude_style("claude", EVENT_KINDS, _META, _text)
 
 
 register("claude", adapter)

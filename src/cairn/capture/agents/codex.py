@@ -18,23 +18,16 @@ from cairn.capture.agents._common import (
     leftover_text,
     text_of,
 )
-from cairn.capture.agents.claude import claude_style
+from cairn.capture.agents.claude import EVENT_KINDS, claude_style
 
 __all__ = ["adapter"]
 
 
-# event name → (kind, role)
-_KINDS: dict[str, tuple[str, str]] = {
-    "SessionStart": ("session_start", "system"),
-    "UserPromptSubmit": ("user_message", "user"),
-    "PreToolUse": ("tool_call", "assistant"),
-    "PostToolUse": ("tool_result", "tool"),
-    "Stop": ("assistant_message", "assistant"),
-    "SubagentStart": ("subagent_start", "system"),
-    "SubagentStop": ("subagent_stop", "assistant"),
-    "PreCompact": ("compaction", "system"),
-    "PostCompact": ("compaction", "system"),
-    "SessionEnd": ("session_end", "system"),
+# event name → kind: Claude Code's events, but for the two Codex does not send
+_KINDS = {
+    name: kind
+    for name, kind in EVENT_KINDS.items()
+    if name not in {"PostToolUseFailure", "Notification"}
 }
 
 _META = (

@@ -14,30 +14,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents import AgentAdapter, Captured, register
 from cairn.capture.agents._common import (
+    kind_of,
     leftover_text,
     one_event,
     parse_time,
-    payload_cwd,
     text_of,
 )
 
 __all__ = ["adapter", "event_of"]
 
-# canonical (camelCase) event name → (kind, role)
-_KINDS: dict[str, tuple[str, str]] = {
-    "sessionStart": ("session_start", "system"),
-    "userPromptSubmitted": ("user_message", "user"),
-    "preToolUse": ("tool_call", "assistant"),
-    "postToolUse": ("tool_result", "tool"),
-    "postToolUseFailure": ("tool_failure", "tool"),
-    "agentStop": ("assistant_message", "assistant"),
-    "subagentStart": ("subagent_start", "system"),
-    "subagentStop": ("subagent_stop", "assistant"),
-    "preCompact": ("compaction", "system"),
-    "notification": ("notification", "system"),
-    "sessionEnd": ("session_end", "system"),
+# canonical (camelCase) event name → kind
+_KINDS = {
+    "sessionStart": "session_start",
+    "userPromptSubmitted": "user_message",
+    "preToolUse": "tool_call",
+    "postToolUse": "tool_result",
+    "postToolUseFailure": "tool_failure",
+    "agentStop": "assistant_message",
+    "subagentStart": "subagent_start",
+    "subagentStop": "subagent_stop",
+    "preCompact": "compaction",
+    "notification": "notification",
+    "sessionEnd": "session_end",
 }
 
 # the VS Code compatible (PascalCase) names → the camelCase ones
@@ -157,7 +157,7 @@ def _text(event: str, payload: Mapping[str, Any]) -> str:
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
     event = event_of(payload)
-    kind, role = _KINDS.get(event, (hook_kind(event), "system"))
+    kind = kind_of(_KINDS, event)
     if event == "postToolUse" and _tool_result(payload)[1] in {"failure", "error", "denied"}:
         kind = "tool_failure"
     metadata: dict[str, Any] = {}
@@ -175,7 +175,7 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     return one_event(
         payload,
         event,
-        (kind, role),
+        kind,
         text=_text(event, payload),
         metadata=metadata,
         session=_get(payload, "sessionId", "session_id"),
@@ -183,22 +183,9 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     )
 
 
-_cwd = payload_cwd
-
-
-def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:
-    # sessionStart and userPromptSubmitted output is not processed by Copilot CLI
-    return None
-
-
 def adapter() -> AgentAdapter:
-    return AgentAdapter(
-        name="copilot",
-        to_events=_events,
-        cwd=_cwd,
-        reply=_reply,
-        event_name=event_of,
-    )
+    # no reply: sessionStart and userPromptSubmitted output is not processed by Copilot CLI
+    return AgentAdapter("copilot", _events, event_name=event_of)
 
 
 register("copilot", adapter)

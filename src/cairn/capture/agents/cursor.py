@@ -17,37 +17,36 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents import AgentAdapter, Captured, event_name, register
 from cairn.capture.agents._common import (
-    event_name,
+    CONTEXT_CAP,
     first_text,
+    kind_of,
     leftover_text,
     one_event,
     scalars,
     text_of,
 )
 
-__all__ = ["CONTEXT_CAP", "adapter"]
+__all__ = ["adapter"]
 
-CONTEXT_CAP = 9_500
-
-# event name → (kind, role)
-_KINDS: dict[str, tuple[str, str]] = {
-    "sessionStart": ("session_start", "system"),
-    "beforeSubmitPrompt": ("user_message", "user"),
-    "preToolUse": ("tool_call", "assistant"),
-    "beforeShellExecution": ("tool_call", "assistant"),
-    "beforeMCPExecution": ("tool_call", "assistant"),
-    "postToolUse": ("tool_result", "tool"),
-    "afterShellExecution": ("tool_result", "tool"),
-    "afterMCPExecution": ("tool_result", "tool"),
-    "afterFileEdit": ("tool_result", "tool"),
-    "postToolUseFailure": ("tool_failure", "tool"),
-    "afterAgentResponse": ("assistant_message", "assistant"),
-    "subagentStart": ("subagent_start", "system"),
-    "subagentStop": ("subagent_stop", "assistant"),
-    "preCompact": ("compaction", "system"),
-    "sessionEnd": ("session_end", "system"),
+# event name → kind
+_KINDS = {
+    "sessionStart": "session_start",
+    "beforeSubmitPrompt": "user_message",
+    "preToolUse": "tool_call",
+    "beforeShellExecution": "tool_call",
+    "beforeMCPExecution": "tool_call",
+    "postToolUse": "tool_result",
+    "afterShellExecution": "tool_result",
+    "afterMCPExecution": "tool_result",
+    "afterFileEdit": "tool_result",
+    "postToolUseFailure": "tool_failure",
+    "afterAgentResponse": "assistant_message",
+    "subagentStart": "subagent_start",
+    "subagentStop": "subagent_stop",
+    "preCompact": "compaction",
+    "sessionEnd": "session_end",
 }
 
 # the tool an event stands for when the payload names none
@@ -128,7 +127,7 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
-    name = _event_name(payload)
+    name = event_name(payload)
     metadata = scalars(payload, _META)
     if name in _TOOLS and "tool_name" not in metadata:
         metadata["tool_name"] = _TOOLS[name]
@@ -137,15 +136,12 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     return one_event(
         payload,
         name,
-        _KINDS.get(name, (hook_kind(name), "system")),
+        kind_of(_KINDS, name),
         text=_text(name, payload),
         metadata=metadata,
         own_id=payload.get("tool_use_id"),
         session=payload.get("conversation_id") or payload.get("session_id"),
     )
-
-
-_event_name = event_name
 
 
 def _cwd(payload: Mapping[str, Any]) -> str | None:
@@ -158,7 +154,7 @@ def _cwd(payload: Mapping[str, Any]) -> str | None:
 
 
 def _reply(payload: Mapping[str, Any], context: str | None) -> str:
-    name = _event_name(payload)
+    name = event_name(payload)
     if name == "beforeSubmitPrompt":
         return json.dumps({"continue": True})
     if context and name in _CONTEXT_EVENTS:
@@ -170,14 +166,7 @@ _CONTEXT_EVENTS = frozenset({"sessionStart"})
 
 
 def adapter() -> AgentAdapter:
-    return AgentAdapter(
-        name="cursor",
-        to_events=_events,
-        cwd=_cwd,
-        reply=_reply,
-        event_name=_event_name,
-        context_events=_CONTEXT_EVENTS,
-    )
+    return AgentAdapter("cursor", _events, cwd=_cwd, reply=_reply, context_events=_CONTEXT_EVENTS)
 
 
 register("cursor", adapter)

@@ -12,34 +12,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents import AgentAdapter, Captured, event_name, register
 from cairn.capture.agents._common import (
     additional_context,
-    event_name,
     first_text,
+    kind_of,
     leftover_text,
     one_event,
     parse_time,
-    payload_cwd,
     scalars,
     text_of,
 )
 
-__all__ = ["CONTEXT_CAP", "adapter"]
+__all__ = ["adapter"]
 
-# Gemini documents no cap; the same bound as Claude Code's keeps one turn's context small.
-CONTEXT_CAP = 9_500
-
-# event name → (kind, role)
-_KINDS: dict[str, tuple[str, str]] = {
-    "SessionStart": ("session_start", "system"),
-    "BeforeAgent": ("user_message", "user"),
-    "AfterAgent": ("assistant_message", "assistant"),
-    "BeforeTool": ("tool_call", "assistant"),
-    "AfterTool": ("tool_result", "tool"),
-    "PreCompress": ("compaction", "system"),
-    "Notification": ("notification", "system"),
-    "SessionEnd": ("session_end", "system"),
+# event name → kind
+_KINDS = {
+    "SessionStart": "session_start",
+    "BeforeAgent": "user_message",
+    "AfterAgent": "assistant_message",
+    "BeforeTool": "tool_call",
+    "AfterTool": "tool_result",
+    "PreCompress": "compaction",
+    "Notification": "notification",
+    "SessionEnd": "session_end",
 }
 
 _META = (
@@ -86,8 +82,8 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
-    name = _event_name(payload)
-    kind, role = _KINDS.get(name, (hook_kind(name), "system"))
+    name = event_name(payload)
+    kind = kind_of(_KINDS, name)
     if name == "AfterTool" and _tool_error(payload):
         kind = "tool_failure"
     metadata = scalars(payload, _META)
@@ -101,38 +97,25 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     return one_event(
         payload,
         name,
-        (kind, role),
+        kind,
         text=_text(name, payload),
         metadata=metadata,
         ts=parse_time(payload.get("timestamp")),
     )
 
 
-_event_name = event_name
-
-
-_cwd = payload_cwd
-
-
 def _reply(payload: Mapping[str, Any], context: str | None) -> str:
-    name = _event_name(payload)
+    name = event_name(payload)
     if not context or name not in _CONTEXT_EVENTS:
         return "{}"  # Gemini CLI reads stdout as JSON, always
-    return additional_context(name, context, CONTEXT_CAP)
+    return additional_context(name, context)
 
 
 _CONTEXT_EVENTS = frozenset({"SessionStart", "BeforeAgent"})
 
 
 def adapter() -> AgentAdapter:
-    return AgentAdapter(
-        name="gemini",
-        to_events=_events,
-        cwd=_cwd,
-        reply=_reply,
-        event_name=_event_name,
-        context_events=_CONTEXT_EVENTS,
-    )
+    return AgentAdapter("gemini", _events, reply=_reply, context_events=_CONTEXT_EVENTS)
 
 
 register("gemini", adapter)

@@ -15,29 +15,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cairn.capture.agents import AgentAdapter, Captured, hook_kind, register
+from cairn.capture.agents import AgentAdapter, Captured, event_name, register
 from cairn.capture.agents._common import (
-    event_name,
     first_text,
+    kind_of,
     leftover_text,
     one_event,
     parse_time,
-    payload_cwd,
     scalars,
     text_of,
 )
 
 __all__ = ["adapter"]
 
-# event name → (kind, role)
-_KINDS: dict[str, tuple[str, str]] = {
-    "session.created": ("session_start", "system"),
-    "chat.message": ("user_message", "user"),
-    "tool.execute.before": ("tool_call", "assistant"),
-    "tool.execute.after": ("tool_result", "tool"),
-    "assistant.message": ("assistant_message", "assistant"),
-    "session.compacted": ("compaction", "system"),
-    "session.deleted": ("session_end", "system"),
+# event name → kind
+_KINDS = {
+    "session.created": "session_start",
+    "chat.message": "user_message",
+    "tool.execute.before": "tool_call",
+    "tool.execute.after": "tool_result",
+    "assistant.message": "assistant_message",
+    "session.compacted": "compaction",
+    "session.deleted": "session_end",
 }
 
 _META = ("tool", "call_id", "message_id", "agent", "model", "title")
@@ -70,7 +69,7 @@ def _text(name: str, payload: Mapping[str, Any]) -> str:
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
-    name = _event_name(payload)
+    name = event_name(payload)
     metadata = scalars(payload, _META)
     if name == "session.compacted":
         metadata["phase"] = "after"
@@ -79,7 +78,7 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     return one_event(
         payload,
         name,
-        _KINDS.get(name, (hook_kind(name), "system")),
+        kind_of(_KINDS, name),
         text=_text(name, payload),
         metadata=metadata,
         own_id=payload.get(_OWN_ID.get(name, "")),
@@ -87,24 +86,8 @@ def _events(payload: Mapping[str, Any]) -> list[Captured]:
     )
 
 
-_event_name = event_name
-
-
-_cwd = payload_cwd
-
-
-def _reply(payload: Mapping[str, Any], context: str | None) -> str | None:
-    return None
-
-
 def adapter() -> AgentAdapter:
-    return AgentAdapter(
-        name="opencode",
-        to_events=_events,
-        cwd=_cwd,
-        reply=_reply,
-        event_name=_event_name,
-    )
+    return AgentAdapter("opencode", _events)  # the plugin reads no reply
 
 
 register("opencode", adapter)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from cairn.doors._asgi import HttpMiddleware
 
 __all__ = ["CONTENT_SECURITY_POLICY", "SecurityHeaders"]
 
@@ -32,17 +34,11 @@ HEADERS = {
 }
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """Adds ``HEADERS`` to every response, and ``Cache-Control: no-store`` to all but the
     static files (pages show memory a shared browser cache should not keep)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         static = "/static/" in scope.get("path", "")
 
         async def with_headers(message: Message) -> None:
