@@ -193,21 +193,21 @@ class Memory(TimelineVerbs, GraphVerbs):
     ) -> None:
         """``root`` is the project folder (ingest and path links read files under it);
         ``folder`` the store folder, which they never read."""
-        self.store = store
+        self._store = store
         self.timeline_settings = timeline or TimelineSettings()
         # one rollup at a time in this process (the background one and a curator's)
         self._rollup_lock = threading.Lock()
         # Loading a model takes a moment: only reads that need vectors pay for it.
         self._embedder_spec = embedder
         self._indexer: Indexer | None = None
-        self.policy = policy
+        self._policy = policy
         self.root = (root or Path.cwd()).resolve()
         self.folder = folder.resolve() if folder is not None else None
         self._init_graph(graph)
         self.clock = clock
         self._hash_path = file_hasher(IngestArea(self.root, (".",), self.folder))
         self._worker: IndexWorker | None = None
-        self.gate = Gate(
+        self._gate = Gate(
             store,
             policy,
             clock=clock,
@@ -245,6 +245,18 @@ class Memory(TimelineVerbs, GraphVerbs):
             graph=graph,
         )
 
+    # ---- policy --------------------------------------------------------------------------
+
+    @property
+    def policy_in_force(self) -> Policy:
+        """The policy this memory governs by (frozen: reading it changes nothing)."""
+        return self._policy
+
+    def govern_by(self, policy: Policy) -> None:
+        """Govern by ``policy`` from now on, the gate's rulings and the graph's role
+        profiles alike: a policy edited while this memory is open."""
+        self._policy = self._gate.policy = policy
+
     # ---- indexes -------------------------------------------------------------------------
 
     @property
@@ -253,7 +265,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         if self._indexer is None and self._embedder_spec is not None:
             spec = self._embedder_spec
             embedder = make_embedder(spec) if isinstance(spec, str) else spec
-            self._indexer = Indexer(self.store, embedder)
+            self._indexer = Indexer(self._store, embedder)
         return self._indexer
 
     def _need_indexer(self) -> Indexer:
@@ -320,7 +332,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         if weights is not None:
             _check_weights(weights, mode)
         for kind in kinds:
-            self.policy.check_kind(kind)
+            self._policy.check_kind(kind)
         if candidates is not None and not 1 <= candidates <= 10_000:
             raise InvalidInput("candidates must be between 1 and 10000", field="candidates")
         if mode not in ("hybrid", "keyword", "vector"):
@@ -379,7 +391,7 @@ class Memory(TimelineVerbs, GraphVerbs):
             record_ids=record_ids,
         )
         indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
-        return run_search(self.store, indexer, principal, plan)[0]
+        return run_search(self._store, indexer, principal, plan)[0]
 
     def retrieve(
         self,
@@ -418,19 +430,19 @@ class Memory(TimelineVerbs, GraphVerbs):
         )
         indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
         return run_retrieve(
-            self.store, indexer, principal, plan, max_tokens=max_tokens, now=self.clock()
+            self._store, indexer, principal, plan, max_tokens=max_tokens, now=self.clock()
         )
 
     def ping(self) -> None:
         """Raise ``StoreError`` unless the store answers (one indexed lookup)."""
-        self.store.get_record("rec_ping")
+        self._store.get_record("rec_ping")
 
     def close(self) -> None:
         self._stop_timeline()
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
-        self.store.close()
+        self._store.close()
 
     def __enter__(self) -> Self:
         return self
@@ -456,7 +468,7 @@ class Memory(TimelineVerbs, GraphVerbs):
     ) -> ProposalOutcome:
         """Propose a new record (or record a draft, which any principal may do)."""
         change = CreateChange(content=content, draft=draft, paths=tuple(paths))
-        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def update(
         self,
@@ -468,7 +480,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         reason: str | None = None,
     ) -> ProposalOutcome:
         change = UpdateChange(record_id=record_id, patch=patch)
-        outcome = self.gate.submit(
+        outcome = self._gate.submit(
             change, principal, base_version_id=base_version_id, reason=reason
         )
         return self._shown_outcome(outcome, principal)
@@ -490,14 +502,14 @@ class Memory(TimelineVerbs, GraphVerbs):
                 raise InvalidInput("give content or patch, not both", field="patch")
             content = patch.apply(self._visible(record_id, principal).content)
         change = SupersedeChange(record_id=record_id, by=by, content=content)
-        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def transition(
         self, record_id: str, to: Status, *, principal: Principal, reason: str | None = None
     ) -> ProposalOutcome:
         """Move a record along the lifecycle: approve/reject a draft, archive, restore, …"""
         change = TransitionChange(record_id=record_id, to=to)
-        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def link(
         self, edge: EdgeDraft, *, principal: Principal, reason: str | None = None
@@ -505,14 +517,14 @@ class Memory(TimelineVerbs, GraphVerbs):
         """Propose a typed edge between two records the principal may read; the policy
         decides (a relation the catalog does not declare is refused)."""
         change = LinkChange(edge=edge)
-        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def unlink(
         self, edge_id: str, *, principal: Principal, reason: str | None = None
     ) -> ProposalOutcome:
         """Propose removing an edge (it is marked removed; its history stays)."""
         change = UnlinkChange(edge_id=edge_id)
-        return self._shown_outcome(self.gate.submit(change, principal, reason=reason), principal)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def archive(
         self, record_id: str, *, principal: Principal, reason: str | None = None
@@ -527,11 +539,13 @@ class Memory(TimelineVerbs, GraphVerbs):
     def decide(
         self, proposal_id: str, *, approve: bool, principal: Principal, reason: str | None = None
     ) -> ProposalOutcome:
-        outcome = self.gate.decide(proposal_id, approve=approve, principal=principal, reason=reason)
-        return self._shown_outcome(outcome, principal)
+        decided = self._gate.decide(
+            proposal_id, approve=approve, principal=principal, reason=reason
+        )
+        return self._shown_outcome(decided, principal)
 
     def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
-        return self.gate.rebase(proposal_id, principal=principal)
+        return self._gate.rebase(proposal_id, principal=principal)
 
     def approve_many(
         self, proposal_ids: Sequence[str], *, principal: Principal, reason: str
@@ -539,7 +553,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         """A curator approves many queued proposals with one reason, all in one transaction:
         if any of them cannot be approved (stale, duplicate, already decided, not visible),
         none is and the error names the first."""
-        outcomes = self.gate.approve_many(proposal_ids, principal=principal, reason=reason)
+        outcomes = self._gate.approve_many(proposal_ids, principal=principal, reason=reason)
         return [self._shown_outcome(o, principal) for o in outcomes]
 
     def approve_matching(
@@ -588,7 +602,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         if not chosen:
             raise Conflict(f"nothing to publish in scope {scope}: no active records", field="scope")
         change = PublishChange(scope=scope, pins=chosen, name=name, replace=replace)
-        return self.gate.submit(change, principal, reason=reason)
+        return self._gate.submit(change, principal, reason=reason)
 
     def store_many(
         self, contents: Sequence[Content], *, principal: Principal, draft: bool = False
@@ -599,7 +613,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         entry names every record the batch made. Vectors are made afterwards, in the
         background, like any write's."""
         changes = [CreateChange(content=c, draft=draft) for c in contents]
-        outcomes = self.gate.submit_many(changes, principal)
+        outcomes = self._gate.submit_many(changes, principal)
         return [self._shown_outcome(o, principal) for o in outcomes]
 
     def remember_many(
@@ -611,7 +625,7 @@ class Memory(TimelineVerbs, GraphVerbs):
     # ---- reads -------------------------------------------------------------------------
 
     def _visible(self, record_id: str, principal: Principal) -> Record:
-        record = self.store.get_record(record_id) if is_id(record_id) else None
+        record = self._store.get_record(record_id) if is_id(record_id) else None
         if record is None or not access.can_read(principal, record.scope, record.content.acl):
             raise NotFound(f"no record {record_id!r}", field="record_id")
         return record
@@ -629,16 +643,16 @@ class Memory(TimelineVerbs, GraphVerbs):
         selector = selector or VersionPin.head()
         chosen: Version | None
         if version is not None:
-            chosen = self.store.get_version_by_number(record_id, version)
+            chosen = self._store.get_version_by_number(record_id, version)
             missing = NotFound(f"{record_id} has no version {version}", field="version")
             selector_kind = PinKind.VERSION_REF
         elif selector.kind is PinKind.HEAD:
-            chosen = self.store.get_version(record.current_version_id)
+            chosen = self._store.get_version(record.current_version_id)
             missing = NotFound(f"no record {record_id}", field="record_id")
             selector_kind = PinKind.HEAD
         elif selector.kind is PinKind.VERSION_REF:
             _check(selector.version_id or "", "version_id", MAX_ID_CHARS)
-            chosen = self.store.get_version(selector.version_id or "")
+            chosen = self._store.get_version(selector.version_id or "")
             if chosen is not None and chosen.record_id != record_id:
                 chosen = None
             missing = NotFound(
@@ -650,7 +664,7 @@ class Memory(TimelineVerbs, GraphVerbs):
             version_id = baseline.pins.get(record_id)
             if version_id is None:
                 raise NotFound(f"{record_id} is not in baseline {baseline.id}", field="selector")
-            chosen = self.store.get_version(version_id)
+            chosen = self._store.get_version(version_id)
             missing = NotFound(f"{record_id} is not in baseline {baseline.id}", field="selector")
             selector = VersionPin(kind=selector.kind, baseline_id=baseline.id)
             selector_kind = selector.kind
@@ -672,12 +686,12 @@ class Memory(TimelineVerbs, GraphVerbs):
 
     def _baseline_for(self, scope: str, selector: VersionPin, principal: Principal) -> Baseline:
         if selector.kind is PinKind.PUBLISHED:
-            baseline_id = self.store.published_baseline_id(scope)
+            baseline_id = self._store.published_baseline_id(scope)
             if baseline_id is None:
                 raise NotFound(f"scope {scope} has nothing published yet", field="selector")
         else:
             baseline_id = _check(selector.baseline_id or "", "baseline_id", MAX_ID_CHARS)
-        baseline = self.store.get_baseline(baseline_id)
+        baseline = self._store.get_baseline(baseline_id)
         # A baseline of a scope the principal may not read does not exist for it.
         if baseline is None or not access.in_scope(principal, baseline.scope):
             raise NotFound(f"no baseline {baseline_id}", field="baseline_id")
@@ -690,7 +704,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         is left out (the record still reads as superseded in ``validate``)."""
         if record.superseded_by is None:
             return record
-        successor = self.store.get_record(record.superseded_by)
+        successor = self._store.get_record(record.superseded_by)
         if successor is not None and access.can_read(
             principal, successor.scope, successor.content.acl
         ):
@@ -728,7 +742,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         record = self._visible(record_id, principal)
         seen = {record.id}
         while record.superseded_by:
-            nxt = self.store.get_record(record.superseded_by)
+            nxt = self._store.get_record(record.superseded_by)
             if nxt is None or nxt.id in seen:
                 break
             if not access.can_read(principal, nxt.scope, nxt.content.acl):
@@ -749,7 +763,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         self._visible(record_id, principal)
         return [
             self._shown_version(v, principal)
-            for v in self.store.list_versions(record_id, after=after, limit=limit)
+            for v in self._store.list_versions(record_id, after=after, limit=limit)
             if access.can_read(principal, v.content.scope, v.content.acl)
         ]
 
@@ -759,7 +773,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         """Append a batch of events in one transaction (one audit entry for the batch).
         Sending an event again is a no-op reported in ``duplicates``; the same id with other
         content refuses the whole batch."""
-        report = self.gate.append_events(events, principal)
+        report = self._gate.append_events(events, principal)
         if report.stored:
             self._events_appended()
         return report
@@ -767,7 +781,7 @@ class Memory(TimelineVerbs, GraphVerbs):
     def check_events(self, events: Sequence[EventDraft], *, principal: Principal) -> None:
         """Refuse what ``append_events`` would refuse of these events (any number of them),
         storing nothing: a file appended in batches is checked whole first."""
-        self.gate.check_events(events, principal)
+        self._gate.check_events(events, principal)
 
     def events(
         self,
@@ -791,7 +805,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         for moment, what in ((since, "since"), (until, "until")):
             if moment is not None and moment.tzinfo is None:
                 raise InvalidInput(f"{what} needs a time zone", field=what)
-        allowed = readable(self.store, principal, ReadRequest(scope=scope))
+        allowed = readable(self._store, principal, ReadRequest(scope=scope))
         where = EventFilter(
             acl_ids=allowed.acl_ids,
             scope_ids=allowed.scope_ids,
@@ -799,7 +813,7 @@ class Memory(TimelineVerbs, GraphVerbs):
             since=since,
             until=until,
         )
-        found = self.store.list_events(where, after=after, limit=limit)
+        found = self._store.list_events(where, after=after, limit=limit)
         # Trimmed in the store already; the read rule is checked once more here.
         return [e for e in found if access.can_read(principal, e.scope, e.acl)]
 
@@ -814,11 +828,11 @@ class Memory(TimelineVerbs, GraphVerbs):
         _check(context_id, "context_id", MAX_ID_CHARS)
         if len(body) > MAX_TASK_BYTES:
             raise InvalidInput(f"a task is at most {MAX_TASK_BYTES} bytes", field="task")
-        self.store.put_task(StoredTask(task_id, context_id, principal.id, state, body))
+        self._store.put_task(StoredTask(task_id, context_id, principal.id, state, body))
 
     def task(self, task_id: str, *, principal: Principal) -> bytes | None:
         """A task's body, if the principal owns it (anyone else's is "not there")."""
-        found = self.store.get_task(task_id, principal.id) if is_id(task_id) else None
+        found = self._store.get_task(task_id, principal.id) if is_id(task_id) else None
         return found.body if found else None
 
     def tasks(
@@ -833,14 +847,14 @@ class Memory(TimelineVerbs, GraphVerbs):
         """The principal's tasks, most recently saved first, a page at a time."""
         if not 1 <= limit <= 1000 or not 0 <= offset <= MAX_COUNTER:
             raise InvalidInput("task pages take 1 <= limit <= 1000 and an offset >= 0")
-        found = self.store.list_tasks(
+        found = self._store.list_tasks(
             principal.id, context_id=context_id, state=state, limit=limit, offset=offset
         )
         return [task.body for task in found]
 
     def delete_task(self, task_id: str, *, principal: Principal) -> None:
         if is_id(task_id):
-            self.store.delete_task(task_id, principal.id)
+            self._store.delete_task(task_id, principal.id)
 
     # ---- the graph ---------------------------------------------------------------------
 
@@ -858,7 +872,7 @@ class Memory(TimelineVerbs, GraphVerbs):
                 raise InvalidInput(f"at most {MAX_LIST_ITEMS} relation types", field="types")
             for name in types:
                 if name not in SYSTEM_RELATIONS:
-                    self.policy.relation(name)
+                    self._policy.relation(name)
         vertices = self._everything_readable(principal)
         edges = EdgeFilter(
             acl_ids=vertices.acl_ids,
@@ -871,7 +885,7 @@ class Memory(TimelineVerbs, GraphVerbs):
 
     def edge(self, edge_id: str, *, principal: Principal) -> Edge:
         """One edge the principal may read, both its ends included."""
-        return edge_rules.visible_edge(self.store, edge_id, principal)
+        return edge_rules.visible_edge(self._store, edge_id, principal)
 
     def edges(
         self,
@@ -892,7 +906,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         if include_removed:
             statuses.add(EdgeStatus.REMOVED.value)
         where, vertices = self._edge_filters(principal, types, frozenset(statuses))
-        found = self.store.list_edges(
+        found = self._store.list_edges(
             where, node_id=record_id, ends=vertices, after=after, limit=limit
         )
         return [e for e in found if access.can_read(principal, e.scope, e.acl)]
@@ -921,8 +935,8 @@ class Memory(TimelineVerbs, GraphVerbs):
         for anchor in anchors:
             self._visible(anchor, principal)
         where, vertices = self._edge_filters(principal, types, valid_at=valid_at)
-        either_way = frozenset(r.name for r in self.policy.relations if not r.directed)
-        found = self.store.neighbours(
+        either_way = frozenset(r.name for r in self._policy.relations if not r.directed)
+        found = self._store.neighbours(
             anchors,
             edges=where,
             vertices=vertices,
@@ -938,8 +952,8 @@ class Memory(TimelineVerbs, GraphVerbs):
     def _visible_records(self, query: RecordQuery, principal: Principal) -> list[Record]:
         """One page of records the principal may read: trimmed and bounded in the store."""
         for kind in query.kinds:
-            self.policy.check_kind(kind)
-        rows = self.store.query_records(
+            self._policy.check_kind(kind)
+        rows = self._store.query_records(
             query, scope_globs=principal.scopes, readable=self._everything_readable(principal)
         )
         # The store already trimmed by ACL in the index; the rule is checked once more here.
@@ -961,7 +975,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         return [self._shown_record(r, principal) for r in self._visible_records(query, principal)]
 
     def proposal(self, proposal_id: str, *, principal: Principal) -> Proposal:
-        proposal = self.store.get_proposal(proposal_id) if is_id(proposal_id) else None
+        proposal = self._store.get_proposal(proposal_id) if is_id(proposal_id) else None
         if proposal is None or not access.can_see_proposal(principal, proposal):
             raise NotFound(f"no proposal {proposal_id}", field="proposal_id")
         return proposal
@@ -980,7 +994,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         their own. A page, by id, bounded in the store (``after``: the last id seen);
         ``narrow`` filters it by change, kind, scope, author, rule and age."""
         curates = access.is_curator(principal)
-        found = self.store.list_proposals(
+        found = self._store.list_proposals(
             status=status,
             limit=limit,
             offset=offset,
@@ -992,7 +1006,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         return [p for p in found if access.can_see_proposal(principal, p)]
 
     def is_stale(self, proposal: Proposal) -> bool:
-        return self.gate.is_stale(proposal)
+        return self._gate.is_stale(proposal)
 
     def audit(self, query: AuditQuery, *, principal: Principal) -> list[AuditEntry]:
         """The audit log names records, proposals and baselines of every scope, so only a
@@ -1002,7 +1016,7 @@ class Memory(TimelineVerbs, GraphVerbs):
             raise PermissionDenied(
                 "the audit log covers every scope: only a curator of every scope ('*') may read it"
             )
-        return self.store.list_audit(query)
+        return self._store.list_audit(query)
 
     def baselines(self, scope: str | None, *, principal: Principal) -> list[Baseline]:
         """Baselines of the scopes the principal reads, each with only the pins of records
@@ -1010,10 +1024,10 @@ class Memory(TimelineVerbs, GraphVerbs):
         if scope is not None:
             _check(scope, "scope", MAX_SCOPE_CHARS)
         shown: list[Baseline] = []
-        for baseline in self.store.list_baselines(scope):
+        for baseline in self._store.list_baselines(scope):
             if not access.in_scope(principal, baseline.scope):
                 continue
-            records = self.store.get_records(list(baseline.pins))
+            records = self._store.get_records(list(baseline.pins))
             pins: dict[str, str] = {}
             for record_id, version_id in baseline.pins.items():
                 record = records.get(record_id)
@@ -1022,7 +1036,7 @@ class Memory(TimelineVerbs, GraphVerbs):
                 ):
                     continue
                 # The pinned version must be readable too: its ACL may be narrower.
-                version = self.store.get_version(version_id)
+                version = self._store.get_version(version_id)
                 if version is not None and access.can_read(
                     principal, version.content.scope, version.content.acl
                 ):
@@ -1046,7 +1060,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         most ``limit`` (for completions: one bounded query on the index)."""
         _check(prefix, "prefix", MAX_ID_CHARS)
         where = self._everything_readable(principal)
-        return self.store.record_ids(where, prefix, max(0, min(limit, 1000)))
+        return self._store.record_ids(where, prefix, max(0, min(limit, 1000)))
 
     def default_scope(self, *, principal: Principal) -> str:
         """Where a write that names no scope goes: the principal's own default scope (or
@@ -1066,12 +1080,12 @@ class Memory(TimelineVerbs, GraphVerbs):
     def record_kinds(self) -> tuple[str, ...]:
         """The record kinds this store's policy knows (doors list them in forms and schemas;
         the policy file, not the code, says which exist)."""
-        return tuple(self.policy.all_kinds)
+        return tuple(self._policy.all_kinds)
 
     def published_baseline_id(self, scope: str, *, principal: Principal) -> str | None:
         """The baseline ``scope``'s published pointer names, if the principal may see it."""
         _check(scope, "scope", MAX_SCOPE_CHARS)
-        pointer = self.store.published_baseline_id(scope)
+        pointer = self._store.published_baseline_id(scope)
         if pointer is None:
             return None
         visible = {b.id for b in self.baselines(scope, principal=principal)}
@@ -1082,12 +1096,12 @@ class Memory(TimelineVerbs, GraphVerbs):
         order, at most ``limit`` (for completions)."""
         _check(prefix, "prefix", MAX_SCOPE_CHARS)
         where = self._everything_readable(principal)
-        names = self.store.scopes()
+        names = self._store.scopes()
         found: list[str] = []
         for scope_id in sorted(where.scope_ids or (), key=lambda i: names[i]):
             if len(found) >= limit:
                 break
-            if names[scope_id].startswith(prefix) and self.store.record_ids(
+            if names[scope_id].startswith(prefix) and self._store.record_ids(
                 dataclasses.replace(where, scope_ids=frozenset({scope_id})), "", 1
             ):
                 found.append(names[scope_id])
@@ -1096,7 +1110,7 @@ class Memory(TimelineVerbs, GraphVerbs):
     def _everything_readable(self, principal: Principal) -> ChunkFilter:
         """The filter admitting the head of every record the principal may read, in any
         state (drafts, archived and superseded ones too)."""
-        where = readable(self.store, principal, ReadRequest(include_drafts=True))
+        where = readable(self._store, principal, ReadRequest(include_drafts=True))
         return dataclasses.replace(
             where, statuses=frozenset(s.value for s in Status), include_superseded=True
         )
@@ -1106,16 +1120,16 @@ class Memory(TimelineVerbs, GraphVerbs):
         row counts, its chunk count and the vector index's lag (chunks not embedded yet);
         anyone else the records it may read, by status, and the proposals it may see."""
         if access.sees_everything(principal):
-            counts = self.store.counts()
-            counts["chunks"] = self.store.chunk_count()
+            counts = self._store.counts()
+            counts["chunks"] = self._store.chunk_count()
             if self.indexer is not None:
                 counts["vector_lag"] = self.vector_lag()
             return counts
-        by_status = self.store.count_records(self._everything_readable(principal))
+        by_status = self._store.count_records(self._everything_readable(principal))
         counts = {"records": sum(by_status.values())}
         counts.update({f"records.{name}": n for name, n in sorted(by_status.items())})
         curates = access.is_curator(principal)
-        seen = self.store.count_proposals(
+        seen = self._store.count_proposals(
             proposer=principal.id, scope_globs=principal.scopes if curates else None
         )
         counts["proposals"] = sum(seen.values())
@@ -1136,7 +1150,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         roots the policy opens to the principal's roles only."""
         _check(scope, "scope", MAX_SCOPE_CHARS)
         report = IngestReport()
-        area = IngestArea(self.root, self.policy.ingest_roots(principal.roles), self.folder)
+        area = IngestArea(self.root, self._policy.ingest_roots(principal.roles), self.folder)
         files = expand(paths, area)
         git = git_info(files[0].parent if files else self.root, self.root)
         known = self._ingested_by_path(scope)
@@ -1164,7 +1178,7 @@ class Memory(TimelineVerbs, GraphVerbs):
                 title=content.title, body=content.body, provenance=content.provenance
             )
             # The kernel's own provenance (ingested evidence) is kept: kernel_provenance.
-            outcome = self.gate.submit(
+            outcome = self._gate.submit(
                 UpdateChange(record_id=existing.id, patch=patch),
                 principal,
                 reason="re-ingest",
@@ -1172,16 +1186,16 @@ class Memory(TimelineVerbs, GraphVerbs):
             )
             _file_outcome(report, self._shown_outcome(outcome, principal), updated=True)
         outcomes = (
-            self.gate.submit_many(creates, principal, kernel_provenance=True) if creates else []
+            self._gate.submit_many(creates, principal, kernel_provenance=True) if creates else []
         )
         for outcome in outcomes:
             _file_outcome(report, outcome, updated=False)
         return report
 
     def _ingested_by_path(self, scope: str) -> dict[str, Record]:
-        linked = [link.record_id for link in self.store.list_path_links()]
+        linked = [link.record_id for link in self._store.list_path_links()]
         found: dict[str, Record] = {}
-        for record in self.store.get_records(linked).values():
+        for record in self._store.get_records(linked).values():
             path = record.content.provenance.path
             if (
                 record.scope == scope
@@ -1221,7 +1235,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         if request.selector.kind is PinKind.PUBLISHED and (
             # a scope the principal may not read reads exactly like one never published
             not access.in_scope(principal, request.scope)
-            or self.store.published_baseline_id(request.scope) is None
+            or self._store.published_baseline_id(request.scope) is None
         ):
             warnings.append(f"nothing is published in {request.scope} yet")
         return ReadContextResponse(
@@ -1241,7 +1255,7 @@ class Memory(TimelineVerbs, GraphVerbs):
         checks: list[RecordCheck] = []
         items: list[Item] = []
         for record_id in record_ids:
-            record = self.store.get_record(record_id) if is_id(record_id) else None
+            record = self._store.get_record(record_id) if is_id(record_id) else None
             if record is None or not access.can_read(principal, record.scope, record.content.acl):
                 checks.append(
                     RecordCheck(record_id=record_id, valid=False, problems=("not_found",))
@@ -1268,7 +1282,7 @@ class Memory(TimelineVerbs, GraphVerbs):
                     problems=tuple(problems),
                 )
             )
-            version = self.store.get_version(record.current_version_id)
+            version = self._store.get_version(record.current_version_id)
             if version is not None:
                 items.append(direct_item(record, version, "direct_fetch", scope=record.scope))
         contradictions = find_contradictions(items)
@@ -1284,16 +1298,16 @@ class Memory(TimelineVerbs, GraphVerbs):
         wanted = path.strip("/")
         record_ids = {
             link.record_id
-            for link in self.store.list_path_links()
+            for link in self._store.list_path_links()
             if link.path == wanted or link.path.startswith(wanted + "/")
         }
         items: list[Item] = []
-        for record in self.store.get_records(sorted(record_ids)).values():
+        for record in self._store.get_records(sorted(record_ids)).values():
             if not access.can_read(principal, record.scope, record.content.acl):
                 continue
             if record.status not in (Status.ACTIVE, Status.DRAFT) or record.superseded_by:
                 continue
-            version = self.store.get_version(record.current_version_id)
+            version = self._store.get_version(record.current_version_id)
             if version is not None:
                 items.append(direct_item(record, version, "relationship_path", scope=record.scope))
         items.sort(key=lambda i: (i.status != "active", i.title))
@@ -1365,12 +1379,12 @@ class Memory(TimelineVerbs, GraphVerbs):
         their linked hash again re-activate records that drift made stale."""
         access.require_curator(principal, "refresh drift")
         by_record: dict[str, list[PathLink]] = {}
-        for link in self.store.list_path_links():
+        for link in self._store.list_path_links():
             by_record.setdefault(link.record_id, []).append(link)
         stale: list[str] = []
         reactivated: list[str] = []
         for record_id, links in by_record.items():
-            record = self.store.get_record(record_id)
+            record = self._store.get_record(record_id)
             if record is None:
                 continue
             checked = [
@@ -1380,7 +1394,7 @@ class Memory(TimelineVerbs, GraphVerbs):
             drifted = [link.path for link in checked if link.drifted]
             reason = f"refresh requested by {principal.id}"
             if record.status is Status.ACTIVE and drifted:
-                self.gate.relink(
+                self._gate.relink(
                     record,
                     checked,
                     Status.STALE,
@@ -1393,7 +1407,7 @@ class Memory(TimelineVerbs, GraphVerbs):
                 and not drifted
                 and any(link.drifted for link in links)
             ):
-                self.gate.relink(
+                self._gate.relink(
                     record,
                     checked,
                     Status.ACTIVE,
@@ -1406,7 +1420,7 @@ class Memory(TimelineVerbs, GraphVerbs):
     def vacuum(self, *, principal: Principal) -> VacuumReport:
         """Archive drafts, rejected and stale records kept past the policy's retention."""
         access.require_curator(principal, "vacuum")
-        retention = self.policy.retention
+        retention = self._policy.retention
         limits = {
             Status.DRAFT: timedelta(days=retention.draft_days),
             Status.REJECTED: timedelta(days=retention.rejected_days),
@@ -1415,12 +1429,12 @@ class Memory(TimelineVerbs, GraphVerbs):
         now = self.clock()
         archived: list[str] = []
         query = RecordQuery(statuses=tuple(limits), limit=1000)
-        while page := self.store.query_records(query, scope_globs=()):
+        while page := self._store.query_records(query, scope_globs=()):
             query = query.model_copy(update={"after": page[-1].id})
             for record in page:
                 if now - record.status_changed_at < limits[record.status]:
                     continue
-                self.gate.submit(
+                self._gate.submit(
                     TransitionChange(record_id=record.id, to=Status.ARCHIVED),
                     SYSTEM_PRINCIPAL,
                     reason=f"retention: {record.status.value} since "

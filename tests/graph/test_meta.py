@@ -186,10 +186,10 @@ def test_the_cache_is_partitioned_by_policy_and_snapshot(
     assert cache(why(lite, MANAGER)) == "miss"
     assert cache(why(lite, asker("staff", labels=("internal",), principal_id="u-2"))) == "miss"
     # another staff profile is another policy key: a miss, then hits again
-    graph = lite.policy.graph
+    graph = lite.policy_in_force.graph
     staff = graph.roles["staff"].model_copy(update={"description": "staff, reworded"})
     changed = graph.model_copy(update={"roles": {**graph.roles, "staff": staff}})
-    lite.policy = lite.policy.model_copy(update={"graph": changed})
+    lite.govern_by(lite.policy_in_force.model_copy(update={"graph": changed}))
     moved = why(lite, STAFF)
     assert moved["_meta"]["actor"]["policy_key"] != first["_meta"]["actor"]["policy_key"]
     assert moved["_meta"]["actor"]["policy_key"] == changed.policy_key("staff")
