@@ -25,10 +25,7 @@ from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
 from cairn.graph.settings import GraphSettings
 from cairn.graph.verbs import GraphVerbs
-from cairn.ingest.files import (
-    IngestArea,
-    confined_file,
-)
+from cairn.ingest.files import IngestArea, confined_file
 from cairn.memory.context import ContextVerbs
 from cairn.memory.edges import MAX_HOPS, EdgeVerbs
 from cairn.memory.events import EventVerbs
@@ -36,16 +33,11 @@ from cairn.memory.review import ReviewVerbs
 from cairn.memory.tasks import MAX_TASK_BYTES, TaskVerbs
 from cairn.memory.upkeep import RefreshReport, UpkeepVerbs, VacuumReport
 from cairn.memory.writes import WriteVerbs
-from cairn.model import (
-    RecordView,
-    utcnow,
-)
+from cairn.model import RecordView, utcnow
 from cairn.retrieval.chunking import chunks_for
 from cairn.retrieval.indexer import Indexer, IndexWorker
 from cairn.search.embedder import Embedder
-from cairn.store.base import (
-    Store,
-)
+from cairn.store.base import Store
 from cairn.store.factory import open_store
 from cairn.timeline.settings import TimelineSettings
 from cairn.timeline.verbs import TimelineVerbs

@@ -9,16 +9,10 @@ from typing import Any
 
 from cairn.errors import InvalidInput, NotFound
 from cairn.governance import access
-from cairn.limits import (
-    is_id,
-)
+from cairn.limits import is_id
 from cairn.memory.reads import ReadVerbs
 from cairn.memory.search import SearchVerbs
-from cairn.model import (
-    PinKind,
-    Principal,
-    Status,
-)
+from cairn.model import PinKind, Principal, Status
 from cairn.retrieval.claims import claim_relation
 from cairn.retrieval.context import (
     ClaimCheck,
@@ -31,10 +25,7 @@ from cairn.retrieval.context import (
 )
 from cairn.retrieval.pipeline import clipped
 from cairn.retrieval.researcher import research
-from cairn.retrieval.types import (
-    Item,
-    RetrievalResult,
-)
+from cairn.retrieval.types import Item, RetrievalResult
 from cairn.retrieval.validate import direct_item, find_contradictions
 
 __all__ = ["ContextVerbs"]

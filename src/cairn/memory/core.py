@@ -14,24 +14,10 @@ from cairn.errors import InvalidInput, NotFound
 from cairn.governance import access
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy
-from cairn.limits import (
-    LimitExceeded,
-    check_text,
-    is_id,
-)
-from cairn.model import (
-    Principal,
-    ProposalOutcome,
-    Record,
-    RecordQuery,
-    Status,
-    Version,
-)
+from cairn.limits import LimitExceeded, check_text, is_id
+from cairn.model import Principal, ProposalOutcome, Record, RecordQuery, Status, Version
 from cairn.retrieval.preselect import ReadRequest, readable
-from cairn.store.base import (
-    ChunkFilter,
-    Store,
-)
+from cairn.store.base import ChunkFilter, Store
 
 __all__ = ["MemoryCore", "check_input", "literal_glob"]
 

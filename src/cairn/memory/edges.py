@@ -9,22 +9,10 @@ from datetime import datetime
 from cairn.errors import InvalidInput
 from cairn.governance import access
 from cairn.governance import links as edge_rules
-from cairn.limits import (
-    MAX_LIST_ITEMS,
-)
+from cairn.limits import MAX_LIST_ITEMS
 from cairn.memory.core import MemoryCore
-from cairn.model import (
-    SYSTEM_RELATIONS,
-    Direction,
-    Edge,
-    EdgeStatus,
-    Neighbourhood,
-    Principal,
-)
-from cairn.store.base import (
-    ChunkFilter,
-    EdgeFilter,
-)
+from cairn.model import SYSTEM_RELATIONS, Direction, Edge, EdgeStatus, Neighbourhood, Principal
+from cairn.store.base import ChunkFilter, EdgeFilter
 
 __all__ = ["MAX_HOPS", "EdgeVerbs"]
 

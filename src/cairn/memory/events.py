@@ -9,21 +9,11 @@ from typing import TYPE_CHECKING
 
 from cairn.errors import InvalidInput
 from cairn.governance import access
-from cairn.limits import (
-    MAX_SCOPE_CHARS,
-)
+from cairn.limits import MAX_SCOPE_CHARS
 from cairn.memory.core import MemoryCore, check_input
-from cairn.model import (
-    AppendReport,
-    Event,
-    EventCursor,
-    EventDraft,
-    Principal,
-)
+from cairn.model import AppendReport, Event, EventCursor, EventDraft, Principal
 from cairn.retrieval.preselect import ReadRequest, readable
-from cairn.store.base import (
-    EventFilter,
-)
+from cairn.store.base import EventFilter
 
 __all__ = ["EventVerbs"]
 

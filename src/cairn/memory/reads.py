@@ -7,11 +7,7 @@ import dataclasses
 
 from cairn.errors import InvalidInput, NotFound
 from cairn.governance import access, lifecycle
-from cairn.limits import (
-    MAX_COUNTER,
-    MAX_ID_CHARS,
-    MAX_SCOPE_CHARS,
-)
+from cairn.limits import MAX_COUNTER, MAX_ID_CHARS, MAX_SCOPE_CHARS
 from cairn.memory.core import MemoryCore, check_input
 from cairn.model import (
     Baseline,

@@ -7,10 +7,7 @@ from collections.abc import Sequence
 
 from cairn.errors import InvalidInput, NotFound, PermissionDenied
 from cairn.governance import access
-from cairn.limits import (
-    MAX_BULK_DECISIONS,
-    is_id,
-)
+from cairn.limits import MAX_BULK_DECISIONS, is_id
 from cairn.memory.core import MemoryCore
 from cairn.model import (
     AuditEntry,

@@ -8,24 +8,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from cairn.errors import InvalidInput
-from cairn.limits import (
-    MAX_QUERY_CHARS,
-    MAX_SCOPE_CHARS,
-)
+from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS
 from cairn.memory.core import check_input
 from cairn.memory.indexing import IndexVerbs
-from cairn.model import (
-    Principal,
-    VersionPin,
-)
+from cairn.model import Principal, VersionPin
 from cairn.retrieval.fuse import chosen_weights
 from cairn.retrieval.pipeline import SearchPlan, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest
-from cairn.retrieval.types import (
-    Mode,
-    RetrievalResult,
-    SearchResult,
-)
+from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
 
 __all__ = ["SearchVerbs"]
 
