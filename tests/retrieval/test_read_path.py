@@ -208,7 +208,7 @@ def test_budget_clips_in_order_without_reranking(rmemory: Memory, curator: Princ
 )
 @given(st.text(max_size=60) | st.sampled_from(['"', "*", "NEAR(", "-x", "a AND", "(", "é", ""]))
 def test_any_text_is_a_valid_keyword_query(
-    memory: Memory, curator: Principal, text: str, store: Store
+    memory: Memory, curator: Principal, store: Store, text: str
 ) -> None:
     """Any text searches (query syntax is never the caller's problem), except text no store
     can hold, which is refused as bad input rather than failing inside a store."""
