@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from cairn.errors import Conflict, InvalidInput, NotFound
+from cairn.errors import Conflict, NotFound
 from cairn.governance import access, links
 from cairn.governance.policy import Policy
-from cairn.limits import MAX_REASON_CHARS, LimitExceeded, check_text, is_id
+from cairn.limits import MAX_REASON_CHARS, check_input, is_id
 from cairn.model import (
     AuditEntry,
     Change,
@@ -45,12 +45,7 @@ ORIGIN_OF: dict[PrincipalKind, Origin] = {
 
 
 def checked_reason(reason: str | None) -> str | None:
-    if reason is None:
-        return None
-    try:
-        return check_text(reason, "reason", MAX_REASON_CHARS)
-    except LimitExceeded as exc:
-        raise InvalidInput(str(exc), field="reason") from None
+    return None if reason is None else check_input(reason, "reason", MAX_REASON_CHARS)
 
 
 def as_create(change: Change) -> CreateChange:

@@ -10,16 +10,16 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from cairn.errors import InvalidInput, NotFound
+from cairn.errors import NotFound
 from cairn.governance import access
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy
-from cairn.limits import LimitExceeded, check_text, is_id
+from cairn.limits import is_id
 from cairn.model import Principal, ProposalOutcome, Record, RecordQuery, Status, Version
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.store.base import ChunkFilter, Store
 
-__all__ = ["MemoryCore", "check_input", "literal_glob"]
+__all__ = ["MemoryCore", "literal_glob"]
 
 
 class MemoryCore:
@@ -99,14 +99,6 @@ class MemoryCore:
             if len(found) < page.limit:
                 return
             page = page.model_copy(update={"after": found[-1].id})
-
-
-def check_input(value: str, what: str, limit: int) -> str:
-    """A plain string a verb takes, within ``cairn.limits``; refusals are ``InvalidInput``."""
-    try:
-        return check_text(value, what, limit)
-    except LimitExceeded as exc:
-        raise InvalidInput(str(exc), field=what) from None
 
 
 def literal_glob(text: str) -> str:

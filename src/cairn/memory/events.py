@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from cairn.errors import InvalidInput
 from cairn.governance import access
-from cairn.limits import MAX_SCOPE_CHARS
-from cairn.memory.core import MemoryCore, check_input
+from cairn.limits import MAX_SCOPE_CHARS, check_input
+from cairn.memory.core import MemoryCore
 from cairn.model import AppendReport, Event, EventCursor, EventDraft, Principal
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.store.base import EventFilter

@@ -7,8 +7,8 @@ import dataclasses
 
 from cairn.errors import InvalidInput, NotFound
 from cairn.governance import access, lifecycle
-from cairn.limits import MAX_COUNTER, MAX_ID_CHARS, MAX_SCOPE_CHARS
-from cairn.memory.core import MemoryCore, check_input
+from cairn.limits import MAX_COUNTER, MAX_ID_CHARS, MAX_SCOPE_CHARS, check_input
+from cairn.memory.core import MemoryCore
 from cairn.model import (
     Baseline,
     PinKind,

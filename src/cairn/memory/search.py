@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from cairn.errors import InvalidInput
-from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS
-from cairn.memory.core import check_input
+from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.indexing import IndexVerbs
 from cairn.model import Principal, VersionPin
 from cairn.retrieval.fuse import chosen_weights

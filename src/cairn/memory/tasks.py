@@ -4,8 +4,8 @@ the governed memory, bounded like a request."""
 from __future__ import annotations
 
 from cairn.errors import InvalidInput
-from cairn.limits import MAX_COUNTER, MAX_ID_CHARS, MAX_REQUEST_BYTES, is_id
-from cairn.memory.core import MemoryCore, check_input
+from cairn.limits import MAX_COUNTER, MAX_ID_CHARS, MAX_REQUEST_BYTES, check_input, is_id
+from cairn.memory.core import MemoryCore
 from cairn.model import Principal
 from cairn.store.base import StoredTask
 

@@ -16,8 +16,8 @@ from cairn.ingest.files import (
     git_info,
     read_text,
 )
-from cairn.limits import MAX_BODY_CHARS, MAX_SCOPE_CHARS
-from cairn.memory.core import MemoryCore, check_input, literal_glob
+from cairn.limits import MAX_BODY_CHARS, MAX_SCOPE_CHARS, check_input
+from cairn.memory.core import MemoryCore, literal_glob
 from cairn.model import (
     Content,
     ContentPatch,

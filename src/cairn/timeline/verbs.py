@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
-from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, LimitExceeded, check_text
+from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.timeline import reads
@@ -59,7 +59,7 @@ class TimelineVerbs:
 
     def _reader(self, principal: Principal, scope: str | None = None) -> reads.Reader:
         if scope is not None:
-            _check(scope, "scope", MAX_SCOPE_CHARS)
+            check_input(scope, "scope", MAX_SCOPE_CHARS)
         chosen = readable(self._store, principal, ReadRequest(scope=scope))
         return reads.Reader(chosen.acl_ids, chosen.scope_ids)
 
@@ -194,7 +194,7 @@ class TimelineVerbs:
         until: datetime | None = None,
     ) -> list[TeleportHit]:
         """Teleport: the nodes and grips that best match ``query``, without walking the tree."""
-        _check(query, "query", MAX_QUERY_CHARS)
+        check_input(query, "query", MAX_QUERY_CHARS)
         _aware(since, "since")
         _aware(until, "until")
         return reads.teleport(
@@ -217,7 +217,7 @@ class TimelineVerbs:
     ) -> RecentContext:
         """What an agent starting work should read first, within ``max_tokens``."""
         if session_id is not None:
-            _check(session_id, "session_id", MAX_SCOPE_CHARS)
+            check_input(session_id, "session_id", MAX_SCOPE_CHARS)
         return reads.recent_context(
             self._store,
             self._reader(principal, scope),
@@ -237,7 +237,7 @@ class TimelineVerbs:
         k: int = 10,
     ) -> ScanReport:
         """Read raw events for ``query`` over a node's span (or ``since``..``until``)."""
-        _check(query, "query", MAX_QUERY_CHARS)
+        check_input(query, "query", MAX_QUERY_CHARS)
         if not 1 <= k <= 100:
             raise InvalidInput("k must be between 1 and 100", field="k")
         _aware(since, "since")
@@ -256,15 +256,6 @@ class TimelineVerbs:
 def _require_builder(principal: Principal) -> None:
     if principal != SYSTEM_PRINCIPAL:
         access.require_curator(principal, "build the timeline")
-
-
-def _check(value: str, what: str, limit: int) -> None:
-    """A plain string a verb takes, within ``cairn.limits``; refusals are ``InvalidInput``
-    naming the argument."""
-    try:
-        check_text(value, what, limit)
-    except LimitExceeded as exc:
-        raise InvalidInput(str(exc), field=what) from None
 
 
 def _aware(moment: datetime | None, what: str) -> None:
