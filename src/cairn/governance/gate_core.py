@@ -8,9 +8,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 from cairn.errors import Conflict, NotFound
-from cairn.governance import access, links
+from cairn.governance import links
 from cairn.governance.policy import Policy
-from cairn.limits import MAX_REASON_CHARS, check_input, is_id
+from cairn.governance.visible import visible_proposal, visible_record
+from cairn.limits import MAX_REASON_CHARS, check_input
 from cairn.model import (
     AuditEntry,
     Change,
@@ -124,10 +125,7 @@ class GateCore:
         return record
 
     def _visible(self, record_id: str, principal: Principal) -> Record:
-        record = self.store.get_record(record_id) if is_id(record_id) else None
-        if record is None or not access.can_read(principal, record.scope, record.content.acl):
-            raise NotFound(f"no record {record_id}", field="record_id")
-        return record
+        return visible_record(self.store, record_id, principal)
 
     def _current_version_id(self, proposal: Proposal) -> str | None:
         if proposal.record_id is None:
@@ -136,9 +134,7 @@ class GateCore:
         return record.current_version_id if record else None
 
     def _pending(self, proposal_id: str, principal: Principal) -> Proposal:
-        proposal = self.store.get_proposal(proposal_id) if is_id(proposal_id) else None
-        if proposal is None or not access.can_see_proposal(principal, proposal):
-            raise NotFound(f"no proposal {proposal_id}", field="proposal_id")
+        proposal = visible_proposal(self.store, proposal_id, principal)
         if proposal.status is not ProposalStatus.PENDING:
             raise Conflict(f"proposal {proposal_id} is already {proposal.status.value}")
         return proposal

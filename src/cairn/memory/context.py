@@ -9,7 +9,7 @@ from typing import Any
 
 from cairn.errors import InvalidInput, NotFound
 from cairn.governance import access
-from cairn.limits import is_id
+from cairn.governance.visible import readable_record
 from cairn.memory.reads import ReadVerbs
 from cairn.memory.search import SearchVerbs
 from cairn.model import PinKind, Principal, Status
@@ -81,8 +81,8 @@ class ContextVerbs(SearchVerbs, ReadVerbs):
         checks: list[RecordCheck] = []
         items: list[Item] = []
         for record_id in record_ids:
-            record = self._store.get_record(record_id) if is_id(record_id) else None
-            if record is None or not access.can_read(principal, record.scope, record.content.acl):
+            record = readable_record(self._store, record_id, principal)
+            if record is None:
                 checks.append(
                     RecordCheck(record_id=record_id, valid=False, problems=("not_found",))
                 )

@@ -14,7 +14,7 @@ from cairn.errors import NotFound
 from cairn.governance import access
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy
-from cairn.limits import is_id
+from cairn.governance.visible import readable_record
 from cairn.model import Principal, ProposalOutcome, Record, RecordQuery, Status, Version
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.store.base import ChunkFilter, Store
@@ -34,8 +34,8 @@ class MemoryCore:
     clock: Callable[[], datetime]
 
     def _visible(self, record_id: str, principal: Principal) -> Record:
-        record = self._store.get_record(record_id) if is_id(record_id) else None
-        if record is None or not access.can_read(principal, record.scope, record.content.acl):
+        record = readable_record(self._store, record_id, principal)
+        if record is None:
             raise NotFound(f"no record {record_id!r}", field="record_id")
         return record
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cairn.errors import InvalidInput, NotFound, PermissionDenied
+from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
-from cairn.limits import MAX_BULK_DECISIONS, is_id
+from cairn.governance.visible import visible_proposal
+from cairn.limits import MAX_BULK_DECISIONS
 from cairn.memory.core import MemoryCore
 from cairn.model import (
     AuditEntry,
@@ -26,10 +27,7 @@ class ReviewVerbs(MemoryCore):
     """Mixed into ``Memory``: reading and deciding proposals, reading the audit."""
 
     def proposal(self, proposal_id: str, *, principal: Principal) -> Proposal:
-        proposal = self._store.get_proposal(proposal_id) if is_id(proposal_id) else None
-        if proposal is None or not access.can_see_proposal(principal, proposal):
-            raise NotFound(f"no proposal {proposal_id}", field="proposal_id")
-        return proposal
+        return visible_proposal(self._store, proposal_id, principal)
 
     def proposals(
         self,
