@@ -208,7 +208,8 @@ def test_a_batch_failing_inside_its_transaction_leaves_nothing(
     existing = memory.remember(_fact(0), principal=CURATOR).record
     assert existing is not None
     before = _snapshot(store)
-    from cairn.governance import gate as gate_module
+    # where an accepted change's record ids are minted
+    from cairn.governance import gate_plans as gate_module
 
     ids = iter(range(10_000))
     real_new_id = gate_module.new_id
