@@ -308,9 +308,11 @@ class KernelRetriever:
         self._tmp = tempfile.TemporaryDirectory(prefix="cairn-bench-", dir=workdir)
         root = Path(self._tmp.name)
         vectors = make_embedder(embedder, cache=LRUBytesCache(500_000)) if embedder else None
+        # db: a PostgreSQL URL (an empty database); default an embedded SQLite store. Kept:
+        # ``capture`` reads recall's raw rows, which no Memory verb hands out.
+        self.store = open_store(db, root)
         self.memory = Memory(
-            # db: a PostgreSQL URL (an empty database); default an embedded SQLite store
-            open_store(db, root),
+            self.store,
             parse_policy(DEFAULT_POLICY_YAML),
             root=root,
             embedder=vectors,
@@ -449,11 +451,11 @@ class KernelRetriever:
             record_ids=None,
         )
         indexer = self.memory._need_indexer if self.has_vectors else None
-        recalled = run_recall(self.memory.store, indexer, self.principal, plan, Trace())
+        recalled = run_recall(self.store, indexer, self.principal, plan, Trace())
         ids = sorted({i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector})
-        rows = self.memory.store.chunk_rows(ids)
+        rows = self.store.chunk_rows(ids)
         scope_ids = {row.meta.scope_id for row in rows.values()}
-        scopes = {i: name for i, name in self.memory.store.scopes().items() if i in scope_ids}
+        scopes = {i: name for i, name in self.store.scopes().items() if i in scope_ids}
         refs = {
             row.meta.record_id: self.records[row.meta.record_id]
             for row in rows.values()

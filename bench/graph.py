@@ -353,13 +353,13 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[tuple[int, Sequence[Any
 
 
 def load(memory: Memory, graph: Graph, console: Console) -> tuple[list[str], dict[str, Any]]:
-    """Every vertex, then every edge, through ``Gate.submit_graph`` in chunks."""
+    """Every vertex, then every edge, through ``Memory.graph_load`` in chunks."""
     rng = random.Random(graph.seed + 1)
     ids: list[str] = []
     started = time.perf_counter()
     for _, part in _chunks(range(len(graph.vertices)), VERTEX_CHUNK):
         creates = [graph.content(i, rng) for i in part]
-        outcomes = memory.gate.submit_graph(creates, [], [], CURATOR, reason="graph bench")
+        outcomes = memory.graph_load(creates, [], principal=CURATOR, reason="graph bench")
         ids += [o.record.id for o in outcomes if o.record is not None]
     vertex_s = time.perf_counter() - started
     console.print(
@@ -372,7 +372,7 @@ def load(memory: Memory, graph: Graph, console: Console) -> tuple[list[str], dic
         for n, e in enumerate(part, start):
             draft = graph.edge_draft(e, ids, n)
             links.append(GraphLink(draft=draft, src=draft.src, dst=draft.dst))
-        memory.gate.submit_graph([], [], links, CURATOR, reason="graph bench")
+        memory.graph_load([], links, principal=CURATOR, reason="graph bench")
         written += len(part)
         if written % (EDGE_CHUNK * 5) == 0:
             rate = written / (time.perf_counter() - started)

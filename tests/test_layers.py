@@ -33,8 +33,9 @@ def test_the_scan_sees_imports() -> None:
     assert "cairn.memory" in _imports(DOORS / "cli.py")
 
 
-# What a door may not reach through a Memory: its store, gate and policy are the kernel's.
-KERNEL_INSIDES = frozenset({"store", "gate", "policy", "indexer"})
+# What a door may not reach through a Memory: its store, gate and policy are the kernel's
+# (private now, and a door must not take the underscore's word as a mere suggestion).
+KERNEL_INSIDES = frozenset({"store", "gate", "policy", "indexer", "_store", "_gate", "_policy"})
 
 
 def _insides_reached(path: Path) -> set[str]:
@@ -65,3 +66,11 @@ def test_the_insides_scan_sees_an_access(tmp_path: Path) -> None:
     sample = tmp_path / "door.py"
     sample.write_text("def f(memory):\n    return memory.store.scopes()\n")
     assert _insides_reached(sample) == {"2: memory.store"}
+
+
+def test_admin_hands_doors_no_store() -> None:
+    """``cairn.admin`` opens the store itself for each verb: a door never holds one."""
+    import cairn.admin
+
+    assert "Store" not in cairn.admin.__all__
+    assert not hasattr(cairn.admin, "opened")

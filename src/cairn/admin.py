@@ -1,8 +1,8 @@
 """Store administration for doors: which backend, migrate, export, import.
 
-Doors never import ``cairn.store``; these verbs are the store-level operations they may
-offer (``cairn migrate|export|import``). Import is the one write outside the gate, and only
-into an empty store (see ``cairn.store.transfer``).
+Doors never import ``cairn.store`` nor hold a store: these verbs open it themselves and are
+the store-level operations doors may offer (``cairn migrate|export|import``). Import is the
+one write outside the gate, and only into an empty store (see ``cairn.store.transfer``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from cairn.store.base import Store
 from cairn.store.factory import backend_of, migrate_store, open_store, redact, sqlite_path
 from cairn.store.transfer import export_store, import_store
 
-__all__ = ["Store", "backend", "export_to", "import_from", "migrate", "opened", "where"]
+__all__ = ["backend", "export_to", "import_from", "migrate", "where"]
 
 
 def backend(db: str | None) -> str:
@@ -36,7 +36,7 @@ def require_store(db: str | None, folder: Path) -> None:
 
 
 @contextmanager
-def opened(db: str | None, folder: Path) -> Iterator[Store]:
+def _opened(db: str | None, folder: Path) -> Iterator[Store]:
     require_store(db, folder)
     store = open_store(db, folder)
     try:
@@ -50,9 +50,13 @@ def migrate(db: str | None, folder: Path) -> tuple[int, int]:
     return migrate_store(db, folder)
 
 
-def export_to(store: Store, out: TextIO) -> dict[str, int]:
-    return export_store(store, out)
+def export_to(db: str | None, folder: Path, out: TextIO) -> dict[str, int]:
+    """Write the whole store as JSON Lines to ``out``; the row counts by kind."""
+    with _opened(db, folder) as store:
+        return export_store(store, out)
 
 
-def import_from(store: Store, lines: Iterable[str]) -> dict[str, int]:
-    return import_store(store, lines)
+def import_from(db: str | None, folder: Path, lines: Iterable[str]) -> dict[str, int]:
+    """Restore an export into an empty store, in one transaction; the row counts by kind."""
+    with _opened(db, folder) as store:
+        return import_store(store, lines)

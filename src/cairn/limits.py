@@ -24,6 +24,8 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler, ValidationInfo
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from cairn.errors import InvalidInput
+
 __all__ = [
     "MAX_BODY_CHARS",
     "MAX_BULK_DECISIONS",
@@ -53,6 +55,7 @@ __all__ = [
     "TextLimit",
     "check_depth",
     "check_id",
+    "check_input",
     "check_json",
     "check_text",
     "is_id",
@@ -127,6 +130,15 @@ def check_text(value: str, what: str, max_chars: int) -> str:
             f"{what} is not valid Unicode (a lone surrogate at position {exc.start})"
         ) from None
     return value
+
+
+def check_input(value: str, what: str, max_chars: int) -> str:
+    """``check_text`` for a plain string a kernel verb takes: a refusal is ``InvalidInput``
+    naming the argument (what every door answers), not a ``LimitExceeded``."""
+    try:
+        return check_text(value, what, max_chars)
+    except LimitExceeded as exc:
+        raise InvalidInput(str(exc), field=what) from None
 
 
 def check_id(value: str, what: str = "id") -> str:

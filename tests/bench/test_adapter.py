@@ -50,8 +50,8 @@ def test_kernel_retriever_on_postgres(pg_cluster: PgCluster) -> None:
     try:
         _check(retriever)
         assert retriever.rejected == 0
-        assert retriever.memory.store.schema_version >= 3
-        assert type(retriever.memory.store).__name__ == "PostgresStore"
+        assert retriever.store.schema_version >= 3
+        assert type(retriever.store).__name__ == "PostgresStore"
     finally:
         retriever.close()
         pg_cluster.drop_database(url)

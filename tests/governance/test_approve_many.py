@@ -17,6 +17,7 @@ from cairn.model import (
     Status,
     utcnow,
 )
+from cairn.store.base import Store
 from tests.conftest import content
 
 
@@ -41,7 +42,7 @@ def test_approve_many_approves_each_with_one_reason_and_audits_each(
 
 
 def test_one_that_cannot_be_approved_refuses_them_all(
-    memory: Memory, agent: Principal, curator: Principal
+    memory: Memory, agent: Principal, curator: Principal, store: Store
 ) -> None:
     base = memory.remember(content("A fact to edit", kind="fact"), principal=curator)
     assert base.record is not None
@@ -49,10 +50,10 @@ def test_one_that_cannot_be_approved_refuses_them_all(
     stale = memory.update(record_id, ContentPatch(body="agent edit"), principal=agent).proposal.id
     fresh = _queued(memory, agent, "An innocent belief")
     memory.update(record_id, ContentPatch(body="curator edit"), principal=curator)
-    audit_before = memory.store.count_audit()
+    audit_before = store.count_audit()
     with pytest.raises(StaleProposal):
         memory.approve_many([fresh, stale], principal=curator, reason="all good")
-    assert memory.store.count_audit() == audit_before
+    assert store.count_audit() == audit_before
     assert {p.id for p in memory.proposals(principal=curator)} == {fresh, stale}
 
 

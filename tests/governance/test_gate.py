@@ -26,6 +26,7 @@ from cairn.model import (
     Verdict,
     VersionPin,
 )
+from cairn.store.base import Store
 from tests.conftest import content
 from tests.factories import CURATOR
 
@@ -36,8 +37,8 @@ def _active(memory: Memory, curator: Principal, title: str = "Tests run with mak
     return outcome.record.id
 
 
-def _snapshot(memory: Memory) -> tuple[dict[str, int], int]:
-    return memory.status(principal=CURATOR), memory.store.count_audit()
+def _snapshot(memory: Memory, store: Store) -> tuple[dict[str, int], int]:
+    return memory.status(principal=CURATOR), store.count_audit()
 
 
 # ---- policy ----------------------------------------------------------------------------
@@ -50,7 +51,9 @@ def test_episodes_are_auto_approved_for_agents(memory: Memory, agent: Principal)
     assert outcome.record is not None and outcome.record.status is Status.ACTIVE
 
 
-def test_beliefs_wait_for_a_curator(memory: Memory, agent: Principal, curator: Principal) -> None:
+def test_beliefs_wait_for_a_curator(
+    memory: Memory, agent: Principal, curator: Principal, store: Store
+) -> None:
     outcome = memory.remember(content("User prefers squash merges", kind="belief"), principal=agent)
     assert outcome.decision is Verdict.QUEUE
     assert outcome.record is None
@@ -61,7 +64,7 @@ def test_beliefs_wait_for_a_curator(memory: Memory, agent: Principal, curator: P
     assert [p.id for p in queue] == [outcome.proposal.id]
     accepted = memory.decide(outcome.proposal.id, approve=True, principal=curator)
     assert accepted.record is not None and accepted.record.status is Status.ACTIVE
-    assert memory.store.get_proposal(outcome.proposal.id).status is ProposalStatus.ACCEPTED  # type: ignore[union-attr]
+    assert store.get_proposal(outcome.proposal.id).status is ProposalStatus.ACCEPTED  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -92,30 +95,30 @@ def test_rejection_needs_a_reason_and_is_audited(
 # ---- what agents may never do -----------------------------------------------------------
 
 
-def test_agents_cannot_approve_or_reject(memory: Memory, agent: Principal) -> None:
+def test_agents_cannot_approve_or_reject(memory: Memory, agent: Principal, store: Store) -> None:
     queued = memory.remember(content("A belief", kind="belief"), principal=agent)
-    before = _snapshot(memory)
+    before = _snapshot(memory, store)
     with pytest.raises(PermissionDenied):
         memory.decide(queued.proposal.id, approve=True, principal=agent)
     with pytest.raises(PermissionDenied):
         memory.decide(queued.proposal.id, approve=False, principal=agent, reason="no")
-    assert _snapshot(memory) == before
+    assert _snapshot(memory, store) == before
 
 
 def test_agents_cannot_archive_publish_or_promote_drafts(
-    memory: Memory, agent: Principal, curator: Principal
+    memory: Memory, agent: Principal, curator: Principal, store: Store
 ) -> None:
     record_id = _active(memory, curator)
     draft = memory.remember(content("A note for the next session"), principal=agent, draft=True)
     assert draft.record is not None and draft.record.status is Status.DRAFT
-    before = _snapshot(memory)
+    before = _snapshot(memory, store)
     with pytest.raises(PermissionDenied):
         memory.archive(record_id, principal=agent)
     with pytest.raises(PermissionDenied):
         memory.publish("acme/app", principal=agent)
     with pytest.raises(PermissionDenied):
         memory.transition(draft.record.id, Status.ACTIVE, principal=agent)
-    assert _snapshot(memory) == before
+    assert _snapshot(memory, store) == before
     promoted = memory.transition(draft.record.id, Status.ACTIVE, principal=curator)
     assert promoted.record is not None and promoted.record.status is Status.ACTIVE
 
@@ -129,25 +132,25 @@ def test_agents_cannot_claim_human_origin_or_verification(memory: Memory, agent:
 
 
 def test_principals_are_confined_to_their_scopes(
-    memory: Memory, agent: Principal, curator: Principal
+    memory: Memory, agent: Principal, curator: Principal, store: Store
 ) -> None:
     outside = memory.remember(content("Other team's fact", scope="globex/app"), principal=curator)
     assert outside.record is not None
-    before = _snapshot(memory)
+    before = _snapshot(memory, store)
     with pytest.raises(PermissionDenied):
         memory.remember(content("Sneaky", scope="globex/app", kind="episode"), principal=agent)
     with pytest.raises(NotFound):
         memory.get(outside.record.id, principal=agent)
     with pytest.raises(NotFound):
         memory.update(outside.record.id, ContentPatch(body="x"), principal=agent)
-    assert _snapshot(memory) == before
+    assert _snapshot(memory, store) == before
 
 
 # ---- stale proposals and rebase -----------------------------------------------------------
 
 
 def test_stale_accept_is_refused_and_rebase_repins(
-    memory: Memory, agent: Principal, curator: Principal
+    memory: Memory, agent: Principal, curator: Principal, store: Store
 ) -> None:
     record_id = _active(memory, curator)
     v1 = memory.get(record_id, principal=agent).version
@@ -160,17 +163,17 @@ def test_stale_accept_is_refused_and_rebase_repins(
     assert queued.decision is Verdict.QUEUE  # facts are not auto-approved for agents
     memory.update(record_id, ContentPatch(body="Use make test, always"), principal=curator)
 
-    before = _snapshot(memory)
+    before = _snapshot(memory, store)
     with pytest.raises(StaleProposal):
         memory.decide(queued.proposal.id, approve=True, principal=curator)
-    assert _snapshot(memory) == before
+    assert _snapshot(memory, store) == before
 
     rebased = memory.rebase(queued.proposal.id, principal=agent)
-    old = memory.store.get_proposal(queued.proposal.id)
+    old = store.get_proposal(queued.proposal.id)
     assert old is not None and old.status is ProposalStatus.REBASED
     assert old.rebased_to == rebased.proposal.id
     assert rebased.proposal.rebased_from == queued.proposal.id
-    head = memory.store.get_record(record_id)
+    head = store.get_record(record_id)
     assert head is not None and rebased.proposal.base_version_id == head.current_version_id
 
     accepted = memory.decide(rebased.proposal.id, approve=True, principal=curator)
@@ -201,7 +204,7 @@ def test_an_outdated_pin_is_refused_at_submission(
 
 
 def test_duplicates_are_refused_with_feedback(
-    memory: Memory, agent: Principal, curator: Principal
+    memory: Memory, agent: Principal, curator: Principal, store: Store
 ) -> None:
     record_id = _active(memory, curator)
     # the same content with other case and spacing
@@ -213,7 +216,7 @@ def test_duplicates_are_refused_with_feedback(
     assert record_id in info.value.message
     assert "updating" in info.value.message
     assert info.value.details["existing_record_id"] == record_id
-    rejected = memory.store.list_proposals(status=ProposalStatus.REJECTED)
+    rejected = store.list_proposals(status=ProposalStatus.REJECTED)
     assert len(rejected) == 1 and rejected[0].rule == "duplicate_content"
     assert memory.status(principal=CURATOR)["records"] == 1
     # the same text in another scope is not a duplicate
@@ -272,14 +275,14 @@ def test_supersede_with_new_content(memory: Memory, curator: Principal) -> None:
 
 
 def test_published_selector_sees_the_published_version(
-    memory: Memory, curator: Principal, agent: Principal
+    memory: Memory, curator: Principal, agent: Principal, store: Store
 ) -> None:
     record_id = _active(memory, curator)
     with pytest.raises(NotFound):
         memory.get(record_id, principal=agent, selector=VersionPin.published())
     published = memory.publish("acme/app", principal=curator)
     assert published.decision is Verdict.APPROVE
-    first_baseline = memory.store.published_baseline_id("acme/app")
+    first_baseline = store.published_baseline_id("acme/app")
     memory.update(record_id, ContentPatch(body="v2 text"), principal=curator)
 
     seen = memory.get(record_id, principal=agent, selector=VersionPin.published())
@@ -294,27 +297,27 @@ def test_published_selector_sees_the_published_version(
     assert memory.get(record_id, principal=agent, selector=old).version.number == 1
 
 
-def test_publishing_is_audited(memory: Memory, curator: Principal) -> None:
+def test_publishing_is_audited(memory: Memory, curator: Principal, store: Store) -> None:
     _active(memory, curator)
     memory.publish("acme/app", principal=curator, name="r1")
     entry = memory.audit(AuditQuery(), principal=curator)[-1]
     assert entry.details["op"] == "publish"
-    assert entry.subject_id == memory.store.published_baseline_id("acme/app")
+    assert entry.subject_id == store.published_baseline_id("acme/app")
 
 
 # ---- bad input changes nothing -----------------------------------------------------------------
 
 
-def test_unknown_kind_is_refused(memory: Memory, curator: Principal) -> None:
-    before = _snapshot(memory)
+def test_unknown_kind_is_refused(memory: Memory, curator: Principal, store: Store) -> None:
+    before = _snapshot(memory, store)
     with pytest.raises(InvalidInput) as info:
         memory.remember(content("x", kind="decison"), principal=curator)
     assert info.value.field == "kind" and "decison" in info.value.message
-    assert _snapshot(memory) == before
+    assert _snapshot(memory, store) == before
 
 
-def test_unknown_record_is_not_found(memory: Memory, curator: Principal) -> None:
-    before = _snapshot(memory)
+def test_unknown_record_is_not_found(memory: Memory, curator: Principal, store: Store) -> None:
+    before = _snapshot(memory, store)
     for call in (
         lambda: memory.get("rec_nope", principal=curator),
         lambda: memory.update("rec_nope", ContentPatch(body="x"), principal=curator),
@@ -323,7 +326,7 @@ def test_unknown_record_is_not_found(memory: Memory, curator: Principal) -> None
     ):
         with pytest.raises(NotFound):
             call()
-    assert _snapshot(memory) == before
+    assert _snapshot(memory, store) == before
 
 
 def test_empty_update_is_refused(memory: Memory, curator: Principal) -> None:
@@ -335,15 +338,19 @@ def test_empty_update_is_refused(memory: Memory, curator: Principal) -> None:
         memory.update(record_id, ContentPatch(body=same), principal=curator)
 
 
-def test_archive_is_reversible_by_a_curator(memory: Memory, curator: Principal) -> None:
+def test_archive_is_reversible_by_a_curator(
+    memory: Memory, curator: Principal, store: Store
+) -> None:
     record_id = _active(memory, curator)
     memory.archive(record_id, principal=curator, reason="obsolete")
-    assert memory.store.get_record(record_id).status is Status.ARCHIVED  # type: ignore[union-attr]
+    assert store.get_record(record_id).status is Status.ARCHIVED  # type: ignore[union-attr]
     memory.restore(record_id, principal=curator)
-    assert memory.store.get_record(record_id).status is Status.ACTIVE  # type: ignore[union-attr]
+    assert store.get_record(record_id).status is Status.ACTIVE  # type: ignore[union-attr]
 
 
-def test_supersede_with_a_patch_of_the_current_content(memory: Memory, curator: Principal) -> None:
+def test_supersede_with_a_patch_of_the_current_content(
+    memory: Memory, curator: Principal, store: Store
+) -> None:
     old = _active(memory, curator)
     outcome = memory.supersede(
         old, patch=ContentPatch(title="Tests run with tox"), principal=curator
@@ -352,8 +359,8 @@ def test_supersede_with_a_patch_of_the_current_content(memory: Memory, curator: 
     assert outcome.version.content.title == "Tests run with tox"
     assert (
         outcome.version.content.body
-        == memory.store.get_version(
-            memory.store.get_record(old).current_version_id  # type: ignore[union-attr]
+        == store.get_version(
+            store.get_record(old).current_version_id  # type: ignore[union-attr]
         ).content.body
     )  # type: ignore[union-attr]
     assert memory.resolve(old, principal=curator).id == outcome.record.id

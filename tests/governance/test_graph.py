@@ -113,8 +113,8 @@ def test_link_rules(memory: Memory) -> None:
 
 def test_an_agent_choosing_an_edge_acl_needs_review(memory: Memory) -> None:
     agents_link = Rule(name="agents-link", match=RuleMatch(op=("link",)), decision="approve")
-    policy = memory.policy.model_copy(update={"rules": (agents_link, *memory.policy.rules)})
-    memory.policy = memory.gate.policy = policy
+    policy = memory.policy_in_force
+    memory.govern_by(policy.model_copy(update={"rules": (agents_link, *policy.rules)}))
     a, b = _record(memory, "One"), _record(memory, "Two")
     plain = memory.link(EdgeDraft(type="SUPPORTS", src=a, dst=b), principal=AGENT)
     assert plain.proposal.status is ProposalStatus.ACCEPTED

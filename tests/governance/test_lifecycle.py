@@ -9,7 +9,8 @@ import pytest
 from cairn.errors import InvalidTransition, PermissionDenied
 from cairn.governance.lifecycle import TRANSITIONS, Actor
 from cairn.memory import Memory
-from cairn.model import SYSTEM_PRINCIPAL, AuditQuery, Principal, Status, TransitionChange
+from cairn.model import SYSTEM_PRINCIPAL, AuditQuery, Principal, Status
+from cairn.store.base import Store
 from tests.conftest import content
 
 SPEC_002_MOVES = {
@@ -26,7 +27,7 @@ SPEC_002_MOVES = {
 }
 
 
-def _record_in(memory: Memory, status: Status, curator: Principal, n: int) -> str:
+def _record_in(memory: Memory, store: Store, status: Status, curator: Principal, n: int) -> str:
     """A record brought into ``status`` through legal moves only."""
     draft = status in (Status.DRAFT, Status.REJECTED)
     outcome = memory.remember(
@@ -37,10 +38,10 @@ def _record_in(memory: Memory, status: Status, curator: Principal, n: int) -> st
     if status is Status.REJECTED:
         memory.transition(record_id, Status.REJECTED, principal=curator)
     elif status is Status.STALE:
-        memory.gate.submit(TransitionChange(record_id=record_id, to=Status.STALE), SYSTEM_PRINCIPAL)
+        memory.transition(record_id, Status.STALE, principal=SYSTEM_PRINCIPAL)
     elif status is Status.ARCHIVED:
         memory.archive(record_id, principal=curator)
-    assert memory.store.get_record(record_id).status is status  # type: ignore[union-attr]
+    assert store.get_record(record_id).status is status  # type: ignore[union-attr]
     return record_id
 
 
@@ -50,14 +51,14 @@ def test_the_table_is_exactly_spec_002() -> None:
 
 @pytest.mark.parametrize(("source", "target"), sorted(SPEC_002_MOVES))
 def test_allowed_move_works_for_its_actor(
-    memory: Memory, curator: Principal, source: Status, target: Status
+    memory: Memory, curator: Principal, source: Status, target: Status, store: Store
 ) -> None:
-    record_id = _record_in(memory, source, curator, 0)
+    record_id = _record_in(memory, store, source, curator, 0)
     actor = curator if Actor.CURATOR in TRANSITIONS[(source, target)] else SYSTEM_PRINCIPAL
-    outcome = memory.gate.submit(TransitionChange(record_id=record_id, to=target), actor)
+    outcome = memory.transition(record_id, target, principal=actor)
     assert outcome.record is not None and outcome.record.status is target
-    assert memory.store.get_record(record_id).status is target  # type: ignore[union-attr]
-    last = memory.store.list_audit(AuditQuery(limit=100_000))[-1]
+    assert store.get_record(record_id).status is target  # type: ignore[union-attr]
+    last = store.list_audit(AuditQuery(limit=100_000))[-1]
     assert (last.from_status, last.to_status) == (source.value, target.value)
 
 
@@ -66,16 +67,16 @@ def test_allowed_move_works_for_its_actor(
     [pair for pair in itertools.product(Status, Status) if pair not in SPEC_002_MOVES],
 )
 def test_every_other_move_is_refused_and_changes_nothing(
-    memory: Memory, curator: Principal, source: Status, target: Status
+    memory: Memory, curator: Principal, source: Status, target: Status, store: Store
 ) -> None:
-    record_id = _record_in(memory, source, curator, 1)
-    before = memory.store.count_audit()
+    record_id = _record_in(memory, store, source, curator, 1)
+    before = store.count_audit()
     for actor in (curator, SYSTEM_PRINCIPAL):
         with pytest.raises(InvalidTransition) as info:
-            memory.gate.submit(TransitionChange(record_id=record_id, to=target), actor)
+            memory.transition(record_id, target, principal=actor)
         assert info.value.field == "to"
-    assert memory.store.get_record(record_id).status is source  # type: ignore[union-attr]
-    assert memory.store.count_audit() == before
+    assert store.get_record(record_id).status is source  # type: ignore[union-attr]
+    assert store.count_audit() == before
 
 
 @pytest.mark.parametrize(
@@ -83,19 +84,24 @@ def test_every_other_move_is_refused_and_changes_nothing(
     [pair for pair, actors in TRANSITIONS.items() if actors == frozenset({Actor.SYSTEM})],
 )
 def test_system_only_moves_are_refused_to_curators(
-    memory: Memory, curator: Principal, source: Status, target: Status
+    memory: Memory, curator: Principal, source: Status, target: Status, store: Store
 ) -> None:
-    record_id = _record_in(memory, source, curator, 2)
+    record_id = _record_in(memory, store, source, curator, 2)
     with pytest.raises(PermissionDenied):
         memory.transition(record_id, target, principal=curator)
-    assert memory.store.get_record(record_id).status is source  # type: ignore[union-attr]
+    assert store.get_record(record_id).status is source  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("source", "target"), sorted(SPEC_002_MOVES))
 def test_agents_make_no_lifecycle_move(
-    memory: Memory, curator: Principal, agent: Principal, source: Status, target: Status
+    memory: Memory,
+    curator: Principal,
+    agent: Principal,
+    source: Status,
+    target: Status,
+    store: Store,
 ) -> None:
-    record_id = _record_in(memory, source, curator, 3)
+    record_id = _record_in(memory, store, source, curator, 3)
     with pytest.raises(PermissionDenied):
         memory.transition(record_id, target, principal=agent)
-    assert memory.store.get_record(record_id).status is source  # type: ignore[union-attr]
+    assert store.get_record(record_id).status is source  # type: ignore[union-attr]

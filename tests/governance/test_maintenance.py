@@ -8,12 +8,13 @@ from pathlib import Path
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import AuditQuery, Principal, Status, utcnow
+from cairn.store.base import Store
 from cairn.store.sqlite import SqliteStore
 from tests.conftest import content
 
 
 def test_refresh_marks_drifted_records_stale_and_reactivates_them(
-    memory: Memory, curator: Principal, tmp_path: Path
+    memory: Memory, curator: Principal, tmp_path: Path, store: Store
 ) -> None:
     (tmp_path / "docs").mkdir()
     readme = tmp_path / "docs" / "testing.md"
@@ -26,14 +27,14 @@ def test_refresh_marks_drifted_records_stale_and_reactivates_them(
     readme.write_text("run pytest directly\n")
     report = memory.refresh(principal=curator)
     assert report.marked_stale == [record_id]
-    assert memory.store.get_record(record_id).status is Status.STALE  # type: ignore[union-attr]
+    assert store.get_record(record_id).status is Status.STALE  # type: ignore[union-attr]
     move = memory.audit(AuditQuery(subject_id=record_id), principal=curator)[-1]
     assert (move.actor, move.rule, move.to_status) == ("system", "drift", "stale")
     assert memory.refresh(principal=curator).marked_stale == []  # nothing more to do
 
     readme.write_text("run make test\n")
     assert memory.refresh(principal=curator).reactivated == [record_id]
-    assert memory.store.get_record(record_id).status is Status.ACTIVE  # type: ignore[union-attr]
+    assert store.get_record(record_id).status is Status.ACTIVE  # type: ignore[union-attr]
 
 
 def test_a_removed_file_counts_as_drift(memory: Memory, curator: Principal, tmp_path: Path) -> None:
@@ -48,8 +49,9 @@ def test_vacuum_archives_only_what_retention_allows(
     tmp_path: Path, curator: Principal, agent: Principal
 ) -> None:
     now = [utcnow()]
+    store = SqliteStore(tmp_path / "c.db")
     memory = Memory(
-        SqliteStore(tmp_path / "c.db"),
+        store,
         parse_policy(DEFAULT_POLICY_YAML),
         root=tmp_path,
         clock=lambda: now[0],
@@ -64,6 +66,6 @@ def test_vacuum_archives_only_what_retention_allows(
     assert memory.vacuum(principal=curator).archived == []
     now[0] += timedelta(days=2)
     assert sorted(memory.vacuum(principal=curator).archived) == sorted([draft.id, rejected.id])
-    assert memory.store.get_record(kept.id).status is Status.ACTIVE  # type: ignore[union-attr]
-    assert memory.store.get_record(draft.id).status is Status.ARCHIVED  # type: ignore[union-attr]
+    assert store.get_record(kept.id).status is Status.ACTIVE  # type: ignore[union-attr]
+    assert store.get_record(draft.id).status is Status.ARCHIVED  # type: ignore[union-attr]
     memory.close()

@@ -76,10 +76,10 @@ KINDS = ["decision", "belief", "episode", "skill", "fact", "document", "bogus"]
 SCOPES = ["acme/app", "acme/web", "globex/app"]
 
 
-def _random_op(memory: Memory, rng: random.Random, n: int) -> None:
+def _random_op(memory: Memory, store: SqliteStore, rng: random.Random, n: int) -> None:
     who = rng.choice(PRINCIPALS)
-    records = [r.id for r in memory.store.query_records(RecordQuery(limit=10_000), scope_globs=())]
-    pending = [p.id for p in memory.store.list_proposals(status=ProposalStatus.PENDING)]
+    records = [r.id for r in store.query_records(RecordQuery(limit=10_000), scope_globs=())]
+    pending = [p.id for p in store.list_proposals(status=ProposalStatus.PENDING)]
     record = rng.choice(records) if records else "rec_missing"
     proposal = rng.choice(pending) if pending else "prp_missing"
     title = f"memory {rng.randrange(60)}"  # small pool: duplicates happen
@@ -171,14 +171,15 @@ def _timeline_read(memory: Memory, rng: random.Random, who: Principal) -> None:
 
 def test_audit_entries_equal_committed_changes_over_1000_random_operations(tmp_path: Path) -> None:
     db = tmp_path / "cairn.db"
-    memory = Memory(SqliteStore(db), parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
+    store = SqliteStore(db)
+    memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
     rng = random.Random(20261121)
     committed = refused = 0
     state = _digest(db)
     for n in range(1000):
         audits_before = _audit_count(db)
         try:
-            _random_op(memory, rng, n)
+            _random_op(memory, store, rng, n)
         except CairnError:
             refused += 1
         after = _digest(db)
@@ -265,7 +266,8 @@ def test_only_the_gate_calls_store_commit() -> None:
 )
 def test_history_tables_refuse_rewrites(tmp_path: Path, statement: str) -> None:
     db = tmp_path / "cairn.db"
-    memory = Memory(SqliteStore(db), parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
+    store = SqliteStore(db)
+    memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
     memory.remember(Content(kind="episode", scope="acme/app", title="t"), principal=PRINCIPALS[0])
     memory.append_events(
         [

@@ -5,6 +5,7 @@ ids the store gave them."""
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.governance.policy import DEFAULT_POLICY_YAML, Policy, parse_policy
 from cairn.graph.fixtures import plan_graph
 from cairn.graph.llm import ChatAnswerer
 from cairn.graph.settings import GraphSettings
@@ -59,16 +60,31 @@ EXEC = asker("exec")
 ASKERS = {"staff": STAFF, "manager": MANAGER, "director": DIRECTOR, "exec": EXEC}
 
 
-def new_memory(store: Store, tmp_path: Path, graph: GraphSettings | None = None) -> Memory:
+# The store each memory here was built on. The helpers below read the graph whole (every
+# record and edge, whatever a principal may see): the store's view, which no Memory verb
+# offers, so they keep the store they built rather than reach into the memory for it.
+_STORES: weakref.WeakKeyDictionary[Memory, Store] = weakref.WeakKeyDictionary()
+
+
+def new_memory(
+    store: Store, tmp_path: Path, policy: Policy | None = None, graph: GraphSettings | None = None
+) -> Memory:
     """A memory with a store folder, so every answer's trace is kept."""
-    return Memory(
+    memory = Memory(
         store,
-        parse_policy(DEFAULT_POLICY_YAML),
+        policy or parse_policy(DEFAULT_POLICY_YAML),
         root=tmp_path,
         folder=tmp_path / ".cairn",
         embedder=None,
         graph=graph,
     )
+    _STORES[memory] = store
+    return memory
+
+
+def store_of(memory: Memory) -> Store:
+    """The store ``new_memory`` built ``memory`` on."""
+    return _STORES[memory]
 
 
 @pytest.fixture
@@ -94,7 +110,7 @@ def ingest(memory: Memory, folder: Path) -> dict[str, str]:
 
 
 def record_ids(memory: Memory) -> dict[str, str]:
-    found = memory.store.query_records(
+    found = store_of(memory).query_records(
         RecordQuery(kinds=("decision", "event"), limit=10_000), scope_globs=()
     )
     return {str(r.content.metadata["graph_id"]): r.id for r in found}
@@ -105,7 +121,7 @@ def stored_edges(memory: Memory, *, removed: bool = False) -> dict[str, Edge]:
     with ``removed``, the removed ones instead."""
     edges: dict[str, Edge] = {}
     for record_id in record_ids(memory).values():
-        for edge in memory.store.list_edges(None, node_id=record_id, limit=10_000):
+        for edge in store_of(memory).list_edges(None, node_id=record_id, limit=10_000):
             key = edge.metadata.get("graph_id")
             if isinstance(key, str) and (edge.status is EdgeStatus.REMOVED) == removed:
                 edges[key] = edge

@@ -130,7 +130,7 @@ class Oracle:
 
 
 def oracle(memory: Memory, folder: Path, principal: Principal) -> Oracle:
-    graph = memory.policy.graph
+    graph = memory.policy_in_force.graph
     role = graph.best_role(principal.roles)
     assert role is not None
     found = Oracle(principal, graph.roles[role], fixtures(folder), record_ids(memory))

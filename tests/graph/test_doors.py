@@ -102,7 +102,7 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
 def test_roles_list_what_the_key_may_ask_as(door: Door) -> None:
     assert list(door.roles(STAFF)) == ["staff"]
     assert list(door.roles(DIRECTOR)) == ["staff", "manager", "director"]
-    graph = door.memory.policy.graph
+    graph = door.memory.policy_in_force.graph
     assert door.roles(MANAGER)["manager"]["policy_key"] == graph.policy_key("manager")
     agent = door.client.get(
         "/v1/graph/roles", headers={"Authorization": f"Bearer {door.keys['agent']}"}

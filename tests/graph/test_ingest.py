@@ -11,20 +11,30 @@ from typing import Any
 import pytest
 
 from cairn.errors import InvalidInput, NotFound, PermissionDenied
+from cairn.governance.gate import GraphLink
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
-from cairn.graph.fixtures import plan_graph
+from cairn.graph.fixtures import GraphPlan, edge_acl, plan_graph
 from cairn.graph.why import WhyRequest
 from cairn.memory import Memory
 from cairn.model import Acl, Principal, PrincipalKind, RecordQuery, Sensitivity
 from cairn.store.base import Store
 from tests.factories import CURATOR
-from tests.graph.conftest import MANAGER, STAFF, ingest, record_ids, stored_edges
+from tests.graph.conftest import (
+    MANAGER,
+    STAFF,
+    ingest,
+    new_memory,
+    record_ids,
+    store_of,
+    stored_edges,
+)
 from tests.graph.graphs import reasons_graph
 from tests.graph.mini import ALL, SECRET_RATIONALE, mini_graph, vertex, write_graph
 
 
 def state(memory: Memory) -> tuple[dict[str, int], int]:
-    return memory.store.counts(), memory.store.count_audit()
+    store = store_of(memory)
+    return store.counts(), store.count_audit()
 
 
 def edit(folder: Path, name: str, **changes: Any) -> None:
@@ -53,7 +63,7 @@ def test_a_second_run_changes_nothing_and_says_so(gmemory: Memory, tmp_path: Pat
 
 def test_fixture_fields_map_onto_the_record(gmemory: Memory, tmp_path: Path) -> None:
     ids = ingest(gmemory, mini_graph(tmp_path / "mini"))
-    corp = gmemory.store.get_record(ids["corp-divest"])
+    corp = store_of(gmemory).get_record(ids["corp-divest"])
     assert corp is not None
     content = corp.content
     assert (content.kind, content.scope, content.title) == (
@@ -69,7 +79,7 @@ def test_fixture_fields_map_onto_the_record(gmemory: Memory, tmp_path: Path) -> 
     assert content.metadata["timestamp"] == "2024-01-10T09:00:00Z"
     assert content.metadata["importance"] == 0.6
     assert content.metadata["x-extra"]["board_ref"] == "BRD-7781-secret"
-    tickets = gmemory.store.get_record(ids["e-emea-tickets"])
+    tickets = store_of(gmemory).get_record(ids["e-emea-tickets"])
     assert tickets is not None
     assert tickets.content.metadata["snippet"] == "Connector tickets doubled in EMEA"
     assert set(stored_edges(gmemory)) == {
@@ -87,7 +97,7 @@ def test_a_changed_vertex_gets_a_new_version(gmemory: Memory, tmp_path: Path) ->
     report = gmemory.graph_ingest(plan_graph(folder), principal=CURATOR)
     assert (report.vertices_updated, report.vertices_unchanged) == (1, 7)
     assert (report.vertices_created, report.edges_created) == (0, 0)
-    stored = gmemory.store.get_record(ids["emea-training"])
+    stored = store_of(gmemory).get_record(ids["emea-training"])
     assert stored is not None
     assert stored.current_version == 2
     assert stored.content.body == "Support now trains in two waves"
@@ -154,7 +164,7 @@ def test_a_policy_that_would_queue_an_edge_refuses_the_whole_graph(
             1,
         )
     )
-    memory = Memory(store, parse_policy(policy_file.read_text()), root=tmp_path, embedder=None)
+    memory = new_memory(store, tmp_path, parse_policy(policy_file.read_text()))
     before = state(memory)
     with pytest.raises(PermissionDenied) as caught:
         memory.graph_ingest(plan_graph(mini_graph(tmp_path / "mini")), principal=CURATOR)
@@ -163,6 +173,45 @@ def test_a_policy_that_would_queue_an_edge_refuses_the_whole_graph(
     assert "nothing was written" in str(caught.value)
     assert state(memory) == before
     assert record_ids(memory) == {}
+
+
+def _bulk_load(memory: Memory, plan: GraphPlan, principal: Principal) -> int:
+    """Load ``plan`` in one ``graph_load`` as a bulk loader would (ends by index, each edge
+    under the ACL ingest gives it); how many proposals it made."""
+    index = {v.key: n for n, v in enumerate(plan.vertices)}
+    acls = {v.key: v.content.acl for v in plan.vertices}
+    links = [
+        GraphLink(
+            draft=e.draft.model_copy(
+                update={"acl": edge_acl(e, acls[e.draft.src], acls[e.draft.dst])}
+            ),
+            src=index[e.draft.src],
+            dst=index[e.draft.dst],
+        )
+        for e in plan.edges
+    ]
+    contents = [v.content for v in plan.vertices]
+    return len(memory.graph_load(contents, links, principal=principal))
+
+
+def test_a_bulk_load_writes_what_an_ingest_does(gmemory: Memory, tmp_path: Path) -> None:
+    plan = plan_graph(mini_graph(tmp_path / "mini"))
+    assert _bulk_load(gmemory, plan, CURATOR) == len(plan.vertices) + len(plan.edges)
+    assert set(record_ids(gmemory)) == {v.key for v in plan.vertices}
+    loaded = stored_edges(gmemory)
+    # an ingest of the same graph afterwards finds every vertex and edge already there
+    report = gmemory.graph_ingest(plan, principal=CURATOR)
+    assert not report.changed, report
+    assert stored_edges(gmemory) == loaded
+
+
+def test_only_a_curator_may_bulk_load_a_graph(gmemory: Memory, tmp_path: Path) -> None:
+    plan = plan_graph(mini_graph(tmp_path / "mini"))
+    before = state(gmemory)
+    agent = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("*",))
+    with pytest.raises(PermissionDenied):
+        _bulk_load(gmemory, plan, agent)
+    assert state(gmemory) == before
 
 
 def test_only_a_curator_may_load_a_graph(gmemory: Memory, tmp_path: Path) -> None:
@@ -275,13 +324,13 @@ def test_a_vertex_acl_change_carries_to_the_edges_that_take_it(
 def test_a_vertex_keeps_its_kind_and_domain(gmemory: Memory, tmp_path: Path) -> None:
     folder = mini_graph(tmp_path / "mini")
     ingest(gmemory, folder)
-    before = gmemory.store.counts()
+    before = store_of(gmemory).counts()
     moved = json.loads((folder / "decisions/region2.json").read_text())
     moved["domain"] = "acme/region_apac"
     (folder / "decisions/region2.json").write_text(json.dumps(moved))
     with pytest.raises(InvalidInput, match="emea-training is stored as a decision in"):
         gmemory.graph_ingest(plan_graph(folder), principal=CURATOR)
-    assert gmemory.store.counts() == before
+    assert store_of(gmemory).counts() == before
 
 
 def test_a_curator_of_other_scopes_never_meets_a_key_it_cannot_see(

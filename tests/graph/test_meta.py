@@ -189,10 +189,10 @@ def test_the_cache_is_partitioned_by_policy_and_snapshot(
     assert cache(why(lite, MANAGER)) == "miss"
     assert cache(why(lite, asker("staff", labels=("internal",), principal_id="u-2"))) == "miss"
     # another staff profile is another policy key: a miss, then hits again
-    graph = lite.policy.graph
+    graph = lite.policy_in_force.graph
     staff = graph.roles["staff"].model_copy(update={"description": "staff, reworded"})
     changed = graph.model_copy(update={"roles": {**graph.roles, "staff": staff}})
-    lite.policy = lite.policy.model_copy(update={"graph": changed})
+    lite.govern_by(lite.policy_in_force.model_copy(update={"graph": changed}))
     moved = why(lite, STAFF)
     assert moved["_meta"]["actor"]["policy_key"] != first["_meta"]["actor"]["policy_key"]
     assert moved["_meta"]["actor"]["policy_key"] == changed.policy_key("staff")
@@ -350,7 +350,7 @@ def test_an_agent_asking_in_a_loop_cannot_fill_the_disk_with_traces(
     tmp_path: Path,
 ) -> None:
     memory = new_memory(
-        SqliteStore(tmp_path / "cairn.db"), tmp_path, GraphSettings(traces_per_day=3)
+        SqliteStore(tmp_path / "cairn.db"), tmp_path, graph=GraphSettings(traces_per_day=3)
     )
     try:
         ingest(memory, mini_graph(tmp_path / "mini"))

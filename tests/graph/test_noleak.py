@@ -71,7 +71,7 @@ def test_no_answer_on_the_open_edge_graphs_leaks(
     ingest(lite, folder)
     principal = ASKERS[role]
     anchors = sorted(fixtures(folder))
-    hops = lite.policy.graph.roles[role].max_hops
+    hops = lite.policy_in_force.graph.roles[role].max_hops
     readable = [a for a in anchors if oracle(lite, folder, principal).readable(a)]
     assert check_answers(lite, folder, principal, anchors, hops=hops) == 3 * len(readable)
 
@@ -246,7 +246,7 @@ def test_no_answer_on_a_random_graph_leaks(
         try:
             ingest(memory, folder)
             if policy is not None:
-                memory.policy = memory.policy.model_copy(update={"graph": policy})
+                memory.govern_by(memory.policy_in_force.model_copy(update={"graph": policy}))
             keys = sorted(fixtures(folder))
             for role in ROLES:
                 principal = ASKERS[role]
@@ -257,7 +257,7 @@ def test_no_answer_on_a_random_graph_leaks(
                                                         min_size=1, max_size=3, unique=True))),
                         sensitivity=data.draw(st.sampled_from(tuple(Sensitivity))),
                     )  # fmt: skip
-                profile = memory.policy.graph.roles[role]
+                profile = memory.policy_in_force.graph.roles[role]
                 anchors = data.draw(
                     st.lists(st.sampled_from(keys), min_size=1, max_size=3, unique=True),
                     label=f"{role} anchors",

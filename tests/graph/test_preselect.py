@@ -15,7 +15,16 @@ from cairn.graph.preselect import CandidateSet, PolicyTrace, preselect
 from cairn.graph.roles import GraphPolicy
 from cairn.memory import Memory
 from cairn.model import Principal
-from tests.graph.conftest import DIRECTOR, EXEC, MANAGER, STAFF, asker, ingest, stored_edges
+from tests.graph.conftest import (
+    DIRECTOR,
+    EXEC,
+    MANAGER,
+    STAFF,
+    asker,
+    ingest,
+    store_of,
+    stored_edges,
+)
 from tests.graph.graphs import hop_graph, reasons_graph
 from tests.graph.mini import mini_graph
 
@@ -26,7 +35,7 @@ def walk(
     memory: Memory, ids: dict[str, str], anchor: str, principal: Principal, *,
     hops: int = 1, policy: GraphPolicy | None = None, **headers: str,
 ) -> tuple[CandidateSet, PolicyTrace]:  # fmt: skip
-    graph = policy or memory.policy.graph
+    graph = policy or memory.policy_in_force.graph
     passport = None
     if headers:
         role = principal.roles[0]
@@ -39,7 +48,7 @@ def walk(
         })  # fmt: skip
     view = view_for(graph, principal, passport=passport)
     view = replace(view, max_hops=min(view.max_hops, hops))  # as a request's hops do
-    return preselect(memory.store, ids[anchor], view, now=NOW, asked=anchor)
+    return preselect(store_of(memory), ids[anchor], view, now=NOW, asked=anchor)
 
 
 def keys_of(candidates: CandidateSet) -> set[str | None]:
@@ -157,7 +166,7 @@ def test_an_anchor_the_role_cannot_read_is_not_found_by_its_given_name(
 
 def test_a_per_type_cap_keeps_the_same_edges_every_time(gmemory: Memory, tmp_path: Path) -> None:
     ids = ingest(gmemory, reasons_graph(tmp_path / "g"))
-    base = gmemory.policy.graph
+    base = gmemory.policy_in_force.graph
     capped = base.model_copy(
         update={"roles": {**base.roles, "director": base.roles["director"].model_copy(
             update={"per_type_cap": 2})}}

@@ -155,7 +155,7 @@ def test_more_hops_than_the_role_walks_are_refused(lite: Memory, mini: dict[str,
 
 
 def test_a_lower_ceiling_in_the_passport_withholds_more(lite: Memory, mini: dict[str, str]) -> None:
-    graph = lite.policy.graph
+    graph = lite.policy_in_force.graph
     passport = parse_passport({
         "X-User-Id": DIRECTOR.id, "X-User-Roles": "director",
         "X-User-Namespaces": "public,internal,confidential", "X-Policy-Version": graph.version,

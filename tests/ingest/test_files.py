@@ -19,33 +19,29 @@ def test_ingest_is_idempotent_and_versions_changes(tmp_path: Path, curator: Prin
     docs.mkdir()
     (docs / "a.md").write_text("# Alpha\n\nFirst.\n")
     (docs / "b.txt").write_text("plain text notes\n")
-    memory = Memory(
-        SqliteStore(tmp_path / "c.db"),
-        parse_policy(DEFAULT_POLICY_YAML),
-        root=tmp_path,
-        embedder=None,
-    )
+    store = SqliteStore(tmp_path / "c.db")
+    memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path, embedder=None)
     first = memory.ingest(["docs"], principal=curator, scope="acme/app")
     assert len(first.created) == 2
     alpha = next(
-        r for r in map(memory.store.get_record, first.created) if r and r.content.title == "Alpha"
+        r for r in map(store.get_record, first.created) if r and r.content.title == "Alpha"
     )
     assert alpha.content.provenance.path == "docs/a.md"
     assert alpha.content.provenance.source_kind == "INGESTED_EVIDENCE"
-    audit_before = memory.store.count_audit()
+    audit_before = store.count_audit()
 
     again = memory.ingest(["docs/*"], principal=curator, scope="acme/app")
     assert again.created == [] and sorted(again.unchanged) == sorted(first.created)
-    assert memory.store.count_audit() == audit_before, "unchanged content creates nothing"
+    assert store.count_audit() == audit_before, "unchanged content creates nothing"
 
     (docs / "a.md").write_text("# Alpha\n\nSecond.\n")
     changed = memory.ingest(["docs/a.md"], principal=curator, scope="acme/app")
     assert changed.updated == [alpha.id]
-    assert memory.store.get_record(alpha.id).current_version == 2  # type: ignore[union-attr]
+    assert store.get_record(alpha.id).current_version == 2  # type: ignore[union-attr]
     # the ingested file is linked: drift is noticed
     (docs / "a.md").write_text("# Alpha\n\nThird, not ingested.\n")
     assert memory.refresh(principal=curator).marked_stale == [alpha.id]
-    assert memory.store.get_record(alpha.id).status is Status.STALE  # type: ignore[union-attr]
+    assert store.get_record(alpha.id).status is Status.STALE  # type: ignore[union-attr]
 
 
 def test_agents_ingest_through_the_gate(tmp_path: Path, agent: Principal) -> None:

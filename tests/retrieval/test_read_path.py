@@ -21,7 +21,6 @@ from cairn.model import (
     Principal,
     RecordQuery,
     Status,
-    TransitionChange,
     VersionPin,
     utcnow,
 )
@@ -94,7 +93,7 @@ def test_scopes_and_sensitivity_trim_too(
 def test_lifecycle_rules(rmemory: Memory, curator: Principal, agent: Principal) -> None:
     active = _add(rmemory, curator, "Kafka retention is seven days", "Kafka keeps 7 days.")
     stale = _add(rmemory, curator, "Kafka brokers", "We run 3 Kafka brokers.")
-    rmemory.gate.submit(TransitionChange(record_id=stale, to=Status.STALE), SYSTEM_PRINCIPAL)
+    rmemory.transition(stale, Status.STALE, principal=SYSTEM_PRINCIPAL)
     draft = rmemory.remember(
         content("Kafka upgrade note", body="Kafka upgrade planned."), principal=agent, draft=True
     ).record
@@ -208,7 +207,9 @@ def test_budget_clips_in_order_without_reranking(rmemory: Memory, curator: Princ
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.text(max_size=60) | st.sampled_from(['"', "*", "NEAR(", "-x", "a AND", "(", "é", ""]))
-def test_any_text_is_a_valid_keyword_query(memory: Memory, curator: Principal, text: str) -> None:
+def test_any_text_is_a_valid_keyword_query(
+    memory: Memory, curator: Principal, store: Store, text: str
+) -> None:
     """Any text searches (query syntax is never the caller's problem), except text no store
     can hold, which is refused as bad input rather than failing inside a store."""
     if not memory.status(principal=CURATOR)["records"]:
@@ -220,7 +221,7 @@ def test_any_text_is_a_valid_keyword_query(memory: Memory, curator: Principal, t
     memory.search(text, principal=curator, mode="keyword")  # the text alone: no error
     # Whatever else the text holds (quotes, NEAR(, a dangling AND...), it does not turn a
     # word the record holds into something that misses it.
-    (record,) = memory.store.query_records(RecordQuery(limit=2), scope_globs=("*",))
+    (record,) = store.query_records(RecordQuery(limit=2), scope_globs=("*",))
     found = memory.search(f"anchor {text}", principal=curator, mode="keyword")
     assert [h.record_id for h in found.hits] == [record.id]
 

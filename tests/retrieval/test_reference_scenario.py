@@ -77,7 +77,7 @@ def test_how_do_i_run_tests(store: Store, repo: Path, curator: Principal) -> Non
     # 1. seed evidence: ingested backlog markdown, provenance from git
     report = memory.ingest(["backlog/**/*.md"], principal=curator, scope="acme/product")
     assert len(report.created) == 2
-    evidence = memory.store.get_record(report.created[0])
+    evidence = store.get_record(report.created[0])
     assert evidence is not None
     assert evidence.content.provenance.source_kind == "INGESTED_EVIDENCE"
     assert evidence.content.provenance.commit_sha and evidence.content.provenance.path

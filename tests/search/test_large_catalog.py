@@ -126,13 +126,19 @@ def _state(catalog: VectorCatalog, store: SqliteStore) -> list[tuple[int, int, i
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> Memory:
-    store = SqliteStore(tmp_path / "cairn.db")
+def store(tmp_path: Path) -> SqliteStore:
+    """SQLite only (the catalog's state is compared with ``SqliteStore``'s), built here so
+    the tests read it whole beside the memory on it."""
+    return SqliteStore(tmp_path / "cairn.db")
+
+
+@pytest.fixture
+def memory(store: SqliteStore, tmp_path: Path) -> Memory:
     return Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path, embedder="static")
 
 
 def test_bulk_indexing_with_a_small_park_limit_matches_an_unbounded_catalog(
-    memory: Memory, monkeypatch: pytest.MonkeyPatch
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, store: SqliteStore
 ) -> None:
     outcomes = memory.remember_many(_contents(60), principal=CURATOR)
     # Batches that would cut a version's chunks apart: the seq-group guard must hold them.
@@ -148,21 +154,21 @@ def test_bulk_indexing_with_a_small_park_limit_matches_an_unbounded_catalog(
     indexer.sync()
     catalog = indexer.catalog
     assert catalog.rescan_from is None and catalog.pending == {}
-    assert len(catalog) == memory.store.chunk_count() > 60
+    assert len(catalog) == store.chunk_count() > 60
 
-    reference = Indexer(memory.store, indexer.embedder)
+    reference = Indexer(store, indexer.embedder)
     reference.sync()
     assert reference.catalog.pending == {}
-    assert isinstance(memory.store, SqliteStore)
-    assert _state(catalog, memory.store) == _state(reference.catalog, memory.store)
+    assert _state(catalog, store) == _state(reference.catalog, store)
     query = indexer.embedder.embed_query("alpha gamma kappa")
-    where = ChunkFilter(acl_ids=frozenset(a.id for a in memory.store.acls()),
+    where = ChunkFilter(acl_ids=frozenset(a.id for a in store.acls()),
                         statuses=frozenset({"active"}))  # fmt: skip
     assert catalog.search(query, where, 20) == reference.catalog.search(query, where, 20)
 
 
 def test_reads_during_a_large_backlog_see_state_changes_of_chunks_passed_over(
     memory: Memory,
+    store: SqliteStore,
 ) -> None:
     indexer = memory.indexer
     assert indexer is not None
@@ -178,8 +184,8 @@ def test_reads_during_a_large_backlog_see_state_changes_of_chunks_passed_over(
         indexer.sync()
         indexer.catch_up(limit=2)
     catalog = indexer.catalog
-    assert len(catalog) == memory.store.chunk_count()
-    archived_rows = [catalog.row_of(c.id) for c in memory.store.chunk_changes(0)
+    assert len(catalog) == store.chunk_count()
+    archived_rows = [catalog.row_of(c.id) for c in store.chunk_changes(0)
                      if c.record_id == last.id]  # fmt: skip
     assert archived_rows and all(row is not None for row in archived_rows)
     assert {int(catalog._status[row]) for row in archived_rows if row is not None} == {4}

@@ -37,6 +37,7 @@ class Project:
     curator: Principal
     agent: Principal
     memory: Memory
+    store: Store  # the memory's own, for checks of what is stored whatever anyone may see
 
 
 def _principals(folder: Path) -> dict[str, Principal]:
@@ -66,7 +67,7 @@ def project_factory(
         memory = Memory(store, parse_policy(policy_yaml), root=root, folder=folder, embedder=None)
         made.append(memory)
         who = _principals(folder)
-        return Project(root, folder, keys, who["curator"], who["agent"], memory)
+        return Project(root, folder, keys, who["curator"], who["agent"], memory, store)
 
     yield make
     for memory in made:

@@ -34,7 +34,7 @@ from cairn.model import (
     Verdict,
     new_id,
 )
-from cairn.store.base import TocFilter
+from cairn.store.base import Store, TocFilter
 from tests.factories import CURATOR
 
 T = TypeVar("T")
@@ -291,6 +291,7 @@ class EventFact:
 @dataclass
 class World:
     memory: Memory
+    store: Store  # the memory's own, for the oracle's view of everything stored
     records: list[RecordFact] = field(default_factory=list)
     baselines: list[BaselineFact] = field(default_factory=list)
     foreign_proposals: dict[str, str] = field(default_factory=dict)  # id -> whose
@@ -350,8 +351,8 @@ def _content(n: int, version: int, spec: RecordSpec, acl: Acl) -> Content:
     )
 
 
-def build_world(memory: Memory, spec: WorldSpec, reader: Principal) -> World:
-    world = World(memory)
+def build_world(memory: Memory, store: Store, spec: WorldSpec, reader: Principal) -> World:
+    world = World(memory, store)
     curated = world.foreign_proposals
     for n, record_spec in enumerate(spec.records):
         content = _content(n, 1, record_spec, record_spec.acl)
@@ -367,8 +368,8 @@ def build_world(memory: Memory, spec: WorldSpec, reader: Principal) -> World:
         except Conflict:  # nothing active in that scope
             return
         curated[outcome.proposal.id] = "the curator's publish"
-        baseline_id = memory.store.published_baseline_id(scope)
-        baseline = memory.store.get_baseline(baseline_id or "")
+        baseline_id = store.published_baseline_id(scope)
+        baseline = store.get_baseline(baseline_id or "")
         assert baseline is not None
         world.baselines.append(BaselineFact(baseline.id, scope, baseline.pins, outcome.proposal.id))
 
@@ -438,8 +439,7 @@ def _append_and_roll_up(world: World, specs: tuple[EventSpec, ...]) -> None:
     rounds with a rollup after each: late events re-version segments, days and above (or
     merge two segments, retiring one)."""
     memory = world.memory
-    gate = memory.gate
-    default = gate.policy.events.acl
+    default = memory.policy_in_force.events.acl
     for late in (False, True):
         for acl_index, acl in enumerate(EVENT_ACLS):
             chosen = acl or default
@@ -466,20 +466,19 @@ def _append_and_roll_up(world: World, specs: tuple[EventSpec, ...]) -> None:
                 )
             if not drafts:
                 continue
-            events = gate.policy.events.model_copy(update={"acl": chosen})
-            gate.policy = gate.policy.model_copy(update={"events": events})
+            policy = memory.policy_in_force
+            events = policy.events.model_copy(update={"acl": chosen})
+            memory.govern_by(policy.model_copy(update={"events": events}))
             try:
                 memory.append_events(drafts, principal=CURATOR)
             finally:
-                gate.policy = gate.policy.model_copy(
-                    update={"events": events.model_copy(update={"acl": default})}
-                )
+                memory.govern_by(policy)
         memory.rollup(principal=CURATOR)
     every = TocFilter(
-        acl_ids=frozenset(row.id for row in memory.store.acls()), scope_ids=None,
+        acl_ids=frozenset(row.id for row in world.store.acls()), scope_ids=None,
         include_retired=True,
     )  # fmt: skip
-    world.nodes = memory.store.toc_nodes(every, limit=100_000)
+    world.nodes = world.store.toc_nodes(every, limit=100_000)
 
 
 def _curator_edit(world: World, fact: RecordFact, content: Content) -> None:

@@ -35,6 +35,7 @@ from cairn.model import (
     Verdict,
 )
 from cairn.retrieval.context import ReadContextRequest
+from cairn.store.base import Store
 from cairn.workspace import Workspace
 from tests.conftest import content
 
@@ -373,11 +374,11 @@ def test_reads_through_a_baseline_follow_the_records_current_acl(
 
 
 def test_vector_reads_through_a_baseline_follow_the_current_acl_too(
-    memory: Memory, curator: Principal
+    memory: Memory, curator: Principal, store: Store
 ) -> None:
     from cairn.model import VersionPin
 
-    vectors = Memory(memory.store, memory.policy, embedder="static")
+    vectors = Memory(store, memory.policy_in_force, embedder="static")
     agent = _agent()
     record_id = _create(vectors, curator, "Launch plan omega", kind="fact")
     _create(vectors, curator, "Unrelated but public", kind="fact")

@@ -88,11 +88,9 @@ def test_the_store_folder_and_dot_files_are_never_read(
     # Globs never descend into dot-folders or match dot-files: the store's files are not
     # among what "everything" matches.
     report = project.memory.ingest(["**/*"], principal=curator, scope="acme/app")
-    titles = sorted(
-        r.content.title for r in project.memory.store.get_records(report.created).values()
-    )
+    titles = sorted(r.content.title for r in project.store.get_records(report.created).values())
     assert titles == ["Guide", "Notes"]
-    for record in project.memory.store.get_records(report.created).values():
+    for record in project.store.get_records(report.created).values():
         assert project.keys["curator"] not in record.content.body
 
 

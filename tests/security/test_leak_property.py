@@ -960,11 +960,10 @@ def test_no_door_reveals_what_the_reader_may_not_see(
     sample: Sample,
 ) -> None:
     with _world_store(backend, pg_cluster) as (folder, db):
-        memory = Memory(
-            open_store(db, folder), POLICY, root=folder.parent, folder=folder, embedder=EMBEDDER
-        )
+        store = open_store(db, folder)
+        memory = Memory(store, POLICY, root=folder.parent, folder=folder, embedder=EMBEDDER)
         try:
-            world = build_world(memory, spec, reader)
+            world = build_world(memory, store, spec, reader)
             key = _register(doors, folder, reader)
             doors.switch.target = memory
             doors.reader[0] = reader
@@ -1030,9 +1029,8 @@ def test_reads_through_a_baseline_follow_the_current_acl(memory: Memory) -> None
     published = VersionPin.published()
     with pytest.raises(NotFound):
         memory.get(record_id, principal=AGENT, selector=published)
-    pinned = VersionPin(
-        kind=PinKind.BASELINE_REF, baseline_id=memory.store.published_baseline_id("acme/app")
-    )
+    published_id = memory.published_baseline_id("acme/app", principal=CURATOR)
+    pinned = VersionPin(kind=PinKind.BASELINE_REF, baseline_id=published_id)
     request = ReadContextRequest(scope="acme/app", query="salary", selector=published)
     answers = [
         memory.search("salary", principal=AGENT, mode="keyword", selector=published),
@@ -1047,7 +1045,7 @@ def test_reads_through_a_baseline_follow_the_current_acl(memory: Memory) -> None
 def test_a_hidden_baseline_reads_like_one_that_never_existed(memory: Memory) -> None:
     _create(memory, "Vault combination", scope="secret/vault")
     memory.publish("secret/vault", principal=CURATOR)
-    hidden = memory.store.published_baseline_id("secret/vault")
+    hidden = memory.published_baseline_id("secret/vault", principal=CURATOR)
     assert hidden is not None
     assert memory.baselines(None, principal=AGENT) == []
     answers = set()

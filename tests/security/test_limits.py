@@ -28,6 +28,7 @@ from cairn.limits import (
 )
 from cairn.memory import Memory
 from cairn.model import Content, ContentPatch, Principal, RecordQuery
+from cairn.store.base import Store
 from cairn.store.transfer import export_store
 from tests.conftest import content
 
@@ -47,7 +48,7 @@ def _refused(memory: Memory, curator: Principal, build: Any, match: str) -> None
 
 
 def test_metadata_depth_is_limited_and_what_is_stored_stays_readable(
-    memory: Memory, curator: Principal
+    memory: Memory, curator: Principal, store: Store
 ) -> None:
     for depth in (MAX_METADATA_DEPTH + 1, 250, 300, 5000):
         _refused(
@@ -66,7 +67,7 @@ def test_metadata_depth_is_limited_and_what_is_stored_stays_readable(
     assert memory.list_records(RecordQuery(), principal=curator)
     memory.archive(record_id, principal=curator)
     out = io.StringIO()
-    export_store(memory.store, out)
+    export_store(store, out)
     assert record_id in out.getvalue()
 
 

@@ -14,6 +14,7 @@ from cairn.errors import NotFound
 from cairn.memory import Memory
 from cairn.model import Acl, ContentPatch, PinKind, Principal, PrincipalKind, VersionPin
 from cairn.retrieval.context import ReadContextRequest
+from cairn.store.base import Store
 from tests.conftest import content
 from tests.security.conftest import Served
 
@@ -69,12 +70,14 @@ def test_versions_hidden_and_missing_read_alike(memory: Memory, curator: Princip
     assert [v.number for v in memory.history(record_id, principal=agent)] == [2]
 
 
-def test_baseline_refs_hidden_and_missing_read_alike(memory: Memory, curator: Principal) -> None:
+def test_baseline_refs_hidden_and_missing_read_alike(
+    memory: Memory, curator: Principal, store: Store
+) -> None:
     agent = _agent()
     memory.remember(content("Globex plan", kind="fact", scope="globex/app"), principal=curator)
     published = memory.publish("globex/app", principal=curator)
     hidden_baseline = published.proposal.change.model_dump()  # no baseline id here
-    baseline_id = memory.store.published_baseline_id("globex/app")
+    baseline_id = store.published_baseline_id("globex/app")
     assert baseline_id is not None and hidden_baseline
     mine = memory.remember(content("Acme plan", kind="fact"), principal=curator).record
     assert mine is not None

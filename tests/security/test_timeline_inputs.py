@@ -41,6 +41,7 @@ from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.limits import MAX_EVENT_BATCH
 from cairn.memory import Memory
 from cairn.model import AuditQuery, EventDraft, Principal, PrincipalKind
+from cairn.store.base import Store
 from cairn.store.factory import open_store
 from cairn.store.sqlite import SqliteStore
 from cairn.workspace import Workspace
@@ -75,6 +76,7 @@ class Stack:
     folder: Path
     db: str | None
     memory: Memory
+    store: Store  # the memory's own: what a door's call changed, counted whole
     client: TestClient
     key: str  # the agent's
     mcp_headers: dict[str, str]
@@ -110,9 +112,10 @@ def stack(
     principals = principals.model_copy(update={"principals": (*principals.principals, scoped)})
     principals, scoped_key, _ = add_key(principals, SCOPED_CURATOR.id)
     save_principals(path, principals)
+    store = open_store(db, folder)
     memory = Memory(
-        open_store(db, folder), parse_policy(DEFAULT_POLICY_YAML), root=folder.parent,
-        folder=folder, embedder=None,
+        store, parse_policy(DEFAULT_POLICY_YAML), root=folder.parent, folder=folder,
+        embedder=None,
     )  # fmt: skip
     memory.append_events([EventDraft.model_validate(e) for e in OURS], principal=AGENT)
     memory.append_events([EventDraft.model_validate(e) for e in THEIRS], principal=CURATOR)
@@ -133,7 +136,7 @@ def stack(
             patch.setattr(typer.testing, "_get_command", lambda _app: command)
             session = open_mcp_session(client, key)
             yield Stack(
-                request.param, folder, db, memory, client, key, session, CliRunner(),
+                request.param, folder, db, memory, store, client, key, session, CliRunner(),
                 year.node_id, node.node_id, node.bullets[0].grip_ids[0],
                 {"agent": key, "curator": keys["curator"], "scoped curator": scoped_key},
             )  # fmt: skip
@@ -547,7 +550,7 @@ def test_an_append_file_is_checked_whole_before_anything_is_stored(
 
 def _state(stack: Stack) -> tuple[int, dict[str, int], int]:
     """What a build would change: the events waiting, the nodes, the audit entries."""
-    store = stack.memory.store
+    store = stack.store
     audit = stack.memory.audit(AuditQuery(limit=10_000), principal=CURATOR)
     return store.outbox_lag("timeline"), store.toc_counts(), len(audit)
 
@@ -562,7 +565,7 @@ def test_building_and_counting_are_for_curators_on_every_door(
     # a door must not count before the kernel has said who may: the CLI read the store's
     # lag for its progress bar before the rollup refused the caller
     lag_reads: list[str] = []
-    for store_class in {type(m.store), SqliteStore}:
+    for store_class in {type(stack.store), SqliteStore}:
         real = store_class.outbox_lag
         monkeypatch.setattr(
             store_class, "outbox_lag", lambda s, c, r=real: lag_reads.append(c) or r(s, c)
@@ -618,7 +621,7 @@ def test_building_and_counting_are_for_curators_on_every_door(
     )
     status, counted = _http(response)
     assert status == 200 and isinstance(counted, dict)
-    assert (counted["lag"], counted["nodes"]) == (0, m.store.toc_counts())
+    assert (counted["lag"], counted["nodes"]) == (0, stack.store.toc_counts())
 
 
 def test_event_pages_over_http_name_the_scope_of_the_last_event(stack: Stack) -> None:

@@ -93,7 +93,8 @@ def test_a_sqlite_store_holding_naive_times_is_repaired_on_open(tmp_path: Path) 
         rewind_edges_sqlite(conn)
     conn.close()
 
-    repaired = Memory(SqliteStore(path), parse_policy(DEFAULT_POLICY_YAML), embedder=None)
+    repaired_store = SqliteStore(path)
+    repaired = Memory(repaired_store, parse_policy(DEFAULT_POLICY_YAML), embedder=None)
     raw = sqlite3.connect(path)
     stored = raw.execute(
         "SELECT json_extract(content, '$.valid_from') FROM versions WHERE record_id = ?",
@@ -111,9 +112,7 @@ def test_a_sqlite_store_holding_naive_times_is_repaired_on_open(tmp_path: Path) 
         assert json.loads(patch.model_dump_json())["patch"]["valid_to"] == "2030-01-01T00:00:00Z"
         # the trigger is back: history stays append-only after the repair
         with pytest.raises(Exception, match="append-only"):
-            repaired.store._write_txn().__enter__().execute(  # type: ignore[attr-defined]
-                "UPDATE versions SET content = '{}'"
-            )
+            repaired_store._write_txn().__enter__().execute("UPDATE versions SET content = '{}'")
     finally:
         repaired.close()
 

@@ -70,7 +70,8 @@ def _hold_commits_at(barrier: threading.Barrier, store: Store) -> None:
 def test_two_curators_accept_conflicting_proposals_exactly_one_wins(
     open_store: StoreOpener, curator: Principal, agent: Principal, round_: int
 ) -> None:
-    setup = _memory(open_store())
+    setup_store = open_store()
+    setup = _memory(setup_store)
     record = setup.remember(content("Deploys happen on Tuesdays"), principal=curator).record
     assert record is not None
     first = setup.update(record.id, ContentPatch(body="Deploys happen on Wednesdays"),
@@ -103,11 +104,11 @@ def test_two_curators_accept_conflicting_proposals_exactly_one_wins(
     winner_id = next(pid for pid, r in results.items() if not isinstance(r, Conflict))
     loser_id = next(pid for pid, r in results.items() if isinstance(r, Conflict))
 
-    head = setup.store.get_record(record.id)
+    head = setup_store.get_record(record.id)
     assert head is not None and head.current_version == 2
-    assert [v.number for v in setup.store.list_versions(record.id)] == [1, 2]
-    winner = setup.store.get_proposal(winner_id)
-    loser = setup.store.get_proposal(loser_id)
+    assert [v.number for v in setup_store.list_versions(record.id)] == [1, 2]
+    winner = setup_store.get_proposal(winner_id)
+    loser = setup_store.get_proposal(loser_id)
     assert winner is not None and winner.status is ProposalStatus.ACCEPTED
     assert loser is not None and loser.status is ProposalStatus.PENDING
     assert setup.is_stale(loser)  # the curator is told to rebase it
@@ -119,7 +120,8 @@ def test_many_writers_at_once_lose_nothing(
     open_store: StoreOpener, curator: Principal, agent: Principal
 ) -> None:
     writers, per_writer, bumps = 4, 15, 10
-    seed = _memory(open_store())
+    seed_store = open_store()
+    seed = _memory(seed_store)
     shared = seed.remember(content("A shared counter", kind="skill"), principal=curator).record
     assert shared is not None
     created: list[str] = []
@@ -129,7 +131,8 @@ def test_many_writers_at_once_lose_nothing(
 
     def write(label: str) -> None:
         try:
-            memory = _memory(open_store())
+            writer_store = open_store()
+            memory = _memory(writer_store)
             start.wait(timeout=60)
             for n in range(per_writer):
                 body = f"{label} wrote {n}"
@@ -141,7 +144,7 @@ def test_many_writers_at_once_lose_nothing(
                 created.append(outcome.record.id)
             done = 0
             while done < bumps:  # optimistic concurrency: re-read and retry on conflict
-                head = memory.store.get_record(shared.id)
+                head = writer_store.get_record(shared.id)
                 assert head is not None
                 try:
                     patch = ContentPatch(body=f"{head.content.body} +{label}")
@@ -162,24 +165,25 @@ def test_many_writers_at_once_lose_nothing(
         thread.join(timeout=300)
     assert errors == []
     assert len(created) == writers * per_writer
-    found = seed.store.get_records(created)
+    found = seed_store.get_records(created)
     assert set(found) == set(created)
-    versions = seed.store.list_versions(shared.id)
+    versions = seed_store.list_versions(shared.id)
     assert [v.number for v in versions] == list(range(1, 1 + writers * bumps + 1))
-    audit = seed.store.list_audit(AuditQuery(limit=100_000))
+    audit = seed_store.list_audit(AuditQuery(limit=100_000))
     seqs = [e.seq for e in audit]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    assert seed.store.count_audit() == 1 + writers * per_writer + writers * bumps
+    assert seed_store.count_audit() == 1 + writers * per_writer + writers * bumps
 
 
 def test_a_pinned_update_never_overwrites_a_newer_version(
     open_store: StoreOpener, curator: Principal
 ) -> None:
-    memory = _memory(open_store())
+    store = open_store()
+    memory = _memory(store)
     record = memory.remember(content("Pinned"), principal=curator).record
     assert record is not None
     other = _memory(open_store())
-    real_get = memory.store.get_record
+    real_get = store.get_record
     calls = {"n": 0}
 
     def get_record(record_id: str) -> object:
@@ -189,8 +193,7 @@ def test_a_pinned_update_never_overwrites_a_newer_version(
             other.update(record.id, ContentPatch(body="newer"), principal=curator)
         return real_get(record_id)
 
-    memory.store.get_record = get_record  # type: ignore[method-assign,assignment]
-    memory.gate.store = memory.store
+    store.get_record = get_record  # type: ignore[method-assign,assignment]  (the gate's too)
     with pytest.raises(Conflict):
         memory.update(record.id, ContentPatch(body="based on v1"), principal=curator,
                       base_version_id=record.current_version_id)  # fmt: skip

@@ -100,10 +100,9 @@ def test_who_may_append(memory: Memory) -> None:
     assert _ids(memory, CURATOR) == []
 
 
-def test_the_outbox_follows_appends_in_commit_order(memory: Memory) -> None:
+def test_the_outbox_follows_appends_in_commit_order(memory: Memory, store: Store) -> None:
     memory.append_events([_event("e2", 2), _event("e1", 1)], principal=AGENT)
     memory.append_events([_event("e0", 0), _event("e1", 1)], principal=AGENT)
-    store = memory.store
     pending = store.outbox("timeline")
     assert [e.event_id for _, e in pending] == ["e1", "e2", "e0"]  # each batch by time
     positions = [p for p, _ in pending]
@@ -129,7 +128,7 @@ _batches = itertools.count()
     )
 )
 def test_random_batches_with_repeats_store_each_event_exactly_once(
-    memory: Memory, batches: list[list[tuple[int, int]]]
+    memory: Memory, batches: list[list[tuple[int, int]]], store: Store
 ) -> None:
     """Batches drawn with repeats, in any order: every id stored once, with its first
     content; reads in source-time order; each stored event in the outbox exactly once."""
@@ -148,25 +147,27 @@ def test_random_batches_with_repeats_store_each_event_exactly_once(
     assert [(e.ts, e.event_id) for e in read] == sorted((e.ts, e.event_id) for e in read)
     for event in read:
         assert event.ts == T0 + timedelta(minutes=minute_of[int(event.event_id.split("-")[1])])
-    in_outbox = [e.event_id for _, e in memory.store.outbox(f"check{run}", 10_000)
+    in_outbox = [e.event_id for _, e in store.outbox(f"check{run}", 10_000)
                  if e.scope == scope]  # fmt: skip
     assert sorted(in_outbox) == sorted(e.event_id for e in read)
 
 
-def test_event_texts_cut_each_text_in_characters_in_the_database(memory: Memory) -> None:
+def test_event_texts_cut_each_text_in_characters_in_the_database(
+    memory: Memory, store: Store
+) -> None:
     memory.append_events(
         [_event("e1", 1, text="é" * 10 + "x" * 10, metadata={"big": "m" * 1000}),
          _event("e2", 2, text="short"), _event("o1", 3, scope="other/x", text="theirs")],
         principal=CURATOR,
     )  # fmt: skip
-    acl_ids = frozenset(row.id for row in memory.store.acls())
-    scope_ids = frozenset(i for i, s in memory.store.scopes().items() if s == "acme/app")
+    acl_ids = frozenset(row.id for row in store.acls())
+    scope_ids = frozenset(i for i, s in store.scopes().items() if s == "acme/app")
     where = EventFilter(acl_ids=acl_ids, scope_ids=scope_ids)
-    found = memory.store.event_texts(where, limit=10, max_chars=12)
+    found = store.event_texts(where, limit=10, max_chars=12)
     assert [(e.event_id, e.text, e.session_id) for e in found] == [
         ("e1", "é" * 10 + "xx", "s1"), ("e2", "short", "s1"),
     ]  # fmt: skip
-    after = memory.store.event_texts(where, after=(found[0].ts, "e1"), limit=10, max_chars=12)
+    after = store.event_texts(where, after=(found[0].ts, "e1"), limit=10, max_chars=12)
     assert [e.event_id for e in after] == ["e2"] and after[0].ts == T0 + timedelta(minutes=2)
 
 

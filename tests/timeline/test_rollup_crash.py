@@ -52,7 +52,8 @@ def test_a_killed_rollup_resumes_to_the_uninterrupted_result(store: Store, tmp_p
     policy = parse_policy(DEFAULT_POLICY_YAML)
     events = _events()
     memory = Memory(store, policy, root=tmp_path, embedder=None)
-    reference = Memory(SqliteStore(tmp_path / "reference.db"), policy, root=tmp_path, embedder=None)
+    reference_store = SqliteStore(tmp_path / "reference.db")
+    reference = Memory(reference_store, policy, root=tmp_path, embedder=None)
     for target in (memory, reference):
         for start in range(0, len(events), 100):
             target.append_events(events[start : start + 100], principal=AGENT)
@@ -79,5 +80,5 @@ def test_a_killed_rollup_resumes_to_the_uninterrupted_result(store: Store, tmp_p
 
     memory.rollup(principal=CURATOR, piece=PIECE)
     assert memory.timeline_status(principal=CURATOR).lag == 0
-    assert _every_version(store) == _every_version(reference.store)
+    assert _every_version(store) == _every_version(reference_store)
     reference.close()

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn.errors import InvalidInput, NotFound, PermissionDenied
+from cairn.governance.gate import Gate
 from cairn.memory import Memory
 from cairn.model import AuditQuery, EventRole, TocLevel, TocNode
 from cairn.store.base import Store
@@ -280,12 +281,12 @@ def test_summaries_are_the_same_on_two_runs(store: Store, tmp_path: Path) -> Non
     second.close()
 
 
-def test_only_curators_build_and_nobody_sends_nodes(memory: Memory) -> None:
+def test_only_curators_build_and_nobody_sends_nodes(memory: Memory, store: Store) -> None:
     memory.append_events(conversation("a", T0, 3), principal=AGENT)
     with pytest.raises(PermissionDenied):
         memory.rollup(principal=AGENT)
     with pytest.raises(PermissionDenied):
-        memory.gate.write_timeline([], CURATOR)
+        Gate(store, memory.policy_in_force).write_timeline([], CURATOR)
     with pytest.raises(PermissionDenied):
         memory.timeline_status(principal=READER)
     status = memory.timeline_status(principal=CURATOR)

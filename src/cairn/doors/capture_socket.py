@@ -22,7 +22,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from cairn.background import BackgroundWorker
 from cairn.capture.local import load_capture_settings, spool_path
 from cairn.capture.spool import Outcome, ReplayReport, Spool
-from cairn.doors.http import BodyLimit, _principal, install_error_handlers
+from cairn.doors.http_common import principal_of_request
+from cairn.doors.http_errors import BodyLimit, install_error_handlers
 from cairn.doors.http_timeline import timeline_router
 from cairn.errors import CairnError, Conflict, InvalidInput, PermissionDenied
 from cairn.limits import MAX_REQUEST_BYTES
@@ -65,7 +66,7 @@ def build_socket_app(workspace: Workspace, memory: Memory) -> FastAPI:
     install_error_handlers(app)
     app.state.cairn_workspace = workspace
     app.include_router(timeline_router(memory))
-    app.dependency_overrides[_principal] = lambda: capture_principal(workspace)
+    app.dependency_overrides[principal_of_request] = lambda: capture_principal(workspace)
 
     @app.get("/health", include_in_schema=False)
     def health() -> JSONResponse:

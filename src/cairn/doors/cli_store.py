@@ -23,7 +23,7 @@ from typing import Annotated, Any, TextIO, cast
 import typer
 from rich.progress import Progress, TaskID
 
-from cairn.admin import Store, backend, export_to, import_from, migrate, opened, where
+from cairn.admin import backend, export_to, import_from, migrate, where
 from cairn.config import load_settings
 from cairn.doors import _render as render
 from cairn.doors._cli_common import (
@@ -92,15 +92,15 @@ def export_command(
     folder = store_path(store)
     db = _db(folder, db)
     to_stdout = file is None or str(file) == "-"
-    with errors(), opened(db, folder) as target, render.progress(want_json(as_json)) as bar:
+    with errors(), render.progress(want_json(as_json)) as bar:
         # how many rows there are is not known before the end: the bar counts them
         task = bar.add_task("export", total=None)
         if to_stdout:
-            counts = export_to(target, _counting(sys.stdout, bar, task))
+            counts = export_to(db, folder, _counting(sys.stdout, bar, task))
             sys.stdout.flush()
         else:
             assert file is not None
-            counts = _export_to_file(target, file, bar, task)
+            counts = _export_to_file(db, folder, file, bar, task)
     payload = {
         "store": where(db, folder),
         "file": None if to_stdout else str(file),
@@ -131,13 +131,15 @@ def _counting(out: TextIO, bar: Progress, task: TaskID) -> TextIO:
     return cast(TextIO, _RowCounter(out, bar, task))
 
 
-def _export_to_file(store: Store, file: Path, bar: Progress, task: TaskID) -> dict[str, int]:
+def _export_to_file(
+    db: str | None, folder: Path, file: Path, bar: Progress, task: TaskID
+) -> dict[str, int]:
     """Write next to ``file`` and rename, so a failed export never leaves a partial file."""
 
     partial = file.with_name(f".{file.name}.partial")
     try:
         with partial.open("w", encoding="utf-8", newline="\n") as out:
-            counts = export_to(store, _counting(out, bar, task))
+            counts = export_to(db, folder, _counting(out, bar, task))
             out.flush()
             os.fsync(out.fileno())
         partial.replace(file)
@@ -182,9 +184,9 @@ def import_command(
                 ),
             )
             return
-        with opened(db, folder) as target, render.progress(quiet, in_bytes=True) as bar:
+        with render.progress(quiet, in_bytes=True) as bar:
             task = bar.add_task("restore", total=_size(file))
-            counts = import_from(target, _reading(everything, bar, task))
+            counts = import_from(db, folder, _reading(everything, bar, task))
     payload = {"store": where(db, folder), "file": str(file), "counts": counts}
     _emit(payload, as_json=quiet, text=f"imported {_summary(counts)} into {where(db, folder)}")
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi import Path as PathParam
 
-from cairn.doors.http import API_PREFIX, COMMON_ERRORS, Who, _JsonRoute, _single_valued
+from cairn.doors.http_common import Who, api_router
 from cairn.graph.passport import OPTIONAL_HEADERS, REQUIRED_HEADERS, parse_passport
 from cairn.graph.why import WhyRequest
 from cairn.memory import Memory
@@ -33,13 +33,7 @@ _PASSPORT_DOC = (
 
 
 def graph_router(memory: Memory) -> APIRouter:
-    router = APIRouter(
-        prefix=API_PREFIX,
-        responses=COMMON_ERRORS,
-        dependencies=[Depends(_single_valued)],
-        tags=["graph"],
-        route_class=_JsonRoute,
-    )
+    router = api_router(tags=["graph"])
 
     def answer(body: WhyRequest, who: Who, request: Request, mode: str) -> dict[str, Any]:
         passport = parse_passport(request.headers)

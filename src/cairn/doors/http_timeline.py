@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from fastapi import Path as PathParam
 from pydantic import Field
 
-from cairn.doors.http import API_PREFIX, COMMON_ERRORS, Who, _Body, _JsonRoute, _single_valued
+from cairn.doors.http_common import StrictBody, Who, api_router
 from cairn.limits import MAX_EVENT_BATCH
 from cairn.memory import Memory
 from cairn.model import (
@@ -40,23 +40,16 @@ GripId = Annotated[str, PathParam(min_length=1, max_length=128, description="a g
 Scope = Annotated[Name | None, Query(description="a scope glob")]
 
 
-class AppendBody(_Body):
+class AppendBody(StrictBody):
     events: list[EventDraft] = Field(min_length=1, max_length=MAX_EVENT_BATCH)
 
 
-class RollupBody(_Body):
+class RollupBody(StrictBody):
     piece: int = Field(default=20_000, ge=1, le=100_000, description="events per step")
 
 
 def timeline_router(memory: Memory) -> APIRouter:
-    router = APIRouter(
-        prefix=f"{API_PREFIX}/timeline",
-        responses=COMMON_ERRORS,
-        dependencies=[Depends(_single_valued)],
-        tags=["timeline"],
-        # bodies are measured before they are parsed, as on every other route
-        route_class=_JsonRoute,
-    )
+    router = api_router(under="/timeline", tags=["timeline"])
 
     @router.post(
         "/events",

@@ -15,6 +15,7 @@ from datetime import datetime
 from cairn.errors import Conflict, InvalidInput, NotFound
 from cairn.governance import access
 from cairn.governance.policy import Policy, Relation
+from cairn.governance.visible import readable_record, visible_record
 from cairn.limits import is_id
 from cairn.model import (
     SYSTEM_RELATIONS,
@@ -44,13 +45,6 @@ __all__ = [
 
 # The ACL of a bookkeeping edge that concerns no record (a publish): curators read it.
 CURATORS_ONLY = Acl(roles=("curator",), labels=(), sensitivity=Sensitivity.HIGH)
-
-
-def _readable_record(store: Store, record_id: str, principal: Principal, field: str) -> Record:
-    record = store.get_record(record_id) if is_id(record_id) else None
-    if record is None or not access.can_read(principal, record.scope, record.content.acl):
-        raise NotFound(f"no record {record_id}", field=field)
-    return record
 
 
 def default_acl(source: Record) -> Acl:
@@ -92,8 +86,8 @@ def check_link(
     policy.relation(draft.type)
     if draft.src == draft.dst:
         raise InvalidInput("an edge joins two different records", field="dst")
-    src = _readable_record(store, draft.src, principal, "src")
-    dst = _readable_record(store, draft.dst, principal, "dst")
+    src = visible_record(store, draft.src, principal, "src")
+    dst = visible_record(store, draft.dst, principal, "dst")
     relation = check_ends(policy, draft, src, dst)
     for edge in store.list_edges(None, node_id=src.id, limit=10_000):
         same = (edge.src, edge.dst) == (src.id, dst.id) or (
@@ -136,10 +130,8 @@ def visible_edge(store: Store, edge_id: str, principal: Principal) -> Edge:
     edge = store.get_edge(edge_id) if is_id(edge_id) else None
     if edge is None or not access.can_read(principal, edge.scope, edge.acl):
         raise NotFound(f"no edge {edge_id}", field="edge_id")
-    for end in (edge.src, edge.dst):
-        record = store.get_record(end)
-        if record is None or not access.can_read(principal, record.scope, record.content.acl):
-            raise NotFound(f"no edge {edge_id}", field="edge_id")
+    if any(readable_record(store, end, principal) is None for end in (edge.src, edge.dst)):
+        raise NotFound(f"no edge {edge_id}", field="edge_id")
     return edge
 
 

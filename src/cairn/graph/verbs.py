@@ -24,13 +24,14 @@ from cairn.model import (
     Content,
     EdgeStatus,
     Principal,
+    ProposalOutcome,
     Record,
     Status,
     new_id,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from datetime import datetime
 
     from cairn.governance.gate import Gate
@@ -68,9 +69,9 @@ def _same(stored: Content, planned: Content) -> bool:
 class GraphVerbs:
     """Mixed into ``Memory``: the graph through the kernel's one store and gate."""
 
-    store: Store
-    gate: Gate
-    policy: Policy
+    _store: Store
+    _gate: Gate
+    _policy: Policy
     folder: Path | None
     clock: Callable[[], datetime]
     graph_settings: GraphSettings
@@ -103,7 +104,7 @@ class GraphVerbs:
 
     def _graph_records(self, key: str, scope_globs: tuple[str, ...]) -> list[Record]:
         """The live decisions and events keyed ``key`` in scopes ``scope_globs`` admits."""
-        found = self.store.records_by_graph_key(key, GRAPH_KINDS, scope_globs)
+        found = self._store.records_by_graph_key(key, GRAPH_KINDS, scope_globs)
         return [r for r in found if r.status not in (Status.ARCHIVED, Status.REJECTED)]
 
     def graph_ingest(
@@ -154,7 +155,7 @@ class GraphVerbs:
             stale: list[str] = []
             if isinstance(src, str) and isinstance(dst, str):
                 if src not in edges_of:
-                    edges_of[src] = self.store.list_edges(None, node_id=src, limit=10_000)
+                    edges_of[src] = self._store.list_edges(None, node_id=src, limit=10_000)
                 present = [
                     e for e in edges_of[src]
                     if e.type == edge.draft.type and e.src == src and e.dst == dst
@@ -173,17 +174,31 @@ class GraphVerbs:
             )
             counts["edges_updated" if stale else "edges_created"] += 1
         if creates or updates or links:
-            self.gate.submit_graph(
+            self._gate.submit_graph(
                 creates, updates, links, principal, reason=reason, unlinks=unlinks
             )
         return GraphIngestReport(**counts)
+
+    def graph_load(
+        self,
+        creates: Sequence[Content],
+        links: Sequence[GraphLink],
+        *,
+        principal: Principal,
+        reason: str = "graph load",
+    ) -> list[ProposalOutcome]:
+        """Write new vertices and the edges between them through the gate in one
+        transaction, without ``graph_ingest``'s look for vertices already stored: a bulk
+        load into a store known not to hold them (an edge's end is a stored record's id or
+        the index of one of ``creates``). Refused whole unless the policy approves all."""
+        return self._gate.submit_graph(creates, [], links, principal, reason=reason)
 
     # ---- answering -------------------------------------------------------------------
 
     def graph_roles(self, *, principal: Principal) -> list[dict[str, Any]]:
         """The role profiles the principal may ask as (its own and the ones ranked below),
         each with the ``policy_key`` and ``policy_version`` a passport names."""
-        graph = self.policy.graph
+        graph = self._policy.graph
         own = graph.best_role(principal.roles)
         if own is None:
             return []
@@ -204,7 +219,7 @@ class GraphVerbs:
     def graph_view(
         self, *, principal: Principal, role: str | None = None, passport: Passport | None = None
     ) -> GraphView:
-        return view_for(self.policy.graph, principal, role=role, passport=passport)
+        return view_for(self._policy.graph, principal, role=role, passport=passport)
 
     def _anchor_id(self, anchor: str, view: GraphView) -> str:
         """A record id, or the graph key of a decision or event the view may read."""
@@ -223,9 +238,9 @@ class GraphVerbs:
     def _snapshot_etag(self, anchor_id: str) -> str:
         """Changes whenever anything is written (every write is audited): the newest audit
         entry's id, with the anchor's head version."""
-        record = self.store.get_record(anchor_id)
+        record = self._store.get_record(anchor_id)
         head = record.current_version_id if record else "none"
-        return f"{head}:{self.store.audit_head()}"
+        return f"{head}:{self._store.audit_head()}"
 
     def why(
         self,
@@ -269,11 +284,11 @@ class GraphVerbs:
         trace_id = new_id("trc")
         now = self.clock()
         answer = why_pipeline.answer(
-            self.store, view, request, anchor_id, mode=mode, trace_id=trace_id, now=now,
+            self._store, view, request, anchor_id, mode=mode, trace_id=trace_id, now=now,
             snapshot_etag=etag, answerer=self._answerer, cached=cached, remember=remember,
         )  # fmt: skip
         if self._traces is not None:
-            anchor = self.store.get_record(anchor_id)
+            anchor = self._store.get_record(anchor_id)
             self._traces.save(
                 trace_id,
                 owner=principal.id,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
-from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, LimitExceeded, check_text
+from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.timeline import reads
@@ -44,8 +44,8 @@ __all__ = ["TimelineVerbs"]
 class TimelineVerbs:
     """Mixed into ``Memory``: the timeline through the kernel's one store and gate."""
 
-    store: Store
-    gate: Gate
+    _store: Store
+    _gate: Gate
     timeline_settings: TimelineSettings
     _rollups: RollupWorker | None = None
     _rollup_lock: threading.Lock
@@ -59,8 +59,8 @@ class TimelineVerbs:
 
     def _reader(self, principal: Principal, scope: str | None = None) -> reads.Reader:
         if scope is not None:
-            _check(scope, "scope", MAX_SCOPE_CHARS)
-        chosen = readable(self.store, principal, ReadRequest(scope=scope))
+            check_input(scope, "scope", MAX_SCOPE_CHARS)
+        chosen = readable(self._store, principal, ReadRequest(scope=scope))
         return reads.Reader(chosen.acl_ids, chosen.scope_ids)
 
     # ---- building ----------------------------------------------------------------------
@@ -80,8 +80,8 @@ class TimelineVerbs:
             raise InvalidInput("piece must be between 1 and 100000", field="piece")
         with self._rollup_lock:
             return run_rollup(
-                self.store,
-                self.gate,
+                self._store,
+                self._gate,
                 self.timeline_settings,
                 self._summarizer(),
                 SYSTEM_PRINCIPAL,
@@ -100,7 +100,7 @@ class TimelineVerbs:
         if self._rollups is None:
             self._rollups = RollupWorker(
                 lambda: self.rollup(principal=SYSTEM_PRINCIPAL, max_pieces=1),
-                lambda: self.store.outbox_lag(CONSUMER),
+                lambda: self._store.outbox_lag(CONSUMER),
                 poll=every,
             ).start()
             self._rollups.notify()
@@ -126,8 +126,8 @@ class TimelineVerbs:
         _require_builder(principal)
         with self._rollup_lock:
             report = rebuild_all(
-                self.store,
-                self.gate,
+                self._store,
+                self._gate,
                 self.timeline_settings,
                 self._summarizer(),
                 SYSTEM_PRINCIPAL,
@@ -141,7 +141,7 @@ class TimelineVerbs:
     def compact(self, *, principal: Principal) -> dict[str, int | str]:
         """Compact the store's indexes and reclaim free space (curators)."""
         access.require_curator(principal, "compact the store")
-        return self.store.compact()
+        return self._store.compact()
 
     def timeline_status(self, *, principal: Principal) -> TimelineStatus:
         """How far the timeline lags the event log. It counts every scope's events and
@@ -154,8 +154,8 @@ class TimelineVerbs:
             )
         indexer = self.indexer
         return TimelineStatus(
-            lag=self.store.outbox_lag(CONSUMER),
-            nodes=self.store.toc_counts(),
+            lag=self._store.outbox_lag(CONSUMER),
+            nodes=self._store.toc_counts(),
             vector_lag=indexer.lag() if indexer is not None else 0,
         )
 
@@ -163,24 +163,24 @@ class TimelineVerbs:
 
     def timeline_root(self, *, principal: Principal, scope: str | None = None) -> list[TocNode]:
         """The years the principal may see, oldest first (``scope`` is a glob)."""
-        return reads.root(self.store, self._reader(principal, scope))
+        return reads.root(self._store, self._reader(principal, scope))
 
     def timeline_node(
         self, node_id: str, *, principal: Principal, version: int | None = None
     ) -> TocNode:
         """One node with its summary and children's ids, latest or at ``version``."""
-        return reads.get_node(self.store, self._reader(principal), node_id, version)
+        return reads.get_node(self._store, self._reader(principal), node_id, version)
 
     def timeline_browse(
         self, node_id: str, *, principal: Principal, after: str | None = None, limit: int = 20
     ) -> NodePage:
-        return reads.browse(self.store, self._reader(principal), node_id, after=after, limit=limit)
+        return reads.browse(self._store, self._reader(principal), node_id, after=after, limit=limit)
 
     def expand_grip(
         self, grip_id: str, *, principal: Principal, before: int = 3, after: int = 3
     ) -> ExpandedGrip:
         return reads.expand_grip(
-            self.store, self._reader(principal), grip_id, before=before, after=after
+            self._store, self._reader(principal), grip_id, before=before, after=after
         )
 
     def timeline_search(
@@ -194,11 +194,11 @@ class TimelineVerbs:
         until: datetime | None = None,
     ) -> list[TeleportHit]:
         """Teleport: the nodes and grips that best match ``query``, without walking the tree."""
-        _check(query, "query", MAX_QUERY_CHARS)
+        check_input(query, "query", MAX_QUERY_CHARS)
         _aware(since, "since")
         _aware(until, "until")
         return reads.teleport(
-            self.store,
+            self._store,
             self._reader(principal, scope),
             query,
             indexer=self.indexer,
@@ -217,9 +217,9 @@ class TimelineVerbs:
     ) -> RecentContext:
         """What an agent starting work should read first, within ``max_tokens``."""
         if session_id is not None:
-            _check(session_id, "session_id", MAX_SCOPE_CHARS)
+            check_input(session_id, "session_id", MAX_SCOPE_CHARS)
         return reads.recent_context(
-            self.store,
+            self._store,
             self._reader(principal, scope),
             max_tokens=max_tokens,
             session_id=session_id,
@@ -237,34 +237,25 @@ class TimelineVerbs:
         k: int = 10,
     ) -> ScanReport:
         """Read raw events for ``query`` over a node's span (or ``since``..``until``)."""
-        _check(query, "query", MAX_QUERY_CHARS)
+        check_input(query, "query", MAX_QUERY_CHARS)
         if not 1 <= k <= 100:
             raise InvalidInput("k must be between 1 and 100", field="k")
         _aware(since, "since")
         _aware(until, "until")
         reader = self._reader(principal, scope)
         if node_id is not None:
-            node = reads.get_node(self.store, reader, node_id)
+            node = reads.get_node(self._store, reader, node_id)
             since, until = node.starts_at, node.ends_at
             if node.first_ts is not None and node.last_ts is not None:
                 since, until = node.first_ts, max(node.ends_at, node.last_ts)
         if since is None or until is None:
             raise InvalidInput("give a node_id, or since and until", field="since")
-        return reads.scan(self.store, reader, query, since=since, until=until, k=k)
+        return reads.scan(self._store, reader, query, since=since, until=until, k=k)
 
 
 def _require_builder(principal: Principal) -> None:
     if principal != SYSTEM_PRINCIPAL:
         access.require_curator(principal, "build the timeline")
-
-
-def _check(value: str, what: str, limit: int) -> None:
-    """A plain string a verb takes, within ``cairn.limits``; refusals are ``InvalidInput``
-    naming the argument."""
-    try:
-        check_text(value, what, limit)
-    except LimitExceeded as exc:
-        raise InvalidInput(str(exc), field=what) from None
 
 
 def _aware(moment: datetime | None, what: str) -> None:

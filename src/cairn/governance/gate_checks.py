@@ -1,0 +1,244 @@
+"""The gate's checks of a proposal before the policy is asked: the change stamped with its
+provenance, who may make it, whether its target and scope are the principal's to touch,
+its own rules (supersede, publish), and whether it duplicates a stored record."""
+
+from __future__ import annotations
+
+from cairn.errors import Conflict, InvalidInput, NotFound, SupersessionCycle
+from cairn.governance import access, lifecycle, links
+from cairn.governance.gate_core import ORIGIN_OF, GateCore
+from cairn.model import (
+    Change,
+    Confidence,
+    Content,
+    CreateChange,
+    LinkChange,
+    Origin,
+    Principal,
+    PrincipalKind,
+    Proposal,
+    PublishChange,
+    Record,
+    Status,
+    SupersedeChange,
+    TransitionChange,
+    UnlinkChange,
+    UpdateChange,
+)
+
+__all__ = ["GateChecks", "is_live_duplicate"]
+
+
+def is_live_duplicate(record: Record, proposal_record_id: str | None, principal: Principal) -> bool:
+    """Whether stored ``record``, found by content hash, is what a proposal (of a change to
+    ``proposal_record_id``, if any) duplicates: another record, still live, that
+    ``principal`` may read (one it may not read is never named: the check is no oracle)."""
+    return (
+        record.id != proposal_record_id
+        and record.status not in (Status.REJECTED, Status.ARCHIVED)
+        and access.can_read(principal, record.scope, record.content.acl)
+    )
+
+
+class GateChecks(GateCore):
+    """Mixed into ``Gate``: what a proposal must pass before any rule decides it."""
+
+    def _stamp(self, change: Change, principal: Principal) -> Change:
+        """Origin and provenance are facts about who wrote, not claims: the origin is the
+        principal's kind, ``provenance.source_kind`` is the kernel's to set (ingest), and
+        agents cannot vouch for a memory beyond "supported"."""
+        origin = ORIGIN_OF[principal.kind]
+
+        def confidence(value: Confidence) -> Confidence:
+            if principal.kind is PrincipalKind.AGENT and value is Confidence.VERIFIED:
+                return Confidence.SUPPORTED
+            return value
+
+        def fix(content: Content) -> Content:
+            provenance = content.provenance
+            updates: dict[str, object] = {}
+            if content.origin is not origin:
+                updates["origin"] = origin
+            if confidence(content.confidence) is not content.confidence:
+                updates["confidence"] = confidence(content.confidence)
+            if provenance.source_kind is not None:
+                updates["provenance"] = provenance.model_copy(update={"source_kind": None})
+            # Copies cost; a batch stamps thousands of contents that need nothing changed.
+            return content.model_copy(update=updates) if updates else content
+
+        if isinstance(change, CreateChange):
+            content = fix(change.content)
+            if content is change.content:
+                return change
+            return change.model_copy(update={"content": content})
+        if isinstance(change, LinkChange):
+            return change.model_copy(
+                update={"edge": change.edge.model_copy(update={"origin": origin})}
+            )
+        if isinstance(change, SupersedeChange) and change.content is not None:
+            return change.model_copy(update={"content": fix(change.content)})
+        if isinstance(change, UpdateChange):
+            patch = change.patch
+            updates: dict[str, object] = {"origin": origin}
+            if patch.confidence is not None:
+                updates["confidence"] = confidence(patch.confidence)
+            if patch.provenance is not None:
+                updates["provenance"] = patch.provenance.model_copy(update={"source_kind": None})
+            return change.model_copy(update={"patch": patch.model_copy(update=updates)})
+        return change
+
+    def _needs_review(
+        self, proposal: Proposal, principal: Principal, target: Record | None
+    ) -> tuple[str, str] | None:
+        """Changes a policy may never approve by itself for a non-curator: an edit that
+        changes who may read a record, and any edit of a record someone else wrote or a
+        human wrote or verified. Returns the rule and reason that queue it, or None."""
+        if access.is_curator(principal):
+            return None
+        change = proposal.change
+        if isinstance(change, LinkChange):
+            if change.edge.acl is not None:
+                source = self._record(change.edge.src)
+                if change.edge.acl != links.default_acl(source):
+                    return (
+                        "acl-change-needs-review",
+                        "choosing who may read an edge needs a curator",
+                    )
+            return None
+        if isinstance(change, UnlinkChange):
+            edge = self.store.get_edge(change.edge_id)
+            if edge is not None and edge.created_by != principal.id:
+                return "others-edges-need-review", "the edge was made by someone else"
+            return None
+        if target is None:
+            return None
+        change = proposal.change
+        if isinstance(change, UpdateChange):
+            acl = change.patch.acl
+            if acl is not None and acl != target.content.acl:
+                return "acl-change-needs-review", "changing who may read a record needs a curator"
+        elif not isinstance(change, SupersedeChange):
+            return None
+        if target.created_by != principal.id:
+            return "others-records-need-review", "the record was written by someone else"
+        if (
+            target.content.origin is Origin.HUMAN
+            or target.content.confidence is Confidence.VERIFIED
+        ):
+            return "human-records-need-review", "a human wrote or verified this record"
+        return None
+
+    def _target(self, change: Change, principal: Principal) -> Record | None:
+        """The record a change is pinned to (its version goes stale when that moves on).
+        An edge pins no record: a link stays valid while its ends get new versions."""
+        if isinstance(change, CreateChange | PublishChange | LinkChange | UnlinkChange):
+            return None
+        return self._visible(change.record_id, principal)
+
+    def _scope_of(self, change: Change, target: Record | None, principal: Principal) -> str:
+        if isinstance(change, CreateChange):
+            return change.content.scope
+        if isinstance(change, PublishChange):
+            return change.scope
+        if isinstance(change, LinkChange):
+            # the edge lives in its source's scope; an unreadable source is "not found"
+            return links.check_link(self.store, self.policy, change.edge, principal)[0].scope
+        if isinstance(change, UnlinkChange):
+            return links.visible_edge(self.store, change.edge_id, principal).scope
+        assert target is not None
+        return target.scope
+
+    def _validate(self, proposal: Proposal, principal: Principal) -> None:
+        change = proposal.change
+        if isinstance(change, CreateChange):
+            self.policy.check_kind(change.content.kind)
+        elif isinstance(change, UpdateChange):
+            if change.patch.is_empty():
+                raise InvalidInput("an update must change at least one field", field="patch")
+            record = self._record(change.record_id)
+            new = change.patch.apply(record.content)
+            if new.model_copy(update={"origin": record.content.origin}) == record.content:
+                raise InvalidInput("the update changes nothing", field="patch")
+            if record.status in (Status.ARCHIVED, Status.REJECTED):
+                raise InvalidInput(f"{record.status.value} records cannot be updated")
+        elif isinstance(change, SupersedeChange):
+            self._check_supersede(change, principal)
+        elif isinstance(change, TransitionChange):
+            record = self._record(change.record_id)
+            lifecycle.check_transition(record.status, change.to, principal)
+        elif isinstance(change, LinkChange):
+            links.check_link(self.store, self.policy, change.edge, principal)
+        elif isinstance(change, UnlinkChange):
+            edge = links.visible_edge(self.store, change.edge_id, principal)
+            links.removed_edge(edge, actor=principal.id, now=self.clock())
+        else:
+            self._check_publish(change, principal)
+
+    def _check_supersede(self, change: SupersedeChange, principal: Principal) -> None:
+        old = self._record(change.record_id)
+        if old.superseded_by:
+            successor = self.store.get_record(old.superseded_by)
+            # Name the successor only to a principal who may read it.
+            named = (
+                f" by {successor.id}"
+                if successor is not None
+                and access.can_read(principal, successor.scope, successor.content.acl)
+                else ""
+            )
+            raise Conflict(
+                f"{old.id} is already superseded{named}; supersede its successor instead",
+                field="record_id",
+            )
+        if change.content is not None:
+            self.policy.check_kind(change.content.kind)
+            if change.content.scope != old.scope:
+                raise InvalidInput("a replacement must live in the same scope", field="scope")
+            return
+        assert change.by is not None
+        if change.by == old.id:
+            raise SupersessionCycle("a record cannot supersede itself", field="by")
+        replacement = self._visible(change.by, principal)
+        seen = {old.id}
+        cursor: Record | None = replacement
+        while cursor is not None:
+            if cursor.id in seen:
+                raise SupersessionCycle(
+                    f"superseding {old.id} by {replacement.id} would make a cycle", field="by"
+                )
+            seen.add(cursor.id)
+            cursor = self.store.get_record(cursor.superseded_by) if cursor.superseded_by else None
+
+    def _check_publish(self, change: PublishChange, principal: Principal) -> None:
+        access.require_curator(principal, "publish")
+        for record_id, version_id in change.pins.items():
+            record = self._visible(record_id, principal)
+            if record.scope != change.scope:
+                raise InvalidInput(f"{record_id} is not in scope {change.scope}", field="pins")
+            if version_id is not None:
+                version = self.store.get_version(version_id)
+                if version is None or version.record_id != record_id:
+                    raise NotFound(f"no version {version_id} of {record_id}", field="pins")
+            elif record.status is not Status.ACTIVE:
+                raise InvalidInput(
+                    f"{record_id} is {record.status.value}; only active records are published",
+                    field="pins",
+                )
+
+    def _duplicate_of(self, proposal: Proposal, principal: Principal) -> Record | None:
+        """An existing record with the same content in the scope, among those ``principal``
+        may read: a record it may not read is never named, so the check is no oracle."""
+        change = proposal.change
+        if isinstance(change, CreateChange):
+            content: Content | None = change.content
+        elif isinstance(change, SupersedeChange):
+            content = change.content
+        elif isinstance(change, UpdateChange):
+            content = change.patch.apply(self._record(change.record_id).content)
+        else:
+            content = None
+        if content is None:
+            return None
+        for record in self.store.find_by_hashes(content.scope, [content.content_hash()]):
+            if is_live_duplicate(record, proposal.record_id, principal):
+                return record
+        return None

@@ -1,0 +1,68 @@
+"""The dense index behind ``Memory``: the embedder loaded on first need, the outbox of
+chunks to embed, and the background worker that embeds them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from cairn.errors import InvalidInput
+from cairn.memory.core import MemoryCore
+from cairn.retrieval.indexer import Indexer, IndexWorker
+from cairn.search.embedder import Embedder, make_embedder
+
+__all__ = ["IndexVerbs"]
+
+
+class IndexVerbs(MemoryCore):
+    """Mixed into ``Memory``: its dense indexer (None when it runs keyword-only)."""
+
+    _embedder_spec: Embedder | str | None
+    _indexer: Indexer | None
+    _worker: IndexWorker | None
+
+    @property
+    def indexer(self) -> Indexer | None:
+        """The dense indexer, or None when this memory runs keyword-only."""
+        if self._indexer is None and self._embedder_spec is not None:
+            spec = self._embedder_spec
+            embedder = make_embedder(spec) if isinstance(spec, str) else spec
+            self._indexer = Indexer(self._store, embedder)
+        return self._indexer
+
+    def _need_indexer(self) -> Indexer:
+        indexer = self.indexer
+        if indexer is None:
+            raise InvalidInput("vector search needs an embedder; this store runs keyword-only")
+        return indexer
+
+    def index_pending(
+        self, *, limit: int | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> int:
+        """Embed chunks written since the last run (the dense-index outbox)."""
+        indexer = self._need_indexer()
+        indexer.sync()
+        return indexer.catch_up(limit=limit, progress=progress)
+
+    def start_indexing(self, *, poll: float = 2.0) -> IndexWorker | None:
+        """Embed new chunks in a background thread from now on (reads never embed); None
+        when this memory runs keyword-only. ``close`` stops it."""
+        indexer = self.indexer
+        if indexer is None:
+            return None
+        if self._worker is None:
+            self._worker = IndexWorker(indexer, poll=poll).start()
+            self._worker.notify()
+        return self._worker
+
+    def _committed(self) -> None:
+        if self._worker is not None:
+            self._worker.notify()
+
+    def has_vectors(self) -> bool:
+        """Whether this memory searches by vector as well as by keyword (without loading the
+        embedder to find out)."""
+        return self._indexer is not None or self._embedder_spec is not None
+
+    def vector_lag(self) -> int:
+        indexer = self.indexer
+        return indexer.lag() if indexer is not None else 0

@@ -1,0 +1,173 @@
+"""``Memory``'s ranked reads: a query checked and planned once, then searched raw or
+retrieved validated within a token budget."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from cairn.errors import InvalidInput
+from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
+from cairn.memory.indexing import IndexVerbs
+from cairn.model import Principal, VersionPin
+from cairn.retrieval.fuse import chosen_weights
+from cairn.retrieval.pipeline import SearchPlan, run_retrieve, run_search
+from cairn.retrieval.preselect import ReadRequest
+from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.retrieval.when import query_window
+
+__all__ = ["SearchVerbs"]
+
+
+class SearchVerbs(IndexVerbs):
+    """Mixed into ``Memory``: ``search`` and ``retrieve``."""
+
+    def _plan(
+        self,
+        query: str,
+        *,
+        mode: Mode,
+        k: int,
+        candidates: int | None,
+        weights: Mapping[str, float] | None,
+        scope: str | None,
+        selector: VersionPin | None,
+        kinds: Sequence[str],
+        include_drafts: bool,
+        created_after: datetime | None,
+        created_before: datetime | None,
+        record_ids: Sequence[str] | None,
+    ) -> SearchPlan:
+        if k < 1 or k > 1000:
+            raise InvalidInput("k must be between 1 and 1000", field="k")
+        check_input(query, "query", MAX_QUERY_CHARS)
+        if scope is not None:
+            check_input(scope, "scope", MAX_SCOPE_CHARS)
+        if weights is not None:
+            _check_weights(weights, mode)
+        for kind in kinds:
+            self._policy.check_kind(kind)
+        if candidates is not None and not 1 <= candidates <= 10_000:
+            raise InvalidInput("candidates must be between 1 and 10000", field="candidates")
+        if mode not in ("hybrid", "keyword", "vector"):
+            raise InvalidInput(f"unknown mode {mode!r}: hybrid, keyword or vector", field="mode")
+        if mode != "keyword":
+            self._need_indexer()
+        now = self.clock()
+        request = ReadRequest(
+            scope=scope,
+            selector=selector or VersionPin.head(),
+            kinds=tuple(kinds),
+            include_drafts=include_drafts,
+            valid_at=now,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=frozenset(record_ids) if record_ids is not None else None,
+        )
+        return SearchPlan(
+            query=query,
+            mode=mode,
+            k=k,
+            candidates=candidates or max(50, 5 * k),
+            weights=weights,
+            request=request,
+            window=query_window(query, now=now),
+        )
+
+    def search(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        candidates: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        scope: str | None = None,
+        selector: VersionPin | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+    ) -> SearchResult:
+        """Raw ranked search (no validation, no budget): permission-trimmed, fused."""
+        plan = self._plan(
+            query,
+            mode=mode,
+            k=k,
+            candidates=candidates,
+            weights=weights,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+        )
+        indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
+        return run_search(self._store, indexer, principal, plan)[0]
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        max_tokens: int = 8000,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        candidates: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        scope: str | None = None,
+        selector: VersionPin | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+    ) -> RetrievalResult:
+        """Validated retrieval clipped to a token budget, every item cited to its version."""
+        if max_tokens < 1:
+            raise InvalidInput("max_tokens must be positive", field="max_tokens")
+        plan = self._plan(
+            query,
+            mode=mode,
+            k=k,
+            candidates=candidates,
+            weights=weights,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+        )
+        indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
+        return run_retrieve(
+            self._store, indexer, principal, plan, max_tokens=max_tokens, now=self.clock()
+        )
+
+
+_SIGNALS: dict[str, tuple[str, ...]] = {
+    "hybrid": ("keyword", "vector"),
+    "keyword": ("keyword",),
+    "vector": ("vector",),
+}
+
+
+def _check_weights(weights: Mapping[str, float], mode: Mode) -> None:
+    for name, weight in weights.items():
+        if name not in ("keyword", "vector"):
+            raise InvalidInput(
+                f"unknown weight {name!r}: weights name 'keyword' and 'vector'", field="weights"
+            )
+        if not math.isfinite(weight) or weight < 0:
+            raise InvalidInput(
+                f"the weight of {name!r} must be a finite number of at least 0", field="weights"
+            )
+    chosen = chosen_weights(weights)
+    if sum(chosen[name] for name in _SIGNALS[mode]) <= 0:
+        raise InvalidInput(f"every weight used by {mode} search is 0", field="weights")

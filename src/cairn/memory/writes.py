@@ -1,0 +1,251 @@
+"""``Memory``'s writes: every one a proposal the gate decides (the policy or a curator), from
+one record to a batch of ten thousand, file ingest and publishing included."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from cairn.errors import Conflict, InvalidInput
+from cairn.governance import access
+from cairn.ingest.files import (
+    INGESTED_EVIDENCE,
+    IngestArea,
+    IngestReport,
+    document_for,
+    expand,
+    git_info,
+    read_text,
+)
+from cairn.limits import MAX_BODY_CHARS, MAX_SCOPE_CHARS, check_input
+from cairn.memory.core import MemoryCore, literal_glob
+from cairn.model import (
+    Content,
+    ContentPatch,
+    CreateChange,
+    EdgeDraft,
+    LinkChange,
+    Principal,
+    ProposalOutcome,
+    PublishChange,
+    Record,
+    RecordQuery,
+    Status,
+    SupersedeChange,
+    TransitionChange,
+    UnlinkChange,
+    UpdateChange,
+    Verdict,
+)
+
+__all__ = ["WriteVerbs"]
+
+
+class WriteVerbs(MemoryCore):
+    """Mixed into ``Memory``: proposing records, versions, links, lifecycle moves and
+    baselines, all through the gate."""
+
+    def remember(
+        self,
+        content: Content,
+        *,
+        principal: Principal,
+        draft: bool = False,
+        paths: Sequence[str] = (),
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Propose a new record (or record a draft, which any principal may do)."""
+        change = CreateChange(content=content, draft=draft, paths=tuple(paths))
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
+
+    def update(
+        self,
+        record_id: str,
+        patch: ContentPatch,
+        *,
+        principal: Principal,
+        base_version_id: str | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        change = UpdateChange(record_id=record_id, patch=patch)
+        outcome = self._gate.submit(
+            change, principal, base_version_id=base_version_id, reason=reason
+        )
+        return self._shown_outcome(outcome, principal)
+
+    def supersede(
+        self,
+        record_id: str,
+        *,
+        principal: Principal,
+        by: str | None = None,
+        content: Content | None = None,
+        patch: ContentPatch | None = None,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Supersede a record by an existing one (``by``), by new ``content``, or by a new
+        record made of its current content with ``patch`` applied."""
+        if patch is not None:
+            if content is not None:
+                raise InvalidInput("give content or patch, not both", field="patch")
+            content = patch.apply(self._visible(record_id, principal).content)
+        change = SupersedeChange(record_id=record_id, by=by, content=content)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
+
+    def transition(
+        self, record_id: str, to: Status, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        """Move a record along the lifecycle: approve/reject a draft, archive, restore, …"""
+        change = TransitionChange(record_id=record_id, to=to)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
+
+    def link(
+        self, edge: EdgeDraft, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        """Propose a typed edge between two records the principal may read; the policy
+        decides (a relation the catalog does not declare is refused)."""
+        change = LinkChange(edge=edge)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
+
+    def unlink(
+        self, edge_id: str, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        """Propose removing an edge (it is marked removed; its history stays)."""
+        change = UnlinkChange(edge_id=edge_id)
+        return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
+
+    def archive(
+        self, record_id: str, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        return self.transition(record_id, Status.ARCHIVED, principal=principal, reason=reason)
+
+    def restore(
+        self, record_id: str, *, principal: Principal, reason: str | None = None
+    ) -> ProposalOutcome:
+        return self.transition(record_id, Status.ACTIVE, principal=principal, reason=reason)
+
+    def publish(
+        self,
+        scope: str,
+        *,
+        principal: Principal,
+        record_ids: Sequence[str] | None = None,
+        pins: dict[str, str | None] | None = None,
+        name: str | None = None,
+        replace: bool = False,
+        reason: str | None = None,
+    ) -> ProposalOutcome:
+        """Promote record versions into a new baseline and make it the scope's published one.
+
+        With neither ``record_ids`` nor ``pins``, every active, current record of the scope
+        is published at its head version.
+        """
+        access.require_curator(principal, "publish")
+        chosen: dict[str, str | None] = dict(pins or {})
+        for record_id in record_ids or ():
+            chosen.setdefault(record_id, None)
+        if not chosen:
+            query = RecordQuery(scope=literal_glob(scope), statuses=(Status.ACTIVE,))
+            for record in self._each_visible_record(query, principal):
+                if record.scope == scope and record.superseded_by is None:
+                    chosen[record.id] = None
+        if not chosen:
+            raise Conflict(f"nothing to publish in scope {scope}: no active records", field="scope")
+        change = PublishChange(scope=scope, pins=chosen, name=name, replace=replace)
+        return self._gate.submit(change, principal, reason=reason)
+
+    def store_many(
+        self, contents: Sequence[Content], *, principal: Principal, draft: bool = False
+    ) -> list[ProposalOutcome]:
+        """Propose up to 10,000 records in one governed transaction: each passes the policy,
+        the duplicate check and the permission check (duplicates are rejected item by item;
+        a refusal of the caller refuses the whole batch, nothing written), and one audit
+        entry names every record the batch made. Vectors are made afterwards, in the
+        background, like any write's."""
+        changes = [CreateChange(content=c, draft=draft) for c in contents]
+        outcomes = self._gate.submit_many(changes, principal)
+        return [self._shown_outcome(o, principal) for o in outcomes]
+
+    def remember_many(
+        self, contents: Sequence[Content], *, principal: Principal, draft: bool = False
+    ) -> list[ProposalOutcome]:
+        """``store_many`` under its earlier name."""
+        return self.store_many(contents, principal=principal, draft=draft)
+
+    def ingest(
+        self,
+        paths: Sequence[str],
+        *,
+        principal: Principal,
+        scope: str,
+        kind: str = "document",
+        progress: Callable[[int, int, str], None] | None = None,
+    ) -> IngestReport:
+        """Ingest files as evidence records (see ``cairn.ingest.files``), from the ingest
+        roots the policy opens to the principal's roles only."""
+        check_input(scope, "scope", MAX_SCOPE_CHARS)
+        report = IngestReport()
+        area = IngestArea(self.root, self._policy.ingest_roots(principal.roles), self.folder)
+        files = expand(paths, area)
+        git = git_info(files[0].parent if files else self.root, self.root)
+        known = self._ingested_by_path(scope)
+        creates: list[CreateChange] = []
+        for n, path in enumerate(files, start=1):
+            if progress:
+                progress(n, len(files), path.name)
+            try:
+                text = read_text(path, MAX_BODY_CHARS)
+            except OSError:
+                text = None
+            if text is None:  # not UTF-8 text, or larger than a record's body may be
+                report.skipped.append(path.relative_to(self.root).as_posix())
+                continue
+            content = document_for(path, text, scope=scope, git=git, kind=kind)
+            relative = content.provenance.path or path.name
+            existing = known.get(relative)
+            if existing is None:
+                creates.append(CreateChange(content=content, paths=(relative,)))
+                continue
+            if existing.content.content_hash() == content.content_hash():
+                report.unchanged.append(existing.id)
+                continue
+            patch = ContentPatch(
+                title=content.title, body=content.body, provenance=content.provenance
+            )
+            # The kernel's own provenance (ingested evidence) is kept: kernel_provenance.
+            outcome = self._gate.submit(
+                UpdateChange(record_id=existing.id, patch=patch),
+                principal,
+                reason="re-ingest",
+                kernel_provenance=True,
+            )
+            _file_outcome(report, self._shown_outcome(outcome, principal), updated=True)
+        outcomes = (
+            self._gate.submit_many(creates, principal, kernel_provenance=True) if creates else []
+        )
+        for outcome in outcomes:
+            _file_outcome(report, outcome, updated=False)
+        return report
+
+    def _ingested_by_path(self, scope: str) -> dict[str, Record]:
+        linked = [link.record_id for link in self._store.list_path_links()]
+        found: dict[str, Record] = {}
+        for record in self._store.get_records(linked).values():
+            path = record.content.provenance.path
+            if (
+                record.scope == scope
+                and path
+                and record.content.provenance.source_kind == INGESTED_EVIDENCE
+                and record.status not in (Status.ARCHIVED, Status.REJECTED)
+            ):
+                found[path] = record
+        return found
+
+
+def _file_outcome(report: IngestReport, outcome: ProposalOutcome, *, updated: bool) -> None:
+    if outcome.decision is Verdict.APPROVE:
+        record_id = outcome.record.id if outcome.record else ""
+        (report.updated if updated else report.created).append(record_id)
+    elif outcome.decision is Verdict.QUEUE:
+        report.queued.append(outcome.proposal.id)
+    else:
+        report.rejected.append(outcome.proposal.id)
