@@ -47,6 +47,7 @@ __all__ = [
     "MAX_REQUEST_BYTES",
     "MAX_REQUEST_DEPTH",
     "MAX_SCOPE_CHARS",
+    "MAX_TIMELINE_HITS",
     "MAX_TITLE_CHARS",
     "STORED",
     "WHITE_SPACE",
@@ -58,6 +59,7 @@ __all__ = [
     "check_input",
     "check_json",
     "check_text",
+    "check_timeline_k",
     "is_id",
     "is_stored",
     "load_json",
@@ -94,6 +96,8 @@ MAX_EVENT_BATCH = 10_000
 MAX_RECORD_BATCH = 10_000
 # Proposals one bulk approval decides: one transaction, one audit entry per proposal.
 MAX_BULK_DECISIONS = 1_000
+# Hits one timeline search or scan returns: a read stays a light one.
+MAX_TIMELINE_HITS = 100
 # One HTTP request body (every door of `cairn serve`): room for a batch of records.
 MAX_REQUEST_BYTES = 8 * 1024 * 1024
 # How deep a whole request (or a line of a file of records) may nest: metadata at its limit
@@ -139,6 +143,12 @@ def check_input(value: str, what: str, max_chars: int) -> str:
         return check_text(value, what, max_chars)
     except LimitExceeded as exc:
         raise InvalidInput(str(exc), field=what) from None
+
+
+def check_timeline_k(k: int) -> None:
+    """A timeline search or scan returns 1 to ``MAX_TIMELINE_HITS`` hits, at every door."""
+    if not 1 <= k <= MAX_TIMELINE_HITS:
+        raise InvalidInput(f"k must be between 1 and {MAX_TIMELINE_HITS}", field="k")
 
 
 def check_id(value: str, what: str = "id") -> str:

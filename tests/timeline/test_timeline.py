@@ -468,3 +468,17 @@ def test_the_background_rollup_follows_appends(store: Store, tmp_path: Path) -> 
     assert [y.event_count for y in memory.timeline_root(principal=READER)] == [5]
     memory.close()
     assert not worker._thread.is_alive()
+
+
+@pytest.mark.parametrize("k", [0, 101, 10_000])
+def test_a_timeline_search_or_scan_returns_1_to_100_hits_at_the_kernel(
+    memory: Memory, k: int
+) -> None:
+    # the bound is the kernel's, not only the doors': a library caller meets it too
+    with pytest.raises(InvalidInput, match="k must be between 1 and 100") as caught:
+        memory.timeline_search("nightly build", principal=READER, k=k)
+    assert caught.value.field == "k"
+    with pytest.raises(InvalidInput, match="k must be between 1 and 100"):
+        memory.timeline_scan(
+            "nightly build", principal=READER, since=T0, until=T0 + timedelta(days=1), k=k
+        )

@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypedDict
 
 from cairn.errors import InvalidInput, PermissionDenied
+from cairn.limits import check_timeline_k
 from cairn.model import (
     AppendReport,
     AuditEntry,
@@ -48,6 +49,7 @@ from cairn.model import (
 )
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.retrieval.weights import check_weights
 from cairn.timeline.views import TeleportHit
 
 if TYPE_CHECKING:  # the graph's request model pulls in the graph package: typing only
@@ -64,9 +66,7 @@ __all__ = [
     "WhyMode",
     "check_get",
     "check_supersede",
-    "check_timeline_k",
     "check_validate",
-    "check_weights",
     "check_why_mode",
     "passport_headers",
 ]
@@ -188,7 +188,7 @@ class MemoryClient(ABC):
         weights: Mapping[str, float] | None = None,
     ) -> SearchResult:
         """Ranked search, trimmed by permission: ``k`` hits, each citing its version."""
-        check_weights(weights)
+        check_weights(weights, mode)
         options = ReadOptions(
             mode=mode,
             k=k,
@@ -221,7 +221,7 @@ class MemoryClient(ABC):
     ) -> RetrievalResult:
         """Validated retrieval within ``max_tokens``: items with citations, contradictions
         flagged (what an agent reads before it works)."""
-        check_weights(weights)
+        check_weights(weights, mode)
         options = ReadOptions(
             mode=mode,
             k=k,
@@ -551,22 +551,6 @@ def check_validate(record_ids: Sequence[str]) -> None:
         raise InvalidInput("give a list of record ids, not one string", field="record_ids")
     if not record_ids:
         raise InvalidInput("name at least one record to validate", field="record_ids")
-
-
-def check_weights(weights: Mapping[str, float] | None) -> None:
-    """Fusion weights are above 0 (the HTTP API's rule): to leave a signal out, choose the
-    mode that does."""
-    if weights is not None and not all(w > 0 for w in weights.values()):
-        raise InvalidInput(
-            "weights must be above 0; to leave a signal out, search in keyword or vector mode",
-            field="weights",
-        )
-
-
-def check_timeline_k(k: int) -> None:
-    """A timeline search returns 1 to 100 hits (the HTTP API's bound)."""
-    if not 1 <= k <= 100:
-        raise InvalidInput("k must be between 1 and 100", field="k")
 
 
 def check_why_mode(mode: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
-from annotated_types import Gt
+from annotated_types import Ge
 from fastapi import APIRouter, Depends, Request
 from fastapi import Path as PathParam
 from fastapi.routing import APIRoute
@@ -88,13 +88,14 @@ JsonInt = Annotated[int, BeforeValidator(_json_number)]
 JsonFloat = Annotated[float, BeforeValidator(_json_number)]
 
 
-# Weights of the two recall signals: finite and positive over HTTP (to leave a signal out,
-# choose the mode that does: keyword or vector).
+# Weights of the two recall signals, as the schema states them: finite and at least 0. The
+# kernel's rule (``retrieval.fuse.check_weights``) also refuses weights that leave the mode
+# no signal, with the same message at every door.
 Weights = Annotated[
     dict[
         Literal["keyword", "vector"],
         # the constraints come before the JSON-number check so that the schema states them
-        Annotated[float, Gt(0), AllowInfNan(False), BeforeValidator(_json_number)],
+        Annotated[float, Ge(0), AllowInfNan(False), BeforeValidator(_json_number)],
     ],
     Field(max_length=2),
 ]

@@ -10,7 +10,7 @@ from fastapi import Path as PathParam
 from pydantic import Field
 
 from cairn.doors.http_common import StrictBody, Who, api_router
-from cairn.limits import MAX_EVENT_BATCH
+from cairn.limits import MAX_EVENT_BATCH, MAX_TIMELINE_HITS
 from cairn.memory import Memory
 from cairn.model import (
     AppendReport,
@@ -149,7 +149,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         who: Who,
         q: QueryText,
         scope: Scope = None,
-        k: Annotated[int, Query(ge=1, le=100)] = 10,
+        k: Annotated[int, Query(ge=1, le=MAX_TIMELINE_HITS)] = 10,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
     ) -> list[TeleportHit]:
@@ -182,7 +182,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         since: Timestamp | None = None,
         until: Timestamp | None = None,
         scope: Scope = None,
-        k: Annotated[int, Query(ge=1, le=100)] = 10,
+        k: Annotated[int, Query(ge=1, le=MAX_TIMELINE_HITS)] = 10,
     ) -> ScanReport:
         return memory.timeline_scan(
             q, principal=who, scope=scope, node_id=node_id, since=since, until=until, k=k

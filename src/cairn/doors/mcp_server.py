@@ -46,6 +46,7 @@ from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.graph.why import WhyRequest
+from cairn.limits import MAX_TIMELINE_HITS
 from cairn.memory import Memory, RecordView
 from cairn.model import (
     Content,
@@ -932,7 +933,9 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         q: Annotated[str, Field(description="what to look for in past conversations")],
         ctx: Context,
         scope: Annotated[str | None, Field(description="only this scope or scope glob")] = None,
-        k: Annotated[int, Field(ge=1, le=100, description="at most this many hits")] = 10,
+        k: Annotated[
+            int, Field(ge=1, le=MAX_TIMELINE_HITS, description="at most this many hits")
+        ] = 10,
         since: Annotated[Timestamp | None, Field(description="not before (RFC 3339)")] = None,
         until: Annotated[Timestamp | None, Field(description="not after (RFC 3339)")] = None,
     ) -> TimelineHits:

@@ -3,7 +3,6 @@ retrieved validated within a token budget."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
@@ -11,10 +10,10 @@ from cairn.errors import InvalidInput
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.indexing import IndexVerbs
 from cairn.model import Principal, VersionPin
-from cairn.retrieval.fuse import chosen_weights
 from cairn.retrieval.pipeline import SearchPlan, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.retrieval.weights import check_weights
 from cairn.retrieval.when import query_window
 
 __all__ = ["SearchVerbs"]
@@ -45,7 +44,7 @@ class SearchVerbs(IndexVerbs):
         if scope is not None:
             check_input(scope, "scope", MAX_SCOPE_CHARS)
         if weights is not None:
-            _check_weights(weights, mode)
+            check_weights(weights, mode)
         for kind in kinds:
             self._policy.check_kind(kind)
         if candidates is not None and not 1 <= candidates <= 10_000:
@@ -149,25 +148,3 @@ class SearchVerbs(IndexVerbs):
         return run_retrieve(
             self._store, indexer, principal, plan, max_tokens=max_tokens, now=self.clock()
         )
-
-
-_SIGNALS: dict[str, tuple[str, ...]] = {
-    "hybrid": ("keyword", "vector"),
-    "keyword": ("keyword",),
-    "vector": ("vector",),
-}
-
-
-def _check_weights(weights: Mapping[str, float], mode: Mode) -> None:
-    for name, weight in weights.items():
-        if name not in ("keyword", "vector"):
-            raise InvalidInput(
-                f"unknown weight {name!r}: weights name 'keyword' and 'vector'", field="weights"
-            )
-        if not math.isfinite(weight) or weight < 0:
-            raise InvalidInput(
-                f"the weight of {name!r} must be a finite number of at least 0", field="weights"
-            )
-    chosen = chosen_weights(weights)
-    if sum(chosen[name] for name in _SIGNALS[mode]) <= 0:
-        raise InvalidInput(f"every weight used by {mode} search is 0", field="weights")

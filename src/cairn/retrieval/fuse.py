@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from cairn.retrieval.chunking import is_context_key
 from cairn.retrieval.types import Citation, Excerpt, Hit, Mode, Scores, Why
+from cairn.retrieval.weights import DEFAULT_WEIGHTS, SIGNALS, chosen_weights
 from cairn.search.fusion import FusedHit, rrf
 from cairn.store.base import ChunkRow
 
@@ -30,7 +31,6 @@ __all__ = [
 ]
 
 RRF_K = 60
-DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.6, "keyword": 0.4}
 CITED_CHUNKS_PER_HIT = 3
 
 
@@ -53,16 +53,10 @@ def fuse(
     return rrf(lists, {name: chosen.get(name, 0.0) for name in lists}, RRF_K, raw_scores=raw)
 
 
-def chosen_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
-    """The defaults, with the signals ``weights`` names weighed as it says."""
-    return {**DEFAULT_WEIGHTS, **(weights or {})}
-
-
 def max_fused_score(weights: Mapping[str, float] | None, mode: Mode) -> float:
     """The fused score of a chunk ranked first by every signal in play (for normalising)."""
     chosen = chosen_weights(weights)
-    names = {"hybrid": ("keyword", "vector"), "keyword": ("keyword",), "vector": ("vector",)}
-    return sum(chosen.get(n, 0.0) for n in names[mode]) / (RRF_K + 1)
+    return sum(chosen.get(n, 0.0) for n in SIGNALS[mode]) / (RRF_K + 1)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
-from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
+from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input, check_timeline_k
 from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.timeline import reads
@@ -195,6 +195,7 @@ class TimelineVerbs:
     ) -> list[TeleportHit]:
         """Teleport: the nodes and grips that best match ``query``, without walking the tree."""
         check_input(query, "query", MAX_QUERY_CHARS)
+        check_timeline_k(k)
         _aware(since, "since")
         _aware(until, "until")
         return reads.teleport(
@@ -238,8 +239,7 @@ class TimelineVerbs:
     ) -> ScanReport:
         """Read raw events for ``query`` over a node's span (or ``since``..``until``)."""
         check_input(query, "query", MAX_QUERY_CHARS)
-        if not 1 <= k <= 100:
-            raise InvalidInput("k must be between 1 and 100", field="k")
+        check_timeline_k(k)
         _aware(since, "since")
         _aware(until, "until")
         reader = self._reader(principal, scope)

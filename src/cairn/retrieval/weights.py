@@ -1,0 +1,46 @@
+"""The fusion weights of the two recall signals: their defaults and the one rule every door
+applies to the weights a caller gives. Kept apart from the fusion stage so that the Python
+client checks a call by the kernel's rule without loading the kernel."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from cairn.errors import InvalidInput
+from cairn.retrieval.types import Mode
+
+__all__ = ["DEFAULT_WEIGHTS", "SIGNALS", "check_weights", "chosen_weights"]
+
+DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.6, "keyword": 0.4}
+# The signals each mode ranks by.
+SIGNALS: dict[Mode, tuple[str, ...]] = {
+    "hybrid": ("keyword", "vector"),
+    "keyword": ("keyword",),
+    "vector": ("vector",),
+}
+
+
+def chosen_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+    """The defaults, with the signals ``weights`` names weighed as it says."""
+    return {**DEFAULT_WEIGHTS, **(weights or {})}
+
+
+def check_weights(weights: Mapping[str, float] | None, mode: Mode) -> None:
+    """The rule for fusion weights, whichever door they come through: each names
+    ``keyword`` or ``vector`` and is a finite number of at least 0 (a weight a caller
+    gives replaces that signal's default), and the signals ``mode`` uses are not all 0."""
+    if weights is None:
+        return
+    for name, weight in weights.items():
+        if name not in ("keyword", "vector"):
+            raise InvalidInput(
+                f"unknown weight {name!r}: weights name 'keyword' and 'vector'", field="weights"
+            )
+        if not math.isfinite(weight) or weight < 0:
+            raise InvalidInput(
+                f"the weight of {name!r} must be a finite number of at least 0", field="weights"
+            )
+    chosen = chosen_weights(weights)
+    if sum(chosen[name] for name in SIGNALS[mode]) <= 0:
+        raise InvalidInput(f"every weight used by {mode} search is 0", field="weights")
