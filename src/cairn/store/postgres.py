@@ -517,29 +517,6 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         # does not own the tables and may not vacuum them.
         return {"skipped": "PostgreSQL compacts itself (autovacuum)"}
 
-    def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
-        # Scan forward, in seq order, from the first chunk that was still waiting last time:
-        # everything before it had a vector, so catching up costs O(chunks), not O(chunks²)
-        # (a rescan of every chunk per batch took over eight minutes for 240k timeline
-        # chunks at 1M events). Seqs, not ids: seqs are stamped in commit order under the
-        # commit lock, so no chunk committed later can appear behind the cursor, as an id
-        # taken earlier by a slower transaction could.
-        cursors = self._pending_cursor
-        found = self._read(
-            "SELECT c.seq, c.text_hash, c.heading, c.text, "
-            "coalesce(v.content ->> 'title', '') AS title "
-            "FROM chunks c LEFT JOIN versions v ON v.id = c.version_id "
-            "WHERE c.seq >= %s AND NOT EXISTS (SELECT 1 FROM vectors x "
-            "WHERE x.text_hash = c.text_hash AND x.model = %s) ORDER BY c.seq LIMIT %s",
-            (cursors.get(model, 0), model, limit),
-        )
-        if found:
-            cursors[model] = int(found[0]["seq"])
-        texts: dict[str, str] = {}
-        for r in found:
-            texts.setdefault(r["text_hash"], base.embed_input(r["title"], r["heading"], r["text"]))
-        return list(texts.items())
-
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
         """Cache embeddings through ``cairn_put_vectors`` (the serving role cannot write
         tables): derived data, so no audit entry. Each blob is ``dim`` float32 values."""
