@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from cairn.openai_compat import endpoint_client
+from cairn.openai_compat import ChatEndpoint
 
 __all__ = ["ChatAnswerer", "Completion", "LlmUnavailable"]
 
@@ -34,21 +34,7 @@ class Completion:
     raw: dict[str, Any]
 
 
-class ChatAnswerer:
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        timeout: float,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.model = model
-        self._client = endpoint_client(
-            base_url, api_key=api_key, timeout=timeout, transport=transport
-        )
-
+class ChatAnswerer(ChatEndpoint):
     @classmethod
     def from_spec(
         cls, spec: str, *, timeout: float, api_key: str | None = None

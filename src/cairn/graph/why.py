@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -28,7 +28,6 @@ from cairn.graph.preselect import (
     CandidateSet,
     GraphReader,
     PolicyTrace,
-    Step,
     preselect,
 )
 from cairn.graph.schema import meta_errors
@@ -347,16 +346,6 @@ def _with_hops(view: GraphView, hops: int) -> GraphView:
     return replace(view, max_hops=min(view.max_hops, hops))
 
 
-def _step_json(step: Step) -> dict[str, Any]:
-    return {
-        "id": step.id,
-        "type": step.type,
-        "src": step.src,
-        "dst": step.dst,
-        "reason": step.reason,
-    }
-
-
 def _prompt(
     anchor: Candidate | None, neighbours: list[Candidate], question: str | None
 ) -> list[dict[str, str]]:
@@ -397,7 +386,7 @@ def _files(
         "evidence_pre.json": {
             "anchor": _item(candidates.anchor),
             "neighbours": [_item(c) for c in candidates.neighbours],
-            "edges": [_step_json(s) for s in candidates.steps],
+            "edges": [asdict(s) for s in candidates.steps],
             "role": view.role,
             "hops": min(view.max_hops, request.hops),
         },
@@ -417,7 +406,7 @@ def _files(
         "evidence_canonical.json": {
             "items": [_item(c) for c in stages.included],
             "edges": [
-                _step_json(s)
+                asdict(s)
                 for s in candidates.steps
                 if s.src in included_ids and s.dst in included_ids
             ],

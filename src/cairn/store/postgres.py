@@ -670,7 +670,7 @@ def _write_json(write: base.Write) -> dict[str, Any]:
             "versions": [rows.version_row(w.version) for w in write.versions],
             "chunks": [c for w in write.versions for c in _chunks_json(w.version, w.chunks)],
             "edges": [rows.edge_row(e) for e in write.edges],
-            "path_links": [_path_link_json(link) for link in write.links],
+            "path_links": [rows.path_link_row(link) for link in write.links],
         }
     if isinstance(write, base.PutBaseline):
         b = write.baseline
@@ -704,17 +704,8 @@ def _write_json(write: base.Write) -> dict[str, Any]:
             ],
         }
     if isinstance(write, base.PutPathLink):
-        return {"t": "path_link", "row": _path_link_json(write.link)}
+        return {"t": "path_link", "row": rows.path_link_row(write.link)}
     raise StoreError(f"unknown write {write!r}")  # pragma: no cover - exhaustive over base.Write
-
-
-def _path_link_json(link: PathLink) -> dict[str, Any]:
-    return {
-        "record_id": link.record_id,
-        "path": link.path,
-        "content_hash": link.content_hash,
-        "drifted": link.drifted,
-    }
 
 
 def _chunks_json(version: Version, chunks: Sequence[base.ChunkDraft]) -> list[dict[str, Any]]:
@@ -845,6 +836,6 @@ def _load_batch(conn: Conn, batch: list[base.Dumped], chunker: base.Chunker | No
         if edges:
             # through the same interning as cairn_commit, so imported edges filter alike
             cur.execute("SELECT cairn_put_edges(%s::jsonb)", (_json(edges),))
-        links = [_path_link_json(link) for link in batch if isinstance(link, PathLink)]
+        links = [rows.path_link_row(link) for link in batch if isinstance(link, PathLink)]
         _insert_json(cur, "path_links", links)
     return len(batch)

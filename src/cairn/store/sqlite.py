@@ -31,7 +31,6 @@ from cairn.model import (
     Baseline,
     Edge,
     Event,
-    PathLink,
     Proposal,
     Record,
     Version,
@@ -717,7 +716,7 @@ def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = fro
     elif isinstance(write, PutTocNode):
         _put_toc_node(conn, write)
     elif isinstance(write, PutPathLink):
-        link = _path_link_row(write.link)
+        link = rows.path_link_row(write.link)
         _upsert(conn, "path_links", link, "record_id, path", ("content_hash", "drifted"))
     else:  # pragma: no cover - exhaustive over Write
         raise StoreError(f"unknown write {write!r}")
@@ -741,7 +740,7 @@ def _put_batch(conn: sqlite3.Connection, write: PutBatch) -> None:
         indexed.append(_version_chunks(conn, version, state))
     _add_chunks(conn, indexed)
     _insert_many(conn, "edges", [_edge_row(conn, edge) for edge in write.edges])
-    _insert_many(conn, "path_links", [_path_link_row(link) for link in write.links])
+    _insert_many(conn, "path_links", [rows.path_link_row(link) for link in write.links])
 
 
 def _state(record: Record) -> dict[str, Any]:
@@ -759,15 +758,6 @@ def _edge_row(conn: sqlite3.Connection, edge: Edge) -> dict[str, Any]:
         **rows.edge_row(edge),
         "scope_id": _intern(conn, "scopes", ("scope",), (edge.scope,)),
         "acl_id": _acl_id(conn, edge.acl),
-    }
-
-
-def _path_link_row(link: PathLink) -> dict[str, Any]:
-    return {
-        "record_id": link.record_id,
-        "path": link.path,
-        "content_hash": link.content_hash,
-        "drifted": int(link.drifted),
     }
 
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
 from cairn.model import Bullet, Event, Grip, TocNode
-from cairn.openai_compat import endpoint_client
+from cairn.openai_compat import ChatEndpoint, ChatEndpointOptions
 from cairn.timeline.summarize import (
     MAX_BULLETS,
     MAX_EXCERPT_CHARS,
@@ -46,23 +46,12 @@ _INSTRUCTIONS = (
 )
 
 
-class ChatSummarizer:
+class ChatSummarizer(ChatEndpoint):
     """``base`` is ``URL#model``; the key, if any, comes from ``CAIRN_SUMMARIZER_KEY``."""
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        timeout: float,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.model = model
-        self.name = f"openai:{model}"
-        self._client = endpoint_client(
-            base_url, api_key=api_key, timeout=timeout, transport=transport
-        )
+    def __init__(self, **endpoint: Unpack[ChatEndpointOptions]) -> None:
+        super().__init__(**endpoint)
+        self.name = f"openai:{self.model}"
         self._fallback = ExtractiveSummarizer()
 
     @classmethod
