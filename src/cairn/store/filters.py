@@ -9,10 +9,11 @@ memory (``admits``). A rule added here holds in every index at once.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from cairn.store.base import ChunkFilter, ChunkMeta, EdgeFilter
 
@@ -51,31 +52,39 @@ class Flag:
 
 
 @dataclass(frozen=True)
-class NotAfter:
+class _TimeBound:
+    """A time column compared with the instant ``at``: ``sql_op`` and ``compare`` say how,
+    in SQL and in Python, and ``unset_passes`` whether a row without a time passes."""
+
+    column: str
+    at: datetime
+
+    sql_op: ClassVar[str]
+    compare: ClassVar[Callable[[Any, Any], bool]]
+    unset_passes: ClassVar[bool] = False
+
+    def holds(self, value: Any) -> bool:
+        return (self.unset_passes and value is None) or type(self).compare(value, self.at)
+
+
+class NotAfter(_TimeBound):
     """The column is unset or at most ``at`` (a validity start)."""
 
-    column: str
-    at: datetime
+    sql_op, compare, unset_passes = "<=", operator.le, True
 
 
-@dataclass(frozen=True)
-class StillValid:
+class StillValid(_TimeBound):
     """The column is unset or later than ``at`` (a validity end)."""
 
-    column: str
-    at: datetime
+    sql_op, compare, unset_passes = ">", operator.gt, True
 
 
-@dataclass(frozen=True)
-class AtLeast:
-    column: str
-    at: datetime
+class AtLeast(_TimeBound):
+    sql_op, compare = ">=", operator.ge
 
 
-@dataclass(frozen=True)
-class Before:
-    column: str
-    at: datetime
+class Before(_TimeBound):
+    sql_op, compare = "<", operator.lt
 
 
 @dataclass(frozen=True)
@@ -180,17 +189,10 @@ def _compile(found: list[Condition], dialect: SqlDialect, alias: str) -> tuple[s
             params.extend(values)
         elif isinstance(cond, Flag):
             clauses.append(dialect.flag(f"{alias}.{cond.column}", cond.value))
-        elif isinstance(cond, NotAfter):
-            clauses.append(f"({alias}.{cond.column} IS NULL OR {alias}.{cond.column} <= {mark})")
-            params.append(dialect.time(cond.at))
-        elif isinstance(cond, StillValid):
-            clauses.append(f"({alias}.{cond.column} IS NULL OR {alias}.{cond.column} > {mark})")
-            params.append(dialect.time(cond.at))
-        elif isinstance(cond, AtLeast):
-            clauses.append(f"{alias}.{cond.column} >= {mark}")
-            params.append(dialect.time(cond.at))
-        elif isinstance(cond, Before):
-            clauses.append(f"{alias}.{cond.column} < {mark}")
+        elif isinstance(cond, _TimeBound):
+            column = f"{alias}.{cond.column}"
+            test = f"{column} {cond.sql_op} {mark}"
+            clauses.append(f"({column} IS NULL OR {test})" if cond.unset_passes else test)
             params.append(dialect.time(cond.at))
         else:
             if not cond.acl_ids:
@@ -211,10 +213,6 @@ def _compile(found: list[Condition], dialect: SqlDialect, alias: str) -> tuple[s
 _TESTS: dict[type, Callable[[Any, Any], bool]] = {
     In: lambda cond, value: value in cond.values,
     Flag: lambda cond, value: bool(value) is cond.value,
-    NotAfter: lambda cond, value: value is None or value <= cond.at,
-    StillValid: lambda cond, value: value is None or value > cond.at,
-    AtLeast: lambda cond, value: value >= cond.at,
-    Before: lambda cond, value: value < cond.at,
 }
 
 
@@ -225,6 +223,9 @@ def admits(where: ChunkFilter, meta: ChunkMeta) -> bool:
     for cond in conditions(where):
         if isinstance(cond, HeadReadable):
             if not meta.is_head:
+                return False
+        elif isinstance(cond, _TimeBound):
+            if not cond.holds(getattr(meta, cond.column)):
                 return False
         elif not _TESTS[type(cond)](cond, getattr(meta, cond.column)):
             return False
