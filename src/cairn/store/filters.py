@@ -100,9 +100,7 @@ Condition = In | Flag | NotAfter | StillValid | AtLeast | Before | HeadReadable
 
 def conditions(where: ChunkFilter) -> list[Condition]:
     """The rule, once: every condition a chunk must meet to be read under ``where``."""
-    found: list[Condition] = [In("acl_id", where.acl_ids), In("status", where.statuses)]
-    if where.scope_ids is not None:
-        found.append(In("scope_id", where.scope_ids))
+    found = _readable(where)
     if where.kinds is not None:
         found.append(In("kind", where.kinds))
     if where.version_ids is not None:
@@ -114,19 +112,11 @@ def conditions(where: ChunkFilter) -> list[Condition]:
         found.append(In("record_id", where.record_ids))
     if not where.include_superseded:
         found.append(Flag("superseded", False))
-    if where.valid_at is not None:
-        found.append(NotAfter("valid_from", where.valid_at))
-        found.append(StillValid("valid_to", where.valid_at))
-    if where.created_after is not None:
-        found.append(AtLeast("created_at", where.created_after))
-    if where.created_before is not None:
-        found.append(Before("created_at", where.created_before))
+    found += _valid_at(where.valid_at)
+    found += _within("created_at", where.created_after, where.created_before)
     if where.source_kinds is not None:
         found.append(In("source_kind", where.source_kinds))
-    if where.source_after is not None:
-        found.append(AtLeast("source_time", where.source_after))
-    if where.source_before is not None:
-        found.append(Before("source_time", where.source_before))
+    found += _within("source_time", where.source_after, where.source_before)
     return found
 
 
@@ -134,14 +124,32 @@ def edge_conditions(where: EdgeFilter) -> list[Condition]:
     """Every condition an edge must meet to be walked under ``where``: the same scope and
     ACL rule as chunks (edges intern their scope and ACL in the same tables), and the
     states, relation types and validity asked for."""
+    found = _readable(where)
+    if where.types is not None:
+        found.append(In("type", where.types))
+    return found + _valid_at(where.valid_at)
+
+
+def _readable(where: ChunkFilter | EdgeFilter) -> list[Condition]:
+    """The reader's ACLs and scopes, and the states asked for."""
     found: list[Condition] = [In("acl_id", where.acl_ids), In("status", where.statuses)]
     if where.scope_ids is not None:
         found.append(In("scope_id", where.scope_ids))
-    if where.types is not None:
-        found.append(In("type", where.types))
-    if where.valid_at is not None:
-        found.append(NotAfter("valid_from", where.valid_at))
-        found.append(StillValid("valid_to", where.valid_at))
+    return found
+
+
+def _valid_at(at: datetime | None) -> list[Condition]:
+    """Valid at ``at``: begun by then and not ended (nothing asked where ``at`` is None)."""
+    return [] if at is None else [NotAfter("valid_from", at), StillValid("valid_to", at)]
+
+
+def _within(column: str, after: datetime | None, before: datetime | None) -> list[Condition]:
+    """``column`` at or after ``after`` and before ``before``, each where given."""
+    found: list[Condition] = []
+    if after is not None:
+        found.append(AtLeast(column, after))
+    if before is not None:
+        found.append(Before(column, before))
     return found
 
 
