@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -28,7 +28,6 @@ from cairn.graph.preselect import (
     CandidateSet,
     GraphReader,
     PolicyTrace,
-    Step,
     preselect,
 )
 from cairn.graph.schema import meta_errors
@@ -161,11 +160,13 @@ def answer(
     lap = started
     latencies: dict[str, float] = {}
 
-    def mark(stage: str) -> None:
+    def mark(stage: str, **fields: object) -> None:
+        """Time ``stage`` and log what it did, under the request's trace id."""
         nonlocal lap
         moment = time.perf_counter()
         latencies[stage] = round((moment - lap) * 1000, 3)
         lap = moment
+        log.info(f"graph {stage}", extra={"fields": {"trace_id": trace_id, **fields}})
 
     hit = cached() if cached is not None else None
     if hit is None:
@@ -184,35 +185,26 @@ def answer(
             c.shown == "headers" and set(c.fields) - {"title", "date"}
         ):
             raise AssertionError("the pre-selector handed on something the view may not read")
-    mark("preselector")
-    log.info(
-        "graph preselector",
-        extra={
-            "fields": {
-                "trace_id": trace_id, "policy_key": view.policy_key, "role": view.role,
-                "edge_types_used": sorted(trace.edge_types_used),
-                "neighbours_scanned": trace.neighbours_scanned,
-                "hidden_vertices": len(trace.hidden_vertices),
-                "hidden_edges": len(trace.hidden_edges),
-                "cache": "hit" if hit is not None else "miss",
-            }
-        },
-    )  # fmt: skip
+    mark(
+        "preselector",
+        policy_key=view.policy_key,
+        role=view.role,
+        edge_types_used=sorted(trace.edge_types_used),
+        neighbours_scanned=trace.neighbours_scanned,
+        hidden_vertices=len(trace.hidden_vertices),
+        hidden_edges=len(trace.hidden_edges),
+        cache="hit" if hit is not None else "miss",
+    )
 
     selection = rank(candidates, request.question)
-    mark("selector")
     sample = selection.ordered[:LOG_SAMPLE]
-    log.info(
-        "graph selector",
-        extra={
-            "fields": {
-                "trace_id": trace_id, "ranking_policy": RANKING_POLICY,
-                "ordered_sample": [r.candidate.id for r in sample],
-                "signals_sample": {r.candidate.id: r.signals for r in sample},
-                "duplicates": len(selection.duplicates),
-            }
-        },
-    )  # fmt: skip
+    mark(
+        "selector",
+        ranking_policy=RANKING_POLICY,
+        ordered_sample=[r.candidate.id for r in sample],
+        signals_sample={r.candidate.id: r.signals for r in sample},
+        duplicates=len(selection.duplicates),
+    )
 
     ordered = [candidates.anchor, *(r.candidate for r in selection.ordered)]
     budget = apply_budget(ordered, _cost, request.budgets.evidence_tokens)
@@ -224,21 +216,17 @@ def answer(
         candidates, trace, selection, included, tuple(excluded), budget.used_tokens,
         budget.max_tokens,
     )  # fmt: skip
-    mark("gate")
-    log.info(
-        "graph gate",
-        extra={
-            "fields": {
-                "trace_id": trace_id, "max_tokens": budget.max_tokens,
-                "used_tokens": budget.used_tokens, "included": len(included),
-                "dropped": len(budget.excluded),
-                "context_window": request.budgets.context_window,
-                "desired_completion_tokens": request.budgets.desired_completion_tokens,
-                "guard_tokens": request.budgets.guard_tokens,
-                "overhead_tokens": request.budgets.overhead_tokens,
-            }
-        },
-    )  # fmt: skip
+    mark(
+        "gate",
+        max_tokens=budget.max_tokens,
+        used_tokens=budget.used_tokens,
+        included=len(included),
+        dropped=len(budget.excluded),
+        context_window=request.budgets.context_window,
+        desired_completion_tokens=request.budgets.desired_completion_tokens,
+        guard_tokens=request.budgets.guard_tokens,
+        overhead_tokens=request.budgets.overhead_tokens,
+    )
 
     neighbours_in = [c for c in included if c.id != candidates.anchor.id]
     anchor_in = bool(included) and included[0].id == candidates.anchor.id
@@ -279,18 +267,13 @@ def answer(
                 )
             except LlmUnavailable as exc:
                 fallback_reason = exc.reason
-    mark("templater")
-    log.info(
-        "graph templater",
-        extra={
-            "fields": {
-                "trace_id": trace_id, "clamps": envelope.clamps,
-                "cited_ids": list(envelope.cited_ids),
-                "mode": "llm" if completion is not None else "templater",
-                "fallback_reason": fallback_reason,
-            }
-        },
-    )  # fmt: skip
+    mark(
+        "templater",
+        clamps=envelope.clamps,
+        cited_ids=list(envelope.cited_ids),
+        mode="llm" if completion is not None else "templater",
+        fallback_reason=fallback_reason,
+    )
 
     llm_text = scrub(completion.text, keys) if completion is not None else None
     if llm_text is not None and trace.reasons:
@@ -347,16 +330,6 @@ def _with_hops(view: GraphView, hops: int) -> GraphView:
     return replace(view, max_hops=min(view.max_hops, hops))
 
 
-def _step_json(step: Step) -> dict[str, Any]:
-    return {
-        "id": step.id,
-        "type": step.type,
-        "src": step.src,
-        "dst": step.dst,
-        "reason": step.reason,
-    }
-
-
 def _prompt(
     anchor: Candidate | None, neighbours: list[Candidate], question: str | None
 ) -> list[dict[str, str]]:
@@ -397,7 +370,7 @@ def _files(
         "evidence_pre.json": {
             "anchor": _item(candidates.anchor),
             "neighbours": [_item(c) for c in candidates.neighbours],
-            "edges": [_step_json(s) for s in candidates.steps],
+            "edges": [asdict(s) for s in candidates.steps],
             "role": view.role,
             "hops": min(view.max_hops, request.hops),
         },
@@ -417,7 +390,7 @@ def _files(
         "evidence_canonical.json": {
             "items": [_item(c) for c in stages.included],
             "edges": [
-                _step_json(s)
+                asdict(s)
                 for s in candidates.steps
                 if s.src in included_ids and s.dst in included_ids
             ],

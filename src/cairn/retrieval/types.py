@@ -54,8 +54,9 @@ class Scores(CairnModel):
     confidence: float | None = None
 
 
-class Hit(CairnModel):
-    """One ranked record version, with the chunks that matched."""
+class _RecordVersion(CairnModel):
+    """Which record version a result is, and what kind, where and in what state: the first
+    fields of both a hit and the item made from it."""
 
     record_id: str
     version_id: str
@@ -64,6 +65,11 @@ class Hit(CairnModel):
     scope: str
     status: str
     title: str
+
+
+class Hit(_RecordVersion):
+    """One ranked record version, with the chunks that matched."""
+
     text: str
     chunk_ids: tuple[int, ...]
     citations: tuple[Citation, ...]
@@ -72,14 +78,7 @@ class Hit(CairnModel):
     metadata: dict[str, object] = Field(default_factory=dict)
 
 
-class Item(CairnModel):
-    record_id: str
-    version_id: str
-    version: int
-    kind: str
-    scope: str
-    status: str
-    title: str
+class Item(_RecordVersion):
     content: str
     origin: str
     confidence_label: str

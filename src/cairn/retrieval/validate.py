@@ -121,27 +121,15 @@ def validate(
         assert record is not None and version is not None
         base = hit.scores.fused / best_possible if best_possible > 0 else 0.0
         confidence = confidence_score(min(1.0, base), version, record.status)
-        content = version.content
         items.append(
-            Item(
-                record_id=hit.record_id,
-                version_id=hit.version_id,
-                version=version.number,
-                kind=record.kind,
+            _item(
+                record,
+                version,
                 scope=record.scope,
-                status=record.status.value,
-                title=content.title,
-                content=hit.text or content.body or content.title,
-                origin=content.origin.value,
-                confidence_label=content.confidence.value,
-                provenance=content.provenance,
-                valid_from=content.valid_from.isoformat() if content.valid_from else None,
-                valid_to=content.valid_to.isoformat() if content.valid_to else None,
-                metadata=content.metadata,
+                text=hit.text or version.content.body or version.content.title,
                 citations=hit.citations,
                 why_included=hit.why_included,
                 scores=hit.scores.model_copy(update={"confidence": round(confidence, 4)}),
-                flags=_flags(record, version),
             )
         )
         kept_hits.append(hit)
@@ -212,8 +200,30 @@ def find_contradictions(
 
 def direct_item(record: Record, version: Version, why: Why, *, scope: str) -> Item:
     """A whole version as an item, for direct fetches and relationship reads."""
+    return _item(
+        record,
+        version,
+        scope=scope,
+        text=version.content.body or version.content.title,
+        citations=(Citation(record_id=record.id, version_id=version.id, scope=scope),),
+        why_included=(why,),
+        scores=Scores(confidence=round(confidence_score(1.0, version, record.status), 4)),
+    )
+
+
+def _item(
+    record: Record,
+    version: Version,
+    *,
+    scope: str,
+    text: str,
+    citations: tuple[Citation, ...],
+    why_included: tuple[Why, ...],
+    scores: Scores,
+) -> Item:
+    """``version`` of ``record`` as an item: ``text`` as its content, the rest from the
+    version's content and the record's state, with how it was found and scored."""
     content = version.content
-    text = content.body or content.title
     return Item(
         record_id=record.id,
         version_id=version.id,
@@ -229,8 +239,8 @@ def direct_item(record: Record, version: Version, why: Why, *, scope: str) -> It
         valid_from=content.valid_from.isoformat() if content.valid_from else None,
         valid_to=content.valid_to.isoformat() if content.valid_to else None,
         metadata=content.metadata,
-        citations=(Citation(record_id=record.id, version_id=version.id, scope=scope),),
-        why_included=(why,),
-        scores=Scores(confidence=round(confidence_score(1.0, version, record.status), 4)),
+        citations=citations,
+        why_included=why_included,
+        scores=scores,
         flags=_flags(record, version),
     )

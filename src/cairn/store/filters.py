@@ -9,10 +9,11 @@ memory (``admits``). A rule added here holds in every index at once.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from cairn.store.base import ChunkFilter, ChunkMeta, EdgeFilter
 
@@ -51,31 +52,39 @@ class Flag:
 
 
 @dataclass(frozen=True)
-class NotAfter:
+class _TimeBound:
+    """A time column compared with the instant ``at``: ``sql_op`` and ``compare`` say how,
+    in SQL and in Python, and ``unset_passes`` whether a row without a time passes."""
+
+    column: str
+    at: datetime
+
+    sql_op: ClassVar[str]
+    compare: ClassVar[Callable[[Any, Any], bool]]
+    unset_passes: ClassVar[bool] = False
+
+    def holds(self, value: Any) -> bool:
+        return (self.unset_passes and value is None) or type(self).compare(value, self.at)
+
+
+class NotAfter(_TimeBound):
     """The column is unset or at most ``at`` (a validity start)."""
 
-    column: str
-    at: datetime
+    sql_op, compare, unset_passes = "<=", operator.le, True
 
 
-@dataclass(frozen=True)
-class StillValid:
+class StillValid(_TimeBound):
     """The column is unset or later than ``at`` (a validity end)."""
 
-    column: str
-    at: datetime
+    sql_op, compare, unset_passes = ">", operator.gt, True
 
 
-@dataclass(frozen=True)
-class AtLeast:
-    column: str
-    at: datetime
+class AtLeast(_TimeBound):
+    sql_op, compare = ">=", operator.ge
 
 
-@dataclass(frozen=True)
-class Before:
-    column: str
-    at: datetime
+class Before(_TimeBound):
+    sql_op, compare = "<", operator.lt
 
 
 @dataclass(frozen=True)
@@ -91,9 +100,7 @@ Condition = In | Flag | NotAfter | StillValid | AtLeast | Before | HeadReadable
 
 def conditions(where: ChunkFilter) -> list[Condition]:
     """The rule, once: every condition a chunk must meet to be read under ``where``."""
-    found: list[Condition] = [In("acl_id", where.acl_ids), In("status", where.statuses)]
-    if where.scope_ids is not None:
-        found.append(In("scope_id", where.scope_ids))
+    found = _readable(where)
     if where.kinds is not None:
         found.append(In("kind", where.kinds))
     if where.version_ids is not None:
@@ -105,19 +112,11 @@ def conditions(where: ChunkFilter) -> list[Condition]:
         found.append(In("record_id", where.record_ids))
     if not where.include_superseded:
         found.append(Flag("superseded", False))
-    if where.valid_at is not None:
-        found.append(NotAfter("valid_from", where.valid_at))
-        found.append(StillValid("valid_to", where.valid_at))
-    if where.created_after is not None:
-        found.append(AtLeast("created_at", where.created_after))
-    if where.created_before is not None:
-        found.append(Before("created_at", where.created_before))
+    found += _valid_at(where.valid_at)
+    found += _within("created_at", where.created_after, where.created_before)
     if where.source_kinds is not None:
         found.append(In("source_kind", where.source_kinds))
-    if where.source_after is not None:
-        found.append(AtLeast("source_time", where.source_after))
-    if where.source_before is not None:
-        found.append(Before("source_time", where.source_before))
+    found += _within("source_time", where.source_after, where.source_before)
     return found
 
 
@@ -125,14 +124,32 @@ def edge_conditions(where: EdgeFilter) -> list[Condition]:
     """Every condition an edge must meet to be walked under ``where``: the same scope and
     ACL rule as chunks (edges intern their scope and ACL in the same tables), and the
     states, relation types and validity asked for."""
+    found = _readable(where)
+    if where.types is not None:
+        found.append(In("type", where.types))
+    return found + _valid_at(where.valid_at)
+
+
+def _readable(where: ChunkFilter | EdgeFilter) -> list[Condition]:
+    """The reader's ACLs and scopes, and the states asked for."""
     found: list[Condition] = [In("acl_id", where.acl_ids), In("status", where.statuses)]
     if where.scope_ids is not None:
         found.append(In("scope_id", where.scope_ids))
-    if where.types is not None:
-        found.append(In("type", where.types))
-    if where.valid_at is not None:
-        found.append(NotAfter("valid_from", where.valid_at))
-        found.append(StillValid("valid_to", where.valid_at))
+    return found
+
+
+def _valid_at(at: datetime | None) -> list[Condition]:
+    """Valid at ``at``: begun by then and not ended (nothing asked where ``at`` is None)."""
+    return [] if at is None else [NotAfter("valid_from", at), StillValid("valid_to", at)]
+
+
+def _within(column: str, after: datetime | None, before: datetime | None) -> list[Condition]:
+    """``column`` at or after ``after`` and before ``before``, each where given."""
+    found: list[Condition] = []
+    if after is not None:
+        found.append(AtLeast(column, after))
+    if before is not None:
+        found.append(Before(column, before))
     return found
 
 
@@ -180,17 +197,10 @@ def _compile(found: list[Condition], dialect: SqlDialect, alias: str) -> tuple[s
             params.extend(values)
         elif isinstance(cond, Flag):
             clauses.append(dialect.flag(f"{alias}.{cond.column}", cond.value))
-        elif isinstance(cond, NotAfter):
-            clauses.append(f"({alias}.{cond.column} IS NULL OR {alias}.{cond.column} <= {mark})")
-            params.append(dialect.time(cond.at))
-        elif isinstance(cond, StillValid):
-            clauses.append(f"({alias}.{cond.column} IS NULL OR {alias}.{cond.column} > {mark})")
-            params.append(dialect.time(cond.at))
-        elif isinstance(cond, AtLeast):
-            clauses.append(f"{alias}.{cond.column} >= {mark}")
-            params.append(dialect.time(cond.at))
-        elif isinstance(cond, Before):
-            clauses.append(f"{alias}.{cond.column} < {mark}")
+        elif isinstance(cond, _TimeBound):
+            column = f"{alias}.{cond.column}"
+            test = f"{column} {cond.sql_op} {mark}"
+            clauses.append(f"({column} IS NULL OR {test})" if cond.unset_passes else test)
             params.append(dialect.time(cond.at))
         else:
             if not cond.acl_ids:
@@ -211,10 +221,6 @@ def _compile(found: list[Condition], dialect: SqlDialect, alias: str) -> tuple[s
 _TESTS: dict[type, Callable[[Any, Any], bool]] = {
     In: lambda cond, value: value in cond.values,
     Flag: lambda cond, value: bool(value) is cond.value,
-    NotAfter: lambda cond, value: value is None or value <= cond.at,
-    StillValid: lambda cond, value: value is None or value > cond.at,
-    AtLeast: lambda cond, value: value >= cond.at,
-    Before: lambda cond, value: value < cond.at,
 }
 
 
@@ -225,6 +231,9 @@ def admits(where: ChunkFilter, meta: ChunkMeta) -> bool:
     for cond in conditions(where):
         if isinstance(cond, HeadReadable):
             if not meta.is_head:
+                return False
+        elif isinstance(cond, _TimeBound):
+            if not cond.holds(getattr(meta, cond.column)):
                 return False
         elif not _TESTS[type(cond)](cond, getattr(meta, cond.column)):
             return False

@@ -27,6 +27,21 @@ def _utc_repair(table: str, column: str, paths: tuple[str, ...]) -> str:
 
 _TIMES = ("$.valid_from", "$.valid_to")
 
+# A step's SQL is kept as it shipped, byte for byte: its text ends in a line break and the
+# indent of the next line, as its last triple-quoted block did.
+_STEP_END = "\n    "
+
+
+def _refuse(table: str, refusal: str, verbs: tuple[str, ...] = ("UPDATE", "DELETE")) -> str:
+    """Triggers that make ``table`` append-only: an UPDATE or DELETE (``verbs``) of one of
+    its rows aborts with ``refusal``. Each starts on its own indented line."""
+    return "".join(
+        f"\n    CREATE TRIGGER {table}_no_{verb.lower()} BEFORE {verb} ON {table}"
+        f"\n        BEGIN SELECT RAISE(ABORT, '{refusal}'); END;"
+        for verb in verbs
+    )
+
+
 SQLITE_MIGRATIONS: tuple[str, ...] = (
     # 1: the kernel
     schema.kernel_tables("sqlite")
@@ -42,17 +57,10 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
 
     """
     + schema.create_table("path_links", schema.PATH_LINKS, "sqlite")
-    + """
-    -- Append-only by construction: history can be added to, never rewritten.
-    CREATE TRIGGER versions_no_update BEFORE UPDATE ON versions
-        BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END;
-    CREATE TRIGGER versions_no_delete BEFORE DELETE ON versions
-        BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END;
-    CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
-        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-    CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
-        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-    """,
+    + "\n    -- Append-only by construction: history can be added to, never rewritten."
+    + _refuse("versions", "versions are append-only")
+    + _refuse("audit", "the audit log is append-only")
+    + _STEP_END,
     # 2: retrieval indexes. Chunks are derived from versions (never edited, never deleted);
     # their filter columns (status, head, superseded) follow the record's state so that
     # permission and lifecycle trimming happen inside the index, before ranking.
@@ -146,10 +154,8 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
         "change",
         tuple(f"$.{part}{path[1:]}" for part in ("content", "patch") for path in _TIMES),
     )
-    + """
-    CREATE TRIGGER versions_no_update BEFORE UPDATE ON versions
-        BEGIN SELECT RAISE(ABORT, 'versions are append-only'); END;
-    """,
+    + _refuse("versions", "versions are append-only", ("UPDATE",))
+    + _STEP_END,
     # 5: edges become a domain type: an id, a scope and an ACL (interned like a chunk's, so a
     # walk filters edges as the index filters chunks), metadata, validity, who made it and
     # how it ended. The kernel's older bookkeeping links move over as system edges, read
@@ -186,13 +192,7 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX agent_tasks_owner ON agent_tasks(owner, updated_at);
     """,
     # 7: the event log: append-only events with an outbox that indexers follow.
-    schema.event_log_tables("sqlite")
-    + """
-    CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-    CREATE TRIGGER events_no_delete BEFORE DELETE ON events
-        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-    """,
+    schema.event_log_tables("sqlite") + _refuse("events", "events are append-only") + _STEP_END,
     # 8: each chunk says what its text comes from and when that happened at the source, so
     # a search can be limited to a time range (a record's: its validity start, else when
     # it was written).
@@ -204,19 +204,10 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     """,
     # 9: the timeline: versioned nodes of the time hierarchy over events, and their grips.
     schema.timeline_tables("sqlite")
-    + """
-    CREATE TRIGGER toc_nodes_no_update BEFORE UPDATE ON toc_nodes
-        BEGIN SELECT RAISE(ABORT, 'timeline nodes are versioned, never changed'); END;
-    CREATE TRIGGER toc_nodes_no_delete BEFORE DELETE ON toc_nodes
-        BEGIN SELECT RAISE(ABORT, 'timeline nodes are versioned, never changed'); END;
-    """,
+    + _refuse("toc_nodes", "timeline nodes are versioned, never changed")
+    + _STEP_END,
     # 10: a grip says which events a bullet quotes; it is written once, never changed.
-    """
-    CREATE TRIGGER grips_no_update BEFORE UPDATE ON grips
-        BEGIN SELECT RAISE(ABORT, 'grips are append-only'); END;
-    CREATE TRIGGER grips_no_delete BEFORE DELETE ON grips
-        BEGIN SELECT RAISE(ABORT, 'grips are append-only'); END;
-    """,
+    _refuse("grips", "grips are append-only") + _STEP_END,
     # 11: an event is identified by its scope and id, no longer by its id alone (an id taken
     # in a scope its producer could not read refused its event, and so told it existed).
     # SQLite drops a UNIQUE constraint only with its table: the log moves to a new one.
@@ -230,12 +221,9 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     INSERT INTO events SELECT * FROM events_by_id;
     DROP TABLE events_by_id;
     CREATE INDEX events_scope_time ON events (scope_id, ts, event_id);
-    CREATE INDEX events_session_time ON events (session_id, ts, event_id);
-    CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-    CREATE TRIGGER events_no_delete BEFORE DELETE ON events
-        BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-    """,
+    CREATE INDEX events_session_time ON events (session_id, ts, event_id);"""
+    + _refuse("events", "events are append-only")
+    + _STEP_END,
     # 12: decisions and events are found by their graph key (cairn why KEY) with one probe.
     """
     CREATE INDEX IF NOT EXISTS versions_graph_key
@@ -243,20 +231,5 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     """,
 )
 
-# Tables holding memory; only cairn.store may write them (tests/test_zero_bypass.py).
-MEMORY_TABLES: tuple[str, ...] = (
-    "records",
-    "versions",
-    "proposals",
-    "audit",
-    "baselines",
-    "baseline_pins",
-    "published",
-    "edges",
-    "path_links",
-    "events",
-    "event_outbox",
-    "toc_nodes",
-    "toc_latest",
-    "grips",
-)
+# Tables holding memory (named here too, where callers have always looked for them).
+MEMORY_TABLES = schema.MEMORY_TABLES

@@ -115,6 +115,28 @@ END
 $do$;
 """
 
+
+def _forbid_rewrite(
+    table: str, *, rows: bool = True, truncate: bool = True, indent: str = ""
+) -> str:
+    """Triggers that make ``table`` append-only for everyone, owner included: one refusing
+    to update or delete a row (``rows``), one refusing to empty it (``truncate``). Each is
+    laid out at ``indent``, as the step that shipped it was: a step's SQL stays byte for
+    byte what stores in the field have run."""
+    triggers = []
+    if rows:
+        triggers.append((f"{table}_append_only BEFORE UPDATE OR DELETE ON {table}", "ROW"))
+    if truncate:
+        triggers.append((f"{table}_no_truncate BEFORE TRUNCATE ON {table}", "STATEMENT"))
+    return "".join(
+        f"{indent}CREATE TRIGGER {head}\n"
+        f"{indent}    FOR EACH {each} EXECUTE FUNCTION forbid_rewrite();\n"
+        for head, each in triggers
+    )
+
+
+_STEP_INDENT = " " * 8  # the steps written inside PG_MIGRATIONS' entries
+
 _KERNEL = (
     schema.kernel_tables("postgres")
     + r"""
@@ -137,15 +159,10 @@ BEGIN
     RAISE EXCEPTION '% is append-only', TG_TABLE_NAME USING ERRCODE = 'CR423';
 END
 $fn$;
-CREATE TRIGGER versions_append_only BEFORE UPDATE OR DELETE ON versions
-    FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
-CREATE TRIGGER versions_no_truncate BEFORE TRUNCATE ON versions
-    FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
-CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit
-    FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
-CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
-    FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
-
+"""
+    + _forbid_rewrite("versions")
+    + _forbid_rewrite("audit")
+    + r"""
 GRANT USAGE ON SCHEMA cairn TO cairn_serving;
 GRANT SELECT ON ALL TABLES IN SCHEMA cairn TO cairn_serving;
 -- Tables added by later steps are readable by the serving role without another GRANT;
@@ -362,11 +379,9 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "events",
         schema.event_log_tables("postgres")
-        + """
-        CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
-            FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
-        CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
-            FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
+        + "\n"
+        + _forbid_rewrite("events", indent=_STEP_INDENT)
+        + """\
         GRANT INSERT, UPDATE ON outbox_cursors TO cairn_serving;
         """,
     ),
@@ -387,9 +402,9 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "timeline",
         schema.timeline_tables("postgres")
-        + """
-        CREATE TRIGGER toc_nodes_append_only BEFORE UPDATE OR DELETE ON toc_nodes
-            FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
+        + "\n"
+        + _forbid_rewrite("toc_nodes", truncate=False, indent=_STEP_INDENT)
+        + """\
         -- The index also holds timeline nodes' chunks, whose record_id and version_id name a
         -- node and its version (as on SQLite, where chunks never referenced records).
         ALTER TABLE chunks DROP CONSTRAINT IF EXISTS chunks_record_id_fkey,
@@ -400,14 +415,10 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     # grips nor node versions may be emptied wholesale, as events and versions may not.
     Migration(
         "timeline_append_only",
-        """
-        CREATE TRIGGER grips_append_only BEFORE UPDATE OR DELETE ON grips
-            FOR EACH ROW EXECUTE FUNCTION forbid_rewrite();
-        CREATE TRIGGER grips_no_truncate BEFORE TRUNCATE ON grips
-            FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
-        CREATE TRIGGER toc_nodes_no_truncate BEFORE TRUNCATE ON toc_nodes
-            FOR EACH STATEMENT EXECUTE FUNCTION forbid_rewrite();
-        """,
+        "\n"
+        + _forbid_rewrite("grips", indent=_STEP_INDENT)
+        + _forbid_rewrite("toc_nodes", rows=False, indent=_STEP_INDENT)
+        + _STEP_INDENT,
     ),
     # An event is identified by its scope and id, no longer by its id alone (an id taken in
     # a scope its producer could not read refused its event, and so told it existed).
@@ -451,22 +462,7 @@ def functions_current(conn: psycopg.Connection[Any]) -> bool:
 
 
 # Tables holding memory: the serving role has SELECT only (tests/store/test_pg_bypass.py).
-PG_MEMORY_TABLES: tuple[str, ...] = (
-    "records",
-    "versions",
-    "proposals",
-    "audit",
-    "baselines",
-    "baseline_pins",
-    "published",
-    "edges",
-    "path_links",
-    "events",
-    "event_outbox",
-    "toc_nodes",
-    "toc_latest",
-    "grips",
-)
+PG_MEMORY_TABLES = schema.MEMORY_TABLES
 
 # Retrieval index tables, derived from memory: written only by cairn_commit (chunks, with the
 # versions they index) and cairn_put_vectors (the vector cache); SELECT only for serving.

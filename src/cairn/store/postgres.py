@@ -517,29 +517,6 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         # does not own the tables and may not vacuum them.
         return {"skipped": "PostgreSQL compacts itself (autovacuum)"}
 
-    def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
-        # Scan forward, in seq order, from the first chunk that was still waiting last time:
-        # everything before it had a vector, so catching up costs O(chunks), not O(chunks²)
-        # (a rescan of every chunk per batch took over eight minutes for 240k timeline
-        # chunks at 1M events). Seqs, not ids: seqs are stamped in commit order under the
-        # commit lock, so no chunk committed later can appear behind the cursor, as an id
-        # taken earlier by a slower transaction could.
-        cursors = self._pending_cursor
-        found = self._read(
-            "SELECT c.seq, c.text_hash, c.heading, c.text, "
-            "coalesce(v.content ->> 'title', '') AS title "
-            "FROM chunks c LEFT JOIN versions v ON v.id = c.version_id "
-            "WHERE c.seq >= %s AND NOT EXISTS (SELECT 1 FROM vectors x "
-            "WHERE x.text_hash = c.text_hash AND x.model = %s) ORDER BY c.seq LIMIT %s",
-            (cursors.get(model, 0), model, limit),
-        )
-        if found:
-            cursors[model] = int(found[0]["seq"])
-        texts: dict[str, str] = {}
-        for r in found:
-            texts.setdefault(r["text_hash"], base.embed_input(r["title"], r["heading"], r["text"]))
-        return list(texts.items())
-
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
         """Cache embeddings through ``cairn_put_vectors`` (the serving role cannot write
         tables): derived data, so no audit entry. Each blob is ``dim`` float32 values."""
@@ -693,7 +670,7 @@ def _write_json(write: base.Write) -> dict[str, Any]:
             "versions": [rows.version_row(w.version) for w in write.versions],
             "chunks": [c for w in write.versions for c in _chunks_json(w.version, w.chunks)],
             "edges": [rows.edge_row(e) for e in write.edges],
-            "path_links": [_path_link_json(link) for link in write.links],
+            "path_links": [rows.path_link_row(link) for link in write.links],
         }
     if isinstance(write, base.PutBaseline):
         b = write.baseline
@@ -727,17 +704,8 @@ def _write_json(write: base.Write) -> dict[str, Any]:
             ],
         }
     if isinstance(write, base.PutPathLink):
-        return {"t": "path_link", "row": _path_link_json(write.link)}
+        return {"t": "path_link", "row": rows.path_link_row(write.link)}
     raise StoreError(f"unknown write {write!r}")  # pragma: no cover - exhaustive over base.Write
-
-
-def _path_link_json(link: PathLink) -> dict[str, Any]:
-    return {
-        "record_id": link.record_id,
-        "path": link.path,
-        "content_hash": link.content_hash,
-        "drifted": link.drifted,
-    }
 
 
 def _chunks_json(version: Version, chunks: Sequence[base.ChunkDraft]) -> list[dict[str, Any]]:
@@ -868,6 +836,6 @@ def _load_batch(conn: Conn, batch: list[base.Dumped], chunker: base.Chunker | No
         if edges:
             # through the same interning as cairn_commit, so imported edges filter alike
             cur.execute("SELECT cairn_put_edges(%s::jsonb)", (_json(edges),))
-        links = [_path_link_json(link) for link in batch if isinstance(link, PathLink)]
+        links = [rows.path_link_row(link) for link in batch if isinstance(link, PathLink)]
         _insert_json(cur, "path_links", links)
     return len(batch)

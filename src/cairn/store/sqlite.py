@@ -31,7 +31,6 @@ from cairn.model import (
     Baseline,
     Edge,
     Event,
-    PathLink,
     Proposal,
     Record,
     Version,
@@ -60,7 +59,6 @@ from cairn.store.base import (
     PutVersion,
     SetPublished,
     Write,
-    embed_input,
     scoped_reach,
     text_hash,
 )
@@ -301,6 +299,9 @@ def _stem(term: str) -> str:
 
 class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
     dialect: Dialect = DIALECT
+    # Every commit takes the one write lock before it inserts chunks, so rowids already
+    # follow commit order, and the rowid is the cheapest column to walk.
+    _pending_order = "id"
 
     def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
@@ -551,25 +552,6 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         path = Path(self.path)
         return path.stat().st_size if path.exists() else 0
 
-    def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
-        # Scan forward from the first chunk that was still pending last time: everything
-        # before it has a vector already, so catching up costs O(chunks), not O(chunks²).
-        cursors = self._pending_cursor
-        pending = self._read(
-            "SELECT c.id, c.text_hash, c.heading, c.text, "
-            "coalesce(json_extract(v.content, '$.title'), '') AS title "
-            "FROM chunks c LEFT JOIN versions v ON v.id = c.version_id "
-            "WHERE c.id >= ? AND NOT EXISTS (SELECT 1 FROM vectors x "
-            "WHERE x.text_hash = c.text_hash AND x.model = ?) ORDER BY c.id LIMIT ?",
-            (cursors.get(model, 0), model, limit),
-        )
-        if pending:
-            cursors[model] = int(pending[0]["id"])
-        found: dict[str, str] = {}
-        for r in pending:
-            found.setdefault(r["text_hash"], embed_input(r["title"], r["heading"], r["text"]))
-        return list(found.items())
-
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
         with self._write_txn() as conn:
             conn.executemany(
@@ -659,8 +641,17 @@ def _insert_many(conn: sqlite3.Connection, table: str, rows_: Sequence[Mapping[s
         conn.executemany(_insert_sql(table, rows_[0]), [_cells(row) for row in rows_])
 
 
-def _updates(columns: Iterable[str]) -> str:
-    return ", ".join(f"{c} = excluded.{c}" for c in columns)
+def _upsert(
+    conn: sqlite3.Connection,
+    table: str,
+    row: Mapping[str, Any],
+    key: str,
+    updated: Iterable[str],
+) -> None:
+    """``INSERT`` one row; where a row with the same ``key`` (its column list) is stored
+    already, set that row's ``updated`` columns to this row's instead."""
+    updates = ", ".join(f"{c} = excluded.{c}" for c in updated)
+    _insert(conn, table, row, f"ON CONFLICT ({key}) DO UPDATE SET {updates}")
 
 
 _RECORD_STATE = (
@@ -702,40 +693,22 @@ def _check(conn: sqlite3.Connection, expect: Precondition) -> None:
 
 def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = frozenset()) -> None:
     if isinstance(write, PutRecord):
-        _insert(
-            conn,
-            "records",
-            rows.record_row(write.record),
-            f"ON CONFLICT (id) DO UPDATE SET {_updates(_RECORD_STATE)}",
-        )
+        _upsert(conn, "records", rows.record_row(write.record), "id", _RECORD_STATE)
         if write.record.id not in created:
             _reflect_record_state(conn, write.record)
     elif isinstance(write, PutVersion):
         _insert(conn, "versions", rows.version_row(write.version))
         _index_version(conn, write)
     elif isinstance(write, PutProposal):
-        _insert(
-            conn,
-            "proposals",
-            rows.proposal_row(write.proposal),
-            f"ON CONFLICT (id) DO UPDATE SET {_updates(rows.PROPOSAL_COLUMNS[1:])}",
-        )
+        proposal = rows.proposal_row(write.proposal)
+        _upsert(conn, "proposals", proposal, "id", rows.PROPOSAL_COLUMNS[1:])
     elif isinstance(write, PutBaseline):
         _insert_baseline(conn, write.baseline)
     elif isinstance(write, SetPublished):
-        _insert(
-            conn,
-            "published",
-            {"scope": write.scope, "baseline_id": write.baseline_id, "updated_at": _now()},
-            f"ON CONFLICT (scope) DO UPDATE SET {_updates(('baseline_id', 'updated_at'))}",
-        )
+        published = {"scope": write.scope, "baseline_id": write.baseline_id, "updated_at": _now()}
+        _upsert(conn, "published", published, "scope", ("baseline_id", "updated_at"))
     elif isinstance(write, PutEdge):
-        _insert(
-            conn,
-            "edges",
-            _edge_row(conn, write.edge),
-            f"ON CONFLICT (id) DO UPDATE SET {_updates(rows.EDGE_STATE)}",
-        )
+        _upsert(conn, "edges", _edge_row(conn, write.edge), "id", rows.EDGE_STATE)
     elif isinstance(write, PutBatch):
         _put_batch(conn, write)
     elif isinstance(write, PutEvents):
@@ -743,12 +716,8 @@ def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = fro
     elif isinstance(write, PutTocNode):
         _put_toc_node(conn, write)
     elif isinstance(write, PutPathLink):
-        _insert(
-            conn,
-            "path_links",
-            _path_link_row(write.link),
-            "ON CONFLICT (record_id, path) DO UPDATE SET " + _updates(("content_hash", "drifted")),
-        )
+        link = rows.path_link_row(write.link)
+        _upsert(conn, "path_links", link, "record_id, path", ("content_hash", "drifted"))
     else:  # pragma: no cover - exhaustive over Write
         raise StoreError(f"unknown write {write!r}")
 
@@ -771,7 +740,7 @@ def _put_batch(conn: sqlite3.Connection, write: PutBatch) -> None:
         indexed.append(_version_chunks(conn, version, state))
     _add_chunks(conn, indexed)
     _insert_many(conn, "edges", [_edge_row(conn, edge) for edge in write.edges])
-    _insert_many(conn, "path_links", [_path_link_row(link) for link in write.links])
+    _insert_many(conn, "path_links", [rows.path_link_row(link) for link in write.links])
 
 
 def _state(record: Record) -> dict[str, Any]:
@@ -789,15 +758,6 @@ def _edge_row(conn: sqlite3.Connection, edge: Edge) -> dict[str, Any]:
         **rows.edge_row(edge),
         "scope_id": _intern(conn, "scopes", ("scope",), (edge.scope,)),
         "acl_id": _acl_id(conn, edge.acl),
-    }
-
-
-def _path_link_row(link: PathLink) -> dict[str, Any]:
-    return {
-        "record_id": link.record_id,
-        "path": link.path,
-        "content_hash": link.content_hash,
-        "drifted": int(link.drifted),
     }
 
 
@@ -824,13 +784,7 @@ def _put_toc_node(conn: sqlite3.Connection, write: PutTocNode) -> None:
         last_ts=row["last_ts"], scope_id=scope_id, acl_id=acl_id, retired=row["retired"],
         digest=row["digest"],
     )  # fmt: skip
-    _insert(
-        conn,
-        "toc_latest",
-        latest,
-        "ON CONFLICT (node_id) DO UPDATE SET "
-        + _updates(tuple(k for k in latest if k != "node_id")),
-    )
+    _upsert(conn, "toc_latest", latest, "node_id", [k for k in latest if k != "node_id"])
     conn.executemany(
         "INSERT INTO grips (grip_id, node_id, excerpt, event_id_start, event_id_end, event_id, "
         "ts, source, scope_id, acl_id) VALUES (?,?,?,?,?,?,?,?,?,?) "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime
 
 from pydantic import BaseModel, Field
@@ -384,13 +384,8 @@ class _Builder:
 
 
 def _summary_fields(summary: Summary) -> dict[str, object]:
-    return {
-        "title": summary.title,
-        "bullets": summary.bullets,
-        "keywords": summary.keywords,
-        "grips": summary.grips,
-        "summarizer": summary.summarizer,
-    }
+    """Each field of ``summary``, as is (a node has a field of each name)."""
+    return {f.name: getattr(summary, f.name) for f in fields(summary)}
 
 
 def _summary_chunks(node: TocNode) -> tuple[ChunkDraft, ...]:

@@ -34,16 +34,8 @@ class NodeHeader(CairnModel):
 
     @classmethod
     def of(cls, node: TocNode) -> NodeHeader:
-        return cls(
-            node_id=node.node_id,
-            version=node.version,
-            level=node.level,
-            key=node.key,
-            title=node.title,
-            starts_at=node.starts_at,
-            ends_at=node.ends_at,
-            event_count=node.event_count,
-        )
+        # every field of a header is the node's field of the same name
+        return cls(**{name: getattr(node, name) for name in cls.model_fields})
 
 
 class NodePage(CairnModel):

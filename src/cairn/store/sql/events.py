@@ -7,28 +7,18 @@ ACLs, and the outbox cursors indexers keep.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from cairn.model import Event, EventCursor
 from cairn.store.base import EventFilter, EventText
 from cairn.store.sql import rows
-from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.part import SqlPart, Where
 
-__all__ = ["SqlEvents", "in_or_nothing"]
-
-Row = Mapping[str, Any]
+__all__ = ["SqlEvents"]
 
 
-class SqlEvents:
-    dialect: Dialect
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        raise NotImplementedError
-
-    def _write_one(self, sql: str, params: Sequence[Any]) -> None:
-        raise NotImplementedError
-
+class SqlEvents(SqlPart):
     def list_events(
         self,
         where: EventFilter,
@@ -73,12 +63,8 @@ class SqlEvents:
     ) -> tuple[str, list[Any], str]:
         """The WHERE clause, its parameters and the ORDER BY of an event read."""
         d = self.dialect
-        clauses: list[str] = []
-        params: list[Any] = []
-
-        def add(sql: str, values: Sequence[Any]) -> None:
-            clauses.append(sql)
-            params.extend(values)
+        conditions = Where(d)
+        add = conditions.add
 
         # Within one scope the scope is a constant: order and page by (ts, event_id) alone,
         # which the (scope, ts, event_id) index gives in order; across scopes the scope
@@ -97,13 +83,10 @@ class SqlEvents:
                     [d.time(cursor[0]), *cursor[1:]],
                 )
 
-        add(*in_or_nothing(d, "acl_id", where.acl_ids))
-        if where.scope_ids is not None:
-            add(*in_or_nothing(d, "scope_id", where.scope_ids))
-        if where.session_id is not None:
-            add("session_id = ?", [where.session_id])
-        if where.agent is not None:
-            add("agent = ?", [where.agent])
+        conditions.one_of("acl_id", where.acl_ids)
+        conditions.one_of("scope_id", where.scope_ids)
+        conditions.equal("session_id", where.session_id)
+        conditions.equal("agent", where.agent)
         if where.since is not None:
             add("ts >= ?", [d.time(where.since)])
         if where.until is not None:
@@ -115,13 +98,11 @@ class SqlEvents:
         if before is not None:
             position(before, "<")
             order = f"ts DESC, event_id DESC{tail.replace('scope', 'scope DESC')}"
-        return " AND ".join(clauses), params, order
+        return conditions.all(), conditions.params, order
 
     def get_events(self, scope_id: int, event_ids: Sequence[str]) -> dict[str, Event]:
         found: dict[str, Event] = {}
-        unique = list(dict.fromkeys(event_ids))
-        for start in range(0, len(unique), 500):
-            test, params = self.dialect.in_list("event_id", unique[start : start + 500])
+        for test, params in self._in_batches("event_id", event_ids):
             for row in self._read(
                 f"SELECT * FROM events WHERE scope_id = ? AND {test}", [scope_id, *params]
             ):
@@ -154,9 +135,3 @@ class SqlEvents:
             "WHERE outbox_cursors.position < excluded.position",
             (consumer, position),
         )
-
-
-def in_or_nothing(d: Dialect, column: str, values: frozenset[Any]) -> tuple[str, list[Any]]:
-    if not values:
-        return "1 = 0", []
-    return d.in_list(column, sorted(values))

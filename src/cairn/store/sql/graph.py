@@ -8,7 +8,7 @@ the reader may not see is never passed through, so nothing behind it is reached 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from cairn.model import Direction, Edge, Neighbour, Neighbourhood
@@ -16,18 +16,12 @@ from cairn.store.base import ChunkFilter, EdgeFilter
 from cairn.store.filters import edge_sql, to_sql
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.part import SqlPart, Where
 
 __all__ = ["SqlGraph"]
 
-Row = Mapping[str, Any]
 
-
-class SqlGraph:
-    dialect: Dialect
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        raise NotImplementedError
-
+class SqlGraph(SqlPart):
     def get_edge(self, edge_id: str) -> Edge | None:
         found = self._read("SELECT * FROM edges WHERE id = ?", (edge_id,))
         return rows.to_edge(found[0], self.dialect) if found else None
@@ -41,27 +35,23 @@ class SqlGraph:
         after: str | None = None,
         limit: int = 100,
     ) -> list[Edge]:
-        clauses: list[str] = []
-        params: list[Any] = []
+        conditions = Where(self.dialect)
         if ends is not None:
             test, values = to_sql(ends, self.dialect, "c")
             for end in ("e.src", "e.dst"):
-                clauses.append(
-                    f"EXISTS (SELECT 1 FROM chunks c WHERE c.record_id = {end} AND {test})"
+                conditions.add(
+                    f"EXISTS (SELECT 1 FROM chunks c WHERE c.record_id = {end} AND {test})", values
                 )
-                params += values
         if node_id is not None:
-            clauses.append("(e.src = ? OR e.dst = ?)")
-            params += [node_id, node_id]
+            conditions.add("(e.src = ? OR e.dst = ?)", [node_id, node_id])
         if where is not None:
-            test, values = edge_sql(where, self.dialect)
-            clauses.append(test)
-            params += values
+            conditions.add(*edge_sql(where, self.dialect))
         if after is not None:
-            clauses.append("e.id > ?")
-            params.append(after)
-        sql = "SELECT e.* FROM edges e" + (" WHERE " + " AND ".join(clauses) if clauses else "")
-        found = self._read(sql + " ORDER BY e.id LIMIT ?", [*params, limit])
+            conditions.add("e.id > ?", [after])
+        found = self._read(
+            f"SELECT e.* FROM edges e{conditions.sql()} ORDER BY e.id LIMIT ?",
+            [*conditions.params, limit],
+        )
         return [rows.to_edge(row, self.dialect) for row in found]
 
     def neighbours(

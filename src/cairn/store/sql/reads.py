@@ -7,7 +7,7 @@ say (keyword search, the chunk count, the pending-vector scan, writes) stays in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from cairn.model import (
@@ -22,23 +22,21 @@ from cairn.model import (
     RecordQuery,
     Version,
 )
-from cairn.store.base import AclRow, ChunkFilter, ChunkMeta, ChunkRow, Dumped
+from cairn.store.base import AclRow, ChunkFilter, ChunkMeta, ChunkRow, Dumped, embed_input
 from cairn.store.filters import to_sql
 from cairn.store.sql import rows
-from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.part import Row, SqlPart, Where, any_of
 
 __all__ = ["SqlReads"]
 
-Row = Mapping[str, Any]
-BATCH = 500  # ids per membership test
 
-
-class SqlReads:
-    dialect: Dialect
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        """Run one shared statement (``?`` placeholders) and return its rows."""
-        raise NotImplementedError
+class SqlReads(SqlPart):
+    # model -> where ``pending_vectors`` resumes: the first chunk still waiting for a vector
+    _pending_cursor: dict[str, int]
+    # The chunks column that follows commit order (see pending_vectors): seqs are stamped
+    # in commit order under the commit lock, where an id taken earlier by a slower
+    # transaction could land behind the cursor.
+    _pending_order = "seq"
 
     # ---- statements ---------------------------------------------------------------------
 
@@ -67,9 +65,7 @@ class SqlReads:
     def _by_ids(self, sql: str, ids: Sequence[Any], column: str) -> list[Row]:
         """``sql`` (ending before its WHERE) for many ids, ``BATCH`` at a time."""
         found: list[Row] = []
-        unique = list(dict.fromkeys(ids))
-        for start in range(0, len(unique), BATCH):
-            test, params = self.dialect.in_list(column, unique[start : start + BATCH])
+        for test, params in self._in_batches(column, ids):
             found += self._read(f"{sql} WHERE {test}", params)
         return found
 
@@ -114,16 +110,10 @@ class SqlReads:
         after ``query.after`` and ``query.offset``; with ``readable``, only records whose
         head chunks it admits (the reader's ACL and scopes, checked in the index)."""
         d = self.dialect
-        where: list[str] = []
-        params: list[Any] = []
-
-        def add(sql: str, values: Sequence[Any]) -> None:
-            where.append(sql)
-            params.extend(values)
-
+        conditions = Where(self.dialect)
+        add = conditions.add
         if scope_globs:
-            tests = [d.glob("r.scope", glob) for glob in scope_globs]
-            add("(" + " OR ".join(t for t, _ in tests) + ")", [p for _, ps in tests for p in ps])
+            add(*any_of(d.glob("r.scope", glob) for glob in scope_globs))
         if query.scope:
             add(*d.glob("r.scope", query.scope))
         if query.kinds:
@@ -141,9 +131,9 @@ class SqlReads:
         if readable is not None:
             test, values = to_sql(readable, d)
             add(f"EXISTS (SELECT 1 FROM chunks c WHERE c.record_id = r.id AND {test})", values)
-        sql = self._records_sql() + (" WHERE " + " AND ".join(where) if where else "")
         found = self._read(
-            sql + " ORDER BY r.id LIMIT ? OFFSET ?", [*params, query.limit, query.offset]
+            f"{self._records_sql()}{conditions.sql()} ORDER BY r.id LIMIT ? OFFSET ?",
+            [*conditions.params, query.limit, query.offset],
         )
         return [rows.to_record(row, d) for row in found]
 
@@ -151,28 +141,23 @@ class SqlReads:
         self, key: str, kinds: Sequence[str], scope_globs: Sequence[str]
     ) -> list[Record]:
         d = self.dialect
+        if not scope_globs:
+            return []
+        in_scopes, scope_params = any_of(d.glob("r.scope", glob) for glob in scope_globs)
         # The versions that ever carried the key (the index), then their records whose
         # head still carries it. Kinds are checked on the few rows found: a test on the
         # kind here, or a plain join, has the planner walk every record instead.
-        where = [
-            f"r.id IN (SELECT g.record_id FROM versions g WHERE {d.graph_key('g.content')} = ?)",
-            f"{d.graph_key('v.content')} = ?",
-        ]
-        params: list[Any] = [key, key]
-        tests = [d.glob("r.scope", glob) for glob in scope_globs]
-        if not tests:
-            return []
-        where.append("(" + " OR ".join(t for t, _ in tests) + ")")
-        params += [p for _, ps in tests for p in ps]
-        sql = f"{self._records_sql()} WHERE {' AND '.join(where)} ORDER BY r.id LIMIT 100"
-        found = [rows.to_record(row, d) for row in self._read(sql, params)]
+        sql = (
+            f"{self._records_sql()} WHERE r.id IN (SELECT g.record_id FROM versions g "
+            f"WHERE {d.graph_key('g.content')} = ?) AND {d.graph_key('v.content')} = ? "
+            f"AND {in_scopes} ORDER BY r.id LIMIT 100"
+        )
+        found = [rows.to_record(row, d) for row in self._read(sql, [key, key, *scope_params])]
         return [record for record in found if record.kind in kinds][:10]
 
     def find_by_hashes(self, scope: str, content_hashes: Sequence[str]) -> list[Record]:
         found: list[Row] = []
-        unique = list(dict.fromkeys(content_hashes))
-        for start in range(0, len(unique), BATCH):
-            test, params = self.dialect.in_list("r.content_hash", unique[start : start + BATCH])
+        for test, params in self._in_batches("r.content_hash", content_hashes):
             found += self._read(
                 f"{self._records_sql()} WHERE r.scope = ? AND {test}", [scope, *params]
             )
@@ -198,100 +183,75 @@ class SqlReads:
         """Proposals by id, bounded here. Given ``proposer`` and/or ``scope_globs``, only
         those proposed by ``proposer`` or in a scope one of the globs matches; ``narrow``
         narrows further (the review queue's filters)."""
-        where: list[str] = []
-        params: list[Any] = []
+        conditions = Where(self.dialect)
         if narrow is not None:
-            self._narrow_proposals(narrow, where, params)
-        if status is not None:
-            where.append("status = ?")
-            params.append(status.value)
+            self._narrow_proposals(narrow, conditions)
+        conditions.equal("status", status.value if status is not None else None)
         if after is not None:
-            where.append("id > ?")
-            params.append(after)
-        seen: list[str] = []
-        if proposer is not None:
-            seen.append("principal_id = ?")
-            params.append(proposer)
-        for glob in scope_globs or ():
-            test, values = self.dialect.glob("scope", glob)
-            seen.append(test)
-            params.extend(values)
+            conditions.add("id > ?", [after])
         if proposer is not None or scope_globs is not None:
-            where.append("(" + (" OR ".join(seen) or "1 = 0") + ")")
-        sql = self._proposals_sql() + (" WHERE " + " AND ".join(where) if where else "")
-        found = self._read(sql + " ORDER BY id LIMIT ? OFFSET ?", [*params, limit, offset])
+            conditions.add(*self._proposals_seen(proposer, scope_globs or ()))
+        found = self._read(
+            f"{self._proposals_sql()}{conditions.sql()} ORDER BY id LIMIT ? OFFSET ?",
+            [*conditions.params, limit, offset],
+        )
         return [rows.to_proposal(row, self.dialect) for row in found]
 
-    def _narrow_proposals(
-        self, narrow: ProposalFilter, where: list[str], params: list[Any]
-    ) -> None:
-        for column, value in (
-            ("op", narrow.op),
-            ("principal_id", narrow.author),
-            ("rule", narrow.rule),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
+    def _proposals_seen(
+        self, proposer: str | None, scope_globs: Sequence[str]
+    ) -> tuple[str, list[Any]]:
+        """Proposals by ``proposer`` or in a scope one of ``scope_globs`` matches."""
+        by_proposer = [] if proposer is None else [("principal_id = ?", [proposer])]
+        in_scopes = [self.dialect.glob("scope", glob) for glob in scope_globs]
+        return any_of([*by_proposer, *in_scopes])
+
+    def _narrow_proposals(self, narrow: ProposalFilter, conditions: Where) -> None:
+        conditions.equal("op", narrow.op)
+        conditions.equal("principal_id", narrow.author)
+        conditions.equal("rule", narrow.rule)
         if narrow.scope is not None:
-            test, values = self.dialect.glob("scope", narrow.scope)
-            where.append(test)
-            params.extend(values)
+            conditions.add(*self.dialect.glob("scope", narrow.scope))
         if narrow.created_before is not None:
-            where.append("created_at < ?")
-            params.append(self.dialect.time(narrow.created_before))
+            conditions.add("created_at < ?", [self.dialect.time(narrow.created_before)])
         if narrow.kind is not None:
             # new content names its kind; any other change is about a stored record's
             path = ("content", "kind")
             in_content, values = self.dialect.json_equals("change", path, narrow.kind)
-            where.append(f"({in_content} OR record_id IN (SELECT id FROM records WHERE kind = ?))")
-            params.extend([*values, narrow.kind])
+            conditions.add(
+                f"({in_content} OR record_id IN (SELECT id FROM records WHERE kind = ?))",
+                [*values, narrow.kind],
+            )
 
     def count_proposals(
         self, *, proposer: str, scope_globs: Sequence[str] | None = None
     ) -> dict[str, int]:
         """Proposals by ``proposer`` or in a scope a glob matches, counted by status."""
-        seen = ["principal_id = ?"]
-        params: list[Any] = [proposer]
-        for glob in scope_globs or ():
-            test, values = self.dialect.glob("scope", glob)
-            seen.append(test)
-            params.extend(values)
+        seen, params = self._proposals_seen(proposer, scope_globs or ())
         found = self._read(
-            f"SELECT status, COUNT(*) AS n FROM proposals WHERE {' OR '.join(seen)} "
-            "GROUP BY status",
-            params,
+            f"SELECT status, COUNT(*) AS n FROM proposals WHERE {seen} GROUP BY status", params
         )
         return {str(row["status"]): int(row["n"]) for row in found}
 
     def list_audit(self, query: AuditQuery) -> list[AuditEntry]:
-        where: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("actor", query.actor),
-            ("action", query.action),
-            ("proposal_id", query.proposal_id),
-            ("rule", query.rule),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
+        conditions = Where(self.dialect)
+        conditions.equal("actor", query.actor)
+        conditions.equal("action", query.action)
+        conditions.equal("proposal_id", query.proposal_id)
+        conditions.equal("rule", query.rule)
         if query.subject_id is not None:
             # a batch write's one entry names its records in details.records
             listed = self.dialect.json_array_has("details", "records")
-            where.append(f"(subject_id = ? OR {listed})")
-            params += [query.subject_id, query.subject_id]
+            conditions.add(f"(subject_id = ? OR {listed})", [query.subject_id] * 2)
         if query.since:
-            where.append("at >= ?")
-            params.append(self.dialect.time(query.since))
+            conditions.add("at >= ?", [self.dialect.time(query.since)])
         if query.until:
-            where.append("at < ?")
-            params.append(self.dialect.time(query.until))
+            conditions.add("at < ?", [self.dialect.time(query.until)])
         if query.after_seq is not None:
-            where.append("seq > ?")
-            params.append(query.after_seq)
-        sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "")
-        found = self._read(sql + " ORDER BY seq LIMIT ?", [*params, query.limit])
+            conditions.add("seq > ?", [query.after_seq])
+        found = self._read(
+            f"SELECT * FROM audit{conditions.sql()} ORDER BY seq LIMIT ?",
+            [*conditions.params, query.limit],
+        )
         return [rows.to_audit(row, self.dialect) for row in found]
 
     def count_audit(self) -> int:
@@ -418,11 +378,33 @@ class SqlReads:
         )
         return int(found[0]["n"])
 
+    def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
+        # Scan forward, in commit order, from the first chunk that was still waiting last
+        # time: everything before it had a vector, so catching up costs O(chunks), not
+        # O(chunks²) (a rescan of every chunk per batch took over eight minutes for 240k
+        # timeline chunks at 1M events). ``_pending_order`` names the column that follows
+        # commit order on this store, so no chunk committed later can appear behind the
+        # cursor.
+        order = f"c.{self._pending_order}"
+        title = self.dialect.json_field("v.content", "title")
+        cursors = self._pending_cursor
+        found = self._read(
+            f"SELECT {order}, c.text_hash, c.heading, c.text, coalesce({title}, '') AS title "
+            "FROM chunks c LEFT JOIN versions v ON v.id = c.version_id "
+            f"WHERE {order} >= ? AND NOT EXISTS (SELECT 1 FROM vectors x "
+            f"WHERE x.text_hash = c.text_hash AND x.model = ?) ORDER BY {order} LIMIT ?",
+            (cursors.get(model, 0), model, limit),
+        )
+        if found:
+            cursors[model] = int(found[0][self._pending_order])
+        texts: dict[str, str] = {}
+        for r in found:
+            texts.setdefault(r["text_hash"], embed_input(r["title"], r["heading"], r["text"]))
+        return list(texts.items())
+
     def get_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]:
         found: dict[str, bytes] = {}
-        unique = list(dict.fromkeys(text_hashes))
-        for start in range(0, len(unique), BATCH):
-            test, params = self.dialect.in_list("text_hash", unique[start : start + BATCH])
+        for test, params in self._in_batches("text_hash", text_hashes):
             for row in self._read(
                 f"SELECT text_hash, vector FROM vectors WHERE model = ? AND {test}",
                 [model, *params],

@@ -42,6 +42,7 @@ __all__ = [
     "dumps",
     "edge_row",
     "event_row",
+    "path_link_row",
     "proposal_row",
     "record_row",
     "to_audit",
@@ -147,6 +148,12 @@ def audit_row(a: AuditEntry) -> dict[str, Any]:
         "rule": a.rule, "reason": a.reason, "from_status": a.from_status,
         "to_status": a.to_status, "details": _plain(a.details),
     }  # fmt: skip
+
+
+def path_link_row(link: PathLink) -> dict[str, Any]:
+    """Its fields as the columns: ``drifted`` stays a bool, which PostgreSQL stores as a
+    boolean and SQLite as the 0 or 1 it is."""
+    return link.model_dump()
 
 
 def edge_row(e: Edge) -> dict[str, Any]:

@@ -9,6 +9,7 @@ booleans are ``boolean`` or 0/1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "EDGES",
     "EVENTS",
     "EVENT_OUTBOX",
+    "MEMORY_TABLES",
     "OUTBOX_CURSORS",
     "PATH_LINKS",
     "Backend",
@@ -221,14 +223,24 @@ position big NOT NULL
 """
 
 
+def _tables_with_indexes(
+    backend: Backend, tables: Sequence[tuple[str, str]], indexes: Sequence[str]
+) -> str:
+    """``CREATE TABLE`` for each ``(name, spec)`` in ``tables``, then each statement of
+    ``indexes``, one a line."""
+    created = "".join(create_table(name, spec, backend) for name, spec in tables)
+    return created + "".join(f"{index};\n" for index in indexes)
+
+
 def event_log_tables(backend: Backend) -> str:
     """The event log, its outbox and the outbox cursors, with the indexes reads use."""
-    return (
-        create_table("events", EVENTS, backend)
-        + create_table("event_outbox", EVENT_OUTBOX, backend)
-        + create_table("outbox_cursors", OUTBOX_CURSORS, backend)
-        + "CREATE INDEX events_scope_time ON events (scope_id, ts, event_id);\n"
-        + "CREATE INDEX events_session_time ON events (session_id, ts, event_id);\n"
+    return _tables_with_indexes(
+        backend,
+        [("events", EVENTS), ("event_outbox", EVENT_OUTBOX), ("outbox_cursors", OUTBOX_CURSORS)],
+        [
+            "CREATE INDEX events_scope_time ON events (scope_id, ts, event_id)",
+            "CREATE INDEX events_session_time ON events (session_id, ts, event_id)",
+        ],
     )
 
 
@@ -290,14 +302,15 @@ acl_id int NOT NULL REFERENCES acls (id)
 
 def timeline_tables(backend: Backend) -> str:
     """The timeline's nodes, their latest versions and grips, with the indexes reads use."""
-    return (
-        create_table("toc_nodes", TOC_NODES, backend)
-        + create_table("toc_latest", TOC_LATEST, backend)
-        + create_table("grips", GRIPS, backend)
+    return _tables_with_indexes(
+        backend,
+        [("toc_nodes", TOC_NODES), ("toc_latest", TOC_LATEST), ("grips", GRIPS)],
         # each ends with node_id: listings page by (time, node_id) and walk these in order
-        + "CREATE INDEX toc_latest_level ON toc_latest (level, starts_at, node_id);\n"
-        + "CREATE INDEX toc_latest_parent ON toc_latest (parent_id, starts_at, node_id);\n"
-        + "CREATE INDEX toc_latest_recent ON toc_latest (level, last_ts, node_id);\n"
+        [
+            "CREATE INDEX toc_latest_level ON toc_latest (level, starts_at, node_id)",
+            "CREATE INDEX toc_latest_parent ON toc_latest (parent_id, starts_at, node_id)",
+            "CREATE INDEX toc_latest_recent ON toc_latest (level, last_ts, node_id)",
+        ],
     )
 
 
@@ -337,3 +350,24 @@ def kernel_tables(backend: Backend) -> str:
             t["published"],
         ]
     )
+
+
+# Tables holding memory, on either store: only cairn.store may write them
+# (tests/governance/test_zero_bypass.py); on PostgreSQL the serving role may only read them
+# (tests/store/test_pg_bypass.py).
+MEMORY_TABLES: tuple[str, ...] = (
+    "records",
+    "versions",
+    "proposals",
+    "audit",
+    "baselines",
+    "baseline_pins",
+    "published",
+    "edges",
+    "path_links",
+    "events",
+    "event_outbox",
+    "toc_nodes",
+    "toc_latest",
+    "grips",
+)

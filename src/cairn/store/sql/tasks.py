@@ -7,28 +7,15 @@ and the serving login writes it directly. It lives in the main store so that any
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from cairn.store.base import StoredTask
-from cairn.store.sql.dialect import Dialect
+from cairn.store.sql.part import Row, SqlPart, Where
 
 __all__ = ["SqlTasks"]
 
-Row = Mapping[str, Any]
 
-
-class SqlTasks:
-    dialect: Dialect
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        raise NotImplementedError
-
-    def _write_one(self, sql: str, params: Sequence[Any]) -> None:
-        """Run one writing statement in its own transaction (each store knows how)."""
-        raise NotImplementedError
-
+class SqlTasks(SqlPart):
     def put_task(self, task: StoredTask) -> None:
         # The first owner stays: a task is never handed to another principal by a save.
         self._write_one(
@@ -56,18 +43,13 @@ class SqlTasks:
         limit: int = 50,
         offset: int = 0,
     ) -> list[StoredTask]:
-        clauses: list[str] = ["owner = ?"]
-        params: list[Any] = [owner]
-        if context_id is not None:
-            clauses.append("context_id = ?")
-            params.append(context_id)
-        if state is not None:
-            clauses.append("state = ?")
-            params.append(state)
+        where = Where(self.dialect)
+        where.equal("owner", owner)
+        where.equal("context_id", context_id)
+        where.equal("state", state)
         found = self._read(
-            f"SELECT * FROM agent_tasks WHERE {' AND '.join(clauses)} "
-            "ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
-            [*params, limit, offset],
+            f"SELECT * FROM agent_tasks{where.sql()} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
+            [*where.params, limit, offset],
         )
         return [_task(row) for row in found]
 

@@ -7,28 +7,18 @@ scopes and ACLs in SQL, like the event reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from cairn.model import Grip, TocNode
 from cairn.store.base import TocFilter
 from cairn.store.sql import rows
-from cairn.store.sql.dialect import Dialect
-from cairn.store.sql.events import in_or_nothing
+from cairn.store.sql.part import SqlPart, Where
 
 __all__ = ["SqlTimeline"]
 
-Row = Mapping[str, Any]
-_BATCH = 500
 
-
-class SqlTimeline:
-    dialect: Dialect
-
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        raise NotImplementedError
-
+class SqlTimeline(SqlPart):
     def toc_nodes(
         self,
         where: TocFilter,
@@ -38,24 +28,16 @@ class SqlTimeline:
         newest_first: bool = False,
     ) -> list[TocNode]:
         d = self.dialect
-        clauses = [] if where.include_retired else [d.flag("l.retired", False)]
-        params: list[Any] = []
-
-        def add(sql: str, values: Sequence[Any]) -> None:
-            clauses.append(sql)
-            params.extend(values)
-
-        add(*in_or_nothing(d, "l.acl_id", where.acl_ids))
-        if where.scope_ids is not None:
-            add(*in_or_nothing(d, "l.scope_id", where.scope_ids))
-        if where.levels is not None:
-            add(*in_or_nothing(d, "l.level", where.levels))
-        if where.parent_id is not None:
-            add("l.parent_id = ?", [where.parent_id])
-        if where.partition_key is not None:
-            add("l.partition_key = ?", [where.partition_key])
-        if where.node_ids is not None:
-            add(*in_or_nothing(d, "l.node_id", where.node_ids))
+        conditions = Where(d)
+        add = conditions.add
+        if not where.include_retired:
+            add(d.flag("l.retired", False))
+        conditions.one_of("l.acl_id", where.acl_ids)
+        conditions.one_of("l.scope_id", where.scope_ids)
+        conditions.one_of("l.level", where.levels)
+        conditions.equal("l.parent_id", where.parent_id)
+        conditions.equal("l.partition_key", where.partition_key)
+        conditions.one_of("l.node_id", where.node_ids)
         if newest_first:
             order = "l.last_ts DESC, l.node_id DESC"
             if after is not None:
@@ -69,8 +51,8 @@ class SqlTimeline:
         found = self._read(
             "SELECT n.* FROM toc_latest l JOIN toc_nodes n "
             "ON n.node_id = l.node_id AND n.version = l.version "
-            f"WHERE {' AND '.join(clauses)} ORDER BY {order} LIMIT ?",
-            [*params, limit],
+            f"WHERE {conditions.all()} ORDER BY {order} LIMIT ?",
+            [*conditions.params, limit],
         )
         return [rows.to_toc_node(row, d) for row in found]
 
@@ -89,9 +71,7 @@ class SqlTimeline:
 
     def toc_heads(self, node_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
         heads: dict[str, tuple[int, str]] = {}
-        unique = list(dict.fromkeys(node_ids))
-        for start in range(0, len(unique), _BATCH):
-            test, params = self.dialect.in_list("node_id", unique[start : start + _BATCH])
+        for test, params in self._in_batches("node_id", node_ids):
             for row in self._read(
                 f"SELECT node_id, version, digest FROM toc_latest WHERE {test}", params
             ):
@@ -100,9 +80,7 @@ class SqlTimeline:
 
     def grips(self, grip_ids: Sequence[str]) -> dict[str, tuple[Grip, int, int]]:
         found: dict[str, tuple[Grip, int, int]] = {}
-        unique = list(dict.fromkeys(grip_ids))
-        for start in range(0, len(unique), _BATCH):
-            test, params = self.dialect.in_list("grip_id", unique[start : start + _BATCH])
+        for test, params in self._in_batches("grip_id", grip_ids):
             for row in self._read(f"SELECT * FROM grips WHERE {test}", params):
                 grip = rows.to_grip(row, self.dialect)
                 found[grip.grip_id] = (grip, int(row["scope_id"]), int(row["acl_id"]))
@@ -117,9 +95,7 @@ class SqlTimeline:
 
     def timeline_chunks(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, int, str]]:
         found: dict[int, tuple[str, int, str]] = {}
-        unique = list(dict.fromkeys(chunk_ids))
-        for start in range(0, len(unique), _BATCH):
-            test, params = self.dialect.in_list("id", unique[start : start + _BATCH])
+        for test, params in self._in_batches("id", chunk_ids):
             for row in self._read(
                 "SELECT id, record_id, version_no, chunk_key FROM chunks "
                 f"WHERE source_kind = 'timeline' AND {test}",
