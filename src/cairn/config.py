@@ -20,6 +20,7 @@ from pydantic_settings import (
 
 from cairn.capture.local import parse_capture
 from cairn.graph.settings import GraphSettings
+from cairn.retrieval.settings import RetrievalSettings
 from cairn.timeline.settings import TimelineSettings
 
 __all__ = [
@@ -53,6 +54,10 @@ class Settings(BaseSettings):
     graph: GraphSettings = Field(
         default_factory=GraphSettings,
         description="how the decision graph answers ([graph] in a config file)",
+    )
+    retrieval: RetrievalSettings = Field(
+        default_factory=RetrievalSettings,
+        description="how search ranks, and an optional reranker ([retrieval] in a config file)",
     )
     # Read by the coding-agent hook, which cannot afford pydantic at start-up: the table is
     # checked here by the hook's own rules (``parse_capture``) so a mistake shows on every

@@ -123,6 +123,7 @@ class Workspace:
             embedder=embedder,
             timeline=settings.timeline,
             graph=settings.graph,
+            retrieval=settings.retrieval,
         )
 
     def principals(self) -> PrincipalsFile:

@@ -35,7 +35,9 @@ from cairn.memory.upkeep import RefreshReport, UpkeepVerbs, VacuumReport
 from cairn.memory.writes import WriteVerbs
 from cairn.model import RecordView, utcnow
 from cairn.retrieval.chunking import chunks_for
+from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.indexer import Indexer, IndexWorker
+from cairn.retrieval.settings import RetrievalSettings
 from cairn.search.embedder import Embedder
 from cairn.store.base import Store
 from cairn.store.factory import open_store
@@ -101,10 +103,20 @@ class Memory(
         embedder: Embedder | str | None = DEFAULT_EMBEDDER,
         timeline: TimelineSettings | None = None,
         graph: GraphSettings | None = None,
+        retrieval: RetrievalSettings | None = None,
     ) -> None:
         """``root`` is the project folder (ingest and path links read files under it);
         ``folder`` the store folder, which they never read."""
         self._store = store
+        self.retrieval_settings = retrieval or RetrievalSettings()
+        self._ranking = self.retrieval_settings.ranking()
+        key = self.retrieval_settings.reranker_key
+        self._reranker = EndpointReranker.from_spec(
+            self.retrieval_settings.reranker,
+            timeout=self.retrieval_settings.reranker_timeout,
+            top=self.retrieval_settings.rerank_top,
+            api_key=key.get_secret_value() if key is not None else None,
+        )
         self.timeline_settings = timeline or TimelineSettings()
         # one rollup at a time in this process (the background one and a curator's)
         self._rollup_lock = threading.Lock()
@@ -137,6 +149,7 @@ class Memory(
         embedder: Embedder | str | None = DEFAULT_EMBEDDER,
         timeline: TimelineSettings | None = None,
         graph: GraphSettings | None = None,
+        retrieval: RetrievalSettings | None = None,
     ) -> Memory:
         """Open the store of a cairn folder (made by ``cairn init``): the embedded SQLite
         file by default, or the database ``db`` names (``postgresql://…``)."""
@@ -154,6 +167,7 @@ class Memory(
             embedder=embedder,
             timeline=timeline,
             graph=graph,
+            retrieval=retrieval,
         )
 
     # ---- policy --------------------------------------------------------------------------
@@ -179,6 +193,8 @@ class Memory(
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
+        if self._reranker is not None:
+            self._reranker.close()
         self._store.close()
 
     def __enter__(self) -> Self:

@@ -10,8 +10,10 @@ from cairn.errors import InvalidInput
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.indexing import IndexVerbs
 from cairn.model import Principal, VersionPin
+from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.pipeline import SearchPlan, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest
+from cairn.retrieval.ranking import RankingConfig
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
 from cairn.retrieval.weights import check_weights
 from cairn.retrieval.when import query_window
@@ -21,6 +23,10 @@ __all__ = ["SearchVerbs"]
 
 class SearchVerbs(IndexVerbs):
     """Mixed into ``Memory``: ``search`` and ``retrieve``."""
+
+    # how ranking weighs its stages, and the optional reranking endpoint ([retrieval])
+    _ranking: RankingConfig
+    _reranker: EndpointReranker | None
 
     def _plan(
         self,
@@ -71,7 +77,9 @@ class SearchVerbs(IndexVerbs):
             candidates=candidates or max(50, 5 * k),
             weights=weights,
             request=request,
+            ranking=self._ranking,
             window=query_window(query, now=now),
+            reranker=self._reranker,
         )
 
     def search(

@@ -17,6 +17,7 @@ from cairn.governance import access
 from cairn.limits import is_id
 from cairn.model import Principal, VersionPin
 from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
+from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.fuse import max_fused_score
 from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.preselect import Preselection, ReadRequest, preselect
@@ -59,6 +60,8 @@ class SearchPlan:
     ranking: RankingConfig = DEFAULT_RANKING
     #: the time the query names (``when.query_window``), read when the plan was made
     window: TimeWindow | None = None
+    #: the reranking endpoint ``[retrieval] reranker`` names, if any
+    reranker: EndpointReranker | None = None
 
 
 @contextmanager
@@ -170,11 +173,16 @@ def run_search(
             store.scopes(),
             query=plan.query,
             mode=plan.mode,
-            k=plan.k,
+            k=max(plan.k, plan.reranker.top) if plan.reranker is not None else plan.k,
             weights=plan.weights,
             config=plan.ranking,
             window=window,
         )
+    if plan.reranker is not None and hits:
+        reranked = plan.reranker.rerank(plan.query, hits, plan.k)
+        hits = reranked.hits
+        trace.reranker = reranked.note
+        trace.timings_ms["rerank"] = reranked.ms
     result = SearchResult(
         query=plan.query,
         mode=plan.mode,

@@ -121,6 +121,9 @@ class Trace(BaseModel):
     vector_lag: int = 0
     #: the time the query named, when ranking weighed it: its words, start and end
     time_window: dict[str, str] | None = None
+    #: the reranking endpoint that ordered the hits (``openai:MODEL``), or why it did not
+    #: (``fallback: timeout``); None when no reranker is configured
+    reranker: str | None = None
 
 
 class SearchResult(CairnModel):

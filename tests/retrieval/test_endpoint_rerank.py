@@ -1,0 +1,179 @@
+"""The optional reranking endpoint, and the ``[retrieval]`` settings that choose how search
+ranks: the endpoint reorders only what the reader may see, never cuts, and a search keeps
+fusion's order when it fails."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from cairn.config import Settings
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.memory import Memory
+from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity
+from cairn.retrieval.endpoint_rerank import EndpointReranker
+from cairn.retrieval.ranking import RankingConfig
+from cairn.retrieval.settings import RetrievalSettings
+from cairn.store.sqlite import SqliteStore
+from tests.factories import CURATOR
+
+READER = Principal(
+    id="reader", kind=PrincipalKind.HUMAN, roles=("staff",), scopes=("acme/*",),
+    sensitivity=Sensitivity.LOW,
+)  # fmt: skip
+TITLES = ("Deploy runbook one", "Deploy runbook two", "Deploy runbook three")
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    memory = Memory(
+        SqliteStore(tmp_path / "cairn.db"), parse_policy(DEFAULT_POLICY_YAML),
+        root=tmp_path, embedder=None,
+    )  # fmt: skip
+    for title in TITLES:
+        memory.remember(
+            Content(kind="fact", scope="acme/ops", title=title, body="deploy steps"),
+            principal=CURATOR,
+        )
+    memory.remember(
+        Content(
+            kind="fact",
+            scope="acme/ops",
+            title="Deploy runbook secret",
+            body="deploy steps",
+            acl=Acl(sensitivity=Sensitivity.HIGH),
+        ),
+        principal=CURATOR,
+    )
+    yield memory
+    memory.close()
+
+
+def endpoint(
+    answer: Callable[[dict[str, object]], httpx.Response], sent: list[dict[str, object]]
+) -> EndpointReranker:
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/v1/rerank"
+        body = json.loads(request.content)
+        sent.append(body)
+        return answer(body)
+
+    return EndpointReranker(
+        base_url="http://reranker.test/v1", model="rr-1", timeout=2, top=30,
+        transport=httpx.MockTransport(handler),
+    )  # fmt: skip
+
+
+def by_reverse(body: dict[str, object]) -> httpx.Response:
+    documents = body["documents"]
+    assert isinstance(documents, list)
+    results = [{"index": i, "relevance_score": float(i)} for i in range(len(documents))]
+    return httpx.Response(200, json={"results": results})
+
+
+def titles(memory: Memory, k: int = 10) -> list[str]:
+    found = memory.search("deploy runbook", principal=READER, mode="keyword", k=k)
+    return [hit.title for hit in found.hits]
+
+
+def test_the_endpoint_orders_the_hits_and_is_sent_only_what_the_reader_may_see(
+    memory: Memory,
+) -> None:
+    plain = titles(memory)
+    sent: list[dict[str, object]] = []
+    memory._reranker = endpoint(by_reverse, sent)
+    found = memory.search("deploy runbook", principal=READER, mode="keyword")
+    assert [h.title for h in found.hits] == list(reversed(plain))
+    assert found.trace.reranker == "openai:rr-1" and "rerank" in found.trace.timings_ms
+    (body,) = sent
+    assert body["model"] == "rr-1" and body["query"] == "deploy runbook"
+    assert "secret" not in json.dumps(body)  # a hit the reader may not see is never sent
+    assert len(plain) == 3
+
+
+@pytest.mark.parametrize(
+    ("answer", "note"),
+    [
+        (lambda body: httpx.Response(500, json={"error": "down"}), "fallback: HTTPStatusError"),
+        (lambda body: httpx.Response(200, json={"results": [{"index": 7,
+                                                             "relevance_score": 1}]}),
+         "fallback: ValueError"),
+        (lambda body: httpx.Response(200, json={"ranking": []}), "fallback: KeyError"),
+        (lambda body: httpx.Response(200, text="not json"), "fallback: JSONDecodeError"),
+    ],
+)  # fmt: skip
+def test_a_failing_endpoint_leaves_fusions_order_and_says_why(
+    memory: Memory, answer: Callable[[dict[str, object]], httpx.Response], note: str
+) -> None:
+    plain = titles(memory)
+    memory._reranker = endpoint(answer, [])
+    found = memory.search("deploy runbook", principal=READER, mode="keyword")
+    assert [h.title for h in found.hits] == plain
+    assert found.trace.reranker == note
+
+
+def test_a_slow_endpoint_is_a_timeout_not_a_failed_search(memory: Memory) -> None:
+    plain = titles(memory)
+
+    def too_slow(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("no answer in time", request=request)
+
+    memory._reranker = EndpointReranker(
+        base_url="http://reranker.test/v1", model="rr-1", timeout=0.01, top=30,
+        transport=httpx.MockTransport(too_slow),
+    )  # fmt: skip
+    found = memory.search("deploy runbook", principal=READER, mode="keyword")
+    assert [h.title for h in found.hits] == plain
+    assert found.trace.reranker == "fallback: timeout"
+
+
+def test_hits_the_endpoint_did_not_score_keep_their_order_after_those_it_did(
+    memory: Memory,
+) -> None:
+    plain = titles(memory)
+    memory._reranker = endpoint(
+        lambda body: httpx.Response(200, json={"results": [{"index": 2, "relevance_score": 0.9}]}),
+        [],
+    )
+    found = memory.search("deploy runbook", principal=READER, mode="keyword", k=3)
+    assert [h.title for h in found.hits] == [plain[2], plain[0], plain[1]]  # nothing cut
+
+
+def test_retrieval_settings_choose_the_ranking_and_check_the_reranker_address() -> None:
+    settings = Settings(retrieval={"time_weight": 0.5, "context_weight": 0.25})
+    assert settings.retrieval.ranking() == RankingConfig(time_weight=0.5, context_weight=0.25)
+    assert RetrievalSettings().ranking() == RankingConfig()  # the defaults are the kernel's
+    with pytest.raises(ValidationError, match="openai:URL#model"):
+        RetrievalSettings(reranker="http://reranker.test/v1")
+    with pytest.raises(ValidationError, match="openai:URL#model"):
+        RetrievalSettings(reranker="openai:http://reranker.test/v1")  # no model named
+    assert RetrievalSettings(reranker="openai:http://reranker.test/v1#rr-1").reranker.endswith(
+        "#rr-1"
+    )
+
+
+def test_a_memory_searches_with_its_configured_ranking(tmp_path: Path) -> None:
+    memory = Memory(
+        SqliteStore(tmp_path / "cairn.db"), parse_policy(DEFAULT_POLICY_YAML), root=tmp_path,
+        embedder=None, retrieval=RetrievalSettings(reranker="openai:http://reranker.test/v1#rr"),
+    )  # fmt: skip
+    try:
+        memory.remember(
+            Content(kind="fact", scope="acme/ops", title="Deploy runbook", body="steps"),
+            principal=CURATOR,
+        )
+        # the endpoint does not exist: the search answers anyway, in fusion's order
+        memory._reranker = EndpointReranker(
+            base_url="http://reranker.test/v1", model="rr", timeout=2, top=30,
+            transport=httpx.MockTransport(lambda r: httpx.Response(503)),
+        )  # fmt: skip
+        found = memory.search("deploy runbook", principal=READER, mode="keyword")
+        assert [h.title for h in found.hits] == ["Deploy runbook"]
+        assert found.trace.reranker == "fallback: HTTPStatusError"
+    finally:
+        memory.close()
