@@ -43,19 +43,25 @@ def _add(memory: Memory, who: Principal, title: str, body: str, **fields: object
     return outcome.record.id
 
 
-def test_trimming_happens_before_ranking(
-    rmemory: Memory, curator: Principal, agent: Principal
-) -> None:
-    secret_ids = [
+def _add_secrets(memory: Memory, curator: Principal, count: int) -> list[str]:
+    """``count`` confidential notes (an agent may not read them), each a close match for
+    "database password rotation schedule": what a trimmed read must leave out."""
+    return [
         _add(
-            rmemory,
+            memory,
             curator,
             f"Database password rotation {n}",
             f"The database password rotation schedule, part {n}.",
             acl=Acl(labels=("confidential",)),
         )
-        for n in range(12)
+        for n in range(count)
     ]
+
+
+def test_trimming_happens_before_ranking(
+    rmemory: Memory, curator: Principal, agent: Principal
+) -> None:
+    secret_ids = _add_secrets(rmemory, curator, 12)
     public_ids = {
         _add(rmemory, curator, "Password policy", "Passwords rotate; ask the team."),
         _add(rmemory, curator, "Rotation of on-call", "The on-call rotation changes weekly."),
@@ -95,16 +101,7 @@ def test_scopes_and_sensitivity_trim_too(
 def test_recall_hands_out_only_readable_chunks_and_ranks_to_search_exactly(
     rmemory: Memory, curator: Principal, agent: Principal
 ) -> None:
-    secret_ids = {
-        _add(
-            rmemory,
-            curator,
-            f"Database password rotation {n}",
-            f"The database password rotation schedule, part {n}.",
-            acl=Acl(labels=("confidential",)),
-        )
-        for n in range(4)
-    }
+    secret_ids = set(_add_secrets(rmemory, curator, 4))
     elsewhere = _add(
         rmemory,
         curator,
