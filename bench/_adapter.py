@@ -430,7 +430,8 @@ class KernelRetriever:
         return Result(turns[:k] if k else turns, sessions)
 
     def capture(self, scope: str, query: str) -> Captured:
-        """Recall for ``query`` as ``search`` would (hybrid: both lists), without ranking."""
+        """Recall for ``query`` as ``search`` would (hybrid: both lists), without ranking:
+        ``Memory.recall``, permission-trimmed as ``Memory.search`` is."""
         mode: Mode = "hybrid" if self.has_vectors else "keyword"
         recalled = self.memory.recall(
             query,
