@@ -308,8 +308,7 @@ class KernelRetriever:
         self._tmp = tempfile.TemporaryDirectory(prefix="cairn-bench-", dir=workdir)
         root = Path(self._tmp.name)
         vectors = make_embedder(embedder, cache=LRUBytesCache(500_000)) if embedder else None
-        # db: a PostgreSQL URL (an empty database); default an embedded SQLite store. Kept:
-        # ``capture`` reads recall's raw rows, which no Memory verb hands out.
+        # db: a PostgreSQL URL (an empty database); default an embedded SQLite store.
         self.store = open_store(db, root)
         self.memory = Memory(
             self.store,
@@ -431,37 +430,31 @@ class KernelRetriever:
         return Result(turns[:k] if k else turns, sessions)
 
     def capture(self, scope: str, query: str) -> Captured:
-        """Recall for ``query`` as ``search`` would (hybrid: both lists), without ranking."""
-        from cairn.retrieval.pipeline import run_recall
-        from cairn.retrieval.types import Trace
-
+        """Recall for ``query`` as ``search`` would (hybrid: both lists), without ranking:
+        ``Memory.recall``, permission-trimmed as ``Memory.search`` is."""
         mode: Mode = "hybrid" if self.has_vectors else "keyword"
-        plan = self.memory._plan(
+        recalled = self.memory.recall(
             query,
+            principal=self.principal,
             mode=mode,
             k=self.hits,
             candidates=self.candidates,
             weights=self.weights,
             scope=f"bench/{scope}",
-            selector=None,
-            kinds=(),
-            include_drafts=False,
-            created_after=None,
-            created_before=None,
-            record_ids=None,
         )
-        indexer = self.memory._need_indexer if self.has_vectors else None
-        recalled = run_recall(self.store, indexer, self.principal, plan, Trace())
-        ids = sorted({i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector})
-        rows = self.store.chunk_rows(ids)
-        scope_ids = {row.meta.scope_id for row in rows.values()}
-        scopes = {i: name for i, name in self.store.scopes().items() if i in scope_ids}
         refs = {
             row.meta.record_id: self.records[row.meta.record_id]
-            for row in rows.values()
+            for row in recalled.rows.values()
             if row.meta.record_id in self.records
         }
-        return Captured(query, recalled.keyword, recalled.vector, rows, scopes, refs)
+        return Captured(
+            query,
+            list(recalled.keyword),
+            list(recalled.vector),
+            dict(recalled.rows),
+            dict(recalled.scopes),
+            refs,
+        )
 
 
 def _tag(key: str) -> str:

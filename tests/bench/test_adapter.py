@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from bench._adapter import BlockRetriever, KernelRetriever, Recipe, Retriever, Turn, parse_weights
+from bench._cv import Setting, replay
 
 from tests.pg import PgCluster, as_uri
 
@@ -39,6 +40,23 @@ def test_kernel_retriever_keyword() -> None:
         assert retriever.rejected == 0
         # Without an embedder there is no vector signal rather than an error.
         assert retriever.search("conv", "cat", mode="vector", k=3).turns == []
+    finally:
+        retriever.close()
+
+
+def test_a_captured_question_replays_to_the_kernels_own_ranking() -> None:
+    # The cross-validation replay (bench/_cv.py) ranks what ``capture`` took from
+    # ``Memory.recall``: with the kernel's settings it must rank as ``Memory.search`` did.
+    retriever = KernelRetriever(embedder="", weights={"keyword": 1.0, "vector": 0.0})
+    try:
+        retriever.ingest("conv", TURNS)
+        for question in ("Which city was Ben's marathon in?", "How old is Ana's cat?"):
+            captured = retriever.capture("conv", question)
+            assert captured.keyword and not captured.vector
+            assert set(captured.scopes.values()) == {"bench/conv"}
+            replayed = replay(captured, [Setting(1.0)], mode="keyword", k=retriever.hits)[0]
+            assert replayed.turns and replayed.sessions
+            assert replayed == retriever.search("conv", question, mode="keyword", k=0)
     finally:
         retriever.close()
 

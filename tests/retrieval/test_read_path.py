@@ -24,6 +24,8 @@ from cairn.model import (
     VersionPin,
     utcnow,
 )
+from cairn.retrieval.ranking import rank
+from cairn.retrieval.types import Mode
 from cairn.store.base import Store
 from tests.conftest import content
 from tests.factories import CURATOR
@@ -41,19 +43,25 @@ def _add(memory: Memory, who: Principal, title: str, body: str, **fields: object
     return outcome.record.id
 
 
-def test_trimming_happens_before_ranking(
-    rmemory: Memory, curator: Principal, agent: Principal
-) -> None:
-    secret_ids = [
+def _add_secrets(memory: Memory, curator: Principal, count: int) -> list[str]:
+    """``count`` confidential notes (an agent may not read them), each a close match for
+    "database password rotation schedule": what a trimmed read must leave out."""
+    return [
         _add(
-            rmemory,
+            memory,
             curator,
             f"Database password rotation {n}",
             f"The database password rotation schedule, part {n}.",
             acl=Acl(labels=("confidential",)),
         )
-        for n in range(12)
+        for n in range(count)
     ]
+
+
+def test_trimming_happens_before_ranking(
+    rmemory: Memory, curator: Principal, agent: Principal
+) -> None:
+    secret_ids = _add_secrets(rmemory, curator, 12)
     public_ids = {
         _add(rmemory, curator, "Password policy", "Passwords rotate; ask the team."),
         _add(rmemory, curator, "Rotation of on-call", "The on-call rotation changes weekly."),
@@ -88,6 +96,61 @@ def test_scopes_and_sensitivity_trim_too(
     assert {other, high} <= {
         i.record_id for i in rmemory.retrieve("deploy", principal=curator, mode="keyword").items
     }
+
+
+def test_recall_hands_out_only_readable_chunks_and_ranks_to_search_exactly(
+    rmemory: Memory, curator: Principal, agent: Principal
+) -> None:
+    secret_ids = set(_add_secrets(rmemory, curator, 4))
+    elsewhere = _add(
+        rmemory,
+        curator,
+        "Password rotation at Globex",
+        "Globex rotates database passwords monthly.",
+        scope="globex/app",
+    )
+    public_ids = {
+        _add(rmemory, curator, "Password policy", "Passwords rotate; ask the team."),
+        _add(rmemory, curator, "Rotation of on-call", "The on-call rotation changes weekly."),
+        _add(rmemory, curator, "Database backups", "The database is backed up nightly."),
+    }
+    rmemory.index_pending()
+    query = "database password rotation schedule"
+    asks: list[tuple[Mode, int, int | None, dict[str, float] | None]] = [
+        ("keyword", 2, None, None),
+        ("vector", 10, None, None),
+        ("hybrid", 3, 5, {"keyword": 2.0, "vector": 1.0}),
+    ]
+    for ask in asks:
+        mode, k, candidates, weights = ask
+        recalled = rmemory.recall(
+            query, principal=agent, mode=mode, k=k, candidates=candidates, weights=weights
+        )
+        readable = {row.meta.record_id for row in recalled.rows.values()}
+        assert readable and readable <= public_ids, ask
+        assert set(recalled.scopes.values()) == {"acme/app"}, ask
+        listed = {i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector}
+        assert listed == set(recalled.rows), ask
+        dumped = repr(recalled)
+        assert not any(hidden in dumped for hidden in secret_ids | {elsewhere}), ask
+        replayed = rank(
+            recalled.keyword,
+            recalled.vector,
+            recalled.rows,
+            recalled.scopes,
+            query=recalled.query,
+            mode=recalled.mode,
+            k=recalled.k,
+            weights=recalled.weights,
+            window=recalled.window,
+        )
+        searched = rmemory.search(
+            query, principal=agent, mode=mode, k=k, candidates=candidates, weights=weights
+        )
+        assert tuple(replayed) == searched.hits, ask
+    # the curator's recall holds the secrets too: the agent's was trimmed, not just short
+    seen_by_curator = rmemory.recall(query, principal=curator, mode="keyword", k=10)
+    assert {row.meta.record_id for row in seen_by_curator.rows.values()} >= secret_ids
 
 
 def test_lifecycle_rules(rmemory: Memory, curator: Principal, agent: Principal) -> None:

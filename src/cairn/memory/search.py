@@ -1,9 +1,9 @@
-"""``Memory``'s ranked reads: a query checked and planned once, then searched raw or
-retrieved validated within a token budget."""
+"""``Memory``'s ranked reads: a query checked and planned once, then searched raw,
+retrieved validated within a token budget, or recalled unranked (for replaying ranking)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from cairn.errors import InvalidInput
@@ -11,7 +11,8 @@ from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.indexing import IndexVerbs
 from cairn.model import Principal, VersionPin
 from cairn.retrieval.endpoint_rerank import EndpointReranker
-from cairn.retrieval.pipeline import SearchPlan, run_retrieve, run_search
+from cairn.retrieval.indexer import Indexer
+from cairn.retrieval.pipeline import Recall, SearchPlan, run_candidates, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest
 from cairn.retrieval.ranking import RankingConfig
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
@@ -22,7 +23,12 @@ __all__ = ["SearchVerbs"]
 
 
 class SearchVerbs(IndexVerbs):
-    """Mixed into ``Memory``: ``search`` and ``retrieve``."""
+    """Mixed into ``Memory``: ``search``, ``retrieve`` and ``recall``."""
+
+    def _indexer_for(self, mode: Mode) -> Callable[[], Indexer] | None:
+        # Handed over uncalled: recall asks for the vector index only when it has a query
+        # to embed. A keyword read needs none (and must work on a keyword-only store).
+        return self._need_indexer if mode != "keyword" else None
 
     # how ranking weighs its stages, and the optional reranking endpoint ([retrieval])
     _ranking: RankingConfig
@@ -114,8 +120,7 @@ class SearchVerbs(IndexVerbs):
             created_before=created_before,
             record_ids=record_ids,
         )
-        indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
-        return run_search(self._store, indexer, principal, plan)[0]
+        return run_search(self._store, self._indexer_for(mode), principal, plan)[0]
 
     def retrieve(
         self,
@@ -152,7 +157,49 @@ class SearchVerbs(IndexVerbs):
             created_before=created_before,
             record_ids=record_ids,
         )
-        indexer = (lambda: self._need_indexer()) if mode != "keyword" else None
         return run_retrieve(
-            self._store, indexer, principal, plan, max_tokens=max_tokens, now=self.clock()
+            self._store,
+            self._indexer_for(mode),
+            principal,
+            plan,
+            max_tokens=max_tokens,
+            now=self.clock(),
         )
+
+    def recall(
+        self,
+        query: str,
+        *,
+        principal: Principal,
+        mode: Mode = "hybrid",
+        k: int = 10,
+        candidates: int | None = None,
+        weights: Mapping[str, float] | None = None,
+        scope: str | None = None,
+        selector: VersionPin | None = None,
+        kinds: Sequence[str] = (),
+        include_drafts: bool = False,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        record_ids: Sequence[str] | None = None,
+    ) -> Recall:
+        """What ``search`` ranks, unranked: the keyword and vector ``(chunk id, score)``
+        lists and their chunk rows, permission-trimmed as ``search`` is. Read-only; for
+        replaying ranking offline (``cairn.retrieval.ranking.rank`` on it gives ``search``'s
+        hits for the same arguments, at the same moment, when no reranking endpoint is
+        configured: that stage is the endpoint's, not replayable)."""
+        plan = self._plan(
+            query,
+            mode=mode,
+            k=k,
+            candidates=candidates,
+            weights=weights,
+            scope=scope,
+            selector=selector,
+            kinds=kinds,
+            include_drafts=include_drafts,
+            created_after=created_after,
+            created_before=created_before,
+            record_ids=record_ids,
+        )
+        return run_candidates(self._store, self._indexer_for(mode), principal, plan)

@@ -34,13 +34,15 @@ from cairn.retrieval.types import (
 )
 from cairn.retrieval.validate import validate
 from cairn.retrieval.when import TimeWindow
-from cairn.store.base import Store
+from cairn.store.base import ChunkRow, Store
 
 __all__ = [
+    "Recall",
     "Recalled",
     "SearchPlan",
     "clipped",
     "compose",
+    "run_candidates",
     "run_recall",
     "run_retrieve",
     "run_search",
@@ -62,6 +64,11 @@ class SearchPlan:
     window: TimeWindow | None = None
     #: the reranking endpoint ``[retrieval] reranker`` names, if any
     reranker: EndpointReranker | None = None
+
+    @property
+    def ranking_window(self) -> TimeWindow | None:
+        """The window ranking is given: none when the ranking has no time boost to apply."""
+        return self.window if self.ranking.time_weight else None
 
 
 @contextmanager
@@ -147,6 +154,59 @@ def run_recall(
     return Recalled(keyword, vector, chosen)
 
 
+@dataclass(frozen=True)
+class Recall:
+    """Recall's candidates for one query, exactly as ``search`` gathers them, before any
+    ranking: ``cairn.retrieval.ranking.rank(keyword, vector, rows, scopes, query=query,
+    mode=mode, k=k, weights=weights, window=window)`` gives ``search``'s hits.
+
+    Everything here is permission-trimmed: the lists hold only chunks the principal may
+    read (preselection filters recall itself), ``rows`` only those chunks and ``scopes``
+    only their scopes' names.
+    """
+
+    query: str
+    mode: Mode
+    k: int
+    weights: Mapping[str, float] | None
+    #: ``(chunk id, score)``, best first, from the keyword index and the vector index
+    keyword: tuple[tuple[int, float], ...]
+    vector: tuple[tuple[int, float], ...]
+    #: chunk id -> its row, for every chunk in either list
+    rows: Mapping[int, ChunkRow]
+    #: scope id -> scope name, for the scopes of ``rows``
+    scopes: Mapping[int, str]
+    #: the time the query names, as ranking is given it (``SearchPlan.ranking_window``)
+    window: TimeWindow | None
+
+
+def run_candidates(
+    store: Store,
+    indexer: Callable[[], Indexer] | None,
+    principal: Principal,
+    plan: SearchPlan,
+) -> Recall:
+    """``run_recall`` with the chunk rows and scope names ranking needs, nothing ranked."""
+    recalled = run_recall(store, indexer, principal, plan, Trace())
+    ids = {i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector}
+    rows = store.chunk_rows(sorted(ids))
+    # Only the names of scopes holding a returned chunk: the others are none of the
+    # caller's business (it may not read them).
+    scope_ids = {row.meta.scope_id for row in rows.values()}
+    scopes = {i: name for i, name in store.scopes().items() if i in scope_ids}
+    return Recall(
+        query=plan.query,
+        mode=plan.mode,
+        k=plan.k,
+        weights=plan.weights,
+        keyword=tuple(recalled.keyword),
+        vector=tuple(recalled.vector),
+        rows=rows,
+        scopes=scopes,
+        window=plan.ranking_window,
+    )
+
+
 def run_search(
     store: Store,
     indexer: Callable[[], Indexer] | None,
@@ -156,7 +216,7 @@ def run_search(
     trace = Trace()
     recalled = run_recall(store, indexer, principal, plan, trace)
     chosen = recalled.chosen
-    window = plan.window if plan.ranking.time_weight else None
+    window = plan.ranking_window
     if window is not None:
         trace.time_window = {
             "phrase": window.phrase,
