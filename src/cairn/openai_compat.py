@@ -1,15 +1,22 @@
 """The HTTP client every optional OpenAI-compatible endpoint is reached through (embeddings,
-timeline summaries, graph answers): one place that sets the base URL, the bearer key and
-the timeout, so the three callers cannot drift apart; and the chat model the last two ask."""
+timeline summaries, graph answers, reranking): one place that sets the base URL, the bearer
+key and the timeout, so the callers cannot drift apart; the model endpoint the last three
+are, and the chat model two of them ask."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Required, TypedDict
 
 import httpx
 
-__all__ = ["DEFAULT_CHAT_MODEL", "ChatEndpoint", "endpoint_client"]
+__all__ = [
+    "DEFAULT_CHAT_MODEL",
+    "ChatEndpoint",
+    "EndpointOptions",
+    "ModelEndpoint",
+    "endpoint_client",
+]
 
 # The model asked when an address names none (``URL`` rather than ``URL#model``).
 DEFAULT_CHAT_MODEL = "gpt-4o-mini"
@@ -28,10 +35,19 @@ def endpoint_client(
     )
 
 
-class ChatEndpoint:
-    """A chat model behind an OpenAI-compatible ``POST {base_url}/chat/completions``, asked
-    at temperature 0 (the timeline's summaries and the graph's answers are both to be
-    repeatable). ``name`` is ``openai:MODEL``, what the answers are stamped with."""
+class EndpointOptions(TypedDict, total=False):
+    """Where a model endpoint is and how it is reached (``ModelEndpoint``'s arguments)."""
+
+    base_url: Required[str]
+    model: Required[str]
+    timeout: Required[float]
+    api_key: str | None
+    transport: httpx.BaseTransport | None
+
+
+class ModelEndpoint:
+    """A model served behind an OpenAI-compatible address: its client (base URL, bearer
+    key, timeout) and its name, ``openai:MODEL``, what its answers are stamped with."""
 
     def __init__(
         self,
@@ -47,6 +63,15 @@ class ChatEndpoint:
         self._client = endpoint_client(
             base_url, api_key=api_key, timeout=timeout, transport=transport
         )
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class ChatEndpoint(ModelEndpoint):
+    """A chat model behind an OpenAI-compatible ``POST {base_url}/chat/completions``, asked
+    at temperature 0 (the timeline's summaries and the graph's answers are both to be
+    repeatable)."""
 
     @staticmethod
     def parse_address(address: str) -> tuple[str, str]:

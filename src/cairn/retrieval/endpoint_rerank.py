@@ -15,11 +15,11 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 import httpx
 
-from cairn.openai_compat import endpoint_client
+from cairn.openai_compat import EndpointOptions, ModelEndpoint
 from cairn.retrieval.types import Hit
 
 __all__ = ["EndpointReranker", "Reranked", "parse_reranker"]
@@ -46,23 +46,11 @@ class Reranked:
     ms: float
 
 
-class EndpointReranker:
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        timeout: float,
-        top: int,
-        api_key: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        self.model = model
-        self.name = f"openai:{model}"
+class EndpointReranker(ModelEndpoint):
+    def __init__(self, *, top: int, **endpoint: Unpack[EndpointOptions]) -> None:
+        """``top``: how many of the best hits are sent to be reordered."""
+        super().__init__(**endpoint)
         self.top = top
-        self._client = endpoint_client(
-            base_url, api_key=api_key, timeout=timeout, transport=transport
-        )
 
     @classmethod
     def from_spec(
@@ -109,9 +97,6 @@ class EndpointReranker:
                 raise ValueError(f"a result out of bounds: {result!r}")
             scores[index] = score
         return scores
-
-    def close(self) -> None:
-        self._client.close()
 
 
 def _ms(started: float) -> float:

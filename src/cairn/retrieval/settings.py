@@ -5,6 +5,9 @@ knobs are there for a store whose data is unlike theirs."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from cairn.retrieval.endpoint_rerank import parse_reranker
@@ -13,33 +16,32 @@ from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig
 __all__ = ["RetrievalSettings"]
 
 
+def _knob(default: float, description: str, *, most: float = 10) -> Any:
+    """A ranking knob's field: its default is the kernel's, its range 0 to ``most``."""
+    return Field(default=default, ge=0, le=most, description=description)
+
+
 class RetrievalSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    context_weight: float = Field(
-        default=DEFAULT_RANKING.context_weight, ge=0, le=10,
-        description="how much a matching context chunk (the turns around a turn) adds",
-    )  # fmt: skip
-    session_weight: float = Field(
-        default=DEFAULT_RANKING.session_weight, ge=0, le=10,
-        description="session evidence: share of the session's best other hits added",
-    )  # fmt: skip
-    session_depth: int = Field(
-        default=DEFAULT_RANKING.session_depth, ge=1, le=20,
-        description="how many of the session's other hits count",
-    )  # fmt: skip
-    entity_weight: float = Field(
-        default=DEFAULT_RANKING.entity_weight, ge=0, le=10,
-        description="boost per share of the query's names and numbers a hit holds",
-    )  # fmt: skip
-    title_weight: float = Field(
-        default=DEFAULT_RANKING.title_weight, ge=0, le=10,
-        description="boost per share of the query's words in a hit's title",
-    )  # fmt: skip
-    time_weight: float = Field(
-        default=DEFAULT_RANKING.time_weight, ge=0, le=10,
-        description="boost for a hit said or written in the time the query names",
-    )  # fmt: skip
+    context_weight: float = _knob(
+        DEFAULT_RANKING.context_weight, "what a matching context chunk (nearby turns) adds"
+    )
+    session_weight: float = _knob(
+        DEFAULT_RANKING.session_weight, "session evidence: share of its best other hits added"
+    )
+    session_depth: int = _knob(
+        DEFAULT_RANKING.session_depth, "how many of the session's other hits count", most=20
+    )
+    entity_weight: float = _knob(
+        DEFAULT_RANKING.entity_weight, "boost per share of the query's names and numbers held"
+    )
+    title_weight: float = _knob(
+        DEFAULT_RANKING.title_weight, "boost per share of the query's words in the title"
+    )
+    time_weight: float = _knob(
+        DEFAULT_RANKING.time_weight, "boost for a hit said or written in the time the query names"
+    )
     reranker: str = Field(
         default="off",
         description="off, or openai:URL#model for a reranking endpoint (POST URL/rerank, "
@@ -63,12 +65,6 @@ class RetrievalSettings(BaseModel):
         return value
 
     def ranking(self) -> RankingConfig:
-        """The ranking knobs these settings choose."""
-        return RankingConfig(
-            context_weight=self.context_weight,
-            session_weight=self.session_weight,
-            session_depth=self.session_depth,
-            entity_weight=self.entity_weight,
-            title_weight=self.title_weight,
-            time_weight=self.time_weight,
-        )
+        """The ranking knobs these settings choose (the fields both share by name)."""
+        knobs = {f.name for f in dataclasses.fields(RankingConfig)} & set(type(self).model_fields)
+        return RankingConfig(**self.model_dump(include=knobs))
