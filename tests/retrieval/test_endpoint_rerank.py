@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -175,5 +176,32 @@ def test_a_memory_searches_with_its_configured_ranking(tmp_path: Path) -> None:
         found = memory.search("deploy runbook", principal=READER, mode="keyword")
         assert [h.title for h in found.hits] == ["Deploy runbook"]
         assert found.trace.reranker == "fallback: HTTPStatusError"
+    finally:
+        memory.close()
+
+
+def test_a_configured_time_weight_ranks_by_the_time_the_query_names(tmp_path: Path) -> None:
+    now = datetime(2025, 3, 12, 18, tzinfo=UTC)  # a Wednesday
+    memory = Memory(
+        SqliteStore(tmp_path / "cairn.db"), parse_policy(DEFAULT_POLICY_YAML), root=tmp_path,
+        embedder=None, clock=lambda: now, retrieval=RetrievalSettings(time_weight=1.0),
+    )  # fmt: skip
+    try:
+        for day in (2, 9, 11):  # the same words, said on three days
+            memory.remember(
+                Content(
+                    kind="episode",
+                    scope="acme/ops",
+                    title=f"Standup on the {day}th",
+                    body="the deploy slipped again",
+                    valid_from=datetime(2025, 3, day, tzinfo=UTC),
+                ),
+                principal=CURATOR,
+            )
+        found = memory.search("what slipped yesterday", principal=READER, mode="keyword")
+        assert found.trace.time_window is not None
+        assert found.trace.time_window["phrase"] == "yesterday"
+        assert found.hits[0].title == "Standup on the 11th"
+        assert len(found.hits) == 3  # a boost, never a cut
     finally:
         memory.close()
