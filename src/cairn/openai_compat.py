@@ -67,6 +67,12 @@ class ModelEndpoint:
     def close(self) -> None:
         self._client.close()
 
+    @staticmethod
+    def split_address(address: str) -> tuple[str, str]:
+        """``URL#model`` as (URL, model); the model is empty when the address names none."""
+        url, _, model = address.partition("#")
+        return url, model
+
 
 class ChatEndpoint(ModelEndpoint):
     """A chat model behind an OpenAI-compatible ``POST {base_url}/chat/completions``, asked
@@ -76,7 +82,7 @@ class ChatEndpoint(ModelEndpoint):
     @staticmethod
     def parse_address(address: str) -> tuple[str, str]:
         """``URL#model`` as (URL, model); the model is ``DEFAULT_CHAT_MODEL`` when not named."""
-        url, _, model = address.partition("#")
+        url, model = ModelEndpoint.split_address(address)
         return url, model or DEFAULT_CHAT_MODEL
 
     def chat(

@@ -168,7 +168,11 @@ def test_a_memory_searches_with_its_configured_ranking(tmp_path: Path) -> None:
             Content(kind="fact", scope="acme/ops", title="Deploy runbook", body="steps"),
             principal=CURATOR,
         )
-        # the endpoint does not exist: the search answers anyway, in fusion's order
+        # the setting built the endpoint the searches go to
+        configured = memory._reranker
+        assert configured is not None and (configured.name, configured.top) == ("openai:rr", 30)
+        configured.close()
+        # an endpoint that answers 503: the search answers anyway, in fusion's order
         memory._reranker = EndpointReranker(
             base_url="http://reranker.test/v1", model="rr", timeout=2, top=30,
             transport=httpx.MockTransport(lambda r: httpx.Response(503)),

@@ -115,3 +115,17 @@ def test_any_text_gives_no_window_or_an_ordered_aware_one(text: str) -> None:
     if window is not None:
         assert window.start < window.end
         assert window.start.tzinfo is not None and window.end.tzinfo is not None
+
+
+def test_a_query_an_agent_writes_to_abuse_the_reader_gets_a_bounded_window() -> None:
+    """Counts and years as large as the patterns allow, a query at the size limit full of
+    expressions: the reader answers with an ordered window, never an error or an overflow."""
+    far = query_window("what happened 999 years ago?", now=NOW)
+    assert far is not None and far.start < NOW - timedelta(days=999 * 365) < far.end
+    assert query_window("what did I do in the past 999 years", now=NOW) is not None
+    early = query_window("anything before 1 January 1900?", now=NOW)
+    assert early is not None and early.end == day(1900, 1, 1)
+    flood = "on February 30, 2023 and " * 399 + "in May 2021"  # 399 impossible dates first
+    assert len(flood) <= 10_000  # the longest query a search takes
+    window = query_window(flood, now=NOW)
+    assert window is not None and (window.start, window.end) == (day(2021, 5, 1), day(2021, 6, 1))

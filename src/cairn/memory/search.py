@@ -84,7 +84,8 @@ class SearchVerbs(IndexVerbs):
             weights=weights,
             request=request,
             ranking=self._ranking,
-            window=query_window(query, now=now),
+            # read only when ranking weighs it (``[retrieval] time_weight``)
+            window=query_window(query, now=now) if self._ranking.time_weight else None,
             reranker=self._reranker,
         )
 

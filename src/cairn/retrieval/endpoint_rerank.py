@@ -30,9 +30,8 @@ def parse_reranker(spec: str) -> tuple[str, str] | None:
     ``ValueError`` naming what is expected."""
     if spec == "off":
         return None
-    kind, _, address = spec.partition(":")
-    url, _, model = address.partition("#")
-    if kind != "openai" or not url.startswith(("http://", "https://")) or not model:
+    url, model = ModelEndpoint.split_address(spec.removeprefix("openai:"))
+    if not spec.startswith("openai:") or not url.startswith(("http://", "https://")) or not model:
         raise ValueError(f"reranker must be off or openai:URL#model, not {spec!r}")
     return url, model
 

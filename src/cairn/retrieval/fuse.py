@@ -16,15 +16,13 @@ from dataclasses import dataclass, field
 
 from cairn.retrieval.chunking import is_context_key
 from cairn.retrieval.types import Citation, Excerpt, Hit, Mode, Scores, Why
-from cairn.retrieval.weights import DEFAULT_WEIGHTS, SIGNALS, chosen_weights
+from cairn.retrieval.weights import SIGNALS, chosen_weights
 from cairn.search.fusion import FusedHit, rrf
 from cairn.store.base import ChunkRow
 
 __all__ = [
     "CITED_CHUNKS_PER_HIT",
-    "DEFAULT_WEIGHTS",
     "RRF_K",
-    "chosen_weights",
     "collapse",
     "fuse",
     "max_fused_score",

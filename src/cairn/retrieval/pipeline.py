@@ -60,15 +60,11 @@ class SearchPlan:
     weights: Mapping[str, float] | None = None
     request: ReadRequest = field(default_factory=ReadRequest)
     ranking: RankingConfig = DEFAULT_RANKING
-    #: the time the query names (``when.query_window``), read when the plan was made
+    #: the time the query names (``when.query_window``), read when the plan was made and
+    #: only when its ranking weighs time
     window: TimeWindow | None = None
     #: the reranking endpoint ``[retrieval] reranker`` names, if any
     reranker: EndpointReranker | None = None
-
-    @property
-    def ranking_window(self) -> TimeWindow | None:
-        """The window ranking is given: none when the ranking has no time boost to apply."""
-        return self.window if self.ranking.time_weight else None
 
 
 @contextmanager
@@ -176,7 +172,7 @@ class Recall:
     rows: Mapping[int, ChunkRow]
     #: scope id -> scope name, for the scopes of ``rows``
     scopes: Mapping[int, str]
-    #: the time the query names, as ranking is given it (``SearchPlan.ranking_window``)
+    #: the time the query names, as ranking is given it (``SearchPlan.window``)
     window: TimeWindow | None
 
 
@@ -203,7 +199,7 @@ def run_candidates(
         vector=tuple(recalled.vector),
         rows=rows,
         scopes=scopes,
-        window=plan.ranking_window,
+        window=plan.window,
     )
 
 
@@ -216,7 +212,7 @@ def run_search(
     trace = Trace()
     recalled = run_recall(store, indexer, principal, plan, trace)
     chosen = recalled.chosen
-    window = plan.ranking_window
+    window = plan.window
     if window is not None:
         trace.time_window = {
             "phrase": window.phrase,
