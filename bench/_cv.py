@@ -24,42 +24,71 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 from bench._adapter import Captured, Mode, Result
 from rich.console import Console
 from rich.table import Table
 
+from bench import _progress
 from cairn.retrieval.fuse import collapse, fuse
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, source_times
 from cairn.retrieval.rerank import overlaps
 from cairn.retrieval.sessions import session_evidence, session_keys
 from cairn.retrieval.types import Hit
+from cairn.retrieval.weights import DEFAULT_WEIGHTS
 from cairn.retrieval.when import TimeWindow, closeness, query_window
 
 __all__ = [
+    "DEFAULT_SETTING",
     "PROCEDURES",
     "STAGES",
     "FoldOutcome",
+    "Part",
     "Setting",
     "candidates_for",
     "cross_validate",
+    "cross_validate_joint",
     "evaluate",
     "hash_folds",
     "make_grid",
+    "nan_as_null",
+    "percent",
     "print_cv",
     "procedures_json",
     "replay",
+    "replay_modes",
     "run_procedures",
+    "short_name",
+    "spread",
     "summarise",
 ]
 
+T = TypeVar("T")
+
+
+def _default_first(default: T, values: Sequence[T]) -> tuple[T, ...]:
+    return (default, *(v for v in values if v != default))
+
+
+#: The kernel's keyword share of the fusion weights (the vector signal has the rest).
+DEFAULT_KEYWORD = round(
+    DEFAULT_WEIGHTS["keyword"] / (DEFAULT_WEIGHTS["keyword"] + DEFAULT_WEIGHTS["vector"]), 6
+)
 #: Today's fusion knobs (the keyword share of the weights; how much context chunks add),
-#: then the stages this work adds. Each list starts with the kernel's default value.
-KEYWORD_SHARES = (0.4, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9)
-CONTEXT_WEIGHTS = (1.0, 0.0, 0.5)
-SESSION = ((0.0, 2), (0.25, 1), (0.25, 2), (0.5, 1), (0.5, 2), (0.5, 4), (1.0, 2))
-RERANK = ((0.0, 0.0), (0.25, 0.0), (0.5, 0.0), (0.0, 0.25), (0.0, 0.5), (0.25, 0.25))
+#: then the stages this work adds. Each list starts with the kernel's default value, so
+#: the grid's first setting is the kernel's defaults and a tie keeps them.
+KEYWORD_SHARES = _default_first(DEFAULT_KEYWORD, (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9))
+CONTEXT_WEIGHTS = _default_first(DEFAULT_RANKING.context_weight, (0.0, 0.5, 1.0))
+SESSION = _default_first(
+    (DEFAULT_RANKING.session_weight, DEFAULT_RANKING.session_depth),
+    ((0.0, 2), (0.25, 1), (0.25, 2), (0.5, 1), (0.5, 2), (0.5, 4), (1.0, 2)),
+)
+RERANK = _default_first(
+    (DEFAULT_RANKING.entity_weight, DEFAULT_RANKING.title_weight),
+    ((0.0, 0.0), (0.25, 0.0), (0.5, 0.0), (0.0, 0.25), (0.0, 0.5), (0.25, 0.25)),
+)
 TIME_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
 STAGES = ("fusion", "sessions", "rerank", "time")
 
@@ -89,15 +118,22 @@ class Setting:
         return ", ".join(parts)
 
     def stages(self) -> frozenset[str]:
-        r = self.ranking
+        """The stages whose knobs this setting moves from the kernel's defaults."""
+        r, d = self.ranking, DEFAULT_RANKING
         on = {"fusion"}
-        if r.session_weight:
+        # the depth counts only where session evidence is weighed
+        depth = r.session_depth if r.session_weight else d.session_depth
+        if (r.session_weight, depth) != (d.session_weight, d.session_depth):
             on.add("sessions")
-        if r.entity_weight or r.title_weight:
+        if (r.entity_weight, r.title_weight) != (d.entity_weight, d.title_weight):
             on.add("rerank")
-        if r.time_weight:
+        if r.time_weight != d.time_weight:
             on.add("time")
         return frozenset(on)
+
+
+#: The kernel's default ranking, as a grid point.
+DEFAULT_SETTING = Setting(DEFAULT_KEYWORD)
 
 
 def make_grid(stages: Sequence[str] = STAGES) -> list[Setting]:
@@ -195,7 +231,6 @@ class _Prepared:
         self.entity = np.zeros(0)
         self.title = np.zeros(0)
         self.time = np.zeros(0)
-        self.timed = False
         self.support: dict[int, np.ndarray] = {}  # type: ignore[type-arg]
         self.sessions: list[str | None] = []
         self.turn_of: list[str | None] = []
@@ -212,7 +247,6 @@ class _Prepared:
         times: Mapping[str, datetime],
     ) -> _Prepared:
         p = cls()
-        p.timed = window is not None
         p.time = np.array(
             [closeness(times.get(h.version_id), window) if window else 0.0 for h in hits]
         )
@@ -244,7 +278,7 @@ class _Prepared:
 
     def rank(self, r: RankingConfig, k: int, turns_cut: int, sessions_cut: int) -> Result:
         scores = self.base
-        if r.reorders or (r.time_weight and self.timed):
+        if r.reorders:
             scores = self.base + r.session_weight * self.support.get(
                 r.session_depth, np.zeros_like(self.base)
             )
@@ -301,6 +335,37 @@ def evaluate(
     return values
 
 
+def replay_modes(
+    console: Console,
+    title: str,
+    captures: Sequence[Captured],
+    grid: Sequence[Setting],
+    scorer: Scorer,
+    metrics: Sequence[str],
+    *,
+    cut: tuple[int, int] = (0, 0),
+    asked_at: Sequence[datetime | None] | None = None,
+) -> dict[str, np.ndarray]:  # type: ignore[type-arg]
+    """``values[setting, question, metric]`` of the hybrid ``grid``, and of keyword and vector
+    alone at the grid's first setting (the defaults), with a progress bar."""
+    with _progress.bar(console) as progress:
+        task = progress.add_task(f"{title}: replay {len(grid)} settings", total=len(captures) * 3)
+
+        def advance() -> None:
+            progress.advance(task)
+
+        values = {
+            "hybrid": evaluate(
+                captures, grid, scorer, metrics, progress=advance, cut=cut, asked_at=asked_at
+            )
+        }
+        for mode in ("keyword", "vector"):
+            values[mode] = evaluate(
+                captures, grid[:1], scorer, metrics, mode=mode, progress=advance, cut=cut
+            )
+    return values
+
+
 def hash_folds(ids: Sequence[str], folds: int) -> list[int]:
     """A fold number per id from its SHA-256: stable across runs and machines."""
     return [int(hashlib.sha256(i.encode()).hexdigest(), 16) % folds for i in ids]
@@ -334,23 +399,72 @@ def cross_validate(
     """Leave each fold out: choose among ``candidates`` (grid indexes) on the rest, by the
     summed mean of the ``objective`` metrics, and score the choice on the fold, overall and
     per group."""
+    part = Part("", values, fold_of, groups, metrics, objective)
     fold_arr = np.array(fold_of)
-    group_arr = np.array(groups)
-    obj = [metrics.index(name) for name in objective]
     outcomes: list[FoldOutcome] = []
     for fold in sorted(set(fold_of)):
         train = fold_arr != fold
-        scores = [float(sum(np.nanmean(values[c][train][:, m]) for m in obj)) for c in candidates]
-        # the first best wins: the grid lists the defaults first, so a tie keeps them
-        chosen = candidates[int(np.argmax(np.round(scores, 9)))]
-        test = ~train
-        outcome = FoldOutcome(fold, chosen)
-        block = values[chosen][test]
-        outcome.held_out["all"] = _means(block, metrics)
-        for group in sorted(set(group_arr[test])):
-            outcome.held_out[group] = _means(values[chosen][test & (group_arr == group)], metrics)
-        outcomes.append(outcome)
+        chosen = _best(candidates, part.objective(candidates, train))
+        outcomes.append(part.held_out(fold, chosen, ~train))
     return outcomes
+
+
+def _best(candidates: Sequence[int], scores: np.ndarray) -> int:  # type: ignore[type-arg]
+    # the first best wins: the grid lists the defaults first, so a tie keeps them
+    return candidates[int(np.argmax(np.round(scores, 9)))]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One benchmark's replayed ``values[setting, question, metric]``, with each question's
+    fold and group, and the metrics its choice maximises."""
+
+    name: str
+    values: np.ndarray  # type: ignore[type-arg]
+    fold_of: Sequence[str]
+    groups: Sequence[str]
+    metrics: Sequence[str]
+    objective_metrics: Sequence[str]
+
+    def objective(self, candidates: Sequence[int], mask: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+        """Per candidate, the summed mean of the objective metrics over the ``mask``ed
+        questions."""
+        obj = [self.metrics.index(name) for name in self.objective_metrics]
+        return np.array(
+            [float(sum(np.nanmean(self.values[c][mask][:, m]) for m in obj)) for c in candidates]
+        )
+
+    def held_out(self, fold: str, chosen: int, test: np.ndarray) -> FoldOutcome:  # type: ignore[type-arg]
+        """Setting ``chosen`` scored on the ``test`` questions, overall and per group."""
+        group_arr = np.array(self.groups)
+        outcome = FoldOutcome(fold, chosen)
+        outcome.held_out["all"] = _means(self.values[chosen][test], self.metrics)
+        for group in sorted(set(group_arr[test])):
+            block = self.values[chosen][test & (group_arr == group)]
+            outcome.held_out[group] = _means(block, self.metrics)
+        return outcome
+
+
+def cross_validate_joint(
+    parts: Sequence[Part], candidates: Sequence[int]
+) -> tuple[dict[str, list[FoldOutcome]], int]:
+    """One setting for several benchmarks at once. Each fold of each benchmark is left out
+    in turn; the setting is chosen on everything else (the benchmark's other folds and every
+    question of the others), each benchmark weighing the same (the sum of the means of its
+    objective metrics), and scored on the held-out fold. Returns the held-out outcomes per
+    benchmark, and the setting chosen on every question of every benchmark (the one a
+    default would take)."""
+    whole = [p.objective(candidates, np.ones(len(p.fold_of), dtype=bool)) for p in parts]
+    outcomes: dict[str, list[FoldOutcome]] = {}
+    for i, part in enumerate(parts):
+        others = sum((whole[j] for j in range(len(parts)) if j != i), np.zeros(len(candidates)))
+        fold_arr = np.array(part.fold_of)
+        outcomes[part.name] = []
+        for fold in sorted(set(part.fold_of)):
+            train = fold_arr != fold
+            chosen = _best(candidates, others + part.objective(candidates, train))
+            outcomes[part.name].append(part.held_out(fold, chosen, ~train))
+    return outcomes, _best(candidates, sum(whole, np.zeros(len(candidates))))
 
 
 def summarise(
@@ -447,10 +561,10 @@ def figures_json(
         },
         "meta": dict(meta),
     }
-    return json.dumps(figures, indent=2, default=_nan)
+    return json.dumps(figures, indent=2, default=nan_as_null)
 
 
-def _nan(value: object) -> object:
+def nan_as_null(value: object) -> object:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
@@ -471,7 +585,7 @@ def procedures_json(
     return out
 
 
-def _short(metric: str) -> str:
+def short_name(metric: str) -> str:
     for long, short in (
         ("session_recall_any", "any"),
         ("session_recall_all", "all"),
@@ -484,11 +598,11 @@ def _short(metric: str) -> str:
     return metric
 
 
-def _pct(value: float) -> str:
+def percent(value: float) -> str:
     return "-" if math.isnan(value) else f"{100 * value:.1f}"
 
 
-def _spread(outcomes: Sequence[FoldOutcome], group: str, metric: str) -> str:
+def spread(outcomes: Sequence[FoldOutcome], group: str, metric: str) -> str:
     mean, std, low, high = summarise(outcomes, group, metric)
     if math.isnan(mean):
         return "-"
@@ -515,20 +629,19 @@ def print_cv(
     table = Table(title=f"{title}: held-out mean ±std [min-max] across folds; all-dev, %")
     table.add_column("procedure")
     for metric in headline:
-        table.add_column(_short(metric), justify="right")
-    table.add_column("all-dev " + " / ".join(_short(m) for m in headline[:2]), justify="right")
+        table.add_column(short_name(metric), justify="right")
+    table.add_column("all-dev " + " / ".join(short_name(m) for m in headline[:2]), justify="right")
     for name, result in rows.items():
         folds: Sequence[FoldOutcome] = result["folds"]  # type: ignore[assignment]
         dev: FoldOutcome = result["all_dev"]  # type: ignore[assignment]
         table.add_row(
             name,
-            *(_spread(folds, "all", m) for m in headline),
-            " / ".join(_pct(dev.held_out["all"][m]) for m in headline[:2]),
+            *(spread(folds, "all", m) for m in headline),
+            " / ".join(percent(dev.held_out["all"][m]) for m in headline[:2]),
         )
     console.print(table)
-    per_group = Table(
-        title=f"held-out {' / '.join(_short(m) for m in by_group)} by group (mean across folds), %"
-    )
+    named = " / ".join(short_name(m) for m in by_group)
+    per_group = Table(title=f"held-out {named} by group (mean across folds), %")
     per_group.add_column("procedure")
     for group in groups:
         per_group.add_column(group, justify="right")
@@ -536,7 +649,7 @@ def print_cv(
         folds = result["folds"]  # type: ignore[assignment]
         per_group.add_row(
             name,
-            *(" / ".join(_pct(summarise(folds, g, m)[0]) for m in by_group) for g in groups),
+            *(" / ".join(percent(summarise(folds, g, m)[0]) for m in by_group) for g in groups),
         )
     console.print(per_group)
     chosen = Table(title="settings chosen on the training folds (and on all dev)")

@@ -31,6 +31,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._adapter import (
@@ -53,10 +55,9 @@ from bench._data import (
 )
 from bench._metrics import Aggregate, recall_any_at_k, recall_at_k
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from bench import _cv
+from bench import _cv, _progress
 
 DEFAULT_PATH = SHARED_DATA / "locomo" / "locomo_dev.json"
 TURN_KS = (1, 5, 10, 20)
@@ -163,14 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     n_turns = sum(len(c.turns) for c in conversations)
     n_questions = sum(len(c.questions) for c in conversations)
     timings: dict[str, float] = {}
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with _progress.bar(console) as progress:
         retrievers = list({id(r): r for r, _ in systems.values()}.values())
         task = progress.add_task("ingest", total=len(conversations) * len(retrievers))
         start = time.perf_counter()
@@ -251,6 +245,38 @@ def _last_session(conversation: LocomoConversation) -> datetime | None:
     return max(times) + timedelta(days=1) if times else None
 
 
+def folds_and_groups(conversations: list[LocomoConversation]) -> tuple[list[str], list[str]]:
+    """Each question's fold (its conversation: one is left out at a time) and group (its
+    category), in the order ``run_cv`` asks them."""
+    questions = [(conv.sample_id, q) for conv in conversations for q in conv.questions]
+    folds = [sample_id for sample_id, _ in questions]
+    groups = [LOCOMO_CATEGORIES.get(q.category, str(q.category)) for _, q in questions]
+    return folds, groups
+
+
+def replayed(
+    console: Console,
+    conversations: list[LocomoConversation],
+    captures: list[Captured],
+    grid: list[_cv.Setting],
+) -> dict[str, np.ndarray]:  # type: ignore[type-arg]
+    """``values[setting, question, metric]`` of the hybrid ``grid`` and of keyword and vector
+    alone at the defaults, replayed from ``captures`` (one per question, as ``run_cv`` asks)."""
+    questions = [(conv.sample_id, q) for conv in conversations for q in conv.questions]
+
+    def scorer(i: int, result: Result) -> dict[str, float]:
+        q = questions[i][1]
+        return score_values(q.category, result.turns, result.sessions, q.evidence)
+
+    # A question is asked once its conversation is over: "last year" is read against the
+    # conversation's last session.
+    ended = {conv.sample_id: _last_session(conv) for conv in conversations}
+    asked_at = [ended[sample_id] for sample_id, _ in questions]
+    return _cv.replay_modes(
+        console, "LoCoMo", captures, grid, scorer, CV_METRICS, asked_at=asked_at
+    )
+
+
 def run_cv(
     args: argparse.Namespace,
     console: Console,
@@ -277,7 +303,7 @@ def run_cv(
                 captures.append(kernel.capture(sample_id, q.question))
                 if n < 20:  # the replay must be the kernel: check its default ranking
                     live = kernel.search(sample_id, q.question, mode="hybrid", k=0)
-                    again = _cv.replay(captures[-1], [_cv.Setting(0.4)])[0]
+                    again = _cv.replay(captures[-1], [_cv.DEFAULT_SETTING])[0]
                     if weights is None and (live.turns, live.sessions) != (
                         again.turns,
                         again.sessions,
@@ -294,47 +320,10 @@ def run_cv(
         console.print("[red]the capture does not match these questions[/red]")
         return 2
     grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES)
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(f"replay {len(grid)} settings", total=len(captures) * 3)
-        start = time.perf_counter()
-
-        def scorer(i: int, result: Result) -> dict[str, float]:
-            q = questions[i][1]
-            return score_values(q.category, result.turns, result.sessions, q.evidence)
-
-        # A question is asked once its conversation is over: "last year" is read
-        # against the conversation's last session.
-        ended = {conv.sample_id: _last_session(conv) for conv in conversations}
-        asked_at = [ended[sample_id] for sample_id, _ in questions]
-        values = {
-            "hybrid": _cv.evaluate(
-                captures,
-                grid,
-                scorer,
-                CV_METRICS,
-                progress=lambda: progress.advance(task),
-                asked_at=asked_at,
-            )
-        }
-        for mode in ("keyword", "vector"):
-            values[mode] = _cv.evaluate(
-                captures,
-                grid[:1],
-                scorer,
-                CV_METRICS,
-                mode=mode,
-                progress=lambda: progress.advance(task),
-            )
-        timings["replay_s"] = time.perf_counter() - start
-    folds = [sample_id for sample_id, _ in questions]
-    groups = [LOCOMO_CATEGORIES.get(q.category, str(q.category)) for _, q in questions]
+    start = time.perf_counter()
+    values = replayed(console, conversations, captures, grid)
+    timings["replay_s"] = time.perf_counter() - start
+    folds, groups = folds_and_groups(conversations)
     results, peers = _cv.run_with_peers(values, grid, folds, groups, CV_METRICS, CV_OBJECTIVE)
     _cv.print_cv(
         console,

@@ -36,6 +36,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._adapter import (
@@ -52,10 +54,9 @@ from bench._adapter import (
 from bench._data import SHARED_DATA, LmeQuestion, load_longmemeval, parse_lme_date, turn_key
 from bench._metrics import Aggregate, ndcg_at_k, recall_any_at_k, recall_at_k
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from bench import _cv
+from bench import _cv, _progress
 
 DEFAULT_PATH = SHARED_DATA / "longmemeval" / "longmemeval_s_dev.json.xz"
 QUICK_QUESTIONS = 6
@@ -177,14 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {name: Aggregate() for name in systems}
     n_turns = sum(len(s.turns) for q in questions for s in q.sessions)
     timings = {"ingest_s": 0.0, "search_s": 0.0}
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
+    with _progress.bar(console) as progress:
         task = progress.add_task("ingest + ask", total=len(questions))
         for question in questions:
             # Ingest and ask one haystack at a time: all scopes share one index, as in a store.
@@ -246,6 +240,31 @@ def score_values(question: LmeQuestion, turns: list[str], sessions: list[str]) -
     return {name: agg.mean(name) for name in METRICS}
 
 
+def folds_and_groups(questions: list[LmeQuestion], folds: int) -> tuple[list[str], list[str]]:
+    """Each question's fold (by a hash of its id) and group (its question type)."""
+    fold_of = [f"fold {n}" for n in _cv.hash_folds([q.question_id for q in questions], folds)]
+    return fold_of, [q.question_type for q in questions]
+
+
+def replayed(
+    console: Console,
+    questions: list[LmeQuestion],
+    captures: list[Captured],
+    grid: list[_cv.Setting],
+) -> dict[str, np.ndarray]:  # type: ignore[type-arg]
+    """``values[setting, question, metric]`` of the hybrid ``grid`` and of keyword and vector
+    alone at the defaults, replayed from ``captures`` (one per question)."""
+
+    def scorer(i: int, result: Result) -> dict[str, float]:
+        return score_values(questions[i], result.turns, result.sessions)
+
+    # "a couple of days ago" is read against the question's own date
+    asked_at = [parse_lme_date(q.question_date) for q in questions]
+    return _cv.replay_modes(
+        console, "LongMemEval", captures, grid, scorer, METRICS, cut=(10, 10), asked_at=asked_at
+    )
+
+
 def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuestion]) -> int:
     """Capture each question's recall once, replay the grid, cross-validate (bench/_cv.py)."""
     timings: dict[str, float] = {}
@@ -257,14 +276,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
         kernel = KernelRetriever(args.embedder, weights=weights, date_in_body=False, db=args.db)
         captures = []
         start = time.perf_counter()
-        with Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress:
+        with _progress.bar(console) as progress:
             task = progress.add_task("ingest + recall", total=len(questions))
             for n, question in enumerate(questions):
                 # one haystack at a time: all scopes share one index, as in a store
@@ -273,7 +285,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
                 if n < 10 and weights is None:  # the replay must be the kernel
                     qid = question.question_id
                     live = kernel.search(qid, question.question, mode="hybrid", k=0)
-                    again = _cv.replay(captures[-1], [_cv.Setting(0.4)])[0]
+                    again = _cv.replay(captures[-1], [_cv.DEFAULT_SETTING])[0]
                     if (live.turns, live.sessions) != (again.turns, again.sessions):
                         console.print(f"[red]replay differs on {question.question_id}[/red]")
                         return 1
@@ -288,46 +300,9 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
         return 2
     grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES)
     start = time.perf_counter()
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(f"replay {len(grid)} settings", total=len(captures) * 3)
-
-        def scorer(i: int, result: Result) -> dict[str, float]:
-            return score_values(questions[i], result.turns, result.sessions)
-
-        cut = (10, 10)
-        # "a couple of days ago" is read against the question's own date
-        asked_at = [parse_lme_date(q.question_date) for q in questions]
-        values = {
-            "hybrid": _cv.evaluate(
-                captures,
-                grid,
-                scorer,
-                METRICS,
-                progress=lambda: progress.advance(task),
-                cut=cut,
-                asked_at=asked_at,
-            )
-        }
-        for mode in ("keyword", "vector"):
-            values[mode] = _cv.evaluate(
-                captures,
-                grid[:1],
-                scorer,
-                METRICS,
-                mode=mode,
-                progress=lambda: progress.advance(task),
-                cut=cut,
-            )
+    values = replayed(console, questions, captures, grid)
     timings["replay_s"] = time.perf_counter() - start
-    folds = [f"fold {n}" for n in _cv.hash_folds([q.question_id for q in questions], args.folds)]
-    groups = [q.question_type for q in questions]
+    folds, groups = folds_and_groups(questions, args.folds)
     results, peers = _cv.run_with_peers(values, grid, folds, groups, METRICS, CV_OBJECTIVE)
     _cv.print_cv(
         console,

@@ -29,7 +29,7 @@ What is timed:
   load on the shared machine hits all of them alike. cairn reads through ``Memory.search``
   as a principal who may see everything (permission filter, fusion, hits with their text
   and citations); peers return ids and text. Hybrid is weighted reciprocal rank fusion
-  where the engine has it (cairn: 0.6 vector / 0.4 keyword, k 60; LanceDB: its RRF
+  where the engine has it (cairn: its default weights, k 60; LanceDB: its RRF
   reranker; SQLite: the same weighted RRF in one SQL statement over 50 candidates a side).
 - how alike the answers are: vector recall@10 against exact search over the same vectors
   (numpy), and, for keyword and hybrid reads, which have no ground truth, the share of
@@ -84,6 +84,7 @@ from rich.table import Table
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Content, Principal, PrincipalKind, Sensitivity
+from cairn.retrieval.weights import DEFAULT_WEIGHTS
 from cairn.search.embedder import Embedder, make_embedder
 from cairn.store.base import embed_input
 from cairn.store.sqlite import SqliteStore
@@ -92,7 +93,7 @@ Vectors = npt.NDArray[np.float32]
 K = 10
 HYBRID_CANDIDATES = 50  # cairn's own: max(50, 5 k)
 RRF_K = 60
-WEIGHTS = {"vector": 0.6, "keyword": 0.4}  # cairn's defaults
+WEIGHTS = dict(DEFAULT_WEIGHTS)  # cairn's defaults, for the SQLite peer's RRF
 MODES = ("keyword", "vector", "hybrid")
 PEERS = ("lancedb", "chroma", "sqlite_vec")
 LABELS = {
@@ -458,7 +459,8 @@ class SqliteVecEngine(Engine):
         self.notes = [
             f"{self.driver}; one transaction: executemany into a table, its external-content "
             "FTS5 index (porter, as cairn's) and a vec0 table; WAL, synchronous FULL as cairn",
-            "hybrid: cairn's weighted RRF (0.6 / 0.4, k 60) in one SQL statement",
+            f"hybrid: cairn's weighted RRF ({WEIGHTS['vector']:g} vector / "
+            f"{WEIGHTS['keyword']:g} keyword, k 60) in one SQL statement",
         ]
 
     def ingest(self, data: Corpus) -> None:

@@ -8,9 +8,20 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from bench._adapter import Captured
-from bench._cv import Setting, cross_validate, hash_folds, make_grid, replay, summarise
+from bench._cv import (
+    DEFAULT_SETTING,
+    Part,
+    Setting,
+    cross_validate,
+    cross_validate_joint,
+    hash_folds,
+    make_grid,
+    replay,
+    summarise,
+)
 
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, rank
+from cairn.retrieval.weights import DEFAULT_WEIGHTS
 from cairn.retrieval.when import query_window
 from cairn.store.base import ChunkRow
 from tests.factories import T0, chunk_meta
@@ -28,6 +39,30 @@ def test_the_choice_is_made_without_the_held_out_fold() -> None:
     assert summarise(outcomes, "all", "m") == pytest.approx((0.0, 0.0, 0.0, 0.0))
 
 
+def _part(name: str, per_question: list[list[float]], folds: list[str]) -> Part:
+    """A benchmark of one metric: ``per_question[setting][question]``."""
+    values = np.array(per_question, dtype=float)[:, :, None]
+    return Part(name, values, folds, ["g"] * len(folds), ["m"], ["m"])
+
+
+def test_a_joint_choice_weighs_both_benchmarks_and_never_its_held_out_fold() -> None:
+    # Setting 0 is best on benchmark A alone, setting 1 on B alone; setting 2 is second best
+    # on both, and best on the two together.
+    a = _part("A", [[1, 1, 1, 1], [0, 0, 0, 0], [0.8, 0.8, 0.8, 0.8]], ["a1", "a1", "a2", "a2"])
+    b = _part("B", [[0, 0, 0, 0], [1, 1, 1, 1], [0.8, 0.8, 0.8, 0.8]], ["b1", "b1", "b2", "b2"])
+    outcomes, everywhere = cross_validate_joint([a, b], [0, 1, 2])
+    assert everywhere == 2
+    assert {o.chosen for o in outcomes["A"] + outcomes["B"]} == {2}
+    assert summarise(outcomes["A"], "all", "m")[0] == pytest.approx(0.8)
+    # A held-out fold's questions do not vote: on A's fold a1, setting 0 scores 5 there
+    # (enough to win were a1 counted), but a2 and all of B choose setting 2.
+    a = _part("A", [[5, 5, 0, 0], [0, 0, 0, 0], [0.5, 0.5, 0.5, 0.5]], ["a1", "a1", "a2", "a2"])
+    outcomes, _ = cross_validate_joint([a, b], [0, 1, 2])
+    chosen = {o.fold: o.chosen for o in outcomes["A"]}
+    assert chosen["a1"] == 2
+    assert chosen["a2"] == 0  # a1's 5 outweighs B's preference once a1 trains
+
+
 def test_ties_keep_the_first_setting() -> None:
     values = np.ones((3, 4, 1))
     outcomes = cross_validate(values, [0, 1, 2], ["a", "a", "b", "b"], ["g"] * 4, ["m"], ["m"])
@@ -36,7 +71,9 @@ def test_ties_keep_the_first_setting() -> None:
 
 def test_grid_starts_with_the_kernels_defaults() -> None:
     grid = make_grid()
-    assert grid[0].keyword == 0.4 and not grid[0].ranking.reorders
+    share = DEFAULT_WEIGHTS["keyword"] / (DEFAULT_WEIGHTS["keyword"] + DEFAULT_WEIGHTS["vector"])
+    assert grid[0] == DEFAULT_SETTING
+    assert grid[0].keyword == pytest.approx(share) and grid[0].ranking == DEFAULT_RANKING
     assert len({s.label() for s in grid}) == len(grid)
     assert make_grid(("fusion",)) == [s for s in grid if s.stages() == {"fusion"}]
 

@@ -6,6 +6,7 @@ import pytest
 
 from cairn.retrieval.fuse import CITED_CHUNKS_PER_HIT, RRF_K, collapse, fuse, max_fused_score
 from cairn.retrieval.types import Hit
+from cairn.retrieval.weights import DEFAULT_CONTEXT_WEIGHT
 from cairn.search.fusion import FusedHit
 from cairn.store.base import ChunkRow
 from tests.factories import chunk_meta
@@ -45,10 +46,10 @@ def test_weights_decide_which_signal_wins() -> None:
     keyword = [(1, 9.0), (2, 8.0)]
     vector = [(2, 0.9), (1, 0.8)]
     default = fuse(keyword, vector, mode="hybrid")
-    assert [h.key for h in default] == ["2", "1"]  # vector weighs 0.6 by default
-    leaning = fuse(keyword, vector, mode="hybrid", weights={"keyword": 0.7, "vector": 0.3})
-    assert [h.key for h in leaning] == ["1", "2"]
-    assert default[0].score == pytest.approx(0.6 / (RRF_K + 1) + 0.4 / (RRF_K + 2))
+    assert [h.key for h in default] == ["1", "2"]  # keyword weighs 0.7 by default
+    leaning = fuse(keyword, vector, mode="hybrid", weights={"keyword": 0.3, "vector": 0.7})
+    assert [h.key for h in leaning] == ["2", "1"]
+    assert default[0].score == pytest.approx(0.7 / (RRF_K + 1) + 0.3 / (RRF_K + 2))
     assert max_fused_score(None, "hybrid") == pytest.approx(1.0 / (RRF_K + 1))
 
 
@@ -63,7 +64,8 @@ def test_context_chunks_add_evidence_to_their_version() -> None:
     fused, hits = _ranked(("a", "body"), ("b", "body"), ("b", "context~1"), ("b", "context~2"))
     assert [h.record_id for h in hits] == ["rec_b", "rec_a"]
     by_key = {h.key: h.score for h in fused}
-    assert hits[0].scores.fused == pytest.approx(by_key["2"] + by_key["3"] + by_key["4"])
+    context = DEFAULT_CONTEXT_WEIGHT * (by_key["3"] + by_key["4"])
+    assert hits[0].scores.fused == pytest.approx(by_key["2"] + context)
     # context is never cited: b is cited by its own chunk only
     assert [c.chunk_key for c in hits[0].citations] == ["body"]
     assert hits[0].text == "text"
@@ -79,8 +81,7 @@ def test_more_sections_of_a_document_do_not_add_up() -> None:
 def test_found_only_through_context_is_cited_whole_and_not_shown() -> None:
     rows = {1: _row(1, "a", "context~1", text="neighbour words"), 2: _row(2, "b", "body")}
     hits = collapse(fuse(_keyword_only([1, 2]), [], mode="keyword"), rows, SCOPES, limit=10)
-    first = hits[0]
-    assert first.record_id == "rec_a"
+    first = next(h for h in hits if h.record_id == "rec_a")
     assert first.text == ""
     assert [(c.version_id, c.chunk_key, c.excerpt) for c in first.citations] == [
         ("ver_a", None, None)

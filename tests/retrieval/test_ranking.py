@@ -1,4 +1,5 @@
-"""The stages after recall together: defaults keep fusion's order, knobs move it."""
+"""The stages after recall together: defaults and a boost that applies to no query keep
+fusion's order, knobs move it."""
 
 from __future__ import annotations
 
@@ -23,9 +24,23 @@ def test_defaults_are_plain_fusion() -> None:
     keyword = [(i, 10.0 - i) for i in (1, 2, 3, 4, 5)]
     vector = [(i, 1.0 - i / 10) for i in (3, 1, 5, 2, 4)]
     expected = collapse(fuse(keyword, vector, mode="hybrid"), rows, SCOPES, 3)
-    got = rank(keyword, vector, rows, SCOPES, query="q", mode="hybrid", k=3)
+    got = rank(keyword, vector, rows, SCOPES, query="Which test in Tampa?", mode="hybrid", k=3)
     assert got == expected
     assert not DEFAULT_RANKING.reorders
+
+
+def test_an_entity_boost_moves_only_queries_that_name_an_entity() -> None:
+    # turn 2 ranks second by fusion but is the only one naming Tampa
+    rows = {1: _turn(1, 0, "we went to the beach"), 2: _turn(2, 1, "the beach in Tampa")}
+    keyword = [(1, 9.0), (2, 8.0)]
+    config = RankingConfig(entity_weight=0.5)
+    plain = rank(keyword, [], rows, SCOPES, query="which beach", mode="keyword", k=2, config=config)
+    assert not config.reorders_for("which beach", None)
+    assert [h.record_id for h in plain] == ["rec-1", "rec-2"]
+    named = rank(
+        keyword, [], rows, SCOPES, query="Which beach in Tampa?", mode="keyword", k=2, config=config
+    )
+    assert [h.record_id for h in named] == ["rec-2", "rec-1"]
 
 
 def test_session_evidence_lifts_the_turns_of_a_well_supported_session() -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from cairn.retrieval.chunking import is_context_key
 from cairn.retrieval.types import Citation, Excerpt, Hit, Mode, Scores, Why
-from cairn.retrieval.weights import SIGNALS, chosen_weights
+from cairn.retrieval.weights import DEFAULT_CONTEXT_WEIGHT, SIGNALS, chosen_weights
 from cairn.search.fusion import FusedHit, rrf
 from cairn.store.base import ChunkRow
 
@@ -64,7 +64,7 @@ class _Group:
     row: ChunkRow  # its best own chunk; its best context chunk until an own chunk shows up
     own: float | None = None  # fused score of the best own chunk
     context: float = 0.0  # fused scores of its context chunks, summed
-    context_weight: float = 1.0  # how much each matching context chunk adds
+    context_weight: float = DEFAULT_CONTEXT_WEIGHT  # what each matching context chunk adds
     ranks: dict[str, int] = field(default_factory=dict)
     raw: dict[str, float] = field(default_factory=dict)
     citations: list[Citation] = field(default_factory=list)
@@ -115,7 +115,7 @@ def collapse(
     scopes: Mapping[int, str],
     limit: int,
     *,
-    context_weight: float = 1.0,
+    context_weight: float = DEFAULT_CONTEXT_WEIGHT,
 ) -> list[Hit]:
     """One hit per record version: best own chunk plus ``context_weight`` times what its
     context chunks scored, best first.

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from cairn.retrieval.fuse import collapse, fuse
-from cairn.retrieval.rerank import rerank_scores
+from cairn.retrieval.rerank import query_entities, query_words, rerank_scores
 from cairn.retrieval.sessions import session_evidence, session_keys
 from cairn.retrieval.types import Hit, Mode
+from cairn.retrieval.weights import DEFAULT_CONTEXT_WEIGHT
 from cairn.retrieval.when import TimeWindow, closeness
 from cairn.store.base import ChunkRow
 
@@ -27,7 +28,7 @@ class RankingConfig:
     """What the stages after recall weigh. All boosts at 0 leave fusion's order as it is."""
 
     #: how much each matching context chunk (``Content.context``) adds to its version
-    context_weight: float = 1.0
+    context_weight: float = DEFAULT_CONTEXT_WEIGHT
     #: session evidence (``sessions.py``): share of the session's other hits' scores added
     session_weight: float = 0.0
     #: how many of those other hits count
@@ -43,12 +44,24 @@ class RankingConfig:
 
     @property
     def reorders(self) -> bool:
-        """Whether a stage after fusion changes the order of every query (the time boost
-        changes it only for a query that names a time: :meth:`reorders_for`)."""
-        return bool(self.session_weight or self.entity_weight or self.title_weight)
+        """Whether a stage after fusion may change the order (whether it does for a given
+        query: :meth:`reorders_for`)."""
+        return bool(
+            self.session_weight or self.entity_weight or self.title_weight or self.time_weight
+        )
 
-    def reorders_for(self, window: TimeWindow | None) -> bool:
-        return self.reorders or (bool(self.time_weight) and window is not None)
+    def reorders_for(self, query: str, window: TimeWindow | None) -> bool:
+        """Whether a stage after fusion changes the order for ``query``. A boost that is
+        the same for every candidate leaves fusion's order (ties included) as it is, and
+        is skipped with the 50 hits it would build: the entity boost for a query naming no
+        name or number, the title boost for one of stopwords only, the time boost for one
+        naming no time."""
+        return bool(
+            self.session_weight
+            or (self.entity_weight and query_entities(query))
+            or (self.title_weight and query_words(query))
+            or (self.time_weight and window is not None)
+        )
 
 
 DEFAULT_RANKING = RankingConfig()
@@ -128,7 +141,7 @@ def rank(
     score)``; ``rows`` holds those chunks, ``scopes`` names scope ids; ``window`` is the
     time the query names (``when.query_window``), if any."""
     fused = fuse(keyword, vector, mode=mode, weights=weights)
-    if not config.reorders_for(window):
+    if not config.reorders_for(query, window):
         return collapse(fused, rows, scopes, k, context_weight=config.context_weight)
     hits = collapse(fused, rows, scopes, max(k, config.pool), context_weight=config.context_weight)
     scores = later_scores(

@@ -10,9 +10,20 @@ from collections.abc import Mapping
 from cairn.errors import InvalidInput
 from cairn.retrieval.types import Mode
 
-__all__ = ["DEFAULT_WEIGHTS", "SIGNALS", "check_weights", "chosen_weights"]
+__all__ = [
+    "DEFAULT_CONTEXT_WEIGHT",
+    "DEFAULT_WEIGHTS",
+    "SIGNALS",
+    "check_weights",
+    "chosen_weights",
+]
 
-DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.6, "keyword": 0.4}
+# These defaults, and the ranking knobs' (retrieval/ranking.py), are what cross-validation
+# chose on two benchmarks at once (bench/defaults.py; how, and the figures, in
+# docs/retrieval.md and docs/benchmarks.md).
+DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.3, "keyword": 0.7}
+#: How much a matching context chunk (the turns around a turn) adds to its record's score.
+DEFAULT_CONTEXT_WEIGHT = 0.5
 # The signals each mode ranks by.
 SIGNALS: dict[Mode, tuple[str, ...]] = {
     "hybrid": ("keyword", "vector"),
