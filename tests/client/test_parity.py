@@ -136,6 +136,15 @@ def _until(probe: Callable[[], list[Any]], timeout: float = 30.0) -> list[Any]:
     return found
 
 
+def _embedded_throughout(read: Callable[[], list[Any]], curator: Any) -> list[Any]:
+    """What ``read`` found, if no vector was waiting before it or after it (a node rolled up
+    while it ran has no vector yet, and would be ranked by keywords alone); else nothing."""
+    if curator.status().get("vector_lag"):
+        return []
+    found = read()
+    return [] if curator.status().get("vector_lag") else found
+
+
 def scenario(open_as: Opener, keys: dict[str, str]) -> Transcript:
     """A day in a store, through the protocol only: an agent writes and reads, is refused
     what only curators may do, and a curator reviews, publishes and reads the audit log."""
@@ -222,10 +231,9 @@ def scenario(open_as: Opener, keys: dict[str, str]) -> Transcript:
         ))  # fmt: skip
         # once rolled up and embedded (both happen in the background): a search before the
         # vectors are made ranks by keywords alone, on one side and not the other
-        step("timeline search", lambda: _until(
-            lambda: agent.timeline_search("staging deploy", scope="acme/*")
-            if not curator.status().get("vector_lag") else []
-        ))  # fmt: skip
+        step("timeline search", lambda: _until(lambda: _embedded_throughout(
+            lambda: agent.timeline_search("staging deploy", scope="acme/*"), curator
+        )))  # fmt: skip
 
         # the decision graph
         decision = step("remember decision", lambda: agent.remember(Content(
