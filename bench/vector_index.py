@@ -1,0 +1,396 @@
+"""ANN libraries side by side on the same vectors: hnswlib as the catalog sets it up, usearch.
+
+    python bench/vector_index.py [--n 100000] [--json out.json]
+    python bench/vector_index.py --n 1000000 --ef 100 --json out-1m.json
+    python bench/vector_index.py --quick
+
+Clustered 384-d unit vectors (``ann_recall.clustered``: uneven clusters, uneven spread) and
+``--queries`` held-out queries from the same distribution. Each variant runs in its own
+subprocess, one after the other, so its memory is measured alone: the vectors are shared
+through a memory-mapped file (file pages, not anonymous memory) and "index MB" is the growth
+of the child's anonymous RSS across the build, next to the library's own figure.
+
+Variants:
+
+* ``hnswlib f32``: what :class:`~cairn.search.catalog.VectorCatalog` builds: inner-product
+  space, M=32, ef_construction=100, inserted in 65,536-row slices on every core. Filtered
+  searches pass the allowed-row mask as hnswlib's filter callable with ef raised to
+  ``ef / fraction``, as the catalog does.
+* ``usearch f32`` / ``f16`` / ``bf16`` / ``i8``: cosine, connectivity 32, expansion_add 100,
+  every core (f32 shows the library at hnswlib's precision; bf16 has native dot products on
+  CPUs with AVX-512 BF16). usearch's i8 cast is ``round(x * 127)`` of the normalised vector,
+  which leaves 384-d unit vectors (components of a few hundredths) a handful of levels, so
+* ``usearch i8 row-scaled`` adds int8 codes scaled per vector so its largest component is
+  127 (the catalog's own int8 copy): cosine does not change with a vector's length, and
+  int8 input is stored as given (float input is normalised before usearch's cast, so
+  scaling float rows would change nothing).
+
+usearch's Python binding has no filter callback (the C/C++ API does), so its filtered rows
+over-fetch: ask for ``2k / fraction`` hits at ``ef / fraction`` breadth, keep the allowed ones,
+and ask for 4x more while fewer than ``k`` survive (at most 4 rounds, then the recall shows
+the shortfall). "rows" filters keep a random half of the rows (ACL-like), "topics" keep every
+other cluster (a team scope owning whole topics: queries often start far from any allowed
+row, the hard case).
+
+Recall@k is against an exact float32 scan; latency is one query at a time, one thread.
+usearch variants are skipped when the package is missing (``pip install usearch``; it is
+no dependency of cairn). Prints a table; never asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from rich.console import Console
+from rich.table import Table
+
+from ann_recall import clustered  # a sibling script: run as a script, bench/ is on the path
+
+FloatArray = npt.NDArray[np.float32]
+DIM = 384
+K = 10
+M = 32
+EF_CONSTRUCTION = 100
+SLICE = 65_536
+VARIANTS = (
+    "hnswlib f32",
+    "usearch f32",
+    "usearch f16",
+    "usearch bf16",
+    "usearch i8",
+    "usearch i8 row-scaled",
+)
+FILTERS = ("rows", "topics")
+
+
+def _rss_anon_mb() -> float:
+    """Anonymous resident memory: what an index allocates, without the mapped vectors."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU of this process: the build's work, less sensitive than wall time
+    to other processes sharing the cores."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _row_scaled(rows: FloatArray) -> npt.NDArray[np.int8]:
+    """int8 codes scaled per row so the largest component is 127 (the catalog's own int8
+    copy). Handed to usearch as int8, they are stored as they are: usearch normalises
+    float input before its own cast, so scaling float rows alone changes nothing."""
+    peak = np.abs(rows).max(axis=1, keepdims=True)
+    return np.rint(rows * (127.0 / peak)).astype(np.int8)
+
+
+# ---- data and ground truth (parent) ------------------------------------------------------
+
+
+def _prepare(folder: Path, n: int, queries: int, seed: int) -> dict[str, Any]:
+    vectors, cluster = clustered(n + queries, DIM, seed)
+    np.save(folder / "base.npy", vectors[:n])
+    np.save(folder / "queries.npy", vectors[n:])
+    del vectors
+    gc.collect()
+    rng = np.random.default_rng(seed + 1)
+    masks = {
+        "rows": rng.random(n) < 0.5,
+        "topics": cluster[:n] % 2 == 0,
+    }
+    for name, mask in masks.items():
+        np.save(folder / f"mask-{name}.npy", mask)
+    base = np.load(folder / "base.npy", mmap_mode="r")
+    query = np.load(folder / "queries.npy")
+    started = time.perf_counter()
+    truth = _exact_top(base, query, [None, masks["rows"], masks["topics"]])
+    exact_seconds = time.perf_counter() - started
+    for name, top in zip(("all", *FILTERS), truth, strict=True):
+        np.save(folder / f"truth-{name}.npy", top)
+    return {
+        "clusters": int(cluster.max()) + 1,
+        "fractions": {name: round(float(mask.mean()), 3) for name, mask in masks.items()},
+        "exact_batch_seconds": round(exact_seconds, 1),
+    }
+
+
+def _exact_top(
+    base: FloatArray, queries: FloatArray, masks: list[npt.NDArray[np.bool_] | None]
+) -> list[npt.NDArray[np.int64]]:
+    """Exact top-K row numbers for every query, unfiltered and under each mask, in one pass
+    over the base in slices (the score matrix never holds more than one slice)."""
+    best = [
+        (np.zeros((len(queries), 0), np.int64), np.zeros((len(queries), 0), np.float32))
+        for _ in masks
+    ]
+    for start in range(0, len(base), SLICE):
+        block = np.asarray(base[start : start + SLICE])
+        scores = queries @ block.T
+        for i, mask in enumerate(masks):
+            part = scores.copy() if mask is not None else scores
+            if mask is not None:
+                part[:, ~mask[start : start + len(block)]] = -np.inf
+            take = min(K, len(block))
+            top = np.argpartition(-part, take - 1, axis=1)[:, :take]
+            rows = np.concatenate([best[i][0], top + start], axis=1)
+            vals = np.concatenate([best[i][1], np.take_along_axis(part, top, 1)], axis=1)
+            keep = np.argsort(-vals, axis=1, kind="stable")[:, :K]
+            best[i] = (np.take_along_axis(rows, keep, 1), np.take_along_axis(vals, keep, 1))
+    return [rows for rows, _ in best]
+
+
+# ---- one variant (child) -----------------------------------------------------------------
+
+
+class _Hnswlib:
+    def __init__(self, n: int) -> None:
+        import hnswlib
+
+        self.index = hnswlib.Index(space="ip", dim=DIM)
+        self.index.init_index(max_elements=n, ef_construction=EF_CONSTRUCTION, M=M, random_seed=100)
+
+    def add(self, start: int, rows: FloatArray) -> None:
+        self.index.add_items(rows, np.arange(start, start + len(rows)), num_threads=-1)
+
+    def size_mb(self) -> float:
+        return float(self.index.index_file_size()) / 2**20
+
+    def search(self, q: FloatArray, ef: int) -> list[int]:
+        self.index.set_ef(max(ef, K))
+        labels, _ = self.index.knn_query(q, k=K, num_threads=1)
+        return [int(label) for label in labels[0]]
+
+    def filtered(self, q: FloatArray, ef: int, mask: npt.NDArray[np.bool_], fraction: float
+                 ) -> list[int]:  # fmt: skip
+        # As the catalog: the mask's __getitem__ as hnswlib's filter, breadth ef / fraction.
+        self.index.set_ef(max(K, min(1500, math.ceil(ef / fraction))))
+        try:
+            labels, _ = self.index.knn_query(q, k=K, num_threads=1, filter=mask.__getitem__)
+        except RuntimeError:
+            return []  # fewer than k allowed found; the catalog then scans exactly
+        return [int(label) for label in labels[0]]
+
+
+class _Usearch:
+    def __init__(self, n: int, dtype: str, row_scaled: bool) -> None:
+        from usearch.index import Index
+
+        self.index = Index(
+            ndim=DIM, metric="cos", dtype=dtype, connectivity=M, expansion_add=EF_CONSTRUCTION
+        )
+        self.row_scaled = row_scaled
+
+    def _prepare(self, rows: FloatArray) -> npt.NDArray[Any]:
+        return _row_scaled(rows) if self.row_scaled else rows
+
+    def add(self, start: int, rows: FloatArray) -> None:
+        keys = np.arange(start, start + len(rows), dtype=np.uint64)
+        self.index.add(keys, self._prepare(rows), threads=os.cpu_count() or 1)
+
+    def size_mb(self) -> float:
+        return float(self.index.memory_usage) / 2**20
+
+    def search(self, q: FloatArray, ef: int) -> list[int]:
+        self.index.expansion_search = max(ef, K)
+        found = self.index.search(self._prepare(q[None, :])[0], K, threads=1)
+        return [int(key) for key in found.keys]
+
+    def filtered(self, q: FloatArray, ef: int, mask: npt.NDArray[np.bool_], fraction: float
+                 ) -> list[int]:  # fmt: skip
+        wanted = math.ceil(2 * K / fraction)
+        query = self._prepare(q[None, :])[0]
+        for _ in range(4):
+            self.index.expansion_search = max(wanted, min(1500, math.ceil(ef / fraction)))
+            keys = self.index.search(query, wanted, threads=1).keys
+            kept = [int(key) for key in keys if mask[key]]
+            if len(kept) >= K or len(keys) < wanted:
+                return kept[:K]
+            wanted *= 4
+        return kept[:K]
+
+
+def _recall(found: list[list[int]], truth: npt.NDArray[np.int64]) -> float:
+    hits = sum(len(set(f) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
+    return hits / (K * len(truth))
+
+
+def measure(folder: Path, variant: str, efs: list[int]) -> dict[str, Any]:
+    base = np.load(folder / "base.npy", mmap_mode="r")
+    queries = np.load(folder / "queries.npy")
+    n = len(base)
+    index: _Hnswlib | _Usearch
+    before = _rss_anon_mb()
+    if variant == "hnswlib f32":
+        index = _Hnswlib(n)
+    else:
+        dtype = variant.split()[1]
+        index = _Usearch(n, dtype, row_scaled=variant.endswith("row-scaled"))
+    started = time.perf_counter()
+    cpu = _cpu_seconds()
+    for start in range(0, n, SLICE):
+        rows = np.ascontiguousarray(base[start : start + SLICE], dtype=np.float32)
+        index.add(start, rows)
+        del rows
+    build = time.perf_counter() - started
+    build_cpu = _cpu_seconds() - cpu
+    gc.collect()
+    grown = _rss_anon_mb() - before
+    out: dict[str, Any] = {
+        "variant": variant,
+        "build_s": round(build, 1),
+        "build_cpu_s": round(build_cpu, 1),
+        "index_rss_mb": round(grown),
+        "library_mb": round(index.size_mb()),
+        "by_ef": {},
+    }
+    truth = {name: np.load(folder / f"truth-{name}.npy") for name in ("all", *FILTERS)}
+    masks = {name: np.load(folder / f"mask-{name}.npy") for name in FILTERS}
+    for ef in efs:
+        row: dict[str, Any] = {}
+        found: list[list[int]] = []
+        ms: list[float] = []
+        for q in queries:
+            t = time.perf_counter()
+            found.append(index.search(q, ef))
+            ms.append((time.perf_counter() - t) * 1000)
+        row["all"] = _summary(found, truth["all"], ms)
+        for name, mask in masks.items():
+            fraction = float(mask.mean())
+            found, ms = [], []
+            for q in queries:
+                t = time.perf_counter()
+                found.append(index.filtered(q, ef, mask, fraction))
+                ms.append((time.perf_counter() - t) * 1000)
+            row[name] = _summary(found, truth[name], ms)
+        out["by_ef"][str(ef)] = row
+    return out
+
+
+def _summary(found: list[list[int]], truth: npt.NDArray[np.int64], ms: list[float]
+             ) -> dict[str, float]:  # fmt: skip
+    return {
+        "recall": round(_recall(found, truth), 4),
+        "p50_ms": round(_percentile(ms, 0.50), 3),
+        "p95_ms": round(_percentile(ms, 0.95), 3),
+    }
+
+
+# ---- driver --------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="cairn-vindex-") as tmp:
+        folder = Path(tmp)
+        with console.status(f"clustered vectors, {args.n:,} + {args.queries:,} queries, truth"):
+            data = _prepare(folder, args.n, args.queries, args.seed)
+        results: dict[str, Any] = {
+            "n": args.n,
+            "dim": DIM,
+            "queries": args.queries,
+            "k": K,
+            "seed": args.seed,
+            "m": M,
+            "ef_construction": EF_CONSTRUCTION,
+            "efs": args.ef,
+            "cores": os.cpu_count(),
+            "machine": platform.processor() or platform.machine(),
+            **data,
+            "variants": [],
+        }
+        for variant in args.variants:
+            if variant.startswith("usearch") and importlib.util.find_spec("usearch") is None:
+                console.print(f"[yellow]{variant}: usearch is not installed, skipped[/yellow]")
+                continue
+            with console.status(f"{variant}: build and query (own process)"):
+                child = subprocess.run(
+                    [sys.executable, __file__, "--child", str(folder), variant,
+                     "--ef", *map(str, args.ef)],
+                    capture_output=True, text=True, check=False,
+                )  # fmt: skip
+            if child.returncode != 0:
+                console.print(f"[red]{variant} failed[/red]\n{child.stderr[-2000:]}")
+                continue
+            results["variants"].append(json.loads(child.stdout.strip().splitlines()[-1]))
+    return results
+
+
+def show(results: dict[str, Any], console: Console) -> None:
+    fr = results["fractions"]
+    table = Table(
+        title=f"ANN index · {results['n']:,} × {results['dim']}-d clustered · "
+        f"{results['queries']:,} queries · recall@{results['k']} vs exact · "
+        f"M={results['m']}, ef_construction={results['ef_construction']} · "
+        f"{results['cores']} cores build, 1 thread query",
+        caption=f"filters keep {fr['rows']:.0%} of rows at random, or every other topic "
+        f"({fr['topics']:.0%} of rows)",
+    )
+    for name in ("variant", "build s (CPU s)", "index MB (RSS)", "library MB", "ef"):
+        table.add_column(name, justify="left" if name == "variant" else "right")
+    for name in ("all", *FILTERS):
+        table.add_column(f"{name}: recall", justify="right")
+        table.add_column(f"{name}: p50 / p95 ms", justify="right")
+    for variant in results["variants"]:
+        for i, (ef, row) in enumerate(variant["by_ef"].items()):
+            cells = [
+                variant["variant"] if i == 0 else "",
+                f"{variant['build_s']:.1f} ({variant['build_cpu_s']:.0f})" if i == 0 else "",
+                f"{variant['index_rss_mb']:,}" if i == 0 else "",
+                f"{variant['library_mb']:,}" if i == 0 else "",
+                ef,
+            ]
+            for name in ("all", *FILTERS):
+                part = row[name]
+                cells += [f"{part['recall']:.4f}", f"{part['p50_ms']:.2f} / {part['p95_ms']:.2f}"]
+            table.add_row(*cells)
+    console.print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--ef", type=int, nargs="+", default=[100, 200])
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--quick", action="store_true", help="a few seconds: smoke test")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument("--child", nargs=2, metavar=("FOLDER", "VARIANT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(measure(Path(args.child[0]), args.child[1], args.ef)))
+        return 0
+    if args.quick:
+        args.n, args.queries, args.ef = 5_000, 100, [64]
+    console = Console(width=max(Console().width, 170))
+    results = run(args, console)
+    show(results, console)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
