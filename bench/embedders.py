@@ -4,6 +4,8 @@
         [--lme ../shared/data/longmemeval/longmemeval_s_dev.json.xz --lme-questions 30]
         [--openai http://127.0.0.1:8080/v1#model] [--wordllama]
 
+``e5`` is measured too when ``cairn[e5]`` is installed.
+
 Quality proxy (LoCoMo): for every question with evidence, rank all turns of its conversation by
 cosine to the question; recall@10 is the share of gold evidence turns in the top 10, averaged
 over questions. Second proxy (LongMemEval S, optional): for each non-abstention question, rank
@@ -30,6 +32,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from cairn.search.embedder import Embedder, Vectors, l2_normalise, make_embedder
+from cairn.search.nano_e5 import available as e5_available
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared/data"
 DEFAULT_DATA = SHARED_DATA / "locomo/locomo_dev.json"
@@ -125,7 +128,8 @@ def recall_at_10(embedder: Embedder, conversations: Sequence[Conversation]) -> f
     scores = []
     for conv in conversations:
         turns = embedder.embed(conv.turns)
-        questions = embedder.embed(conv.questions)
+        # embed_query: a model with query and passage prefixes (e5) embeds questions apart.
+        questions = np.stack([embedder.embed_query(q) for q in conv.questions])
         for gold, sims in zip(conv.evidence, questions @ turns.T, strict=True):
             top = {conv.turn_ids[i] for i in np.argsort(-sims)[:10]}
             scores.append(len(gold & top) / len(gold))
@@ -258,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("minilm (ONNX int8)", lambda: make_embedder("minilm", cached=False, threads=args.threads)),
         ("static (distilled)", static_builder(console)),
     ]
+    if e5_available():
+        builders.append(("e5 (4-bit)", lambda: make_embedder("e5", cached=False)))
     if args.wordllama:
         builders.append(("wordllama", WordLlamaEmbedder))
     if args.openai:

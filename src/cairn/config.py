@@ -41,7 +41,9 @@ class Settings(BaseSettings):
 
     store: Path = Field(default=Path(".cairn"), description="the cairn folder")
     db: str | None = Field(default=None, description="postgresql://… or sqlite:///path")
-    embedder: str = Field(default="minilm", description="minilm, static or openai:URL#model")
+    embedder: str = Field(
+        default="minilm", description="minilm, static, e5 (extra cairn[e5]) or openai:URL#model"
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)
     grpc_port: int | None = Field(

