@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from cairn.model import Principal, PrincipalKind, Sensitivity
+from cairn.search.embedder import Vectors
 from cairn.store.base import ChunkMeta
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -43,3 +47,21 @@ def chunk_meta(i: int, **changes: Any) -> ChunkMeta:
         seq=i + 1,
     )
     return dataclasses.replace(meta, **changes)
+
+
+class CountingEmbedder:
+    """A fake inner embedder that records every text it is asked to embed."""
+
+    name = "counting"
+    dim = 4
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.seen.extend(texts)
+        rows = np.array([[len(t), t.count("a"), 1.0, 0.5] for t in texts], dtype=np.float32)
+        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed([text])[0]

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,6 +29,7 @@ from cairn.search.embedder import (
 from cairn.search.onnx_minilm import OnnxMiniLMEmbedder, default_model_path
 from cairn.search.openai_embed import OpenAIEmbedder
 from cairn.search.static_embed import Recipe, StaticEmbedder
+from tests.factories import CountingEmbedder
 
 CLOSE_A = "How do I run the tests?"
 CLOSE_B = "Running the test suite"
@@ -212,24 +213,6 @@ def test_static_rebuilds_a_tampered_table_and_reports_progress(
 
 
 # -- the cache ------------------------------------------------------------------------------
-
-
-class CountingEmbedder:
-    """A fake inner embedder that records every text it is asked to embed."""
-
-    name = "counting"
-    dim = 4
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.seen.extend(texts)
-        rows = np.array([[len(t), t.count("a"), 1.0, 0.5] for t in texts], dtype=np.float32)
-        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-    def embed_query(self, text: str) -> Vectors:
-        return self.embed([text])[0]
 
 
 def test_cache_never_embeds_the_same_content_twice() -> None:

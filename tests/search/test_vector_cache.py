@@ -5,32 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cairn.search.embedder import CachedEmbedder, Vectors
+from cairn.search.embedder import CachedEmbedder
 from cairn.search.vector_cache import DiskVectorCache
-
-
-class CountingEmbedder:
-    """A fake model that records every text it is asked to embed."""
-
-    name = "counting"
-    dim = 4
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.seen.extend(texts)
-        rows = np.array([[len(t), t.count("a"), 1.0, 0.5] for t in texts], dtype=np.float32)
-        return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
-
-    def embed_query(self, text: str) -> Vectors:
-        return self.embed([text])[0]
+from tests.factories import CountingEmbedder
 
 
 def test_vectors_survive_a_restart_and_are_not_embedded_again(tmp_path: Path) -> None:
