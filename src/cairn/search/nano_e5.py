@@ -10,9 +10,10 @@ Model family conventions, which the engine applies: texts to be found are embedd
 ``"passage: " + text`` and searches as ``"query: " + text``; mean pooling over the tokens,
 L2 normalisation; inputs longer than 512 tokens are embedded window by window and pooled.
 
-Not the default: on LoCoMo it ranks evidence better than MiniLM in the kernel (turn recall@10
-81.6 against 79.0, cross-validated) but embeds 3-5x slower on two cores, and MiniLM wins per
-millisecond (figures and commands in docs/benchmarks.md).
+Not the default: on LoCoMo, cross-validated, it ranks evidence better than MiniLM in the
+kernel (turn recall@10 81.6 against 79.0 at the earlier fusion weights, 83.0 with its knobs
+tuned; at today's keyword-heavier defaults 79.5 against 79.8) but embeds 3-5x slower on two
+cores, and MiniLM wins per millisecond (figures and commands in docs/benchmarks.md).
 """
 
 from __future__ import annotations
