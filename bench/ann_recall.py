@@ -35,19 +35,15 @@ from rich.table import Table
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter, ChunkMeta
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._proc import status_mb
+
 FloatArray = npt.NDArray[np.float32]
 ACLS = 100  # acl ids 0..99, uniformly: a reader allowed j of them sees j% of the rows
 SCOPES = 10
 MASKS = {"100%": ACLS, "50%": 50, "10%": 10, "1%": 1}
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _peak_rss_mb() -> float:
@@ -174,15 +170,15 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     dim = vectors.shape[1]
     console.print(f"{args.n:,} vectors x {dim} ({args.data}), {len(queries)} queries")
 
-    base_rss = _rss_mb()
+    base_rss = status_mb("VmRSS")
     exact = VectorCatalog(dim, ann_threshold=None)
     exact_fill_s = _fill(exact, vectors, acl, scope)
-    exact_rss = _rss_mb() - base_rss
+    exact_rss = status_mb("VmRSS") - base_rss
     ann = VectorCatalog(dim, ann_threshold=0, ann_ef_construction=args.ef_construction,
                         ann_m=args.m, ann_ef=args.ef)  # fmt: skip
-    before = _rss_mb()
+    before = status_mb("VmRSS")
     ann_fill_s = _fill(ann, vectors, acl, scope)
-    ann_rss = _rss_mb() - before
+    ann_rss = status_mb("VmRSS") - before
     results: dict[str, Any] = {
         "n": args.n,
         "dim": dim,

@@ -36,6 +36,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.embedders import query_latency_ms
+
 from cairn.search.embedder import CachedEmbedder, Embedder, Vectors, make_embedder
 from cairn.search.nano_e5 import available as e5_available
 from cairn.search.onnx_minilm import OnnxMiniLMEmbedder
@@ -111,15 +113,6 @@ def settings(disk_dir: Path, turns: Sequence[str]) -> dict[str, Callable[[], Emb
     return out
 
 
-def query_ms(embedder: Embedder, queries: Sequence[str]) -> float:
-    timings = []
-    for text in queries:
-        start = time.perf_counter()
-        embedder.embed_query(text)
-        timings.append((time.perf_counter() - start) * 1000)
-    return statistics.median(timings)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo_dev.json")
@@ -168,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 load_s=loads[name],
                 sentences_per_s_median=statistics.median(runs[name]),
                 sentences_per_s_best=max(runs[name]),
-                ms_per_query=query_ms(embedder, queries),
+                ms_per_query=query_latency_ms(embedder, queries),
                 runs=runs[name],
             )
             for name, embedder in embedders.items()

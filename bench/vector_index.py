@@ -61,6 +61,10 @@ from rich.table import Table
 
 from ann_recall import clustered  # a sibling script: run as a script, bench/ is on the path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._proc import status_mb
+
 FloatArray = npt.NDArray[np.float32]
 DIM = 384
 K = 10
@@ -76,15 +80,6 @@ VARIANTS = (
     "usearch i8 row-scaled",
 )
 FILTERS = ("rows", "topics")
-
-
-def _rss_anon_mb() -> float:
-    """Anonymous resident memory: what an index allocates, without the mapped vectors."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _cpu_seconds() -> float:
@@ -242,7 +237,7 @@ def measure(folder: Path, variant: str, efs: list[int]) -> dict[str, Any]:
     queries = np.load(folder / "queries.npy")
     n = len(base)
     index: _Hnswlib | _Usearch
-    before = _rss_anon_mb()
+    before = status_mb("RssAnon")
     if variant == "hnswlib f32":
         index = _Hnswlib(n)
     else:
@@ -257,7 +252,7 @@ def measure(folder: Path, variant: str, efs: list[int]) -> dict[str, Any]:
     build = time.perf_counter() - started
     build_cpu = _cpu_seconds() - cpu
     gc.collect()
-    grown = _rss_anon_mb() - before
+    grown = status_mb("RssAnon") - before
     out: dict[str, Any] = {
         "variant": variant,
         "build_s": round(build, 1),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -65,3 +67,15 @@ class CountingEmbedder:
 
     def embed_query(self, text: str) -> Vectors:
         return self.embed([text])[0]
+
+
+def tampered_copy(source: Path, copy: Path) -> Path:
+    """``copy`` of ``source`` with one byte flipped (4 KiB in): a model file whose pinned
+    hash no longer matches."""
+    shutil.copyfile(source, copy)
+    with copy.open("r+b") as fh:
+        fh.seek(4096)
+        byte = fh.read(1)
+        fh.seek(4096)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    return copy

