@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install lint typecheck unit clean tour proto browser screenshots
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(wildcard proto/cairn/*/*/*.proto)
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
@@ -42,7 +42,8 @@ browser:
 screenshots: $(STAMP) browser
 	CAIRN_UI_SCREENSHOTS=docs/ui $(BIN)/pytest -q tests/web/test_browser.py
 
-# Regenerate src/cairn/doors/grpc_gen from proto/ (a test fails while they differ).
+# Regenerate src/cairn/doors/grpc_gen from proto/ after editing a proto (every install does
+# it too; a test fails while they differ).
 proto: $(STAMP)
 	$(BIN)/python proto/generate.py
 

@@ -2,11 +2,13 @@
 
     python proto/generate.py            # or: make proto
 
-The generated files are checked in, so that running cairn needs only ``grpcio`` and
-``protobuf``; ``tests/doors/test_grpc_generated.py`` fails when they no longer match what
-this script makes from the ``.proto`` files. It needs the dev extra: ``grpcio-tools`` (the
-messages and the service stubs) and ``mypy-protobuf`` (their type stubs, so the door is
-type-checked against the messages it builds).
+Every build runs it (``proto/hatch_build.py``), so the generated files are build output that
+git ignores and the wheel ships: running cairn needs only ``grpcio`` and ``protobuf``. Run it
+by hand after editing a proto in an editable install; ``tests/doors/test_grpc_generated.py``
+fails while the files no longer match what this script makes from the ``.proto`` files. It
+needs ``grpcio-tools`` (the messages and the service stubs) and ``mypy-protobuf`` (their type
+stubs, so the door is type-checked against the messages it builds): the build installs both,
+and so does the dev extra.
 
 protoc writes imports after the proto's own path (``from cairn.timeline.v1 import ...``),
 which in Python would name the kernel's ``cairn.timeline`` package; this script moves the

@@ -1,4 +1,4 @@
-"""The checked-in gRPC code is what ``proto/generate.py`` makes of the protos today, and
+"""The generated gRPC code is what ``proto/generate.py`` makes of the protos today, and
 cairn's dependency floors admit no runtime older than the one that code was made for."""
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ def _floor(name: str) -> str:
     raise AssertionError(f"pyproject.toml has no floor for {name}")
 
 
-def test_regenerating_from_the_protos_gives_the_checked_in_files() -> None:
+def test_regenerating_from_the_protos_gives_the_installed_files() -> None:
     fresh: dict[str, bytes] = _generator().generated_files()
     assert fresh, "the generator made nothing"
-    checked_in = {p.name: p.read_bytes() for p in GENERATED.iterdir() if "_pb2" in p.name}
-    assert sorted(fresh) == sorted(checked_in), "run: python proto/generate.py"
-    stale = [name for name, content in fresh.items() if checked_in[name] != content]
+    built = {p.name: p.read_bytes() for p in GENERATED.iterdir() if "_pb2" in p.name}
+    assert sorted(fresh) == sorted(built), "run: python proto/generate.py"
+    stale = [name for name, content in fresh.items() if built[name] != content]
     assert not stale, f"out of date: {', '.join(stale)}; run: python proto/generate.py"
 
 
