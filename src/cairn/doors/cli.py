@@ -71,6 +71,7 @@ __all__ = [
     "KeyOpt",
     "StoreOpt",
     "T",
+    "TimeOpt",
     "app",
     "archive",
     "audit",
@@ -126,6 +127,7 @@ EmbedderOpt = Annotated[
 ]
 ReasonOpt = Annotated[str | None, typer.Option()]
 TIME_HELP = "A date-time with a time zone (RFC 3339), e.g. 2026-01-31T12:00:00Z."
+TimeOpt = Annotated[str | None, typer.Option(help=TIME_HELP)]
 # The names the other CLI modules import (kept so their imports need no change).
 _errors = errors
 _fail = fail
@@ -299,8 +301,8 @@ def remember(
     label: Annotated[list[str] | None, typer.Option(help="ACL: a label readers must hold.")] = None,
     sensitivity: Annotated[Sensitivity, typer.Option(help="ACL sensitivity.")] = Sensitivity.LOW,
     confidence: Annotated[Confidence, typer.Option()] = Confidence.INFERRED,
-    valid_from: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    valid_to: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    valid_from: TimeOpt = None,
+    valid_to: TimeOpt = None,
     path: Annotated[
         list[str] | None, typer.Option(help="A repository path it describes (drift).")
     ] = None,
@@ -446,8 +448,8 @@ def list_(
     kind: Annotated[list[str] | None, typer.Option(help="Filter by kind (repeatable).")] = None,
     status: Annotated[list[Status] | None, typer.Option(help="Filter by status.")] = None,
     scope: Annotated[str | None, typer.Option(help="A scope glob, e.g. 'acme/*'.")] = None,
-    created_after: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    created_before: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    created_after: TimeOpt = None,
+    created_before: TimeOpt = None,
     metadata: Annotated[
         str | None, typer.Option(help="JSON object the metadata must match.")
     ] = None,
@@ -589,7 +591,7 @@ def audit(
     action: Annotated[str | None, typer.Option(help="propose, approve, reject, rebase…")] = None,
     subject: Annotated[str | None, typer.Option(help="A record id.")] = None,
     proposal: Annotated[str | None, typer.Option()] = None,
-    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    since: TimeOpt = None,
     limit: Annotated[int, typer.Option("-k", "--limit", min=1, help="At most this many.")] = 100,
 ) -> None:
     """The append-only audit log, filtered (curators)."""

@@ -18,7 +18,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from cairn.doors import _render as render
-from cairn.doors.cli import TIME_HELP, EmbedderOpt, _errors, _reader, _run, _session, _want_json
+from cairn.doors.cli import EmbedderOpt, TimeOpt, _errors, _reader, _run, _session, _want_json
 from cairn.errors import InvalidInput
 from cairn.ingest.records import append_events, read_events
 from cairn.model import Event, Timestamp, TocNode
@@ -191,8 +191,8 @@ def browse(
 def events(
     scope: ScopeOpt = None,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
-    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    since: TimeOpt = None,
+    until: TimeOpt = None,
     limit: Annotated[int, typer.Option("-k", "--limit", min=1, max=10_000)] = 100,
 ) -> None:
     """Raw events you may see, in source-time order."""
@@ -229,8 +229,8 @@ def search(
     query: str,
     k: Annotated[int, typer.Option("-k", "--limit", min=1, max=100)] = 10,
     scope: ScopeOpt = None,
-    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    since: TimeOpt = None,
+    until: TimeOpt = None,
     embedder: EmbedderOpt = None,
 ) -> None:
     """Teleport: the summaries and grips that best match QUERY, without walking the tree."""
@@ -252,8 +252,8 @@ def search(
 def scan(
     query: str,
     node_id: Annotated[str | None, typer.Option("--node", help="Scan this node's span.")] = None,
-    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    since: TimeOpt = None,
+    until: TimeOpt = None,
     k: Annotated[int, typer.Option("-k", "--limit", min=1, max=100)] = 10,
     scope: ScopeOpt = None,
 ) -> None:
