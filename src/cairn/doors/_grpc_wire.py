@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from google.protobuf.struct_pb2 import Struct, Value
 from google.protobuf.timestamp_pb2 import Timestamp as Stamp
@@ -224,22 +224,39 @@ def _grip(grip: Grip) -> pb.Grip:
     )
 
 
+class _NodeFields(TypedDict):
+    node_id: str
+    version: int
+    level: pb.TocLevel.ValueType
+    title: str
+    starts_at: Stamp
+    ends_at: Stamp
+
+
+def _node_fields(node: TocNode | NodeHeader | TeleportHit) -> _NodeFields:
+    """Which node version, at which level and over which span: what every message about a
+    node (the node itself, a child in a page, a search hit) says first."""
+    return {
+        "node_id": node.node_id,
+        "version": node.version,
+        "level": _LEVELS[node.level],
+        "title": node.title,
+        "starts_at": _stamp(node.starts_at),
+        "ends_at": _stamp(node.ends_at),
+    }
+
+
 def node_message(node: TocNode) -> pb.TocNode:
     return pb.TocNode(
-        node_id=node.node_id,
-        version=node.version,
-        level=_LEVELS[node.level],
+        **_node_fields(node),
         key=node.key,
         scope=node.scope,
         acl=_acl(node.acl),
         agent=node.agent or "",
         parent_id=node.parent_id or "",
-        starts_at=_stamp(node.starts_at),
-        ends_at=_stamp(node.ends_at),
         first_ts=_stamp(node.first_ts) if node.first_ts is not None else None,
         last_ts=_stamp(node.last_ts) if node.last_ts is not None else None,
         event_count=node.event_count,
-        title=node.title,
         bullets=[pb.Bullet(text=b.text, grip_ids=b.grip_ids) for b in node.bullets],
         keywords=node.keywords,
         children=node.children,
@@ -252,16 +269,7 @@ def node_message(node: TocNode) -> pb.TocNode:
 
 
 def _header(header: NodeHeader) -> pb.NodeHeader:
-    return pb.NodeHeader(
-        node_id=header.node_id,
-        version=header.version,
-        level=_LEVELS[header.level],
-        key=header.key,
-        title=header.title,
-        starts_at=_stamp(header.starts_at),
-        ends_at=_stamp(header.ends_at),
-        event_count=header.event_count,
-    )
+    return pb.NodeHeader(**_node_fields(header), key=header.key, event_count=header.event_count)
 
 
 def page_message(page: NodePage) -> pb.BrowseTocResponse:
@@ -283,14 +291,9 @@ def expanded_message(expanded: ExpandedGrip) -> pb.ExpandGripResponse:
 
 def hit_message(hit: TeleportHit) -> pb.TeleportHit:
     return pb.TeleportHit(
-        node_id=hit.node_id,
-        version=hit.version,
-        level=_LEVELS[hit.level],
-        title=hit.title,
+        **_node_fields(hit),
         text=hit.text,
         grip_ids=hit.grip_ids,
-        starts_at=_stamp(hit.starts_at),
-        ends_at=_stamp(hit.ends_at),
         score=hit.score,
         signals=hit.signals,
     )

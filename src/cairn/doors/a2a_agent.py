@@ -77,10 +77,40 @@ __all__ = [
 
 A2A_RPC_PATH = "/"  # the TCK and most clients POST JSON-RPC to the card's url
 PRINCIPAL_STATE = "cairn_principal"
-SKILLS = ("research", "remember", "recall", "why")
-_PREFIX = re.compile(
-    r"^\s*(research|remember|recall|why)\s*[:\-]\s*(.*)$", re.IGNORECASE | re.DOTALL
+# What the card says of each skill: (id, tags, description, an example message).
+_SKILL_CARDS = (
+    (
+        "research",
+        ["memory", "retrieval"],
+        "Hybrid retrieval with provenance, temporal validity and contradiction checks; cited "
+        "results. Text 'research: <query>' or data {skill, query, top_k, max_tokens}.",
+        "research: what did we decide about the database?",
+    ),
+    (
+        "remember",
+        ["memory", "write"],
+        "Propose a new memory (decision, belief, episode, skill); the gate approves, queues or "
+        "rejects it. Text 'remember: <content>' or data {skill, type, content, scope, metadata}.",
+        "remember: we release on Tuesdays",
+    ),
+    (
+        "recall",
+        ["memory", "search"],
+        "Simple search (vector, keyword or hybrid) without validation. Text 'recall: <query>' "
+        "or data {skill, query, mode, top_k}.",
+        "recall: release schedule",
+    ),
+    (
+        "why",
+        ["memory", "decision-graph"],
+        "Why a decision was taken, at the fidelity the caller's role may see: a short answer "
+        "from the decisions and events the role may read, with a note when something was "
+        "withheld. Text 'why: <decision key>' or data {skill, anchor, question, role, hops}.",
+        "why: acme-prod-sunset-onprem-connectors-2024",
+    ),
 )
+SKILLS = tuple(skill for skill, *_ in _SKILL_CARDS)
+_PREFIX = re.compile(rf"^\s*({'|'.join(SKILLS)})\s*[:\-]\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _HELP = (
     "Which skill? Start the text with 'research:', 'recall:', 'remember:' or 'why:', or send "
     'a data part such as {"skill": "recall", "query": "database choice"}.'
@@ -378,42 +408,8 @@ def build_agent_card(base_url: str, *, require_key: bool = True) -> AgentCard:
         )
     )
     skills = [
-        AgentSkill(
-            id="research",
-            name="research",
-            tags=["memory", "retrieval"],
-            description="Hybrid retrieval with provenance, temporal validity and contradiction "
-            "checks; cited results. Text 'research: <query>' or data {skill, query, top_k, "
-            "max_tokens}.",
-            examples=["research: what did we decide about the database?"],
-        ),
-        AgentSkill(
-            id="remember",
-            name="remember",
-            tags=["memory", "write"],
-            description="Propose a new memory (decision, belief, episode, skill); the gate "
-            "approves, queues or rejects it. Text 'remember: <content>' or data {skill, type, "
-            "content, scope, metadata}.",
-            examples=["remember: we release on Tuesdays"],
-        ),
-        AgentSkill(
-            id="recall",
-            name="recall",
-            tags=["memory", "search"],
-            description="Simple search (vector, keyword or hybrid) without validation. Text "
-            "'recall: <query>' or data {skill, query, mode, top_k}.",
-            examples=["recall: release schedule"],
-        ),
-        AgentSkill(
-            id="why",
-            name="why",
-            tags=["memory", "decision-graph"],
-            description="Why a decision was taken, at the fidelity the caller's role may see: "
-            "a short answer from the decisions and events the role may read, with a note when "
-            "something was withheld. Text 'why: <decision key>' or data {skill, anchor, "
-            "question, role, hops}.",
-            examples=["why: acme-prod-sunset-onprem-connectors-2024"],
-        ),
+        AgentSkill(id=skill, name=skill, tags=tags, description=description, examples=[example])
+        for skill, tags, description, example in _SKILL_CARDS
     ]
     card = AgentCard(
         name="cairn",

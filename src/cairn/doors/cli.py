@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -40,7 +40,7 @@ from cairn.doors._cli_common import (
 )
 from cairn.errors import InvalidInput, Unauthenticated
 from cairn.limits import MAX_METADATA_DEPTH, LimitExceeded, load_json
-from cairn.memory import Memory
+from cairn.memory import DEFAULT_EMBEDDER, Memory
 from cairn.model import (
     Acl,
     AuditQuery,
@@ -71,6 +71,7 @@ __all__ = [
     "KeyOpt",
     "StoreOpt",
     "T",
+    "TimeOpt",
     "app",
     "archive",
     "audit",
@@ -124,7 +125,9 @@ EmbedderOpt = Annotated[
         "--embedder", envvar="CAIRN_EMBEDDER", help="minilm (default), static, e5 or openai:URL."
     ),
 ]
+ReasonOpt = Annotated[str | None, typer.Option()]
 TIME_HELP = "A date-time with a time zone (RFC 3339), e.g. 2026-01-31T12:00:00Z."
+TimeOpt = Annotated[str | None, typer.Option(help=TIME_HELP)]
 # The names the other CLI modules import (kept so their imports need no change).
 _errors = errors
 _fail = fail
@@ -135,16 +138,31 @@ _store_path = store_path
 # ---- plumbing -------------------------------------------------------------------------
 
 
+# A command reads --store, --key and --json from the global options (``CairnGroup`` gives
+# every command them), so most declare none and open their store with no arguments.
+
+
 @contextmanager
-def _session(store: Path | None, key: str | None) -> Iterator[tuple[Memory, Principal]]:
+def _session(
+    store: Path | None = None, key: str | None = None, *, embedder: str | None = DEFAULT_EMBEDDER
+) -> Iterator[tuple[Memory, Principal]]:
     """Open the store and authenticate; fail closed on a missing or unknown key."""
     with _errors():
         workspace = _workspace(store)
         principal = _authenticate(workspace, key)
-        with workspace.open_memory() as memory:
+        with workspace.open_memory(embedder=embedder) as memory:
             if principal is None:  # pragma: no cover - open_memory raises first
-                raise InvalidInput(f"no store in {store}")
+                raise InvalidInput(f"no store in {workspace.folder}")
             yield memory, principal
+
+
+def _reader(
+    store: Path | None = None, key: str | None = None, embedder: str | None = None
+) -> AbstractContextManager[tuple[Memory, Principal]]:
+    """Like _session, but the memory embeds with the chosen model for vector reads."""
+    with _errors():
+        chosen = load_settings(store=_store_path(store), embedder=embedder).embedder
+    return _session(store, key, embedder=chosen)
 
 
 def _authenticate(workspace: Workspace, key: str | None) -> Principal | None:
@@ -185,8 +203,8 @@ def _body(body: str | None, body_file: Path | None) -> str | None:
     return body
 
 
-def _show_outcome(outcome: ProposalOutcome, as_json: bool) -> None:
-    if _want_json(as_json):
+def _show_outcome(outcome: ProposalOutcome) -> None:
+    if _want_json():
         render.print_json(outcome)
         return
     p = outcome.proposal
@@ -202,10 +220,11 @@ def _show_outcome(outcome: ProposalOutcome, as_json: bool) -> None:
         render.out.print(f"  {escape(outcome.feedback)}")
 
 
-def _run(as_json: bool, fn: Callable[[], T], show: Callable[[T], None]) -> None:
+def _run(fn: Callable[[], T], show: Callable[[T], None]) -> None:
+    """Call ``fn`` and print its result: as JSON with --json, else with ``show``."""
     with _errors():
         result = fn()
-        if _want_json(as_json):
+        if _want_json():
             render.print_json(result)
         else:
             show(result)
@@ -244,7 +263,7 @@ def _main(
     ctx.obj = {"store": store, "db": db, "key": key, "json": as_json}
 
 
-def _workspace(store: Path | None) -> Workspace:
+def _workspace(store: Path | None = None) -> Workspace:
     """The folder and database, by flags > CAIRN_* environment > <store>/config.toml."""
     folder = _store_path(store)
     settings = load_settings(store=folder, db=db_url())
@@ -252,11 +271,11 @@ def _workspace(store: Path | None) -> Workspace:
 
 
 @app.command()
-def init(store: StoreOpt = None, as_json: JsonOpt = False) -> None:
+def init() -> None:
     """Create a store with the default policy and principals; print the new keys once."""
     with _errors():
-        result = _workspace(store).init()
-    if _want_json(as_json):
+        result = _workspace().init()
+    if _want_json():
         render.print_json({"store": str(result.folder), "keys": result.keys})
         return
     render.out.print(f"created cairn store in {result.folder}")
@@ -282,20 +301,17 @@ def remember(
     label: Annotated[list[str] | None, typer.Option(help="ACL: a label readers must hold.")] = None,
     sensitivity: Annotated[Sensitivity, typer.Option(help="ACL sensitivity.")] = Sensitivity.LOW,
     confidence: Annotated[Confidence, typer.Option()] = Confidence.INFERRED,
-    valid_from: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    valid_to: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    valid_from: TimeOpt = None,
+    valid_to: TimeOpt = None,
     path: Annotated[
         list[str] | None, typer.Option(help="A repository path it describes (drift).")
     ] = None,
     source: Annotated[str | None, typer.Option(help="Provenance: where it came from.")] = None,
     draft: Annotated[bool, typer.Option(help="Record a draft candidate instead.")] = False,
     reason: Annotated[str | None, typer.Option(help="Why (kept in the audit log).")] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Propose a new record; the policy decides whether it waits for a curator."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         acl_fields: dict[str, Any] = {"sensitivity": sensitivity}
         if role:
             acl_fields["roles"] = tuple(role)
@@ -318,7 +334,7 @@ def remember(
         outcome = memory.remember(
             new, principal=principal, draft=draft, paths=tuple(path or ()), reason=reason
         )
-        _show_outcome(outcome, as_json)
+        _show_outcome(outcome)
 
 
 @app.command()
@@ -331,13 +347,10 @@ def update(
     metadata: Annotated[str | None, typer.Option(help="Replace the metadata (JSON).")] = None,
     confidence: Annotated[Confidence | None, typer.Option()] = None,
     base: Annotated[str | None, typer.Option(help="The version id you read (pins it).")] = None,
-    reason: Annotated[str | None, typer.Option()] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
+    reason: ReasonOpt = None,
 ) -> None:
     """Propose a new version of a record, pinned to the version you read."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         patch = ContentPatch(
             title=title,
             body=_body(body, body_file),
@@ -348,7 +361,7 @@ def update(
         outcome = memory.update(
             record_id, patch, principal=principal, base_version_id=base, reason=reason
         )
-        _show_outcome(outcome, as_json)
+        _show_outcome(outcome)
 
 
 @app.command()
@@ -357,61 +370,43 @@ def supersede(
     by: Annotated[str | None, typer.Option(help="An existing record that replaces it.")] = None,
     title: Annotated[str | None, typer.Option(help="Or: the replacement's title.")] = None,
     body: Annotated[str | None, typer.Option(help="The replacement's text.")] = None,
-    reason: Annotated[str | None, typer.Option()] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
+    reason: ReasonOpt = None,
 ) -> None:
     """Propose that a record is superseded by another (existing or new) one."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         if by is None and title is None:
             raise InvalidInput("give --by RECORD_ID or --title for a new record", field="by")
         patch = None if by is not None else ContentPatch(title=title, body=body)
         outcome = memory.supersede(
             record_id, principal=principal, by=by, patch=patch, reason=reason
         )
-        _show_outcome(outcome, as_json)
+        _show_outcome(outcome)
 
 
 @app.command()
-def archive(
-    record_id: str,
-    reason: Annotated[str | None, typer.Option()] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+def archive(record_id: str, reason: ReasonOpt = None) -> None:
     """Archive a record (soft; a curator can restore it)."""
-    with _session(store, key) as (memory, principal):
-        _show_outcome(memory.archive(record_id, principal=principal, reason=reason), as_json)
+    with _session() as (memory, principal):
+        _show_outcome(memory.archive(record_id, principal=principal, reason=reason))
 
 
 @app.command()
-def restore(
-    record_id: str,
-    reason: Annotated[str | None, typer.Option()] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+def restore(record_id: str, reason: ReasonOpt = None) -> None:
     """Restore an archived record to active (curators)."""
-    with _session(store, key) as (memory, principal):
-        _show_outcome(memory.restore(record_id, principal=principal, reason=reason), as_json)
+    with _session() as (memory, principal):
+        _show_outcome(memory.restore(record_id, principal=principal, reason=reason))
 
 
 @app.command()
 def transition(
     record_id: str,
     to: Annotated[Status, typer.Option(help="The target status.")],
-    reason: Annotated[str | None, typer.Option()] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
+    reason: ReasonOpt = None,
 ) -> None:
     """Move a record along the lifecycle (e.g. promote a draft: --to active)."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         outcome = memory.transition(record_id, to, principal=principal, reason=reason)
-        _show_outcome(outcome, as_json)
+        _show_outcome(outcome)
 
 
 @app.command()
@@ -421,15 +416,12 @@ def get(
     selector: Annotated[PinKind, typer.Option(help="Which version to read.")] = (PinKind.HEAD),
     baseline: Annotated[str | None, typer.Option(help="Baseline id for baseline_ref.")] = None,
     version_id: Annotated[str | None, typer.Option(help="Version id for version_ref.")] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Read one record at a pinned version."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         chosen = VersionPin(kind=selector, baseline_id=baseline, version_id=version_id)
         view = memory.get(record_id, principal=principal, selector=chosen, version=version)
-        if _want_json(as_json):
+        if _want_json():
             render.print_json(view)
             return
         r, v = view.record, view.version
@@ -456,8 +448,8 @@ def list_(
     kind: Annotated[list[str] | None, typer.Option(help="Filter by kind (repeatable).")] = None,
     status: Annotated[list[Status] | None, typer.Option(help="Filter by status.")] = None,
     scope: Annotated[str | None, typer.Option(help="A scope glob, e.g. 'acme/*'.")] = None,
-    created_after: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    created_before: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    created_after: TimeOpt = None,
+    created_before: TimeOpt = None,
     metadata: Annotated[
         str | None, typer.Option(help="JSON object the metadata must match.")
     ] = None,
@@ -465,12 +457,9 @@ def list_(
         int, typer.Option("-k", "--limit", min=1, max=10_000, help="At most this many.")
     ] = 100,
     offset: Annotated[int, typer.Option(min=0)] = 0,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """List records you may see."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         query = RecordQuery(
             kinds=tuple(kind or ()),
             statuses=tuple(status or ()),
@@ -482,20 +471,16 @@ def list_(
             offset=offset,
         )
         _run(
-            as_json,
             lambda: memory.list_records(query, principal=principal),
             lambda rs: render.out.print(render.records_table(rs)),
         )
 
 
 @app.command()
-def history(
-    record_id: str, store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False
-) -> None:
+def history(record_id: str) -> None:
     """Every version of a record, oldest first."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.history(record_id, principal=principal),
             lambda vs: render.out.print(render.versions_table(vs, f"history of {record_id}")),
         )
@@ -505,14 +490,11 @@ def history(
 def review_list(
     status: Annotated[ProposalStatus, typer.Option()] = ProposalStatus.PENDING,
     limit: Annotated[int, typer.Option("-k", "--limit", min=1, help="At most this many.")] = 100,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Proposals waiting for review (stale ones are marked)."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         found = memory.proposals(principal=principal, status=status, limit=limit)
-        if _want_json(as_json):
+        if _want_json():
             render.print_json(found)  # as GET /v1/proposals answers
             return
         stale = {p.id for p in found if p.status is ProposalStatus.PENDING and memory.is_stale(p)}
@@ -520,13 +502,11 @@ def review_list(
 
 
 @review_app.command("show")
-def review_show(
-    proposal_id: str, store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False
-) -> None:
+def review_show(proposal_id: str) -> None:
     """One proposal: its target, the pinned version and the proposed change."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         proposal = memory.proposal(proposal_id, principal=principal)
-        if _want_json(as_json):
+        if _want_json():
             render.print_json(proposal)  # as GET /v1/proposals/{id} answers
             return
         stale = proposal.status is ProposalStatus.PENDING and memory.is_stale(proposal)
@@ -541,40 +521,29 @@ def review_show(
 
 
 @review_app.command("approve")
-def review_approve(
-    proposal_id: str,
-    reason: Annotated[str | None, typer.Option()] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+def review_approve(proposal_id: str, reason: ReasonOpt = None) -> None:
     """Accept a proposal (curators). Stale proposals are refused: rebase first."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         outcome = memory.decide(proposal_id, approve=True, principal=principal, reason=reason)
-        _show_outcome(outcome, as_json)
+        _show_outcome(outcome)
 
 
 @review_app.command("reject")
 def review_reject(
     proposal_id: str,
     reason: Annotated[str, typer.Option(help="Why (required).")],
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Reject a proposal with a reason (curators)."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         outcome = memory.decide(proposal_id, approve=False, principal=principal, reason=reason)
-        _show_outcome(outcome, as_json)
+        _show_outcome(outcome)
 
 
 @app.command()
-def rebase(
-    proposal_id: str, store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False
-) -> None:
+def rebase(proposal_id: str) -> None:
     """Re-pin a stale proposal on the current version (a new, linked proposal)."""
-    with _session(store, key) as (memory, principal):
-        _show_outcome(memory.rebase(proposal_id, principal=principal), as_json)
+    with _session() as (memory, principal):
+        _show_outcome(memory.rebase(proposal_id, principal=principal))
 
 
 @app.command()
@@ -583,13 +552,10 @@ def publish(
     record: Annotated[list[str] | None, typer.Option(help="Publish only these records.")] = None,
     name: Annotated[str | None, typer.Option(help="A name for the baseline.")] = None,
     replace: Annotated[bool, typer.Option(help="Drop records not named.")] = False,
-    reason: Annotated[str | None, typer.Option()] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
+    reason: ReasonOpt = None,
 ) -> None:
     """Promote record versions into a new baseline and publish it (curators)."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         outcome = memory.publish(
             scope,
             principal=principal,
@@ -598,8 +564,8 @@ def publish(
             replace=replace,
             reason=reason,
         )
-        _show_outcome(outcome, as_json)
-        if not _want_json(as_json):
+        _show_outcome(outcome)
+        if not _want_json():
             render.out.print(
                 f"published pointer of {scope} → "
                 f"{memory.published_baseline_id(scope, principal=principal)}"
@@ -607,11 +573,10 @@ def publish(
 
 
 @app.command()
-def refresh(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+def refresh() -> None:
     """Re-hash linked files: mark drifted records stale, re-activate matching ones."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.refresh(principal=principal),
             lambda r: render.out.print(
                 f"checked {r.checked} records · stale: {', '.join(r.marked_stale) or 'none'}"
@@ -626,14 +591,11 @@ def audit(
     action: Annotated[str | None, typer.Option(help="propose, approve, reject, rebase…")] = None,
     subject: Annotated[str | None, typer.Option(help="A record id.")] = None,
     proposal: Annotated[str | None, typer.Option()] = None,
-    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    since: TimeOpt = None,
     limit: Annotated[int, typer.Option("-k", "--limit", min=1, help="At most this many.")] = 100,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """The append-only audit log, filtered (curators)."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         query = AuditQuery(
             actor=actor,
             action=action,
@@ -643,55 +605,33 @@ def audit(
             limit=limit,
         )
         _run(
-            as_json,
             lambda: memory.audit(query, principal=principal),
             lambda es: render.out.print(render.audit_table(es)),
         )
 
 
 @app.command()
-def vacuum(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+def vacuum() -> None:
     """Archive drafts, rejected and stale records past the policy's retention."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.vacuum(principal=principal),
             lambda r: render.out.print(f"archived {len(r.archived)} records"),
         )
 
 
 @app.command()
-def status(
-    embedder: EmbedderOpt = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+def status(embedder: EmbedderOpt = None) -> None:
     """Counts of what you may see: the whole store (records, versions, proposals, audit, the
     vector lag) for a curator of every scope; your readable records and proposals otherwise."""
-    with _reader(store, key, embedder) as (memory, principal):
+    with _reader(embedder=embedder) as (memory, principal):
         counts = memory.status(principal=principal)
-        if _want_json(as_json):
-            render.print_json({"store": str(_store_path(store)), "counts": counts})
+        if _want_json():
+            render.print_json({"store": str(_store_path()), "counts": counts})
             return
-        render.out.print(f"store {_store_path(store)}")
+        render.out.print(f"store {_store_path()}")
         for name, value in sorted(counts.items()):
             render.out.print(f"  {name:<22} {value}")
-
-
-@contextmanager
-def _reader(
-    store: Path | None, key: str | None, embedder: str | None
-) -> Iterator[tuple[Memory, Principal]]:
-    """Like _session, but the memory embeds with the chosen model for vector reads."""
-    with _errors():
-        workspace = _workspace(store)
-        embedder = load_settings(store=workspace.folder, embedder=embedder).embedder
-        principal = _authenticate(workspace, key)
-        with workspace.open_memory(embedder=embedder) as memory:
-            if principal is None:  # pragma: no cover - open raises first
-                raise InvalidInput(f"no store in {workspace.folder}")
-            yield memory, principal
 
 
 def _items_table(items: Sequence[Item], title: str) -> Table:
@@ -827,21 +767,18 @@ def context(
 @app.command()
 def validate(
     record_ids: Annotated[list[str], typer.Argument(help="Record ids you intend to rely on.")],
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Check cited records: still current, active, valid, and not contradicting each other."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         report = memory.validate(record_ids, principal=principal)
-        if _want_json(as_json):
+        if _want_json():
             render.print_json(report)
-        for check in [] if _want_json(as_json) else report.records:
+        for check in [] if _want_json() else report.records:
             verdict = (
                 "[green]valid[/]" if check.valid else "[red]" + ", ".join(check.problems) + "[/]"
             )
             render.out.print(f"{check.record_id}: {verdict}")
-        for c in [] if _want_json(as_json) else report.contradictions:
+        for c in [] if _want_json() else report.contradictions:
             render.out.print(
                 f"[yellow]contradiction[/] {c.record_ids[0]} ↔ {c.record_ids[1]}: {c.reason}"
             )
@@ -875,19 +812,16 @@ def ingest(
     paths: Annotated[list[str], typer.Argument(help="Files, folders or globs ('docs/**/*.md').")],
     scope: Annotated[str, typer.Option(help="The scope the documents live in.")],
     kind: Annotated[str, typer.Option(help="The record kind.")] = "document",
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Ingest markdown/text files as evidence (unchanged files create nothing)."""
-    with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
+    with _session() as (memory, principal), render.progress(_want_json()) as bar:
         task = bar.add_task("ingest", total=None)
 
         def step(done: int, total: int, name: str) -> None:
             bar.update(task, completed=done, total=total, description=f"ingest {name}")
 
         report = memory.ingest(paths, principal=principal, scope=scope, kind=kind, progress=step)
-    if _want_json(as_json):
+    if _want_json():
         render.print_json(report)
         return
     render.out.print(
@@ -898,18 +832,13 @@ def ingest(
 
 
 @app.command()
-def reindex(
-    embedder: EmbedderOpt = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+def reindex(embedder: EmbedderOpt = None) -> None:
     """Embed every chunk that has no vector yet (the dense index catches up). Reads never
     embed; `cairn serve` and `cairn mcp` embed new writes in the background."""
-    quiet = _want_json(as_json)
-    with _reader(store, key, embedder) as (memory, _principal), render.progress(quiet) as bar:
+    quiet = _want_json()
+    with _reader(embedder=embedder) as (memory, _principal), render.progress(quiet) as bar:
         done = memory.index_pending(progress=render.counting(bar, "embedding"))
-    if _want_json(as_json):
+    if _want_json():
         render.print_json({"embedded": done})
     else:
         render.out.print(f"embedded {done} chunk texts")

@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cairn.doors import _render as render
-from cairn.doors.cli import JsonOpt, KeyOpt, StoreOpt, _errors, _run, _session, _want_json
+from cairn.doors.cli import _errors, _run, _session, _want_json
 from cairn.errors import InvalidInput
 from cairn.graph.fixtures import example_fixtures, plan_graph
 from cairn.graph.verbs import GraphIngestReport
@@ -41,9 +41,6 @@ def ingest(
     example: Annotated[
         bool, typer.Option("--example", help="Load the ACME example graph shipped with cairn.")
     ] = False,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Check every file of a graph (its JSON Schema, and that every id it names exists),
     then write it through the gate in one transaction. A second run changes nothing and
@@ -52,7 +49,7 @@ def ingest(
         if (folder is None) == (not example):
             raise InvalidInput("give a fixtures folder, or --example", field="folder")
         plan = plan_graph(folder if folder is not None else example_fixtures())
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
 
         def show(report: GraphIngestReport) -> None:
             if not report.changed:
@@ -68,13 +65,13 @@ def ingest(
                 f"{report.edges_unchanged} unchanged"
             )
 
-        _run(as_json, lambda: memory.graph_ingest(plan, principal=principal), show)
+        _run(lambda: memory.graph_ingest(plan, principal=principal), show)
 
 
 @graph_app.command("roles")
-def roles(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+def roles() -> None:
     """The role profiles you may ask as, with the policy key a passport names."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
 
         def show(found: list[dict[str, Any]]) -> None:
             table = Table(title="graph roles")
@@ -90,7 +87,7 @@ def roles(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) 
                 )  # fmt: skip
             render.out.print(table)
 
-        _run(as_json, lambda: memory.graph_roles(principal=principal), show)
+        _run(lambda: memory.graph_roles(principal=principal), show)
 
 
 def why(
@@ -109,13 +106,10 @@ def why(
     budget: Annotated[
         int, typer.Option(min=64, max=1_000_000, help="The context window, in tokens.")
     ] = 2048,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Why a decision came about, for your role: only what the role may walk and read is
     used, and the answer says when something was withheld."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         request = WhyRequest(
             anchor=anchor,
             question=question,
@@ -134,7 +128,6 @@ def why(
             )
 
         _run(
-            as_json,
             lambda: memory.why(
                 request, principal=principal, role=as_role, mode="query" if query else "ask"
             ),
@@ -143,14 +136,9 @@ def why(
 
 
 @trace_app.command("show")
-def trace_show(
-    trace_id: Annotated[str, typer.Argument(help="A trace id, trc_….")],
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+def trace_show(trace_id: Annotated[str, typer.Argument(help="A trace id, trc_….")]) -> None:
     """An answer's trace: your own copy, or the audit copy if you curate its scope."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
 
         def show(found: dict[str, Any]) -> None:
             meta = found["files"]["_meta.json"]
@@ -162,7 +150,7 @@ def trace_show(
             excluded = meta["evidence_sets"]["prompt_excluded_ids"]
             render.out.print(f"left out by the budget: {len(excluded)}")
 
-        _run(as_json, lambda: memory.trace(trace_id, principal=principal), show)
+        _run(lambda: memory.trace(trace_id, principal=principal), show)
 
 
 @trace_app.command("download")
@@ -172,17 +160,14 @@ def trace_download(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Where to write the zip.")
     ] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Write an answer's bundle (a zip) when its meta allows you to take it."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         with _errors():
             data = memory.trace_download(trace_id, name, principal=principal)
             target = output or Path(f"{trace_id}-{name}.zip")
             target.write_bytes(data)
-        if _want_json(as_json):
+        if _want_json():
             render.print_json({"path": str(target), "bytes": len(data)})
         else:
             render.out.print(f"wrote {target} ({len(data):,} bytes)")

@@ -18,18 +18,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from cairn.doors import _render as render
-from cairn.doors.cli import (
-    TIME_HELP,
-    EmbedderOpt,
-    JsonOpt,
-    KeyOpt,
-    StoreOpt,
-    _errors,
-    _reader,
-    _run,
-    _session,
-    _want_json,
-)
+from cairn.doors.cli import EmbedderOpt, TimeOpt, _errors, _reader, _run, _session, _want_json
 from cairn.errors import InvalidInput
 from cairn.ingest.records import append_events, read_events
 from cairn.model import Event, Timestamp, TocNode
@@ -63,9 +52,6 @@ def _time(value: str | None, what: str) -> datetime | None:
 @timeline_app.command("append")
 def append(
     file: Annotated[str, typer.Argument(help="A JSON Lines file of events, or - for stdin.")],
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Append events (one JSON object per line: event_id, ts, session_id, scope, agent,
     role, kind, text, metadata). Every line is checked first; an event sent again is
@@ -79,11 +65,11 @@ def append(
                     events = read_events(handle)
             except OSError as exc:
                 raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="file") from exc
-    with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
+    with _session() as (memory, principal), render.progress(_want_json()) as bar:
         progress = render.counting(bar, "append", len(events))
         report = append_events(memory, events, principal, progress=progress)
     # once the bar is gone: the output never mixes with it
-    if _want_json(as_json):
+    if _want_json():
         render.print_json(report)
     else:
         render.out.print(
@@ -94,51 +80,41 @@ def append(
 @timeline_app.command("rollup")
 def rollup(
     piece: Annotated[int, typer.Option(min=1, max=100_000, help="Events per step.")] = 20_000,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Summarise the events appended since the last rollup (curators). A stopped run
     resumes where it left off."""
-    with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
+    with _session() as (memory, principal), render.progress(_want_json()) as bar:
         # How many events wait is the kernel's to tell, once it knows the caller may build.
         report = memory.rollup(principal=principal, piece=piece, on_progress=_steps(bar, "rollup"))
-    _show_rollup(report, as_json)
+    _show_rollup(report)
 
 
 @timeline_app.command("rebuild-toc")
-def rebuild_toc(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+def rebuild_toc() -> None:
     """Rebuild every summary from the stored events (after changing the timeline's settings
     or summarizer). Unchanged nodes stay as they are; changed ones get a new version."""
-    with _session(store, key) as (memory, principal), render.progress(_want_json(as_json)) as bar:
+    with _session() as (memory, principal), render.progress(_want_json()) as bar:
         on_progress = _steps(bar, "rebuild")
         report = memory.rebuild_timeline(principal=principal, on_progress=on_progress)
-    _show_rollup(report, as_json)
+    _show_rollup(report)
 
 
 @timeline_app.command("compact")
-def compact(store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False) -> None:
+def compact() -> None:
     """Compact the store's indexes and reclaim free space (curators)."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.compact(principal=principal),
             lambda r: render.out.print(f"compacted: {r}"),
         )
 
 
 @timeline_app.command("status")
-def status(
-    embedder: EmbedderOpt = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+def status(embedder: EmbedderOpt = None) -> None:
     """How far the timeline lags the event log, and how many nodes it holds (curators of
     every scope)."""
-    with _reader(store, key, embedder) as (memory, principal):
+    with _reader(embedder=embedder) as (memory, principal):
         _run(
-            as_json,
             lambda: memory.timeline_status(principal=principal),
             lambda s: render.out.print(
                 f"lag {s.lag} events, vector lag {s.vector_lag}; nodes "
@@ -156,8 +132,8 @@ def _steps(bar: Progress, description: str) -> Callable[[RollupProgress], None]:
     )
 
 
-def _show_rollup(report: RollupReport, as_json: bool) -> None:
-    if _want_json(as_json):
+def _show_rollup(report: RollupReport) -> None:
+    if _want_json():
         render.print_json(report)
     else:
         _show_report(report)
@@ -175,13 +151,10 @@ def _show_report(report: RollupReport) -> None:
 
 
 @timeline_app.command("root")
-def root(
-    scope: ScopeOpt = None, store: StoreOpt = None, key: KeyOpt = None, as_json: JsonOpt = False
-) -> None:
+def root(scope: ScopeOpt = None) -> None:
     """The years you may see."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.timeline_root(principal=principal, scope=scope),
             lambda nodes: render.out.print(_nodes_table(nodes, "timeline")),
         )
@@ -191,14 +164,10 @@ def root(
 def node(
     node_id: str,
     version: Annotated[int | None, typer.Option(min=1, help="A past version.")] = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """One node: its summary (bullets with their grips), keywords and children."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.timeline_node(node_id, principal=principal, version=version),
             _show_node,
         )
@@ -209,14 +178,10 @@ def browse(
     node_id: str,
     after: Annotated[str | None, typer.Option(help="The last child of the previous page.")] = None,
     limit: Annotated[int, typer.Option("-k", "--limit", min=1, max=1000)] = 20,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """A node's children, in time order, a page at a time."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.timeline_browse(node_id, principal=principal, after=after, limit=limit),
             _show_page,
         )
@@ -226,17 +191,13 @@ def browse(
 def events(
     scope: ScopeOpt = None,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
-    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    since: TimeOpt = None,
+    until: TimeOpt = None,
     limit: Annotated[int, typer.Option("-k", "--limit", min=1, max=10_000)] = 100,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Raw events you may see, in source-time order."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.events(
                 principal=principal,
                 scope=scope,
@@ -254,14 +215,10 @@ def expand(
     grip_id: str,
     before: Annotated[int, typer.Option(min=0, max=50)] = 3,
     after: Annotated[int, typer.Option(min=0, max=50)] = 3,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """The events behind a grip, with some context on either side."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.expand_grip(grip_id, principal=principal, before=before, after=after),
             lambda g: _show_events([*g.before, *g.events, *g.after]),
         )
@@ -272,17 +229,13 @@ def search(
     query: str,
     k: Annotated[int, typer.Option("-k", "--limit", min=1, max=100)] = 10,
     scope: ScopeOpt = None,
-    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    since: TimeOpt = None,
+    until: TimeOpt = None,
     embedder: EmbedderOpt = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Teleport: the summaries and grips that best match QUERY, without walking the tree."""
-    with _reader(store, key, embedder) as (memory, principal):
+    with _reader(embedder=embedder) as (memory, principal):
         _run(
-            as_json,
             lambda: memory.timeline_search(
                 query,
                 principal=principal,
@@ -299,18 +252,14 @@ def search(
 def scan(
     query: str,
     node_id: Annotated[str | None, typer.Option("--node", help="Scan this node's span.")] = None,
-    since: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
-    until: Annotated[str | None, typer.Option(help=TIME_HELP)] = None,
+    since: TimeOpt = None,
+    until: TimeOpt = None,
     k: Annotated[int, typer.Option("-k", "--limit", min=1, max=100)] = 10,
     scope: ScopeOpt = None,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """Read the raw events of a span for QUERY (when search finds nothing good)."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.timeline_scan(
                 query,
                 principal=principal,
@@ -329,15 +278,11 @@ def recent(
     scope: ScopeOpt = None,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
     max_tokens: Annotated[int, typer.Option(min=50, max=100_000)] = 2000,
-    store: StoreOpt = None,
-    key: KeyOpt = None,
-    as_json: JsonOpt = False,
 ) -> None:
     """What an agent starting work should read: the latest segments, then older days and
     weeks, within a token budget, each line cited to its node version and grips."""
-    with _session(store, key) as (memory, principal):
+    with _session() as (memory, principal):
         _run(
-            as_json,
             lambda: memory.timeline_recent(
                 principal=principal, scope=scope, session_id=session, max_tokens=max_tokens
             ),

@@ -14,30 +14,18 @@ __all__ = ["admin_router"]
 
 def admin_router(memory: Memory) -> APIRouter:
     """``/v1/refresh``, ``/v1/vacuum``, ``/v1/whoami`` and ``/v1/status``."""
-    router = api_router()
+    router = api_router(tags=["admin"])
 
-    @router.post(
-        "/refresh",
-        response_model=RefreshReport,
-        tags=["admin"],
-        summary="Re-hash linked files and mark drift (curators)",
-    )
+    @router.post("/refresh", summary="Re-hash linked files and mark drift (curators)")
     def refresh(who: Who) -> RefreshReport:
         return memory.refresh(principal=who)
 
-    @router.post(
-        "/vacuum",
-        response_model=VacuumReport,
-        tags=["admin"],
-        summary="Archive records kept past retention (curators)",
-    )
+    @router.post("/vacuum", summary="Archive records kept past retention (curators)")
     def vacuum(who: Who) -> VacuumReport:
         return memory.vacuum(principal=who)
 
     @router.get(
         "/whoami",
-        response_model=Principal,
-        tags=["admin"],
         summary="Who the key belongs to: its principal's roles, scopes, labels and sensitivity",
     )
     def whoami(who: Who) -> Principal:
@@ -45,8 +33,6 @@ def admin_router(memory: Memory) -> APIRouter:
 
     @router.get(
         "/status",
-        response_model=dict[str, int],
-        tags=["admin"],
         summary="Counts of what the caller may see (the whole store for curators of every scope)",
     )
     def status(who: Who) -> dict[str, int]:

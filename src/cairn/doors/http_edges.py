@@ -41,30 +41,20 @@ class NeighboursBody(StrictBody):
 
 def edges_router(memory: Memory) -> APIRouter:
     """``/v1/edges``, ``/v1/records/{id}/edges`` and ``/v1/graph/neighbours``."""
-    router = api_router()
+    router = api_router(tags=["graph"])
 
-    @router.post(
-        "/edges",
-        response_model=ProposalOutcome,
-        tags=["graph"],
-        summary="Propose a typed edge between two records",
-    )
+    @router.post("/edges", summary="Propose a typed edge between two records")
     def link(body: LinkBody, who: Who) -> ProposalOutcome:
         return memory.link(body.edge, principal=who, reason=body.reason)
 
-    @router.get("/edges/{edge_id}", response_model=Edge, tags=["graph"], summary="One edge")
+    @router.get("/edges/{edge_id}", summary="One edge")
     def edge(
         edge_id: Annotated[str, PathParam(min_length=1, description="an edge id, e.g. edg_01J…")],
         who: Who,
     ) -> Edge:
         return memory.edge(edge_id, principal=who)
 
-    @router.post(
-        "/edges/{edge_id}/unlink",
-        response_model=ProposalOutcome,
-        tags=["graph"],
-        summary="Propose removing an edge",
-    )
+    @router.post("/edges/{edge_id}/unlink", summary="Propose removing an edge")
     def unlink(
         edge_id: Annotated[str, PathParam(min_length=1, description="an edge id, e.g. edg_01J…")],
         body: ReasonBody,
@@ -74,8 +64,6 @@ def edges_router(memory: Memory) -> APIRouter:
 
     @router.get(
         "/records/{record_id}/edges",
-        response_model=list[Edge],
-        tags=["graph"],
         summary="The edges of a record the caller may see (keyset paging by id)",
     )
     def record_edges(
@@ -100,10 +88,7 @@ def edges_router(memory: Memory) -> APIRouter:
         )
 
     @router.post(
-        "/graph/neighbours",
-        response_model=Neighbourhood,
-        tags=["graph"],
-        summary="Walk the graph from records, checking permission on every hop",
+        "/graph/neighbours", summary="Walk the graph from records, checking permission on every hop"
     )
     def neighbours(body: NeighboursBody, who: Who) -> Neighbourhood:
         return memory.neighbours(

@@ -5,7 +5,8 @@ policy passport headers are parsed here and checked by the kernel against the ke
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request, Response
 from fastapi import Path as PathParam
@@ -32,36 +33,46 @@ _PASSPORT_DOC = (
 )
 
 
+# The two ways to ask why: (mode, summary, description; the passport note follows it).
+_WHY_ROUTES: tuple[tuple[Literal["ask", "query"], str, str], ...] = (
+    (
+        "ask",
+        "Why a decision came about, as a short templated answer for your role",
+        "Walks the decision graph from `anchor` (a record id or a graph key) only along edges "
+        "your role may walk, keeps only what it may read, ranks it, clips it to the token "
+        "budget and composes the answer from what is left. `_meta` says what was withheld (as "
+        "counts, reasons and per-answer handles, never ids) and what the budget left out. ",
+    ),
+    (
+        "query",
+        "Why a decision came about, answered by the configured LLM",
+        "As `/graph/ask`, but an OpenAI-compatible chat endpoint (when the server has one) "
+        "writes the answer from the same permitted evidence; without one, or when it fails, "
+        "the templated answer comes back with `fallback_used`. ",
+    ),
+)
+
+
 def graph_router(memory: Memory) -> APIRouter:
     router = api_router(tags=["graph"])
 
-    def answer(body: WhyRequest, who: Who, request: Request, mode: str) -> dict[str, Any]:
-        passport = parse_passport(request.headers)
-        return memory.why(
-            body, principal=who, passport=passport, mode="query" if mode == "query" else "ask"
+    def answering(mode: Literal["ask", "query"]) -> Callable[..., dict[str, Any]]:
+        def answer(body: WhyRequest, who: Who, request: Request) -> dict[str, Any]:
+            passport = parse_passport(request.headers)
+            return memory.why(body, principal=who, passport=passport, mode=mode)
+
+        return answer
+
+    # /graph/ask and /graph/query differ only in who writes the answer
+    for mode, summary, description in _WHY_ROUTES:
+        router.add_api_route(
+            f"/graph/{mode}",
+            answering(mode),
+            methods=["POST"],
+            name=mode,
+            summary=summary,
+            description=description + _PASSPORT_DOC,
         )
-
-    @router.post(
-        "/graph/ask",
-        summary="Why a decision came about, as a short templated answer for your role",
-        description="Walks the decision graph from `anchor` (a record id or a graph key) "
-        "only along edges your role may walk, keeps only what it may read, ranks it, "
-        "clips it to the token budget and composes the answer from what is left. "
-        "`_meta` says what was withheld (as counts, reasons and per-answer handles, "
-        "never ids) and what the budget left out. " + _PASSPORT_DOC,
-    )
-    def ask(body: WhyRequest, who: Who, request: Request) -> dict[str, Any]:
-        return answer(body, who, request, "ask")
-
-    @router.post(
-        "/graph/query",
-        summary="Why a decision came about, answered by the configured LLM",
-        description="As `/graph/ask`, but an OpenAI-compatible chat endpoint (when the "
-        "server has one) writes the answer from the same permitted evidence; without one, "
-        "or when it fails, the templated answer comes back with `fallback_used`. " + _PASSPORT_DOC,
-    )
-    def query(body: WhyRequest, who: Who, request: Request) -> dict[str, Any]:
-        return answer(body, who, request, "query")
 
     @router.get(
         "/graph/roles",

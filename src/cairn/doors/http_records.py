@@ -110,23 +110,13 @@ def records_router(memory: Memory) -> APIRouter:
     """``/v1/records`` and the bulk writes: every write a proposal the gate decides."""
     router = api_router()
 
-    @router.post(
-        "/records",
-        response_model=ProposalOutcome,
-        tags=["records"],
-        summary="Propose a new record (or record a draft)",
-    )
+    @router.post("/records", tags=["records"], summary="Propose a new record (or record a draft)")
     def remember(body: RememberBody, who: Who) -> ProposalOutcome:
         return memory.remember(
             body.content, principal=who, draft=body.draft, paths=body.paths, reason=body.reason
         )
 
-    @router.get(
-        "/records",
-        response_model=list[Record],
-        tags=["records"],
-        summary="List records visible to the caller",
-    )
+    @router.get("/records", tags=["records"], summary="List records visible to the caller")
     def list_records(
         who: Who,
         kind: Annotated[list[Kind] | None, Query(max_length=MAX_LIST_ITEMS)] = None,
@@ -154,7 +144,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.get(
         "/records/{record_id}",
-        response_model=RecordView,
         tags=["records"],
         summary="One record at the version a selector chooses",
     )
@@ -170,7 +159,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.get(
         "/records/{record_id}/resolve",
-        response_model=Record,
         tags=["records"],
         summary="Follow the supersession chain to its end",
     )
@@ -179,7 +167,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.get(
         "/records/{record_id}/versions",
-        response_model=list[Version],
         tags=["versions"],
         summary="Every version of a record the caller may see",
     )
@@ -195,7 +182,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.get(
         "/records/{record_id}/versions/{number}",
-        response_model=RecordView,
         tags=["versions"],
         summary="One version by its number",
     )
@@ -206,7 +192,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.patch(
         "/records/{record_id}",
-        response_model=ProposalOutcome,
         tags=["records"],
         summary="Propose an update (pin base_version_id to detect staleness)",
     )
@@ -220,10 +205,7 @@ def records_router(memory: Memory) -> APIRouter:
         )
 
     @router.post(
-        "/records/{record_id}/supersede",
-        response_model=ProposalOutcome,
-        tags=["records"],
-        summary="Propose superseding a record",
+        "/records/{record_id}/supersede", tags=["records"], summary="Propose superseding a record"
     )
     def supersede(record_id: RecordId, body: SupersedeBody, who: Who) -> ProposalOutcome:
         if isinstance(body, SupersedeByRecord):
@@ -232,7 +214,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.post(
         "/records/{record_id}/transition",
-        response_model=ProposalOutcome,
         tags=["review"],
         summary="Move a record along its lifecycle (curators)",
     )
@@ -240,17 +221,13 @@ def records_router(memory: Memory) -> APIRouter:
         return memory.transition(record_id, body.to, principal=who, reason=body.reason)
 
     @router.post(
-        "/records/{record_id}/archive",
-        response_model=ProposalOutcome,
-        tags=["review"],
-        summary="Archive a record (curators)",
+        "/records/{record_id}/archive", tags=["review"], summary="Archive a record (curators)"
     )
     def archive(record_id: RecordId, body: ReasonBody, who: Who) -> ProposalOutcome:
         return memory.archive(record_id, principal=who, reason=body.reason)
 
     @router.post(
         "/records/{record_id}/restore",
-        response_model=ProposalOutcome,
         tags=["review"],
         summary="Restore an archived record (curators)",
     )
@@ -259,7 +236,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.post(
         "/ingest",
-        response_model=IngestReport,
         tags=["records"],
         summary="Ingest repository files as evidence records (through the gate)",
     )
@@ -268,7 +244,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.post(
         "/remember_many",
-        response_model=list[ProposalOutcome],
         tags=["records"],
         summary="Propose many records at once; each is decided on its own",
     )
@@ -277,7 +252,6 @@ def records_router(memory: Memory) -> APIRouter:
 
     @router.post(
         "/records:batch",
-        response_model=list[ProposalOutcome],
         tags=["records"],
         summary="Store many records in one governed transaction, audited once",
     )

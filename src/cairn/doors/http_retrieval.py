@@ -110,10 +110,7 @@ def retrieval_router(memory: Memory) -> APIRouter:
     router = api_router()
 
     @router.post(
-        "/read_context",
-        response_model=ReadContextResponse,
-        tags=["retrieval"],
-        summary="Citeable context for a scope, version-pinned",
+        "/read_context", tags=["retrieval"], summary="Citeable context for a scope, version-pinned"
     )
     def read_context(body: ContextBody, who: Who) -> ReadContextResponse:
         return memory.read_context(body, principal=who)
@@ -158,17 +155,13 @@ def retrieval_router(memory: Memory) -> APIRouter:
         )
 
     @router.post(
-        "/validate",
-        response_model=ValidationReport,
-        tags=["retrieval"],
-        summary="May these cited records still be relied on?",
+        "/validate", tags=["retrieval"], summary="May these cited records still be relied on?"
     )
     def validate(body: ValidateBody, who: Who) -> ValidationReport:
         return memory.validate(body.ids, principal=who)
 
     @router.post(
         "/for_path",
-        response_model=RetrievalResult,
         tags=["retrieval"],
         summary="Memory linked to a repository path (drafts included)",
     )
@@ -177,7 +170,6 @@ def retrieval_router(memory: Memory) -> APIRouter:
 
     @router.post(
         "/for_symbol",
-        response_model=RetrievalResult,
         tags=["retrieval"],
         summary="Memory that mentions a code symbol (drafts included)",
     )
@@ -187,17 +179,13 @@ def retrieval_router(memory: Memory) -> APIRouter:
         )
 
     @router.post(
-        "/validate_claims",
-        response_model=ClaimsReport,
-        tags=["retrieval"],
-        summary="Check free-text claims against memory",
+        "/validate_claims", tags=["retrieval"], summary="Check free-text claims against memory"
     )
     def validate_claims(body: ClaimsBody, who: Who) -> ClaimsReport:
         return memory.validate_claims(body.text, principal=who, scope=body.scope)
 
     @router.post(
         "/research",
-        response_model=ResearchAnswer,
         tags=["retrieval"],
         summary="The Researcher: plan, retrieve, retry, summarise with citations",
     )

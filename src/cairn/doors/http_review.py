@@ -48,7 +48,6 @@ def review_router(memory: Memory) -> APIRouter:
 
     @router.get(
         "/proposals",
-        response_model=list[Proposal],
         tags=["review"],
         summary="The review queue (curators see all; others their own)",
     )
@@ -65,15 +64,12 @@ def review_router(memory: Memory) -> APIRouter:
             principal=who, status=status, limit=limit, offset=offset, after=after
         )
 
-    @router.get(
-        "/proposals/{proposal_id}", response_model=Proposal, tags=["review"], summary="One proposal"
-    )
+    @router.get("/proposals/{proposal_id}", tags=["review"], summary="One proposal")
     def proposal(proposal_id: ProposalId, who: Who) -> Proposal:
         return memory.proposal(proposal_id, principal=who)
 
     @router.post(
         "/proposals/{proposal_id}/decision",
-        response_model=ProposalOutcome,
         tags=["review"],
         summary="Approve or reject a queued proposal (curators)",
     )
@@ -82,19 +78,13 @@ def review_router(memory: Memory) -> APIRouter:
 
     @router.post(
         "/proposals/{proposal_id}/rebase",
-        response_model=ProposalOutcome,
         tags=["review"],
         summary="Re-base a stale proposal on the current version",
     )
     def rebase(proposal_id: ProposalId, who: Who) -> ProposalOutcome:
         return memory.rebase(proposal_id, principal=who)
 
-    @router.post(
-        "/publish",
-        response_model=ProposalOutcome,
-        tags=["review"],
-        summary="Publish a baseline for a scope (curators)",
-    )
+    @router.post("/publish", tags=["review"], summary="Publish a baseline for a scope (curators)")
     def publish(body: PublishBody, who: Who) -> ProposalOutcome:
         return memory.publish(
             body.scope,
@@ -106,21 +96,11 @@ def review_router(memory: Memory) -> APIRouter:
             reason=body.reason,
         )
 
-    @router.get(
-        "/baselines",
-        response_model=list[Baseline],
-        tags=["review"],
-        summary="Baselines in the caller's scopes",
-    )
+    @router.get("/baselines", tags=["review"], summary="Baselines in the caller's scopes")
     def baselines(who: Who, scope: ScopePath | None = None) -> list[Baseline]:
         return memory.baselines(scope, principal=who)
 
-    @router.get(
-        "/audit",
-        response_model=list[AuditEntry],
-        tags=["admin"],
-        summary="The audit log (curators)",
-    )
+    @router.get("/audit", tags=["admin"], summary="The audit log (curators)")
     def audit(
         who: Who,
         actor: Name | None = None,

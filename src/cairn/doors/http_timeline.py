@@ -53,16 +53,13 @@ def timeline_router(memory: Memory) -> APIRouter:
 
     @router.post(
         "/events",
-        response_model=AppendReport,
         summary="Append events (idempotent by event id; the same id with other content is refused)",
     )
     def append(body: AppendBody, who: Who) -> AppendReport:
         return memory.append_events(body.events, principal=who)
 
     @router.get(
-        "/events",
-        response_model=list[Event],
-        summary="Events the caller may read, in source-time order, a page at a time",
+        "/events", summary="Events the caller may read, in source-time order, a page at a time"
     )
     def events(
         who: Who,
@@ -100,13 +97,12 @@ def timeline_router(memory: Memory) -> APIRouter:
             limit=limit,
         )
 
-    @router.get("/root", response_model=list[TocNode], summary="The years the caller may see")
+    @router.get("/root", summary="The years the caller may see")
     def root(who: Who, scope: Scope = None) -> list[TocNode]:
         return memory.timeline_root(principal=who, scope=scope)
 
     @router.get(
         "/nodes/{node_id}",
-        response_model=TocNode,
         summary="One node with its summary, grips and children (latest, or a version)",
     )
     def node(
@@ -115,9 +111,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         return memory.timeline_node(node_id, principal=who, version=version)
 
     @router.get(
-        "/nodes/{node_id}/children",
-        response_model=NodePage,
-        summary="A node's children in time order, a page at a time",
+        "/nodes/{node_id}/children", summary="A node's children in time order, a page at a time"
     )
     def browse(
         node_id: NodeId,
@@ -127,11 +121,7 @@ def timeline_router(memory: Memory) -> APIRouter:
     ) -> NodePage:
         return memory.timeline_browse(node_id, principal=who, after=after, limit=limit)
 
-    @router.get(
-        "/grips/{grip_id}",
-        response_model=ExpandedGrip,
-        summary="The events behind a grip, with context on either side",
-    )
+    @router.get("/grips/{grip_id}", summary="The events behind a grip, with context on either side")
     def expand(
         grip_id: GripId,
         who: Who,
@@ -140,11 +130,7 @@ def timeline_router(memory: Memory) -> APIRouter:
     ) -> ExpandedGrip:
         return memory.expand_grip(grip_id, principal=who, before=before, after=after)
 
-    @router.get(
-        "/search",
-        response_model=list[TeleportHit],
-        summary="Teleport: the summaries and grips that best match a query",
-    )
+    @router.get("/search", summary="Teleport: the summaries and grips that best match a query")
     def search(
         who: Who,
         q: QueryText,
@@ -155,11 +141,7 @@ def timeline_router(memory: Memory) -> APIRouter:
     ) -> list[TeleportHit]:
         return memory.timeline_search(q, principal=who, scope=scope, k=k, since=since, until=until)
 
-    @router.get(
-        "/recent",
-        response_model=RecentContext,
-        summary="What an agent starting work should read, within a token budget",
-    )
+    @router.get("/recent", summary="What an agent starting work should read, within a token budget")
     def recent(
         who: Who,
         scope: Scope = None,
@@ -171,9 +153,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         )
 
     @router.get(
-        "/scan",
-        response_model=ScanReport,
-        summary="Read the raw events of a node's span (or a time range) for a query",
+        "/scan", summary="Read the raw events of a node's span (or a time range) for a query"
     )
     def scan(
         who: Who,
@@ -189,25 +169,17 @@ def timeline_router(memory: Memory) -> APIRouter:
         )
 
     @router.post(
-        "/rollup",
-        response_model=RollupReport,
-        summary="Summarise the events appended since the last rollup (curators)",
+        "/rollup", summary="Summarise the events appended since the last rollup (curators)"
     )
     def rollup(who: Who, body: RollupBody | None = None) -> RollupReport:
         return memory.rollup(principal=who, piece=(body or RollupBody()).piece)
 
-    @router.post(
-        "/rebuild",
-        response_model=RollupReport,
-        summary="Rebuild every summary from the stored events (curators)",
-    )
+    @router.post("/rebuild", summary="Rebuild every summary from the stored events (curators)")
     def rebuild(who: Who) -> RollupReport:
         return memory.rebuild_timeline(principal=who)
 
     @router.get(
-        "/status",
-        response_model=TimelineStatus,
-        summary="How far the timeline lags the event log (curators of every scope)",
+        "/status", summary="How far the timeline lags the event log (curators of every scope)"
     )
     def status(who: Who) -> TimelineStatus:
         return memory.timeline_status(principal=who)

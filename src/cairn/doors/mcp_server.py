@@ -80,6 +80,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 PrincipalFor = Callable[[Context], Principal]
 
 MCP_TOOLS = (
@@ -111,6 +112,13 @@ _GLOB = re.compile(r"[*?\[]")
 
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+# Parameters several tools take, each described once.
+_ScopeGlob = Annotated[str | None, Field(description="only this scope or scope glob, e.g. acme/*")]
+_TimelineScope = Annotated[str | None, Field(description="only this scope or scope glob")]
+_SessionId = Annotated[str | None, Field(description="only this session")]
+_NotBefore = Annotated[Timestamp | None, Field(description="not before (RFC 3339)")]
+_NotAfter = Annotated[Timestamp | None, Field(description="not after (RFC 3339)")]
 
 _STATUS_WORD: dict[Verdict, Literal["approved", "pending", "rejected"]] = {
     Verdict.APPROVE: "approved",
@@ -563,6 +571,18 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
     def who(ctx: Context) -> Principal:
         return _run(lambda: principal_for(ctx))
 
+    def as_caller(ctx: Context, call: Callable[[Principal], T]) -> T:
+        """``call`` as the principal the request's key names; a kernel error (a bad key's
+        too) comes back as a tool error the agent can read."""
+        principal = who(ctx)
+        return _run(lambda: call(principal))
+
+    def tool(
+        name: str, title: str, description: str, annotations: ToolAnnotations = _READ
+    ) -> Callable[[F], F]:
+        """Register a tool; most only read, so that is the default."""
+        return server.tool(name=name, title=title, description=description, annotations=annotations)
+
     def auto_mode(mode: Mode | None) -> Mode:
         # Without an embedder the memory answers keyword searches only.
         if mode is not None:
@@ -574,9 +594,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
     def described(text: str) -> str:
         return text.replace("{kinds}", kind_names)
 
-    @server.tool(
-        name="remember", title="Remember", description=described(_REMEMBER), annotations=_WRITE
-    )
+    @tool("remember", "Remember", described(_REMEMBER), _WRITE)
     def remember(
         kind: Annotated[
             str,
@@ -622,9 +640,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         ] = None,
         reason: Annotated[str | None, Field(description="why it is worth keeping")] = None,
     ) -> StoreResult:
-        principal = who(ctx)
-
-        def call() -> StoreResult:
+        def call(principal: Principal) -> StoreResult:
             content = Content(
                 kind=kind,
                 scope=scope or memory.default_scope(principal=principal),
@@ -640,7 +656,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             )
             return _stored(outcome)
 
-        return _run(call)
+        return as_caller(ctx, call)
 
     @server.tool(name="recall", title="Recall", description=described(_RECALL), annotations=_READ)
     def recall(
@@ -739,7 +755,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
 
         return _run(call)
 
-    @server.tool(name="read", title="Read a record", description=_READ_RECORD, annotations=_READ)
+    @tool("read", "Read a record", _READ_RECORD)
     def read(
         record_id: Annotated[str, Field(description="the record's id, e.g. rec_01J…")],
         ctx: Context,
@@ -750,9 +766,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             str | None, Field(description="a version id from a citation, e.g. ver_01J…")
         ] = None,
     ) -> RecordView:
-        principal = who(ctx)
-
-        def call() -> RecordView:
+        def call(principal: Principal) -> RecordView:
             if version is not None and version_id is not None:
                 raise InvalidInput("give version or version_id, not both", field="version_id")
             pin = (
@@ -760,9 +774,9 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             )
             return memory.get(record_id, principal=principal, version=version, selector=pin)
 
-        return _run(call)
+        return as_caller(ctx, call)
 
-    @server.tool(name="list", title="List records", description=described(_LIST), annotations=_READ)
+    @tool("list", "List records", described(_LIST))
     def list_records(
         ctx: Context,
         kind: Annotated[
@@ -771,9 +785,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         status: Annotated[
             list[Status] | None, Field(description='only these statuses, e.g. ["active"]')
         ] = None,
-        scope: Annotated[
-            str | None, Field(description="only this scope or scope glob, e.g. acme/*")
-        ] = None,
+        scope: _ScopeGlob = None,
         created_after: Annotated[Timestamp | None, Field(description="RFC 3339")] = None,
         created_before: Annotated[Timestamp | None, Field(description="RFC 3339")] = None,
         limit: Annotated[int, Field(ge=1, le=10_000, description="records per page")] = 100,
@@ -782,9 +794,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             str | None, Field(description="next_after of the previous page, for the next one")
         ] = None,
     ) -> RecordPage:
-        principal = who(ctx)
-
-        def call() -> RecordPage:
+        def call(principal: Principal) -> RecordPage:
             query = RecordQuery(
                 kinds=tuple(kind or ()),
                 statuses=tuple(status or ()),
@@ -804,11 +814,9 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
                 next_after=found[-1].id if len(found) == limit else None,
             )
 
-        return _run(call)
+        return as_caller(ctx, call)
 
-    @server.tool(
-        name="propose_change", title="Propose a change", description=_PROPOSE, annotations=_WRITE
-    )
+    @tool("propose_change", "Propose a change", _PROPOSE, _WRITE)
     def propose_change(
         op: Annotated[
             Literal["update", "supersede"],
@@ -835,9 +843,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         ] = None,
         reason: Annotated[str | None, Field(description="why it should change")] = None,
     ) -> StoreResult:
-        principal = who(ctx)
-
-        def call() -> StoreResult:
+        def call(principal: Principal) -> StoreResult:
             if op == "update":
                 for name, value in (("by", by), ("content", content)):
                     if value is not None:
@@ -871,9 +877,9 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             )
             return _stored(outcome)
 
-        return _run(call)
+        return as_caller(ctx, call)
 
-    @server.tool(name="check", title="Check", description=_CHECK, annotations=_READ)
+    @tool("check", "Check", _CHECK)
     def check(
         ctx: Context,
         ids: Annotated[
@@ -887,9 +893,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             str | None, Field(description="check text against this scope or glob only")
         ] = None,
     ) -> CheckReport:
-        principal = who(ctx)
-
-        def call() -> CheckReport:
+        def call(principal: Principal) -> CheckReport:
             if not ids and text is None:
                 raise InvalidInput("give ids, text or both", field="ids")
             if scope is not None and text is None:
@@ -903,79 +907,60 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
                 ),
             )
 
-        return _run(call)
+        return as_caller(ctx, call)
 
-    @server.tool(name="research", title="Research", description=_RESEARCH, annotations=_READ)
+    @tool("research", "Research", _RESEARCH)
     def research(
         question: Annotated[str, Field(description="the question to answer from memory")],
         ctx: Context,
-        scope: Annotated[
-            str | None, Field(description="only this scope or scope glob, e.g. acme/*")
-        ] = None,
+        scope: _ScopeGlob = None,
         max_tokens: Annotated[
             int, Field(ge=1, description="the token budget for the cited items")
         ] = 4000,
     ) -> ResearchAnswer:
-        principal = who(ctx)
-        return _run(
-            lambda: memory.research(
+        return as_caller(
+            ctx,
+            lambda principal: memory.research(
                 question, principal=principal, scope=scope, max_tokens=max_tokens
-            )
+            ),
         )
 
-    @server.tool(
-        name="timeline_search",
-        title="Search the timeline",
-        description=_TIMELINE_SEARCH,
-        annotations=_READ,
-    )
+    @tool("timeline_search", "Search the timeline", _TIMELINE_SEARCH)
     def timeline_search(
         q: Annotated[str, Field(description="what to look for in past conversations")],
         ctx: Context,
-        scope: Annotated[str | None, Field(description="only this scope or scope glob")] = None,
+        scope: _TimelineScope = None,
         k: Annotated[
             int, Field(ge=1, le=MAX_TIMELINE_HITS, description="at most this many hits")
         ] = 10,
-        since: Annotated[Timestamp | None, Field(description="not before (RFC 3339)")] = None,
-        until: Annotated[Timestamp | None, Field(description="not after (RFC 3339)")] = None,
+        since: _NotBefore = None,
+        until: _NotAfter = None,
     ) -> TimelineHits:
-        principal = who(ctx)
-
-        def call() -> TimelineHits:
+        def call(principal: Principal) -> TimelineHits:
             found = memory.timeline_search(
                 q, principal=principal, scope=scope, k=k, since=since, until=until
             )
             return TimelineHits(hits=found)
 
-        return _run(call)
+        return as_caller(ctx, call)
 
-    @server.tool(
-        name="timeline_recent",
-        title="Recent context",
-        description=_TIMELINE_RECENT,
-        annotations=_READ,
-    )
+    @tool("timeline_recent", "Recent context", _TIMELINE_RECENT)
     def timeline_recent(
         ctx: Context,
-        scope: Annotated[str | None, Field(description="only this scope or scope glob")] = None,
-        session_id: Annotated[str | None, Field(description="only this session")] = None,
+        scope: _TimelineScope = None,
+        session_id: _SessionId = None,
         max_tokens: Annotated[
             int, Field(ge=50, le=100_000, description="the token budget of the answer")
         ] = 2000,
     ) -> RecentContext:
-        principal = who(ctx)
-        return _run(
-            lambda: memory.timeline_recent(
+        return as_caller(
+            ctx,
+            lambda principal: memory.timeline_recent(
                 principal=principal, scope=scope, session_id=session_id, max_tokens=max_tokens
-            )
+            ),
         )
 
-    @server.tool(
-        name="timeline_expand",
-        title="Expand a grip",
-        description=_TIMELINE_EXPAND,
-        annotations=_READ,
-    )
+    @tool("timeline_expand", "Expand a grip", _TIMELINE_EXPAND)
     def timeline_expand(
         grip_id: Annotated[str, Field(description="a grip id from a summary, grp_…")],
         ctx: Context,
@@ -986,23 +971,20 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             int, Field(ge=0, le=50, description="events of context after the grip")
         ] = 3,
     ) -> ExpandedGrip:
-        principal = who(ctx)
-        return _run(
-            lambda: memory.expand_grip(grip_id, principal=principal, before=before, after=after)
+        return as_caller(
+            ctx,
+            lambda principal: memory.expand_grip(
+                grip_id, principal=principal, before=before, after=after
+            ),
         )
 
-    @server.tool(
-        name="timeline_events",
-        title="Timeline events",
-        description=_TIMELINE_EVENTS,
-        annotations=_READ,
-    )
+    @tool("timeline_events", "Timeline events", _TIMELINE_EVENTS)
     def timeline_events(
         ctx: Context,
-        scope: Annotated[str | None, Field(description="only this scope or scope glob")] = None,
-        session_id: Annotated[str | None, Field(description="only this session")] = None,
-        since: Annotated[Timestamp | None, Field(description="not before (RFC 3339)")] = None,
-        until: Annotated[Timestamp | None, Field(description="not after (RFC 3339)")] = None,
+        scope: _TimelineScope = None,
+        session_id: _SessionId = None,
+        since: _NotBefore = None,
+        until: _NotAfter = None,
         after_ts: Annotated[
             Timestamp | None, Field(description="the ts of the last event of the previous page")
         ] = None,
@@ -1014,9 +996,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         ] = None,
         limit: Annotated[int, Field(ge=1, le=10_000, description="events per page")] = 100,
     ) -> EventPage:
-        principal = who(ctx)
-
-        def call() -> EventPage:
+        def call(principal: Principal) -> EventPage:
             cursor: EventCursor | None = None
             if (after_ts is None) != (after_id is None):
                 raise InvalidInput("give after_ts and after_id together", field="after_id")
@@ -1037,9 +1017,9 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             )
             return EventPage(events=found)
 
-        return _run(call)
+        return as_caller(ctx, call)
 
-    @server.tool(name="graph_why", title="Why", description=_GRAPH_WHY, annotations=_READ)
+    @tool("graph_why", "Why", _GRAPH_WHY)
     def graph_why(
         anchor: Annotated[
             str,
@@ -1058,13 +1038,11 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         ] = None,
         hops: Annotated[int, Field(ge=1, le=3, description="how far to walk the graph")] = 1,
     ) -> WhyResult:
-        principal = who(ctx)
-
-        def call() -> WhyResult:
+        def call(principal: Principal) -> WhyResult:
             request = WhyRequest(anchor=anchor, question=question, hops=hops)
             return WhyResult.model_validate(memory.why(request, principal=principal, role=role))
 
-        return _run(call)
+        return as_caller(ctx, call)
 
     def _read(uri: str, record_id: str, version: str | None, ctx: Context) -> str:
         if version is not None and not _VERSION_NUMBER.fullmatch(version):
