@@ -12,7 +12,7 @@ from cairn.governance.gate_plans import GatePlans, Plan
 from cairn.model import Principal, Proposal, ProposalOutcome, ProposalStatus, Record, Verdict
 from cairn.store.base import ChangeSet, ExpectProposal, PutEdge, PutProposal, Write
 
-__all__ = ["Acceptance", "GateOutcomes", "duplicate_feedback"]
+__all__ = ["Acceptance", "GateOutcomes", "closed", "duplicate_feedback"]
 
 
 def duplicate_feedback(existing: Record) -> str:
@@ -24,7 +24,7 @@ def duplicate_feedback(existing: Record) -> str:
     )
 
 
-def _closed(
+def closed(
     proposal: Proposal,
     status: ProposalStatus,
     principal: Principal,
@@ -67,7 +67,7 @@ class GateOutcomes(GatePlans):
         feedback: str,
         now: datetime,
     ) -> ProposalOutcome:
-        rejected = _closed(
+        rejected = closed(
             proposal, ProposalStatus.REJECTED, principal, rule=rule, reason=feedback, now=now
         )
         return ProposalOutcome(proposal=rejected, decision=Verdict.REJECT, feedback=feedback)
@@ -80,7 +80,7 @@ class GateOutcomes(GatePlans):
         proposal's own row and its ACCEPTED_AS edge included). ``plan`` is given when the
         change names records the same transaction makes (a graph's edges)."""
         plan = plan if plan is not None else self._plan(proposal, now)
-        accepted = _closed(
+        accepted = closed(
             proposal, ProposalStatus.ACCEPTED, principal, rule=rule, reason=reason, now=now,
             result_record_id=plan.record.id if plan.record else None,
             result_version_id=plan.version.id if plan.version else None,
