@@ -76,91 +76,51 @@ _HOME = {
     ),
 }
 
-__all__ = [
-    "AppendReport",
-    "AuditQuery",
-    "CairnError",
-    "Conflict",
-    "Content",
-    "ContentPatch",
-    "Event",
-    "EventDraft",
-    "Grip",
-    "InvalidInput",
-    "LocalMemory",
-    "Memory",
-    "MemoryClient",
-    "NotFound",
-    "PayloadTooLarge",
-    "PermissionDenied",
-    "PinKind",
-    "PolicyError",
-    "Principal",
-    "PrincipalKind",
-    "Proposal",
-    "ProposalOutcome",
-    "Record",
-    "RecordQuery",
-    "RecordView",
-    "RemoteMemory",
-    "Sensitivity",
-    "Settings",
-    "StaleProposal",
-    "Status",
-    "StoreError",
-    "TocNode",
-    "Unauthenticated",
-    "Verdict",
-    "Version",
-    "VersionPin",
-    "Workspace",
-    "connect",
-    "load_settings",
-    "open",
-]
+# ``_HOME`` is the one list of the public names: type checkers, which cannot read a computed
+# ``__all__``, see each one re-exported by name (``X as X``) below.
+__all__ = sorted(_HOME)
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ loads
-    from cairn.client import MemoryClient
-    from cairn.client.local import LocalMemory, open
-    from cairn.client.remote import RemoteMemory, connect
-    from cairn.config import Settings, load_settings
-    from cairn.errors import (
-        CairnError,
-        Conflict,
-        InvalidInput,
-        NotFound,
-        PayloadTooLarge,
-        PermissionDenied,
-        PolicyError,
-        StaleProposal,
-        StoreError,
-        Unauthenticated,
-    )
-    from cairn.memory import Memory
-    from cairn.model import (
-        AppendReport,
-        AuditQuery,
-        Content,
-        ContentPatch,
-        Event,
-        EventDraft,
-        Grip,
-        PinKind,
-        Principal,
-        PrincipalKind,
-        Proposal,
-        ProposalOutcome,
-        Record,
-        RecordQuery,
-        RecordView,
-        Sensitivity,
-        Status,
-        TocNode,
-        Verdict,
-        Version,
-        VersionPin,
-    )
-    from cairn.workspace import Workspace
+    from cairn.client import MemoryClient as MemoryClient
+    from cairn.client.local import LocalMemory as LocalMemory
+    from cairn.client.local import open as open
+    from cairn.client.remote import RemoteMemory as RemoteMemory
+    from cairn.client.remote import connect as connect
+    from cairn.config import Settings as Settings
+    from cairn.config import load_settings as load_settings
+    from cairn.errors import CairnError as CairnError
+    from cairn.errors import Conflict as Conflict
+    from cairn.errors import InvalidInput as InvalidInput
+    from cairn.errors import NotFound as NotFound
+    from cairn.errors import PayloadTooLarge as PayloadTooLarge
+    from cairn.errors import PermissionDenied as PermissionDenied
+    from cairn.errors import PolicyError as PolicyError
+    from cairn.errors import StaleProposal as StaleProposal
+    from cairn.errors import StoreError as StoreError
+    from cairn.errors import Unauthenticated as Unauthenticated
+    from cairn.memory import Memory as Memory
+    from cairn.model import AppendReport as AppendReport
+    from cairn.model import AuditQuery as AuditQuery
+    from cairn.model import Content as Content
+    from cairn.model import ContentPatch as ContentPatch
+    from cairn.model import Event as Event
+    from cairn.model import EventDraft as EventDraft
+    from cairn.model import Grip as Grip
+    from cairn.model import PinKind as PinKind
+    from cairn.model import Principal as Principal
+    from cairn.model import PrincipalKind as PrincipalKind
+    from cairn.model import Proposal as Proposal
+    from cairn.model import ProposalOutcome as ProposalOutcome
+    from cairn.model import Record as Record
+    from cairn.model import RecordQuery as RecordQuery
+    from cairn.model import RecordView as RecordView
+    from cairn.model import Sensitivity as Sensitivity
+    from cairn.model import Status as Status
+    from cairn.model import TocNode as TocNode
+    from cairn.model import Verdict as Verdict
+    from cairn.model import Version as Version
+    from cairn.model import VersionPin as VersionPin
+    from cairn.workspace import Workspace as Workspace
 
 
 def __getattr__(name: str) -> Any:

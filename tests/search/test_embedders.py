@@ -252,7 +252,7 @@ def test_factory_builds_each_backend_lazily() -> None:
     default = make_embedder()
     assert isinstance(default, CachedEmbedder)
     assert isinstance(default.inner, OnnxMiniLMEmbedder)
-    assert default.inner._session is None
+    assert not default.inner._session.made
     assert isinstance(make_embedder("static", cached=False), StaticEmbedder)
     remote = make_embedder("openai:http://127.0.0.1:9/v1#nomic-embed-text", cached=False)
     assert isinstance(remote, OpenAIEmbedder)

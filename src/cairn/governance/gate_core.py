@@ -88,17 +88,20 @@ class GateCore:
             scope=scope,
             record_id=target.id if target else None,
             base_version_id=base_version_id,
-            base_baseline_id=(
-                self.store.published_baseline_id(scope)
-                if isinstance(change, PublishChange)
-                else None
-            ),
+            base_baseline_id=self._base_baseline_id(change, scope),
             principal_id=principal.id,
             principal_roles=principal.roles,
             status=ProposalStatus.PENDING,
             created_at=now,
             reason=reason,
         )
+
+    def _base_baseline_id(self, change: Change, scope: str) -> str | None:
+        """What a publish is pinned to: the scope's published baseline as it is now (a
+        change of any other kind is pinned to its record's version instead)."""
+        if isinstance(change, PublishChange):
+            return self.store.published_baseline_id(scope)
+        return None
 
     def is_stale(self, proposal: Proposal) -> bool:
         if isinstance(proposal.change, PublishChange):

@@ -4,7 +4,7 @@ or accepted, each closed with who decided and why, audited and committed."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import NoReturn
+from typing import NoReturn, TypedDict, Unpack
 
 from cairn.errors import DuplicateContent
 from cairn.governance import links
@@ -12,7 +12,7 @@ from cairn.governance.gate_plans import GatePlans, Plan
 from cairn.model import Principal, Proposal, ProposalOutcome, ProposalStatus, Record, Verdict
 from cairn.store.base import ChangeSet, ExpectProposal, PutEdge, PutProposal, Write
 
-__all__ = ["GateOutcomes", "duplicate_feedback"]
+__all__ = ["Acceptance", "GateOutcomes", "closed", "duplicate_feedback"]
 
 
 def duplicate_feedback(existing: Record) -> str:
@@ -24,7 +24,7 @@ def duplicate_feedback(existing: Record) -> str:
     )
 
 
-def _closed(
+def closed(
     proposal: Proposal,
     status: ProposalStatus,
     principal: Principal,
@@ -38,6 +38,17 @@ def _closed(
     (accepted) what it made."""
     update = {"status": status, "rule": rule, "reason": reason, "decided_by": principal.id}
     return proposal.model_copy(update={**update, "decided_at": now, **results})
+
+
+class Acceptance(TypedDict):
+    """How a proposal is accepted: by which rule and why, whether the gate decided it alone
+    (``auto``), and whether it waited in the queue (``stored``: its commit must then find it
+    still pending)."""
+
+    rule: str
+    reason: str | None
+    auto: bool
+    stored: bool
 
 
 class GateOutcomes(GatePlans):
@@ -56,7 +67,7 @@ class GateOutcomes(GatePlans):
         feedback: str,
         now: datetime,
     ) -> ProposalOutcome:
-        rejected = _closed(
+        rejected = closed(
             proposal, ProposalStatus.REJECTED, principal, rule=rule, reason=feedback, now=now
         )
         return ProposalOutcome(proposal=rejected, decision=Verdict.REJECT, feedback=feedback)
@@ -69,7 +80,7 @@ class GateOutcomes(GatePlans):
         proposal's own row and its ACCEPTED_AS edge included). ``plan`` is given when the
         change names records the same transaction makes (a graph's edges)."""
         plan = plan if plan is not None else self._plan(proposal, now)
-        accepted = _closed(
+        accepted = closed(
             proposal, ProposalStatus.ACCEPTED, principal, rule=rule, reason=reason, now=now,
             result_record_id=plan.record.id if plan.record else None,
             result_version_id=plan.version.id if plan.version else None,
@@ -190,19 +201,9 @@ class GateOutcomes(GatePlans):
         return outcome
 
     def _accept(
-        self,
-        proposal: Proposal,
-        principal: Principal,
-        *,
-        rule: str,
-        reason: str | None,
-        auto: bool,
-        stored: bool,
+        self, proposal: Proposal, principal: Principal, **how: Unpack[Acceptance]
     ) -> ProposalOutcome:
-        outcome, changeset = self._acceptance(
-            proposal, principal, rule=rule, reason=reason, auto=auto, stored=stored,
-            now=self.clock(),
-        )  # fmt: skip
+        outcome, changeset = self._acceptance(proposal, principal, now=self.clock(), **how)
         self._write([changeset])
         return outcome
 
@@ -211,25 +212,23 @@ class GateOutcomes(GatePlans):
         proposal: Proposal,
         principal: Principal,
         *,
-        rule: str,
-        reason: str | None,
-        auto: bool,
-        stored: bool,
         now: datetime,
         bulk: bool = False,
         plan: Plan | None = None,
+        **how: Unpack[Acceptance],
     ) -> tuple[ProposalOutcome, ChangeSet]:
         """The accepted proposal's outcome and the change set (writes and audit) that
         commits it; nothing is written here."""
+        rule, reason = how["rule"], how["reason"]
         outcome, plan = self._accepted(
             proposal, principal, rule=rule, reason=reason, now=now, plan=plan
         )
         expects = list(plan.expects)
-        if stored:
+        if how["stored"]:
             expects.append(ExpectProposal(proposal.id, ProposalStatus.PENDING))
         details: dict[str, object] = {
             "op": proposal.change.op,
-            "auto": auto,
+            "auto": how["auto"],
             "version_id": plan.version.id if plan.version else None,
         }
         if bulk:

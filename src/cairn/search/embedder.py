@@ -33,7 +33,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -119,6 +119,31 @@ def verify_sha256(path: Path, expected: str, what: str) -> None:
             expected=expected,
             actual=actual,
         )
+
+
+T = TypeVar("T")
+
+
+class Lazy(Generic[T]):
+    """A value made on first use, once: a thread that asks while another makes it waits
+    for that one (a model's files are hash-checked and loaded once, not once a thread)."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def made(self) -> bool:
+        """Whether the value exists yet (asking does not make it)."""
+        return self._value is not None
+
+    def get(self) -> T:
+        """The value, made now if it is not yet."""
+        with self._lock:
+            if self._value is None:
+                self._value = self._make()
+            return self._value
 
 
 class LRUBytesCache(MutableMapping[str, bytes]):
@@ -300,6 +325,7 @@ __all__ = [
     "EmbeddingEndpointError",
     "InvalidEmbedderSpec",
     "LRUBytesCache",
+    "Lazy",
     "ModelIntegrityError",
     "ProgressCallback",
     "Vectors",

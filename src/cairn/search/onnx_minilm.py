@@ -14,7 +14,6 @@ Importing this module is cheap: onnxruntime and tokenizers load on first use.
 from __future__ import annotations
 
 import importlib.util
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from cairn.search.embedder import (
+    Lazy,
     ModelIntegrityError,
     Vectors,
     first_row,
@@ -95,9 +95,8 @@ class OnnxMiniLMEmbedder:
         self._tokenizer_path = tokenizer_path
         self._model_sha256 = model_sha256
         self._tokenizer_sha256 = tokenizer_sha256
-        self._session: Any = None
-        self._tokenizer: Any = None
-        self._lock = threading.Lock()
+        self._tokenizer: Lazy[Any] = Lazy(self._load_tokenizer)
+        self._session: Lazy[Any] = Lazy(self._load_session)
 
     @property
     def model_sha256(self) -> str:
@@ -118,30 +117,18 @@ class OnnxMiniLMEmbedder:
 
     def load(self) -> None:
         """Verify and load both files now (otherwise the first embed does it)."""
-        self._ensure_tokenizer()
-        self._ensure_session()
+        self._tokenizer.get()
+        self._session.get()
 
     @property
     def session(self) -> Any:
         """The loaded ``onnxruntime.InferenceSession`` (for distillation)."""
-        return self._ensure_session()
+        return self._session.get()
 
     @property
     def tokenizer(self) -> Any:
         """The loaded ``tokenizers.Tokenizer`` (truncating to ``max_tokens``, no padding)."""
-        return self._ensure_tokenizer()
-
-    def _ensure_tokenizer(self) -> Any:
-        with self._lock:
-            if self._tokenizer is None:
-                self._tokenizer = self._load_tokenizer()
-            return self._tokenizer
-
-    def _ensure_session(self) -> Any:
-        with self._lock:
-            if self._session is None:
-                self._session = self._load_session()
-            return self._session
+        return self._tokenizer.get()
 
     def _load_tokenizer(self) -> Any:
         from tokenizers import Tokenizer
@@ -176,7 +163,7 @@ class OnnxMiniLMEmbedder:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
         self.load()
-        encodings = self._tokenizer.encode_batch(list(texts))
+        encodings = self.tokenizer.encode_batch(list(texts))
         ids = [np.asarray(enc.ids, dtype=np.int64) for enc in encodings]
         out = np.empty((len(ids), DIM), dtype=np.float32)
         # Batch texts of similar length together so little compute goes to padding.
@@ -201,7 +188,7 @@ class OnnxMiniLMEmbedder:
             "attention_mask": mask,
             "token_type_ids": np.zeros_like(input_ids),
         }
-        hidden = self._session.run(None, feeds)[0]
+        hidden = self.session.run(None, feeds)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return l2_normalise(pooled)

@@ -1,25 +1,29 @@
-"""Small helpers every adapter uses (standard library only)."""
+"""Small helpers every adapter uses (standard library only): the tables an adapter is
+made of (``Hooks``), the rules they name for texts and metadata, and the replies."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from cairn.capture.agents import ROLES, Captured, hook_kind
+from cairn.capture.agents import ROLES, Captured, event_name, hook_kind
 
 __all__ = [
     "CONTEXT_CAP",
+    "Hooks",
+    "TextRule",
     "additional_context",
     "canonical",
+    "context_reply",
     "first_text",
-    "kind_of",
+    "first_value",
     "leftover_text",
-    "one_event",
     "parse_time",
     "scalars",
     "text_of",
+    "tool_call",
 ]
 
 
@@ -59,13 +63,35 @@ def text_of(value: Any, depth: int = 0) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def first_text(payload: Mapping[str, Any], *names: str) -> str:
-    """The first of ``names`` present in ``payload`` (agents renamed fields between
-    versions), as text; empty when none is."""
+def first_value(payload: Mapping[str, Any], *names: str) -> Any:
+    """The value of the first of ``names`` present in ``payload`` (agents renamed fields
+    between versions, and some send one field under two spellings), or None."""
     for name in names:
         if payload.get(name) is not None:
-            return text_of(payload[name])
-    return ""
+            return payload[name]
+    return None
+
+
+def first_text(payload: Mapping[str, Any], *names: str) -> str:
+    """The first of ``names`` present in ``payload``, as text; empty when none is."""
+    return text_of(first_value(payload, *names))
+
+
+# Where an adapter finds an event's text: the fields to try in turn (the first present gives
+# it), or a function of the payload for a text made of several fields.
+TextRule = tuple[str, ...] | Callable[[Mapping[str, Any]], str]
+
+
+def tool_call(
+    tool: tuple[str, ...] = ("tool_name",), args: tuple[str, ...] = ("tool_input",)
+) -> Callable[[Mapping[str, Any]], str]:
+    """The text rule of a tool call, ``tool: its input``, given the fields that may name the
+    tool and those that may hold its input."""
+
+    def text(payload: Mapping[str, Any]) -> str:
+        return f"{first_value(payload, *tool) or 'tool'}: {first_text(payload, *args)}"
+
+    return text
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -96,12 +122,16 @@ def parse_time(value: Any) -> datetime | None:
     return None
 
 
-def scalars(payload: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+def scalars(
+    payload: Mapping[str, Any], keys: Iterable[str] | Mapping[str, tuple[str, ...]]
+) -> dict[str, Any]:
     """The ``keys`` of ``payload`` whose values are plain scalars (kept as metadata: small,
-    and useful to filter on)."""
+    and useful to filter on). A mapping names the fields each key may arrive as, the first
+    present giving its value."""
+    fields = keys if isinstance(keys, Mapping) else {key: (key,) for key in keys}
     out: dict[str, Any] = {}
-    for key in keys:
-        value = payload.get(key)
+    for key, names in fields.items():
+        value = first_value(payload, *names)
         if isinstance(value, str | int | float | bool):
             out[key] = value
     return out
@@ -114,39 +144,69 @@ def leftover_text(payload: Mapping[str, Any], envelope: Iterable[str]) -> str:
     return canonical(rest) if rest else ""
 
 
-def kind_of(kinds: Mapping[str, str], name: str) -> str:
-    """The common kind of the event ``name`` from an agent's table (event name → kind);
-    ``hook_…`` for one the table does not know."""
-    return kinds.get(name) or hook_kind(name)
+class Hooks(NamedTuple):
+    """One agent's hook payloads as tables: what sets one adapter apart from the others.
+    ``event`` reads a payload by them."""
 
+    kinds: Mapping[str, str]  # event name → the common kind
+    texts: Mapping[str, TextRule]  # event name → where its text is
+    meta: Iterable[str] | Mapping[str, tuple[str, ...]]  # kept as metadata (see ``scalars``)
+    # the fields every payload carries: left out of the text of an event no table knows
+    envelope: Collection[str]
+    # event name → metadata the event has unless its payload says otherwise (the phase of a
+    # compaction, the tool a shell event stands for)
+    implied: Mapping[str, Mapping[str, Any]]
+    # the field holding an event's own id: one for every event, or one per event name
+    own_id: str | Mapping[str, str] | None = None
+    # the fields the session's id may be in, the first present winning (``session_id`` last)
+    session: tuple[str, ...] = ()
+    # the field holding the agent's own time stamp, when it sends one
+    time: str | None = None
 
-def one_event(
-    payload: Mapping[str, Any],
-    name: str,
-    kind: str,
-    *,
-    text: str,
-    metadata: dict[str, Any],
-    own_id: Any = None,
-    session: Any = None,
-    ts: datetime | None = None,
-) -> list[Captured]:
-    """The one event most hook calls are. A call's own id (a tool call's, a message's) names
-    it; without one the whole payload does, so the same hook call sent twice is the same
-    event. Who speaks follows from the kind (``ROLES``)."""
-    unique = isinstance(own_id, str) and bool(own_id)
-    return [
-        Captured(
-            kind=kind,
-            role=ROLES.get(kind, "system"),
-            text=text,
-            session_id=str(session or payload.get("session_id") or "unknown-session"),
-            identity=f"{name}:{own_id}" if unique else f"{name}:{canonical(dict(payload))}",
-            unique_identity=unique,
-            metadata={"hook_event": name, **metadata},
-            ts=ts,
-        )
-    ]
+    def events(self, payload: Mapping[str, Any]) -> list[Captured]:
+        """The event of a payload named by its ``hook_event_name``, by these tables alone."""
+        return self.event(payload, event_name(payload))
+
+    def event(
+        self,
+        payload: Mapping[str, Any],
+        name: str,
+        *,
+        kind: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> list[Captured]:
+        """The one event a hook call is: ``kind`` and ``extra`` metadata are what the adapter
+        read beyond the tables (a failure only the result tells, say).
+
+        A call's own id (a tool call's, a message's) names the event; without one the whole
+        payload does, so the same hook call sent twice is the same event. Who speaks follows
+        from the kind (``ROLES``); an event the tables do not know is ``hook_…``, its text
+        what it said minus the envelope."""
+        kind = kind or self.kinds.get(name) or hook_kind(name)
+        rule = self.texts.get(name)
+        if rule is None:
+            text = leftover_text(payload, self.envelope)
+        else:
+            text = first_text(payload, *rule) if isinstance(rule, tuple) else rule(payload)
+        metadata = {"hook_event": name, **scalars(payload, self.meta), **(extra or {})}
+        for key, value in self.implied.get(name, {}).items():
+            metadata.setdefault(key, value)
+        id_field = self.own_id if not isinstance(self.own_id, Mapping) else self.own_id.get(name)
+        own_id = payload.get(id_field) if id_field else None
+        unique = isinstance(own_id, str) and bool(own_id)
+        session = first_value(payload, *self.session) if self.session else None
+        return [
+            Captured(
+                kind=kind,
+                role=ROLES.get(kind, "system"),
+                text=text,
+                session_id=str(session or payload.get("session_id") or "unknown-session"),
+                identity=f"{name}:{own_id}" if unique else f"{name}:{canonical(dict(payload))}",
+                unique_identity=unique,
+                metadata=metadata,
+                ts=parse_time(payload.get(self.time)) if self.time else None,
+            )
+        ]
 
 
 def additional_context(name: str, context: str) -> str:
@@ -155,3 +215,18 @@ def additional_context(name: str, context: str) -> str:
         {"hookSpecificOutput": {"hookEventName": name, "additionalContext": context[:CONTEXT_CAP]}},
         ensure_ascii=False,
     )
+
+
+def context_reply(
+    context_events: frozenset[str], silence: str | None
+) -> Callable[[Mapping[str, Any], str | None], str | None]:
+    """The reply of an agent that takes context in the ``hookSpecificOutput`` shape on
+    ``context_events``; ``silence`` is its reply otherwise (None: print nothing)."""
+
+    def reply(payload: Mapping[str, Any], context: str | None) -> str | None:
+        name = event_name(payload)
+        if not context or name not in context_events:
+            return silence
+        return additional_context(name, context)
+
+    return reply

@@ -9,15 +9,8 @@ UserPromptSubmit as ``{"hookSpecificOutput": {"hookEventName": ..., "additionalC
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from cairn.capture.agents import AgentAdapter, register
-from cairn.capture.agents._common import (
-    first_text,
-    leftover_text,
-    text_of,
-)
+from cairn.capture.agents._common import TextRule, tool_call
 from cairn.capture.agents.claude import EVENT_KINDS, claude_style
 
 __all__ = ["adapter"]
@@ -56,25 +49,23 @@ _ENVELOPE = {
 }
 
 
-def _text(name: str, payload: Mapping[str, Any]) -> str:
-    if name == "UserPromptSubmit":
-        return first_text(payload, "prompt")
-    if name in {"PreToolUse", "PermissionRequest"}:
-        return f"{payload.get('tool_name') or 'tool'}: {text_of(payload.get('tool_input'))}"
-    if name == "PostToolUse":
-        return first_text(payload, "tool_response")
-    if name in {"Stop", "SubagentStop"}:
-        return first_text(payload, "last_assistant_message")
-    if name == "StopFailure":
-        return first_text(payload, "error_details", "error")
-    if name in _KINDS:
-        return first_text(payload, "prompt", "source", "reason", "trigger", "agent_type")
-    return leftover_text(payload, _ENVELOPE)
+# event name → where its text is; an event of the table above not named here says what
+# started, ended or was compacted
+_TEXTS: dict[str, TextRule] = {
+    **dict.fromkeys(_KINDS, ("prompt", "source", "reason", "trigger", "agent_type")),
+    "UserPromptSubmit": ("prompt",),
+    "PreToolUse": tool_call(),
+    "PermissionRequest": tool_call(),
+    "PostToolUse": ("tool_response",),
+    "Stop": ("last_assistant_message",),
+    "SubagentStop": ("last_assistant_message",),
+    "StopFailure": ("error_details", "error"),
+}
 
 
 def adapter() -> AgentAdapter:
     # Codex's hooks copy Claude Code's: the same builder, with Codex's events and fields
-    return claude_style("codex", _KINDS, _META, _text)
+    return claude_style("codex", _KINDS, _META, _TEXTS, _ENVELOPE)
 
 
 register("codex", adapter)

@@ -16,11 +16,12 @@ from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, register
 from cairn.capture.agents._common import (
-    kind_of,
-    leftover_text,
-    one_event,
-    parse_time,
+    Hooks,
+    TextRule,
+    first_text,
+    first_value,
     text_of,
+    tool_call,
 )
 
 __all__ = ["adapter", "event_of"]
@@ -70,6 +71,11 @@ _META: dict[str, tuple[str, ...]] = {
     "recoverable": ("recoverable",),
 }
 
+# the fields that name a tool, its input and a sub-agent, in the two shapes
+_TOOL = ("toolName", "tool_name")
+_ARGS = ("toolArgs", "tool_input")
+_AGENT = ("agentDisplayName", "agent_display_name", "agentName", "agent_name")
+
 _ENVELOPE = {
     "sessionId",
     "session_id",
@@ -79,13 +85,6 @@ _ENVELOPE = {
     "transcriptPath",
     "transcript_path",
 }
-
-
-def _get(payload: Mapping[str, Any], *names: str) -> Any:
-    for name in names:
-        if payload.get(name) is not None:
-            return payload[name]
-    return None
 
 
 def event_of(payload: Mapping[str, Any]) -> str:
@@ -118,68 +117,60 @@ def event_of(payload: Mapping[str, Any]) -> str:
 
 def _tool_result(payload: Mapping[str, Any]) -> tuple[str, str | None]:
     """(text, result type) of a postToolUse's result, in either shape."""
-    result = _get(payload, "toolResult", "tool_result")
+    result = first_value(payload, "toolResult", "tool_result")
     if not isinstance(result, Mapping):
         return text_of(result), None
-    text = _get(result, "textResultForLlm", "text_result_for_llm")
-    kind = _get(result, "resultType", "result_type")
+    text = first_value(result, "textResultForLlm", "text_result_for_llm")
+    kind = first_value(result, "resultType", "result_type")
     return text_of(text if text is not None else result), kind if isinstance(kind, str) else None
 
 
-def _text(event: str, payload: Mapping[str, Any]) -> str:
-    if event == "userPromptSubmitted":
-        return text_of(_get(payload, "prompt"))
-    if event == "sessionStart":
-        return text_of(_get(payload, "initialPrompt", "initial_prompt", "source"))
-    if event in {"preToolUse", "permissionRequest"}:
-        tool = _get(payload, "toolName", "tool_name") or "tool"
-        return f"{tool}: {text_of(_get(payload, 'toolArgs', 'tool_input'))}"
-    if event == "postToolUse":
-        return _tool_result(payload)[0]
-    if event == "postToolUseFailure":
-        return text_of(_get(payload, "error"))
-    if event == "errorOccurred":
-        error = payload.get("error")
-        if isinstance(error, Mapping):
-            return text_of(_get(error, "message", "name"))
-        return text_of(error)
-    if event == "notification":
-        return text_of(_get(payload, "message", "title"))
-    if event in {"subagentStart", "subagentStop"}:
-        return text_of(
-            _get(payload, "agentDisplayName", "agent_display_name", "agentName", "agent_name")
-        )
-    if event in _KINDS:
-        # agentStop carries no answer text (only the transcript's path): say why it stopped
-        return text_of(_get(payload, "stopReason", "stop_reason", "trigger", "reason"))
-    return leftover_text(payload, _ENVELOPE)
+def _error(payload: Mapping[str, Any]) -> str:
+    error = payload.get("error")
+    if isinstance(error, Mapping):
+        return first_text(error, "message", "name")
+    return text_of(error)
+
+
+# event name → where its text is; an event of the table above not named here says why it
+# stopped (agentStop carries no answer text, only the transcript's path), ended or compacted
+_TEXTS: dict[str, TextRule] = {
+    **dict.fromkeys(_KINDS, ("stopReason", "stop_reason", "trigger", "reason")),
+    "userPromptSubmitted": ("prompt",),
+    "sessionStart": ("initialPrompt", "initial_prompt", "source"),
+    "preToolUse": tool_call(tool=_TOOL, args=_ARGS),
+    "permissionRequest": tool_call(tool=_TOOL, args=_ARGS),
+    "postToolUse": lambda payload: _tool_result(payload)[0],
+    "postToolUseFailure": ("error",),
+    "errorOccurred": _error,
+    "notification": ("message", "title"),
+    "subagentStart": _AGENT,
+    "subagentStop": _AGENT,
+}
+
+# Copilot gives tool calls no id: the whole payload (its millisecond time stamp included)
+# names the event, so a retried hook call is the same event.
+_HOOKS = Hooks(
+    _KINDS,
+    _TEXTS,
+    _META,
+    _ENVELOPE,
+    implied={"preCompact": {"phase": "before"}},
+    session=("sessionId", "session_id"),
+    time="timestamp",
+)
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
     event = event_of(payload)
-    kind = kind_of(_KINDS, event)
-    if event == "postToolUse" and _tool_result(payload)[1] in {"failure", "error", "denied"}:
-        kind = "tool_failure"
-    metadata: dict[str, Any] = {}
-    for key, names in _META.items():
-        value = _get(payload, *names)
-        if isinstance(value, str | int | float | bool):
-            metadata[key] = value
-    result_type = _tool_result(payload)[1] if event == "postToolUse" else None
-    if result_type:
-        metadata["result_type"] = result_type
-    if event == "preCompact":
-        metadata["phase"] = "before"
-    # Copilot gives tool calls no id: the whole payload (its millisecond time stamp
-    # included) names the event, so a retried hook call is the same event.
-    return one_event(
+    if event != "postToolUse":
+        return _HOOKS.event(payload, event)
+    result_type = _tool_result(payload)[1]
+    return _HOOKS.event(
         payload,
         event,
-        kind,
-        text=_text(event, payload),
-        metadata=metadata,
-        session=_get(payload, "sessionId", "session_id"),
-        ts=parse_time(payload.get("timestamp")),
+        kind="tool_failure" if result_type in {"failure", "error", "denied"} else None,
+        extra={"result_type": result_type} if result_type else None,
     )
 
 

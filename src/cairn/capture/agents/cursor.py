@@ -17,15 +17,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from cairn.capture.agents import AgentAdapter, Captured, event_name, register
+from cairn.capture.agents import AgentAdapter, event_name, register
 from cairn.capture.agents._common import (
     CONTEXT_CAP,
+    Hooks,
+    TextRule,
     first_text,
-    kind_of,
-    leftover_text,
-    one_event,
-    scalars,
     text_of,
+    tool_call,
 )
 
 __all__ = ["adapter"]
@@ -49,11 +48,12 @@ _KINDS = {
     "sessionEnd": "session_end",
 }
 
-# the tool an event stands for when the payload names none
-_TOOLS = {
-    "beforeShellExecution": "Shell",
-    "afterShellExecution": "Shell",
-    "afterFileEdit": "Edit",
+# what an event implies when its payload does not say: the tool it stands for, its phase
+_IMPLIED = {
+    "beforeShellExecution": {"tool_name": "Shell"},
+    "afterShellExecution": {"tool_name": "Shell"},
+    "afterFileEdit": {"tool_name": "Edit"},
+    "preCompact": {"phase": "before"},
 }
 
 _META = (
@@ -98,50 +98,40 @@ def _edits(payload: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _text(name: str, payload: Mapping[str, Any]) -> str:
-    if name == "beforeSubmitPrompt":
-        return first_text(payload, "prompt")
-    if name in {"beforeShellExecution", "afterShellExecution"}:
-        command = first_text(payload, "command")
-        output = first_text(payload, "output")
-        return f"$ {command}\n{output}" if output else f"$ {command}"
-    if name in {"preToolUse", "beforeMCPExecution"}:
-        return f"{payload.get('tool_name') or 'tool'}: {text_of(payload.get('tool_input'))}"
-    if name in {"postToolUse", "afterMCPExecution"}:
-        return first_text(payload, "tool_output", "result_json")
-    if name == "postToolUseFailure":
-        return first_text(payload, "error_message", "failure_type")
-    if name == "afterFileEdit":
-        return _edits(payload)
-    if name == "afterAgentResponse":
-        return first_text(payload, "text")
-    if name == "subagentStart":
-        return first_text(payload, "prompt", "subagent_type")
-    if name == "subagentStop":
-        return first_text(payload, "result", "status")
-    if name == "sessionEnd":
-        return first_text(payload, "reason", "final_status")
-    if name in _KINDS:
-        return first_text(payload, "trigger", "composer_mode", "status")
-    return leftover_text(payload, _ENVELOPE)
+def _shell(payload: Mapping[str, Any]) -> str:
+    command = first_text(payload, "command")
+    output = first_text(payload, "output")
+    return f"$ {command}\n{output}" if output else f"$ {command}"
 
 
-def _events(payload: Mapping[str, Any]) -> list[Captured]:
-    name = event_name(payload)
-    metadata = scalars(payload, _META)
-    if name in _TOOLS and "tool_name" not in metadata:
-        metadata["tool_name"] = _TOOLS[name]
-    if name == "preCompact":
-        metadata["phase"] = "before"
-    return one_event(
-        payload,
-        name,
-        kind_of(_KINDS, name),
-        text=_text(name, payload),
-        metadata=metadata,
-        own_id=payload.get("tool_use_id"),
-        session=payload.get("conversation_id") or payload.get("session_id"),
-    )
+# event name → where its text is; sessionStart and preCompact, not named below, say what
+# started or compacted them
+_TEXTS: dict[str, TextRule] = {
+    **dict.fromkeys(_KINDS, ("trigger", "composer_mode", "status")),
+    "beforeSubmitPrompt": ("prompt",),
+    "beforeShellExecution": _shell,
+    "afterShellExecution": _shell,
+    "preToolUse": tool_call(),
+    "beforeMCPExecution": tool_call(),
+    "postToolUse": ("tool_output", "result_json"),
+    "afterMCPExecution": ("tool_output", "result_json"),
+    "postToolUseFailure": ("error_message", "failure_type"),
+    "afterFileEdit": _edits,
+    "afterAgentResponse": ("text",),
+    "subagentStart": ("prompt", "subagent_type"),
+    "subagentStop": ("result", "status"),
+    "sessionEnd": ("reason", "final_status"),
+}
+
+_HOOKS = Hooks(
+    _KINDS,
+    _TEXTS,
+    _META,
+    _ENVELOPE,
+    implied=_IMPLIED,
+    own_id="tool_use_id",
+    session=("conversation_id", "session_id"),
+)
 
 
 def _cwd(payload: Mapping[str, Any]) -> str | None:
@@ -166,7 +156,9 @@ _CONTEXT_EVENTS = frozenset({"sessionStart"})
 
 
 def adapter() -> AgentAdapter:
-    return AgentAdapter("cursor", _events, cwd=_cwd, reply=_reply, context_events=_CONTEXT_EVENTS)
+    return AgentAdapter(
+        "cursor", _HOOKS.events, cwd=_cwd, reply=_reply, context_events=_CONTEXT_EVENTS
+    )
 
 
 register("cursor", adapter)

@@ -14,14 +14,12 @@ from typing import Any
 
 from cairn.capture.agents import AgentAdapter, Captured, event_name, register
 from cairn.capture.agents._common import (
-    additional_context,
+    Hooks,
+    TextRule,
+    context_reply,
     first_text,
-    kind_of,
-    leftover_text,
-    one_event,
-    parse_time,
-    scalars,
     text_of,
+    tool_call,
 )
 
 __all__ = ["adapter"]
@@ -58,64 +56,54 @@ def _tool_error(payload: Mapping[str, Any]) -> str:
     return ""
 
 
-def _text(name: str, payload: Mapping[str, Any]) -> str:
-    if name == "BeforeAgent":
-        return first_text(payload, "prompt")
-    if name == "AfterAgent":
-        return first_text(payload, "prompt_response")
-    if name == "BeforeTool":
-        return f"{payload.get('tool_name') or 'tool'}: {text_of(payload.get('tool_input'))}"
-    if name == "AfterTool":
-        error = _tool_error(payload)
-        if error:
-            return error
-        response = payload.get("tool_response")
-        if isinstance(response, Mapping):
-            # llmContent is what the model read; returnDisplay what the user saw
-            return first_text(response, "llmContent", "returnDisplay") or text_of(response)
-        return text_of(response)
-    if name == "Notification":
-        return first_text(payload, "message")
-    if name in _KINDS:
-        return first_text(payload, "source", "reason", "trigger")
-    return leftover_text(payload, _ENVELOPE)
+def _tool_result(payload: Mapping[str, Any]) -> str:
+    error = _tool_error(payload)
+    if error:
+        return error
+    response = payload.get("tool_response")
+    if isinstance(response, Mapping):
+        # llmContent is what the model read; returnDisplay what the user saw
+        return first_text(response, "llmContent", "returnDisplay") or text_of(response)
+    return text_of(response)
+
+
+# event name → where its text is; an event of the table above not named here says why it
+# started, ended or compressed
+_TEXTS: dict[str, TextRule] = {
+    **dict.fromkeys(_KINDS, ("source", "reason", "trigger")),
+    "BeforeAgent": ("prompt",),
+    "AfterAgent": ("prompt_response",),
+    "BeforeTool": tool_call(),
+    "AfterTool": _tool_result,
+    "Notification": ("message",),
+}
+
+# Gemini gives tool calls no id of their own: the whole payload (its time stamp included)
+# names the event, so a retried hook call is the same event.
+_HOOKS = Hooks(
+    _KINDS, _TEXTS, _META, _ENVELOPE, implied={"PreCompress": {"phase": "before"}}, time="timestamp"
+)
 
 
 def _events(payload: Mapping[str, Any]) -> list[Captured]:
     name = event_name(payload)
-    kind = kind_of(_KINDS, name)
-    if name == "AfterTool" and _tool_error(payload):
-        kind = "tool_failure"
-    metadata = scalars(payload, _META)
+    failed = name == "AfterTool" and bool(_tool_error(payload))
     mcp = payload.get("mcp_context")
-    if isinstance(mcp, Mapping) and isinstance(mcp.get("server_name"), str):
-        metadata["mcp_server"] = mcp["server_name"]
-    if name == "PreCompress":
-        metadata["phase"] = "before"
-    # Gemini gives tool calls no id of their own: the whole payload (its time stamp
-    # included) names the event, so a retried hook call is the same event.
-    return one_event(
+    server = mcp.get("server_name") if isinstance(mcp, Mapping) else None
+    return _HOOKS.event(
         payload,
         name,
-        kind,
-        text=_text(name, payload),
-        metadata=metadata,
-        ts=parse_time(payload.get("timestamp")),
+        kind="tool_failure" if failed else None,
+        extra={"mcp_server": server} if isinstance(server, str) else None,
     )
-
-
-def _reply(payload: Mapping[str, Any], context: str | None) -> str:
-    name = event_name(payload)
-    if not context or name not in _CONTEXT_EVENTS:
-        return "{}"  # Gemini CLI reads stdout as JSON, always
-    return additional_context(name, context)
 
 
 _CONTEXT_EVENTS = frozenset({"SessionStart", "BeforeAgent"})
 
 
 def adapter() -> AgentAdapter:
-    return AgentAdapter("gemini", _events, reply=_reply, context_events=_CONTEXT_EVENTS)
+    reply = context_reply(_CONTEXT_EVENTS, silence="{}")  # Gemini CLI reads stdout as JSON, always
+    return AgentAdapter("gemini", _events, reply=reply, context_events=_CONTEXT_EVENTS)
 
 
 register("gemini", adapter)

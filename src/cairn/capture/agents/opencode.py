@@ -12,19 +12,8 @@ the event's own fields. The plugin never reads the hook's output, so there is no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from cairn.capture.agents import AgentAdapter, Captured, event_name, register
-from cairn.capture.agents._common import (
-    first_text,
-    kind_of,
-    leftover_text,
-    one_event,
-    parse_time,
-    scalars,
-    text_of,
-)
+from cairn.capture.agents import AgentAdapter, register
+from cairn.capture.agents._common import Hooks, TextRule, tool_call
 
 __all__ = ["adapter"]
 
@@ -52,42 +41,30 @@ _OWN_ID = {
 }
 
 
-def _text(name: str, payload: Mapping[str, Any]) -> str:
-    if name in {"chat.message", "assistant.message"}:
-        return first_text(payload, "text")
-    if name == "tool.execute.before":
-        return f"{payload.get('tool') or 'tool'}: {text_of(payload.get('args'))}"
-    if name == "tool.execute.after":
-        return first_text(payload, "output", "title")
-    if name == "session.created":
-        return first_text(payload, "title")
-    if name == "session.deleted":
-        return "deleted"
-    if name == "session.compacted":
-        return "compacted"
-    return leftover_text(payload, _ENVELOPE)
+# event name → where its text is
+_TEXTS: dict[str, TextRule] = {
+    "chat.message": ("text",),
+    "assistant.message": ("text",),
+    "tool.execute.before": tool_call(tool=("tool",), args=("args",)),
+    "tool.execute.after": ("output", "title"),
+    "session.created": ("title",),
+    "session.deleted": lambda payload: "deleted",
+    "session.compacted": lambda payload: "compacted",
+}
 
-
-def _events(payload: Mapping[str, Any]) -> list[Captured]:
-    name = event_name(payload)
-    metadata = scalars(payload, _META)
-    if name == "session.compacted":
-        metadata["phase"] = "after"
-    if name == "session.deleted":
-        metadata["reason"] = "deleted"
-    return one_event(
-        payload,
-        name,
-        kind_of(_KINDS, name),
-        text=_text(name, payload),
-        metadata=metadata,
-        own_id=payload.get(_OWN_ID.get(name, "")),
-        ts=parse_time(payload.get("timestamp")),
-    )
+_HOOKS = Hooks(
+    _KINDS,
+    _TEXTS,
+    _META,
+    _ENVELOPE,
+    implied={"session.compacted": {"phase": "after"}, "session.deleted": {"reason": "deleted"}},
+    own_id=_OWN_ID,
+    time="timestamp",
+)
 
 
 def adapter() -> AgentAdapter:
-    return AgentAdapter("opencode", _events)  # the plugin reads no reply
+    return AgentAdapter("opencode", _HOOKS.events)  # the plugin reads no reply
 
 
 register("opencode", adapter)
