@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Self, TypedDict, Unpack
 
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.limits import check_timeline_k
@@ -48,7 +48,8 @@ from cairn.model import (
     new_id,
 )
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
-from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.retrieval.filters import DEFAULT_MODE, ReadFilters, check_filter_names
+from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.retrieval.weights import check_weights
 from cairn.timeline.views import TeleportHit
 
@@ -61,10 +62,12 @@ __all__ = [
     "MemoryClient",
     "Move",
     "PublishChoice",
+    "ReadFilters",
     "ReadOptions",
     "TimelineFilters",
     "WhyMode",
     "check_get",
+    "check_read_filters",
     "check_supersede",
     "check_validate",
     "check_why_mode",
@@ -172,69 +175,19 @@ class MemoryClient(ABC):
         ``query.after`` pages on)."""
         return self._list_records(query or RecordQuery())
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
-        weights: Mapping[str, float] | None = None,
-    ) -> SearchResult:
-        """Ranked search, trimmed by permission: ``k`` hits, each citing its version."""
-        check_weights(weights, mode)
-        options = ReadOptions(
-            mode=mode,
-            k=k,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-            weights=weights,
-        )
-        return self._search(query, options)
+    def search(self, query: str, **filters: Unpack[ReadFilters]) -> SearchResult:
+        """Ranked search, trimmed by permission: ``k`` hits, each citing its version. The
+        filters (``mode``, ``k``, ``scope``, …) are ``ReadFilters``'."""
+        check_read_filters(filters)
+        return self._search(query, filters)
 
     def retrieve(
-        self,
-        query: str,
-        *,
-        max_tokens: int = 8000,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
-        weights: Mapping[str, float] | None = None,
+        self, query: str, *, max_tokens: int = 8000, **filters: Unpack[ReadFilters]
     ) -> RetrievalResult:
         """Validated retrieval within ``max_tokens``: items with citations, contradictions
-        flagged (what an agent reads before it works)."""
-        check_weights(weights, mode)
-        options = ReadOptions(
-            mode=mode,
-            k=k,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-            weights=weights,
-        )
-        return self._retrieve(query, max_tokens, options)
+        flagged (what an agent reads before it works). Filtered as ``search`` is."""
+        check_read_filters(filters)
+        return self._retrieve(query, max_tokens, filters)
 
     def read_context(self, request: ReadContextRequest) -> ReadContextResponse:
         """Version-pinned context for one scope: ranked by ``request.query``, or the record
@@ -425,10 +378,10 @@ class MemoryClient(ABC):
     def _list_records(self, query: RecordQuery) -> list[Record]: ...
 
     @abstractmethod
-    def _search(self, query: str, options: ReadOptions) -> SearchResult: ...
+    def _search(self, query: str, filters: ReadFilters) -> SearchResult: ...
 
     @abstractmethod
-    def _retrieve(self, query: str, max_tokens: int, options: ReadOptions) -> RetrievalResult: ...
+    def _retrieve(self, query: str, max_tokens: int, filters: ReadFilters) -> RetrievalResult: ...
 
     @abstractmethod
     def _read_context(self, request: ReadContextRequest) -> ReadContextResponse: ...
@@ -512,20 +465,8 @@ class EventFilters(TypedDict):
     limit: int
 
 
-class ReadOptions(TypedDict):
-    """What ``search`` and ``retrieve`` take besides the query: how to rank, and what may be
-    read. The keys are the parameters of the same names, of the kernel's verbs too."""
-
-    mode: Mode
-    k: int
-    scope: str | None
-    selector: VersionPin | None
-    kinds: Sequence[str]
-    include_drafts: bool
-    created_after: datetime | None
-    created_before: datetime | None
-    record_ids: Sequence[str] | None
-    weights: Mapping[str, float] | None
+# ``search`` and ``retrieve`` took a ``ReadOptions`` before ``ReadFilters`` served every door
+ReadOptions = ReadFilters
 
 
 # ---- rules both clients share ------------------------------------------------------------
@@ -551,6 +492,14 @@ def check_validate(record_ids: Sequence[str]) -> None:
         raise InvalidInput("give a list of record ids, not one string", field="record_ids")
     if not record_ids:
         raise InvalidInput("name at least one record to validate", field="record_ids")
+
+
+def check_read_filters(filters: ReadFilters) -> None:
+    """A ranked read's filters: only the names ``ReadFilters`` declares (``candidates`` is
+    the kernel's alone), and weights that leave the mode a signal. The kernel checks the
+    same; checked here too so that a remote call is refused as a local one is."""
+    check_filter_names(filters, ReadFilters.__optional_keys__)
+    check_weights(filters.get("weights"), filters.get("mode", DEFAULT_MODE))
 
 
 def check_why_mode(mode: str) -> None:

@@ -28,7 +28,6 @@ from cairn.client import (
     MemoryClient,
     Move,
     PublishChoice,
-    ReadOptions,
     TimelineFilters,
     WhyMode,
 )
@@ -61,6 +60,7 @@ from cairn.model import (
     VersionPin,
 )
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
+from cairn.retrieval.filters import ReadFilters
 from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.timeline.views import TeleportHit
 
@@ -283,12 +283,12 @@ class RemoteMemory(MemoryClient):
         )
         return _parse(list[Record], self._call("GET", "/records", params=params))
 
-    def _search(self, query: str, options: ReadOptions) -> SearchResult:
-        body = _read_body(query, options)
+    def _search(self, query: str, filters: ReadFilters) -> SearchResult:
+        body = _read_body(query, filters)
         return _parse(SearchResult, self._call("POST", "/search", body=body))
 
-    def _retrieve(self, query: str, max_tokens: int, options: ReadOptions) -> RetrievalResult:
-        body = _read_body(query, options)
+    def _retrieve(self, query: str, max_tokens: int, filters: ReadFilters) -> RetrievalResult:
+        body = _read_body(query, filters)
         body["max_tokens"] = max_tokens
         return _parse(RetrievalResult, self._call("POST", "/retrieve", body=body))
 
@@ -383,19 +383,25 @@ class RemoteMemory(MemoryClient):
         return _parse(dict[str, Any], found)
 
 
-def _read_body(query: str, options: ReadOptions) -> dict[str, Any]:
-    """The body of ``/search`` and ``/retrieve``."""
-    selector, record_ids, weights = options["selector"], options["record_ids"], options["weights"]
-    return {
-        "query": query,
-        "mode": options["mode"],
-        "top_k": options["k"],
-        "scope": options["scope"],
-        "selector": selector.model_dump(mode="json") if selector is not None else None,
-        "kinds": list(options["kinds"]),
-        "include_drafts": options["include_drafts"],
-        "created_after": _time(options["created_after"]),
-        "created_before": _time(options["created_before"]),
-        "record_ids": list(record_ids) if record_ids is not None else None,
-        "weights": dict(weights) if weights is not None else None,
-    }
+def _read_body(query: str, filters: ReadFilters) -> dict[str, Any]:
+    """The body of ``/search`` and ``/retrieve``: the query and the filters given, in JSON
+    (the server reads a filter left out as the kernel does). The body calls ``k`` ``top_k``;
+    every other filter goes by its own name."""
+    body: dict[str, Any] = {"query": query}
+    for name, value in filters.items():
+        body["top_k" if name == "k" else name] = _json_value(value)
+    return body
+
+
+def _json_value(value: object) -> Any:
+    """A filter's value as JSON: a version pin as its fields, a moment in ISO 8601, lists
+    and mappings as such."""
+    if isinstance(value, VersionPin):
+        return value.model_dump(mode="json")
+    if isinstance(value, datetime):
+        return _time(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    return value

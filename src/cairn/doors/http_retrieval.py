@@ -3,7 +3,8 @@ retrieval, validation of cited records and claims, records by path or symbol, re
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, cast
 
 from fastapi import APIRouter
 from pydantic import Discriminator, Field, StrictBool, Tag
@@ -19,6 +20,7 @@ from cairn.retrieval.context import (
     ResearchAnswer,
     ValidationReport,
 )
+from cairn.retrieval.filters import ReadFilters
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
 
 __all__ = ["retrieval_router"]
@@ -118,8 +120,10 @@ def retrieval_router(memory: Memory) -> APIRouter:
     def read_context(body: ContextBody, who: Who) -> ReadContextResponse:
         return memory.read_context(body, principal=who)
 
-    def _read_options(body: _ReadBody) -> dict[str, Any]:
+    def _read_filters(body: RetrieveBody | SearchBody) -> ReadFilters:
         return {
+            "mode": body.mode,
+            "k": body.top_k,
             "scope": body.scope,
             "selector": body.selector,
             "kinds": tuple(body.kinds),
@@ -127,7 +131,8 @@ def retrieval_router(memory: Memory) -> APIRouter:
             "created_after": body.created_after,
             "created_before": body.created_before,
             "record_ids": body.record_ids,
-            "weights": body.weights,
+            # the schema names the signals as literals; the kernel takes any name and checks it
+            "weights": cast(Mapping[str, float] | None, body.weights),
         }
 
     @router.post(
@@ -138,12 +143,7 @@ def retrieval_router(memory: Memory) -> APIRouter:
     )
     def retrieve(body: RetrieveBody, who: Who) -> RetrievalResult:
         return memory.retrieve(
-            body.query,
-            principal=who,
-            mode=body.mode,
-            k=body.top_k,
-            max_tokens=body.max_tokens,
-            **_read_options(body),
+            body.query, principal=who, max_tokens=body.max_tokens, **_read_filters(body)
         )
 
     @router.post(
@@ -153,9 +153,7 @@ def retrieval_router(memory: Memory) -> APIRouter:
         summary="Raw ranked search without validation or budget",
     )
     def search(body: SearchBody, who: Who) -> SearchResult:
-        return memory.search(
-            body.query, principal=who, mode=body.mode, k=body.top_k, **_read_options(body)
-        )
+        return memory.search(body.query, principal=who, **_read_filters(body))
 
     @router.post(
         "/validate",
