@@ -254,8 +254,8 @@ def test_what_the_http_api_cannot_say_is_refused_not_dropped(server: Live) -> No
 
 
 def test_a_misspelt_filter_is_refused_not_dropped(local_store: LocalStore, server: Live) -> None:
-    """The read filters arrive as ``**filters``: a name they do not declare is refused as
-    Python refuses an unknown keyword, by both clients and the kernel, before any read."""
+    """Filters arrive as ``**filters``: a name they do not declare is refused as Python
+    refuses an unknown keyword, by both clients and the kernel, before any read."""
     with (
         cairn.open(local_store.folder, key=local_store.agent) as mine,
         cairn.connect(server.url, server.agent) as theirs,
@@ -266,6 +266,10 @@ def test_a_misspelt_filter_is_refused_not_dropped(local_store: LocalStore, serve
             # the kernel's tuning knob is not a door's
             with pytest.raises(TypeError, match="'candidates'"):
                 client.retrieve("tests", candidates=5)  # type: ignore[call-arg]
+            with pytest.raises(TypeError, match="'sesion_id'"):
+                client.events(sesion_id="s-1")  # type: ignore[call-arg]
+            with pytest.raises(TypeError, match="'limit'"):
+                client.timeline_search("tests", limit=5)  # type: ignore[call-arg]
         with pytest.raises(TypeError, match="'scopes'"):
             mine.memory.recall("tests", principal=mine.principal, scopes="acme/*")  # type: ignore[call-arg]
         kept = mine.memory.recall("tests", principal=mine.principal, mode="keyword", candidates=5)

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
 
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.limits import check_timeline_k
@@ -34,7 +33,6 @@ from cairn.model import (
     Content,
     ContentPatch,
     Event,
-    EventCursor,
     EventDraft,
     Principal,
     Proposal,
@@ -47,8 +45,15 @@ from cairn.model import (
     VersionPin,
     new_id,
 )
+from cairn.options import (
+    DEFAULT_MODE,
+    EventFilters,
+    PublishChoice,
+    ReadFilters,
+    TimelineFilters,
+    check_names,
+)
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
-from cairn.retrieval.filters import DEFAULT_MODE, ReadFilters, check_filter_names
 from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.retrieval.weights import check_weights
 from cairn.timeline.views import TeleportHit
@@ -238,25 +243,10 @@ class MemoryClient(ABC):
         """Re-make a stale proposal against the record's current version."""
         return self._rebase(proposal_id)
 
-    def publish(
-        self,
-        scope: str,
-        *,
-        record_ids: Sequence[str] | None = None,
-        pins: Mapping[str, str | None] | None = None,
-        name: str | None = None,
-        replace: bool = False,
-        reason: str | None = None,
-    ) -> ProposalOutcome:
+    def publish(self, scope: str, **choice: Unpack[PublishChoice]) -> ProposalOutcome:
         """Publish a baseline of a scope (curators): every active record at its head, or
-        the ``record_ids`` / ``pins`` given."""
-        choice = PublishChoice(
-            record_ids=record_ids,
-            pins=dict(pins) if pins is not None else None,
-            name=name,
-            replace=replace,
-            reason=reason,
-        )
+        the ``record_ids`` / ``pins`` given (``PublishChoice``)."""
+        check_names(choice, PublishChoice.__optional_keys__)
         return self._publish(scope, choice)
 
     def audit(self, query: AuditQuery | None = None) -> list[AuditEntry]:
@@ -269,37 +259,18 @@ class MemoryClient(ABC):
         """Append conversation or tool events in one batch (sending one again is a no-op)."""
         return self._append_events(events)
 
-    def events(
-        self,
-        *,
-        scope: str | None = None,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        after: EventCursor | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
+    def events(self, **filters: Unpack[EventFilters]) -> list[Event]:
         """Events the principal may read, in time order, a page at a time (``after``: the
-        ``(ts, event_id, scope)`` of the last one seen)."""
-        filters = EventFilters(
-            scope=scope, session_id=session_id, since=since, until=until, after=after, limit=limit
-        )
+        ``(ts, event_id, scope)`` of the last one seen; ``EventFilters``)."""
+        check_names(filters, EventFilters.__optional_keys__)
         return self._events(filters)
 
-    def timeline_search(
-        self,
-        query: str,
-        *,
-        scope: str | None = None,
-        k: int = 10,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[TeleportHit]:
-        """The timeline summaries and grips that best match ``query``."""
-        check_timeline_k(k)
-        return self._timeline_search(
-            query, TimelineFilters(scope=scope, k=k, since=since, until=until)
-        )
+    def timeline_search(self, query: str, **filters: Unpack[TimelineFilters]) -> list[TeleportHit]:
+        """The timeline summaries and grips that best match ``query`` (``TimelineFilters``)."""
+        check_names(filters, TimelineFilters.__optional_keys__)
+        if "k" in filters:
+            check_timeline_k(filters["k"])
+        return self._timeline_search(query, filters)
 
     def why(
         self,
@@ -432,39 +403,6 @@ class MemoryClient(ABC):
         """The question asked with the passport's headers (see ``passport_headers``)."""
 
 
-class PublishChoice(TypedDict):
-    """What ``publish`` takes besides the scope: which records (ids, or pinned versions),
-    the baseline's name, whether records not named leave it, and why. The keys are the
-    kernel's parameters of the same names."""
-
-    record_ids: Sequence[str] | None
-    pins: dict[str, str | None] | None
-    name: str | None
-    replace: bool
-    reason: str | None
-
-
-class TimelineFilters(TypedDict):
-    """What ``timeline_search`` takes besides the query: its parameters, the kernel's too."""
-
-    scope: str | None
-    k: int
-    since: datetime | None
-    until: datetime | None
-
-
-class EventFilters(TypedDict):
-    """Which events ``events`` reads, a page at a time: its parameters, which are the
-    kernel's too."""
-
-    scope: str | None
-    session_id: str | None
-    since: datetime | None
-    until: datetime | None
-    after: EventCursor | None
-    limit: int
-
-
 # ``search`` and ``retrieve`` took a ``ReadOptions`` before ``ReadFilters`` served every door
 ReadOptions = ReadFilters
 
@@ -498,7 +436,7 @@ def check_read_filters(filters: ReadFilters) -> None:
     """A ranked read's filters: only the names ``ReadFilters`` declares (``candidates`` is
     the kernel's alone), and weights that leave the mode a signal. The kernel checks the
     same; checked here too so that a remote call is refused as a local one is."""
-    check_filter_names(filters, ReadFilters.__optional_keys__)
+    check_names(filters, ReadFilters.__optional_keys__)
     check_weights(filters.get("weights"), filters.get("mode", DEFAULT_MODE))
 
 

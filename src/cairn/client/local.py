@@ -48,8 +48,8 @@ from cairn.model import (
     Version,
     VersionPin,
 )
+from cairn.options import ReadFilters
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
-from cairn.retrieval.filters import ReadFilters
 from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.timeline.views import TeleportHit
 from cairn.workspace import Workspace

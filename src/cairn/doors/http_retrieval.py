@@ -13,6 +13,7 @@ from cairn.doors.http_common import JsonInt, StrictBody, Weights, Who, api_route
 from cairn.limits import MAX_LIST_ITEMS
 from cairn.memory import Memory
 from cairn.model import Id, Kind, Name, QueryText, Question, RepoPath, Timestamp, VersionPin
+from cairn.options import ReadFilters
 from cairn.retrieval.context import (
     ClaimsReport,
     ReadContextRequest,
@@ -20,7 +21,6 @@ from cairn.retrieval.context import (
     ResearchAnswer,
     ValidationReport,
 )
-from cairn.retrieval.filters import ReadFilters
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
 
 __all__ = ["retrieval_router"]

@@ -10,8 +10,8 @@ from cairn.errors import InvalidInput
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.indexing import IndexVerbs
 from cairn.model import Principal, VersionPin
+from cairn.options import DEFAULT_MODE, KernelReadFilters, check_names
 from cairn.retrieval.endpoint_rerank import EndpointReranker
-from cairn.retrieval.filters import DEFAULT_K, DEFAULT_MODE, KernelReadFilters, check_filter_names
 from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.pipeline import Recall, SearchPlan, run_candidates, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest
@@ -37,9 +37,9 @@ class SearchVerbs(IndexVerbs):
 
     def _plan(self, query: str, filters: KernelReadFilters) -> SearchPlan:
         """The checked query and filters, with every filter left out at its default."""
-        check_filter_names(filters, KernelReadFilters.__optional_keys__)
+        check_names(filters, KernelReadFilters.__optional_keys__)
         mode = filters.get("mode", DEFAULT_MODE)
-        k = filters.get("k", DEFAULT_K)
+        k = filters.get("k", 10)
         scope = filters.get("scope")
         weights = filters.get("weights")
         kinds = filters.get("kinds", ())
