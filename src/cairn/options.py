@@ -18,6 +18,7 @@ __all__ = [
     "KernelReadFilters",
     "PublishChoice",
     "ReadFilters",
+    "TaskPage",
     "TimelineFilters",
     "check_names",
 ]
@@ -109,6 +110,20 @@ class TimelineFilters(TypedDict, total=False):
     """Only what happened at or after this moment (with a time zone)."""
     until: datetime | None
     """Only what happened before this moment (with a time zone)."""
+
+
+class TaskPage(TypedDict, total=False):
+    """Which of a principal's agent-protocol tasks ``tasks`` lists, a page at a time (the
+    store's ``list_tasks`` takes the same; the defaults are its)."""
+
+    context_id: str | None
+    """Only the tasks of this conversation context."""
+    state: int | None
+    """Only the tasks in this state (the agent protocol's number for it)."""
+    limit: int
+    """How many tasks at most, 1 to 1000 (default 50)."""
+    offset: int
+    """How many to skip (default 0)."""
 
 
 def check_names(options: Mapping[str, object], declared: frozenset[str]) -> None:

@@ -19,11 +19,11 @@ same way; each client adds only where a call goes. It imports no kernel and no H
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
+from cairn.closing import Closing
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.limits import check_timeline_k
 from cairn.model import (
@@ -88,7 +88,7 @@ WhyMode = Literal["ask", "query"]
 Move = Literal["archive", "restore"]
 
 
-class MemoryClient(ABC):
+class MemoryClient(Closing):
     """What ``cairn.open`` and ``cairn.connect`` return: governed memory, acting for the
     principal of one key. Writes are proposals that the policy or a curator decides; reads
     are trimmed to what the principal may see and cite ``(record, version)``. Errors are
@@ -296,17 +296,6 @@ class MemoryClient(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the store (local) or the connection pool (remote)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # ---- where each client goes: the kernel in this process, or the HTTP API ---------------
     # (called with the public methods' arguments once the rules above have been kept)
