@@ -253,6 +253,29 @@ def test_what_the_http_api_cannot_say_is_refused_not_dropped(server: Live) -> No
         assert refused.value.field == "metadata"
 
 
+def test_a_misspelt_filter_is_refused_not_dropped(local_store: LocalStore, server: Live) -> None:
+    """Filters arrive as ``**filters``: a name they do not declare is refused as Python
+    refuses an unknown keyword, by both clients and the kernel, before any read."""
+    with (
+        cairn.open(local_store.folder, key=local_store.agent) as mine,
+        cairn.connect(server.url, server.agent) as theirs,
+    ):
+        for client in (mine, theirs):
+            with pytest.raises(TypeError, match="'scopes'"):
+                client.search("tests", scopes="acme/*")  # type: ignore[call-arg]
+            # the kernel's tuning knob is not a door's
+            with pytest.raises(TypeError, match="'candidates'"):
+                client.retrieve("tests", candidates=5)  # type: ignore[call-arg]
+            with pytest.raises(TypeError, match="'sesion_id'"):
+                client.events(sesion_id="s-1")  # type: ignore[call-arg]
+            with pytest.raises(TypeError, match="'limit'"):
+                client.timeline_search("tests", limit=5)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="'scopes'"):
+            mine.memory.recall("tests", principal=mine.principal, scopes="acme/*")  # type: ignore[call-arg]
+        kept = mine.memory.recall("tests", principal=mine.principal, mode="keyword", candidates=5)
+        assert kept.keyword == ()
+
+
 def test_ids_cannot_reach_another_route(server: Live) -> None:
     with cairn.connect(server.url, server.agent) as client:
         for odd in ("", ".", "..", "../proposals", "rec_1/versions", "rec_1?selector=x"):

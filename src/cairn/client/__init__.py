@@ -19,12 +19,11 @@ same way; each client adds only where a call goes. It imports no kernel and no H
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from datetime import datetime
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
+from cairn.closing import Closing
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.limits import check_timeline_k
 from cairn.model import (
@@ -34,7 +33,6 @@ from cairn.model import (
     Content,
     ContentPatch,
     Event,
-    EventCursor,
     EventDraft,
     Principal,
     Proposal,
@@ -47,8 +45,16 @@ from cairn.model import (
     VersionPin,
     new_id,
 )
+from cairn.options import (
+    DEFAULT_MODE,
+    EventFilters,
+    PublishChoice,
+    ReadFilters,
+    TimelineFilters,
+    check_names,
+)
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
-from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
+from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.retrieval.weights import check_weights
 from cairn.timeline.views import TeleportHit
 
@@ -61,10 +67,12 @@ __all__ = [
     "MemoryClient",
     "Move",
     "PublishChoice",
+    "ReadFilters",
     "ReadOptions",
     "TimelineFilters",
     "WhyMode",
     "check_get",
+    "check_read_filters",
     "check_supersede",
     "check_validate",
     "check_why_mode",
@@ -80,7 +88,7 @@ WhyMode = Literal["ask", "query"]
 Move = Literal["archive", "restore"]
 
 
-class MemoryClient(ABC):
+class MemoryClient(Closing):
     """What ``cairn.open`` and ``cairn.connect`` return: governed memory, acting for the
     principal of one key. Writes are proposals that the policy or a curator decides; reads
     are trimmed to what the principal may see and cite ``(record, version)``. Errors are
@@ -172,69 +180,19 @@ class MemoryClient(ABC):
         ``query.after`` pages on)."""
         return self._list_records(query or RecordQuery())
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
-        weights: Mapping[str, float] | None = None,
-    ) -> SearchResult:
-        """Ranked search, trimmed by permission: ``k`` hits, each citing its version."""
-        check_weights(weights, mode)
-        options = ReadOptions(
-            mode=mode,
-            k=k,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-            weights=weights,
-        )
-        return self._search(query, options)
+    def search(self, query: str, **filters: Unpack[ReadFilters]) -> SearchResult:
+        """Ranked search, trimmed by permission: ``k`` hits, each citing its version. The
+        filters (``mode``, ``k``, ``scope``, …) are ``ReadFilters``'."""
+        check_read_filters(filters)
+        return self._search(query, filters)
 
     def retrieve(
-        self,
-        query: str,
-        *,
-        max_tokens: int = 8000,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
-        weights: Mapping[str, float] | None = None,
+        self, query: str, *, max_tokens: int = 8000, **filters: Unpack[ReadFilters]
     ) -> RetrievalResult:
         """Validated retrieval within ``max_tokens``: items with citations, contradictions
-        flagged (what an agent reads before it works)."""
-        check_weights(weights, mode)
-        options = ReadOptions(
-            mode=mode,
-            k=k,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-            weights=weights,
-        )
-        return self._retrieve(query, max_tokens, options)
+        flagged (what an agent reads before it works). Filtered as ``search`` is."""
+        check_read_filters(filters)
+        return self._retrieve(query, max_tokens, filters)
 
     def read_context(self, request: ReadContextRequest) -> ReadContextResponse:
         """Version-pinned context for one scope: ranked by ``request.query``, or the record
@@ -285,25 +243,10 @@ class MemoryClient(ABC):
         """Re-make a stale proposal against the record's current version."""
         return self._rebase(proposal_id)
 
-    def publish(
-        self,
-        scope: str,
-        *,
-        record_ids: Sequence[str] | None = None,
-        pins: Mapping[str, str | None] | None = None,
-        name: str | None = None,
-        replace: bool = False,
-        reason: str | None = None,
-    ) -> ProposalOutcome:
+    def publish(self, scope: str, **choice: Unpack[PublishChoice]) -> ProposalOutcome:
         """Publish a baseline of a scope (curators): every active record at its head, or
-        the ``record_ids`` / ``pins`` given."""
-        choice = PublishChoice(
-            record_ids=record_ids,
-            pins=dict(pins) if pins is not None else None,
-            name=name,
-            replace=replace,
-            reason=reason,
-        )
+        the ``record_ids`` / ``pins`` given (``PublishChoice``)."""
+        check_names(choice, PublishChoice.__optional_keys__)
         return self._publish(scope, choice)
 
     def audit(self, query: AuditQuery | None = None) -> list[AuditEntry]:
@@ -316,37 +259,18 @@ class MemoryClient(ABC):
         """Append conversation or tool events in one batch (sending one again is a no-op)."""
         return self._append_events(events)
 
-    def events(
-        self,
-        *,
-        scope: str | None = None,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        after: EventCursor | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
+    def events(self, **filters: Unpack[EventFilters]) -> list[Event]:
         """Events the principal may read, in time order, a page at a time (``after``: the
-        ``(ts, event_id, scope)`` of the last one seen)."""
-        filters = EventFilters(
-            scope=scope, session_id=session_id, since=since, until=until, after=after, limit=limit
-        )
+        ``(ts, event_id, scope)`` of the last one seen; ``EventFilters``)."""
+        check_names(filters, EventFilters.__optional_keys__)
         return self._events(filters)
 
-    def timeline_search(
-        self,
-        query: str,
-        *,
-        scope: str | None = None,
-        k: int = 10,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[TeleportHit]:
-        """The timeline summaries and grips that best match ``query``."""
-        check_timeline_k(k)
-        return self._timeline_search(
-            query, TimelineFilters(scope=scope, k=k, since=since, until=until)
-        )
+    def timeline_search(self, query: str, **filters: Unpack[TimelineFilters]) -> list[TeleportHit]:
+        """The timeline summaries and grips that best match ``query`` (``TimelineFilters``)."""
+        check_names(filters, TimelineFilters.__optional_keys__)
+        if "k" in filters:
+            check_timeline_k(filters["k"])
+        return self._timeline_search(query, filters)
 
     def why(
         self,
@@ -372,17 +296,6 @@ class MemoryClient(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the store (local) or the connection pool (remote)."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # ---- where each client goes: the kernel in this process, or the HTTP API ---------------
     # (called with the public methods' arguments once the rules above have been kept)
@@ -425,10 +338,10 @@ class MemoryClient(ABC):
     def _list_records(self, query: RecordQuery) -> list[Record]: ...
 
     @abstractmethod
-    def _search(self, query: str, options: ReadOptions) -> SearchResult: ...
+    def _search(self, query: str, filters: ReadFilters) -> SearchResult: ...
 
     @abstractmethod
-    def _retrieve(self, query: str, max_tokens: int, options: ReadOptions) -> RetrievalResult: ...
+    def _retrieve(self, query: str, max_tokens: int, filters: ReadFilters) -> RetrievalResult: ...
 
     @abstractmethod
     def _read_context(self, request: ReadContextRequest) -> ReadContextResponse: ...
@@ -479,53 +392,8 @@ class MemoryClient(ABC):
         """The question asked with the passport's headers (see ``passport_headers``)."""
 
 
-class PublishChoice(TypedDict):
-    """What ``publish`` takes besides the scope: which records (ids, or pinned versions),
-    the baseline's name, whether records not named leave it, and why. The keys are the
-    kernel's parameters of the same names."""
-
-    record_ids: Sequence[str] | None
-    pins: dict[str, str | None] | None
-    name: str | None
-    replace: bool
-    reason: str | None
-
-
-class TimelineFilters(TypedDict):
-    """What ``timeline_search`` takes besides the query: its parameters, the kernel's too."""
-
-    scope: str | None
-    k: int
-    since: datetime | None
-    until: datetime | None
-
-
-class EventFilters(TypedDict):
-    """Which events ``events`` reads, a page at a time: its parameters, which are the
-    kernel's too."""
-
-    scope: str | None
-    session_id: str | None
-    since: datetime | None
-    until: datetime | None
-    after: EventCursor | None
-    limit: int
-
-
-class ReadOptions(TypedDict):
-    """What ``search`` and ``retrieve`` take besides the query: how to rank, and what may be
-    read. The keys are the parameters of the same names, of the kernel's verbs too."""
-
-    mode: Mode
-    k: int
-    scope: str | None
-    selector: VersionPin | None
-    kinds: Sequence[str]
-    include_drafts: bool
-    created_after: datetime | None
-    created_before: datetime | None
-    record_ids: Sequence[str] | None
-    weights: Mapping[str, float] | None
+# ``search`` and ``retrieve`` took a ``ReadOptions`` before ``ReadFilters`` served every door
+ReadOptions = ReadFilters
 
 
 # ---- rules both clients share ------------------------------------------------------------
@@ -551,6 +419,14 @@ def check_validate(record_ids: Sequence[str]) -> None:
         raise InvalidInput("give a list of record ids, not one string", field="record_ids")
     if not record_ids:
         raise InvalidInput("name at least one record to validate", field="record_ids")
+
+
+def check_read_filters(filters: ReadFilters) -> None:
+    """A ranked read's filters: only the names ``ReadFilters`` declares (``candidates`` is
+    the kernel's alone), and weights that leave the mode a signal. The kernel checks the
+    same; checked here too so that a remote call is refused as a local one is."""
+    check_names(filters, ReadFilters.__optional_keys__)
+    check_weights(filters.get("weights"), filters.get("mode", DEFAULT_MODE))
 
 
 def check_why_mode(mode: str) -> None:

@@ -23,7 +23,6 @@ from cairn.client import (
     MemoryClient,
     Move,
     PublishChoice,
-    ReadOptions,
     TimelineFilters,
     WhyMode,
 )
@@ -49,6 +48,7 @@ from cairn.model import (
     Version,
     VersionPin,
 )
+from cairn.options import ReadFilters
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
 from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.timeline.views import TeleportHit
@@ -242,12 +242,12 @@ class LocalMemory(MemoryClient):
     def _list_records(self, query: RecordQuery) -> list[Record]:
         return self.memory.list_records(query, principal=self._principal)
 
-    def _search(self, query: str, options: ReadOptions) -> SearchResult:
-        return self.memory.search(query, principal=self._principal, **options)
+    def _search(self, query: str, filters: ReadFilters) -> SearchResult:
+        return self.memory.search(query, principal=self._principal, **filters)
 
-    def _retrieve(self, query: str, max_tokens: int, options: ReadOptions) -> RetrievalResult:
+    def _retrieve(self, query: str, max_tokens: int, filters: ReadFilters) -> RetrievalResult:
         return self.memory.retrieve(
-            query, principal=self._principal, max_tokens=max_tokens, **options
+            query, principal=self._principal, max_tokens=max_tokens, **filters
         )
 
     def _read_context(self, request: ReadContextRequest) -> ReadContextResponse:

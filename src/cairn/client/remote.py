@@ -28,7 +28,6 @@ from cairn.client import (
     MemoryClient,
     Move,
     PublishChoice,
-    ReadOptions,
     TimelineFilters,
     WhyMode,
 )
@@ -60,6 +59,7 @@ from cairn.model import (
     Version,
     VersionPin,
 )
+from cairn.options import ReadFilters
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
 from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.timeline.views import TeleportHit
@@ -283,12 +283,12 @@ class RemoteMemory(MemoryClient):
         )
         return _parse(list[Record], self._call("GET", "/records", params=params))
 
-    def _search(self, query: str, options: ReadOptions) -> SearchResult:
-        body = _read_body(query, options)
+    def _search(self, query: str, filters: ReadFilters) -> SearchResult:
+        body = _read_body(query, filters)
         return _parse(SearchResult, self._call("POST", "/search", body=body))
 
-    def _retrieve(self, query: str, max_tokens: int, options: ReadOptions) -> RetrievalResult:
-        body = _read_body(query, options)
+    def _retrieve(self, query: str, max_tokens: int, filters: ReadFilters) -> RetrievalResult:
+        body = _read_body(query, filters)
         body["max_tokens"] = max_tokens
         return _parse(RetrievalResult, self._call("POST", "/retrieve", body=body))
 
@@ -326,12 +326,7 @@ class RemoteMemory(MemoryClient):
         return _parse(ProposalOutcome, self._call("POST", path))
 
     def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome:
-        record_ids = choice["record_ids"]
-        body = {
-            "scope": scope,
-            **choice,
-            "record_ids": list(record_ids) if record_ids is not None else None,
-        }
+        body = {"scope": scope, **_json_values(choice)}
         return _parse(ProposalOutcome, self._call("POST", "/publish", body=body))
 
     def _audit(self, query: AuditQuery) -> list[AuditEntry]:
@@ -347,30 +342,17 @@ class RemoteMemory(MemoryClient):
         return _parse(AppendReport, self._call("POST", "/timeline/events", body=body))
 
     def _events(self, filters: EventFilters) -> list[Event]:
-        cursor: dict[str, Any] = {}
-        after = filters["after"]
+        # the cursor travels as its parts (and its scope only where it names one)
+        params = _params(**_json_values({**filters, "after": None}))
+        after = filters.get("after")
         if after is not None:
-            cursor = {"after_ts": _time(after[0]), "after_id": after[1]}
+            params |= {"after_ts": _time(after[0]), "after_id": after[1]}
             if len(after) == 3:
-                cursor["after_scope"] = after[2]
-        params = _params(
-            scope=filters["scope"],
-            session_id=filters["session_id"],
-            since=_time(filters["since"]),
-            until=_time(filters["until"]),
-            limit=filters["limit"],
-            **cursor,
-        )
+                params["after_scope"] = after[2]
         return _parse(list[Event], self._call("GET", "/timeline/events", params=params))
 
     def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]:
-        params = _params(
-            q=query,
-            scope=filters["scope"],
-            k=filters["k"],
-            since=_time(filters["since"]),
-            until=_time(filters["until"]),
-        )
+        params = _params(q=query, **_json_values(filters))
         found = self._call("GET", "/timeline/search", params=params)
         return _parse(list[TeleportHit], found)
 
@@ -383,19 +365,29 @@ class RemoteMemory(MemoryClient):
         return _parse(dict[str, Any], found)
 
 
-def _read_body(query: str, options: ReadOptions) -> dict[str, Any]:
-    """The body of ``/search`` and ``/retrieve``."""
-    selector, record_ids, weights = options["selector"], options["record_ids"], options["weights"]
-    return {
-        "query": query,
-        "mode": options["mode"],
-        "top_k": options["k"],
-        "scope": options["scope"],
-        "selector": selector.model_dump(mode="json") if selector is not None else None,
-        "kinds": list(options["kinds"]),
-        "include_drafts": options["include_drafts"],
-        "created_after": _time(options["created_after"]),
-        "created_before": _time(options["created_before"]),
-        "record_ids": list(record_ids) if record_ids is not None else None,
-        "weights": dict(weights) if weights is not None else None,
-    }
+def _read_body(query: str, filters: ReadFilters) -> dict[str, Any]:
+    """The body of ``/search`` and ``/retrieve``: the query and the filters given (the body
+    calls ``k`` ``top_k``)."""
+    body = {"query": query, **_json_values(filters)}
+    if "k" in body:
+        body["top_k"] = body.pop("k")
+    return body
+
+
+def _json_values(options: Mapping[str, object]) -> dict[str, Any]:
+    """Keyword options as JSON, by their own names (the server's too): a version pin as its
+    fields, a moment in ISO 8601, lists and mappings as such. Options left out are left out:
+    the server reads them as the kernel does."""
+    return {name: _json_value(value) for name, value in options.items()}
+
+
+def _json_value(value: object) -> Any:
+    if isinstance(value, VersionPin):
+        return value.model_dump(mode="json")
+    if isinstance(value, datetime):
+        return _time(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return list(value)
+    return value

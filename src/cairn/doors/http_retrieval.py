@@ -3,7 +3,8 @@ retrieval, validation of cited records and claims, records by path or symbol, re
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated, cast
 
 from fastapi import APIRouter
 from pydantic import Discriminator, Field, StrictBool, Tag
@@ -12,6 +13,7 @@ from cairn.doors.http_common import JsonInt, StrictBody, Weights, Who, api_route
 from cairn.limits import MAX_LIST_ITEMS
 from cairn.memory import Memory
 from cairn.model import Id, Kind, Name, QueryText, Question, RepoPath, Timestamp, VersionPin
+from cairn.options import ReadFilters
 from cairn.retrieval.context import (
     ClaimsReport,
     ReadContextRequest,
@@ -115,8 +117,10 @@ def retrieval_router(memory: Memory) -> APIRouter:
     def read_context(body: ContextBody, who: Who) -> ReadContextResponse:
         return memory.read_context(body, principal=who)
 
-    def _read_options(body: _ReadBody) -> dict[str, Any]:
+    def _read_filters(body: RetrieveBody | SearchBody) -> ReadFilters:
         return {
+            "mode": body.mode,
+            "k": body.top_k,
             "scope": body.scope,
             "selector": body.selector,
             "kinds": tuple(body.kinds),
@@ -124,7 +128,8 @@ def retrieval_router(memory: Memory) -> APIRouter:
             "created_after": body.created_after,
             "created_before": body.created_before,
             "record_ids": body.record_ids,
-            "weights": body.weights,
+            # the schema names the signals as literals; the kernel takes any name and checks it
+            "weights": cast(Mapping[str, float] | None, body.weights),
         }
 
     @router.post(
@@ -135,12 +140,7 @@ def retrieval_router(memory: Memory) -> APIRouter:
     )
     def retrieve(body: RetrieveBody, who: Who) -> RetrievalResult:
         return memory.retrieve(
-            body.query,
-            principal=who,
-            mode=body.mode,
-            k=body.top_k,
-            max_tokens=body.max_tokens,
-            **_read_options(body),
+            body.query, principal=who, max_tokens=body.max_tokens, **_read_filters(body)
         )
 
     @router.post(
@@ -150,9 +150,7 @@ def retrieval_router(memory: Memory) -> APIRouter:
         summary="Raw ranked search without validation or budget",
     )
     def search(body: SearchBody, who: Who) -> SearchResult:
-        return memory.search(
-            body.query, principal=who, mode=body.mode, k=body.top_k, **_read_options(body)
-        )
+        return memory.search(body.query, principal=who, **_read_filters(body))
 
     @router.post(
         "/validate", tags=["retrieval"], summary="May these cited records still be relied on?"

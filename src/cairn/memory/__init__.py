@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Self
+from typing import TypedDict, Unpack
 
+from cairn.closing import Closing
 from cairn.errors import NotFound
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
@@ -34,6 +34,7 @@ from cairn.memory.tasks import MAX_TASK_BYTES, TaskVerbs
 from cairn.memory.upkeep import RefreshReport, UpkeepVerbs, VacuumReport
 from cairn.memory.writes import WriteVerbs
 from cairn.model import RecordView, utcnow
+from cairn.options import check_names
 from cairn.retrieval.chunking import chunks_for
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.indexer import Indexer, IndexWorker
@@ -52,6 +53,7 @@ __all__ = [
     "POLICY_FILE",
     "PRINCIPALS_FILE",
     "Memory",
+    "MemorySettings",
     "RecordView",
     "RefreshReport",
     "VacuumReport",
@@ -75,6 +77,22 @@ def file_hasher(area: IngestArea) -> Callable[[str], str | None]:
     return digest
 
 
+class MemorySettings(TypedDict, total=False):
+    """How a ``Memory`` is set up besides its store and policy (``Memory(...)`` and
+    ``Memory.open(...)`` take these keywords; each says what leaving it out means)."""
+
+    clock: Callable[[], datetime]
+    """What time it is (default: the system clock, in UTC); tests pin it."""
+    embedder: Embedder | str | None
+    """The vector model, or its name (default ``minilm``); ``None``: keyword search only."""
+    timeline: TimelineSettings | None
+    """The timeline's settings (``[timeline]``; default: the defaults)."""
+    graph: GraphSettings | None
+    """The decision graph's settings (``[graph]``; default: the defaults)."""
+    retrieval: RetrievalSettings | None
+    """Ranking's settings and the reranking endpoint (``[retrieval]``; default: the defaults)."""
+
+
 class Memory(
     ContextVerbs,
     WriteVerbs,
@@ -85,6 +103,7 @@ class Memory(
     UpkeepVerbs,
     TimelineVerbs,
     GraphVerbs,
+    Closing,
 ):
     """cairn's one kernel: every door (the CLI, HTTP, MCP, A2A, gRPC, the web console and
     Python code) reads and writes through a ``Memory``. Writes become proposals that the
@@ -99,16 +118,13 @@ class Memory(
         *,
         root: Path | None = None,
         folder: Path | None = None,
-        clock: Callable[[], datetime] = utcnow,
-        embedder: Embedder | str | None = DEFAULT_EMBEDDER,
-        timeline: TimelineSettings | None = None,
-        graph: GraphSettings | None = None,
-        retrieval: RetrievalSettings | None = None,
+        **settings: Unpack[MemorySettings],
     ) -> None:
         """``root`` is the project folder (ingest and path links read files under it);
-        ``folder`` the store folder, which they never read."""
+        ``folder`` the store folder, which they never read. ``settings``: ``MemorySettings``."""
+        check_names(settings, MemorySettings.__optional_keys__)
         self._store = store
-        self.retrieval_settings = retrieval or RetrievalSettings()
+        self.retrieval_settings = settings.get("retrieval") or RetrievalSettings()
         self._ranking = self.retrieval_settings.ranking()
         key = self.retrieval_settings.reranker_key
         self._reranker = EndpointReranker.from_spec(
@@ -117,23 +133,23 @@ class Memory(
             top=self.retrieval_settings.rerank_top,
             api_key=key.get_secret_value() if key is not None else None,
         )
-        self.timeline_settings = timeline or TimelineSettings()
+        self.timeline_settings = settings.get("timeline") or TimelineSettings()
         # one rollup at a time in this process (the background one and a curator's)
         self._rollup_lock = threading.Lock()
         # Loading a model takes a moment: only reads that need vectors pay for it.
-        self._embedder_spec = embedder
+        self._embedder_spec = settings.get("embedder", DEFAULT_EMBEDDER)
         self._indexer: Indexer | None = None
         self._policy = policy
         self.root = (root or Path.cwd()).resolve()
         self.folder = folder.resolve() if folder is not None else None
-        self._init_graph(graph)
-        self.clock = clock
+        self._init_graph(settings.get("graph"))
+        self.clock = settings.get("clock", utcnow)
         self._hash_path = file_hasher(IngestArea(self.root, (".",), self.folder))
         self._worker: IndexWorker | None = None
         self._gate = Gate(
             store,
             policy,
-            clock=clock,
+            clock=self.clock,
             path_hasher=self._hash_path,
             chunker=chunks_for,
             on_commit=self._committed,
@@ -141,15 +157,7 @@ class Memory(
 
     @classmethod
     def open(
-        cls,
-        folder: Path | str,
-        *,
-        db: str | None = None,
-        clock: Callable[[], datetime] = utcnow,
-        embedder: Embedder | str | None = DEFAULT_EMBEDDER,
-        timeline: TimelineSettings | None = None,
-        graph: GraphSettings | None = None,
-        retrieval: RetrievalSettings | None = None,
+        cls, folder: Path | str, *, db: str | None = None, **settings: Unpack[MemorySettings]
     ) -> Memory:
         """Open the store of a cairn folder (made by ``cairn init``): the embedded SQLite
         file by default, or the database ``db`` names (``postgresql://…``)."""
@@ -158,17 +166,7 @@ class Memory(
             raise NotFound(f"no cairn store in {folder}: run 'cairn init' first", field="store")
         policy = load_policy(folder / POLICY_FILE)
         store = open_store(db, folder)
-        return cls(
-            store,
-            policy,
-            root=folder.resolve().parent,
-            folder=folder,
-            clock=clock,
-            embedder=embedder,
-            timeline=timeline,
-            graph=graph,
-            retrieval=retrieval,
-        )
+        return cls(store, policy, root=folder.resolve().parent, folder=folder, **settings)
 
     # ---- policy --------------------------------------------------------------------------
 
@@ -189,6 +187,7 @@ class Memory(
         self._store.get_record("rec_ping")
 
     def close(self) -> None:
+        """Stop the background workers and close the store."""
         self._stop_timeline()
         if self._worker is not None:
             self._worker.stop()
@@ -196,14 +195,3 @@ class Memory(
         if self._reranker is not None:
             self._reranker.close()
         self._store.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -4,14 +4,14 @@ before a file's batches, read a page at a time within what the principal may rea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from cairn.errors import InvalidInput
 from cairn.governance import access
 from cairn.limits import MAX_SCOPE_CHARS, check_input
 from cairn.memory.core import MemoryCore
-from cairn.model import AppendReport, Event, EventCursor, EventDraft, Principal
+from cairn.model import AppendReport, Event, EventDraft, Principal
+from cairn.options import EventFilters, check_names
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.store.base import EventFilter
 
@@ -40,20 +40,14 @@ class EventVerbs(MemoryCore):
         storing nothing: a file appended in batches is checked whole first."""
         self._gate.check_events(events, principal)
 
-    def events(
-        self,
-        *,
-        principal: Principal,
-        scope: str | None = None,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        after: EventCursor | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
+    def events(self, *, principal: Principal, **filters: Unpack[EventFilters]) -> list[Event]:
         """Events the principal may read, in source-time order, a page at a time (``after``:
         the ``(ts, event_id, scope)`` of the last one seen; ``(ts, event_id)`` within one
-        scope). ``scope`` is a glob."""
+        scope). ``scope`` is a glob (``EventFilters``)."""
+        check_names(filters, EventFilters.__optional_keys__)
+        scope, session_id = filters.get("scope"), filters.get("session_id")
+        since, until = filters.get("since"), filters.get("until")
+        limit = filters.get("limit", 100)
         if not 1 <= limit <= 10_000:
             raise InvalidInput("limit must be between 1 and 10000", field="limit")
         for value, what in ((scope, "scope"), (session_id, "session_id")):
@@ -70,6 +64,6 @@ class EventVerbs(MemoryCore):
             since=since,
             until=until,
         )
-        found = self._store.list_events(where, after=after, limit=limit)
+        found = self._store.list_events(where, after=filters.get("after"), limit=limit)
         # Trimmed in the store already; the read rule is checked once more here.
         return [e for e in found if access.can_read(principal, e.scope, e.acl)]

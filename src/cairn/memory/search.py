@@ -3,13 +3,14 @@ retrieved validated within a token budget, or recalled unranked (for replaying r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable
+from typing import Unpack
 
 from cairn.errors import InvalidInput
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.indexing import IndexVerbs
 from cairn.model import Principal, VersionPin
+from cairn.options import DEFAULT_MODE, KernelReadFilters, check_names
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.pipeline import Recall, SearchPlan, run_candidates, run_retrieve, run_search
@@ -34,22 +35,16 @@ class SearchVerbs(IndexVerbs):
     _ranking: RankingConfig
     _reranker: EndpointReranker | None
 
-    def _plan(
-        self,
-        query: str,
-        *,
-        mode: Mode,
-        k: int,
-        candidates: int | None,
-        weights: Mapping[str, float] | None,
-        scope: str | None,
-        selector: VersionPin | None,
-        kinds: Sequence[str],
-        include_drafts: bool,
-        created_after: datetime | None,
-        created_before: datetime | None,
-        record_ids: Sequence[str] | None,
-    ) -> SearchPlan:
+    def _plan(self, query: str, filters: KernelReadFilters) -> SearchPlan:
+        """The checked query and filters, with every filter left out at its default."""
+        check_names(filters, KernelReadFilters.__optional_keys__)
+        mode = filters.get("mode", DEFAULT_MODE)
+        k = filters.get("k", 10)
+        scope = filters.get("scope")
+        weights = filters.get("weights")
+        kinds = filters.get("kinds", ())
+        candidates = filters.get("candidates")
+        record_ids = filters.get("record_ids")
         if k < 1 or k > 1000:
             raise InvalidInput("k must be between 1 and 1000", field="k")
         check_input(query, "query", MAX_QUERY_CHARS)
@@ -68,12 +63,12 @@ class SearchVerbs(IndexVerbs):
         now = self.clock()
         request = ReadRequest(
             scope=scope,
-            selector=selector or VersionPin.head(),
+            selector=filters.get("selector") or VersionPin.head(),
             kinds=tuple(kinds),
-            include_drafts=include_drafts,
+            include_drafts=filters.get("include_drafts", False),
             valid_at=now,
-            created_after=created_after,
-            created_before=created_before,
+            created_after=filters.get("created_after"),
+            created_before=filters.get("created_before"),
             record_ids=frozenset(record_ids) if record_ids is not None else None,
         )
         return SearchPlan(
@@ -90,38 +85,12 @@ class SearchVerbs(IndexVerbs):
         )
 
     def search(
-        self,
-        query: str,
-        *,
-        principal: Principal,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        candidates: int | None = None,
-        weights: Mapping[str, float] | None = None,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
+        self, query: str, *, principal: Principal, **filters: Unpack[KernelReadFilters]
     ) -> SearchResult:
-        """Raw ranked search (no validation, no budget): permission-trimmed, fused."""
-        plan = self._plan(
-            query,
-            mode=mode,
-            k=k,
-            candidates=candidates,
-            weights=weights,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-        )
-        return run_search(self._store, self._indexer_for(mode), principal, plan)[0]
+        """Raw ranked search (no validation, no budget): permission-trimmed, fused. The
+        filters (``mode``, ``k``, ``scope``, …) are ``KernelReadFilters``'."""
+        plan = self._plan(query, filters)
+        return run_search(self._store, self._indexer_for(plan.mode), principal, plan)[0]
 
     def retrieve(
         self,
@@ -129,38 +98,16 @@ class SearchVerbs(IndexVerbs):
         *,
         principal: Principal,
         max_tokens: int = 8000,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        candidates: int | None = None,
-        weights: Mapping[str, float] | None = None,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
+        **filters: Unpack[KernelReadFilters],
     ) -> RetrievalResult:
-        """Validated retrieval clipped to a token budget, every item cited to its version."""
+        """Validated retrieval clipped to a token budget, every item cited to its version
+        (filtered as ``search`` is)."""
         if max_tokens < 1:
             raise InvalidInput("max_tokens must be positive", field="max_tokens")
-        plan = self._plan(
-            query,
-            mode=mode,
-            k=k,
-            candidates=candidates,
-            weights=weights,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-        )
+        plan = self._plan(query, filters)
         return run_retrieve(
             self._store,
-            self._indexer_for(mode),
+            self._indexer_for(plan.mode),
             principal,
             plan,
             max_tokens=max_tokens,
@@ -168,39 +115,12 @@ class SearchVerbs(IndexVerbs):
         )
 
     def recall(
-        self,
-        query: str,
-        *,
-        principal: Principal,
-        mode: Mode = "hybrid",
-        k: int = 10,
-        candidates: int | None = None,
-        weights: Mapping[str, float] | None = None,
-        scope: str | None = None,
-        selector: VersionPin | None = None,
-        kinds: Sequence[str] = (),
-        include_drafts: bool = False,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        record_ids: Sequence[str] | None = None,
+        self, query: str, *, principal: Principal, **filters: Unpack[KernelReadFilters]
     ) -> Recall:
         """What ``search`` ranks, unranked: the keyword and vector ``(chunk id, score)``
         lists and their chunk rows, permission-trimmed as ``search`` is. Read-only; for
         replaying ranking offline (``cairn.retrieval.ranking.rank`` on it gives ``search``'s
         hits for the same arguments, at the same moment, when no reranking endpoint is
         configured: that stage is the endpoint's, not replayable)."""
-        plan = self._plan(
-            query,
-            mode=mode,
-            k=k,
-            candidates=candidates,
-            weights=weights,
-            scope=scope,
-            selector=selector,
-            kinds=kinds,
-            include_drafts=include_drafts,
-            created_after=created_after,
-            created_before=created_before,
-            record_ids=record_ids,
-        )
-        return run_candidates(self._store, self._indexer_for(mode), principal, plan)
+        plan = self._plan(query, filters)
+        return run_candidates(self._store, self._indexer_for(plan.mode), principal, plan)

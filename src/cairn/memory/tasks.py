@@ -3,10 +3,13 @@ the governed memory, bounded like a request."""
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from cairn.errors import InvalidInput
 from cairn.limits import MAX_COUNTER, MAX_ID_CHARS, MAX_REQUEST_BYTES, check_input, is_id
 from cairn.memory.core import MemoryCore
 from cairn.model import Principal
+from cairn.options import TaskPage, check_names
 from cairn.store.base import StoredTask
 
 __all__ = ["MAX_TASK_BYTES", "TaskVerbs"]
@@ -34,22 +37,12 @@ class TaskVerbs(MemoryCore):
         found = self._store.get_task(task_id, principal.id) if is_id(task_id) else None
         return found.body if found else None
 
-    def tasks(
-        self,
-        *,
-        principal: Principal,
-        context_id: str | None = None,
-        state: int | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[bytes]:
-        """The principal's tasks, most recently saved first, a page at a time."""
-        if not 1 <= limit <= 1000 or not 0 <= offset <= MAX_COUNTER:
+    def tasks(self, *, principal: Principal, **page: Unpack[TaskPage]) -> list[bytes]:
+        """The principal's tasks, most recently saved first, a page at a time (``TaskPage``)."""
+        check_names(page, TaskPage.__optional_keys__)
+        if not 1 <= page.get("limit", 50) <= 1000 or not 0 <= page.get("offset", 0) <= MAX_COUNTER:
             raise InvalidInput("task pages take 1 <= limit <= 1000 and an offset >= 0")
-        found = self._store.list_tasks(
-            principal.id, context_id=context_id, state=state, limit=limit, offset=offset
-        )
-        return [task.body for task in found]
+        return [task.body for task in self._store.list_tasks(principal.id, **page)]
 
     def delete_task(self, task_id: str, *, principal: Principal) -> None:
         if is_id(task_id):

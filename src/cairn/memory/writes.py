@@ -4,6 +4,7 @@ one record to a batch of ten thousand, file ingest and publishing included."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Unpack
 
 from cairn.errors import Conflict, InvalidInput
 from cairn.governance import access
@@ -36,6 +37,7 @@ from cairn.model import (
     UpdateChange,
     Verdict,
 )
+from cairn.options import PublishChoice, check_names
 
 __all__ = ["WriteVerbs"]
 
@@ -124,24 +126,17 @@ class WriteVerbs(MemoryCore):
         return self.transition(record_id, Status.ACTIVE, principal=principal, reason=reason)
 
     def publish(
-        self,
-        scope: str,
-        *,
-        principal: Principal,
-        record_ids: Sequence[str] | None = None,
-        pins: dict[str, str | None] | None = None,
-        name: str | None = None,
-        replace: bool = False,
-        reason: str | None = None,
+        self, scope: str, *, principal: Principal, **choice: Unpack[PublishChoice]
     ) -> ProposalOutcome:
         """Promote record versions into a new baseline and make it the scope's published one.
 
-        With neither ``record_ids`` nor ``pins``, every active, current record of the scope
-        is published at its head version.
+        With neither ``record_ids`` nor ``pins`` (``PublishChoice``), every active, current
+        record of the scope is published at its head version.
         """
+        check_names(choice, PublishChoice.__optional_keys__)
         access.require_curator(principal, "publish")
-        chosen: dict[str, str | None] = dict(pins or {})
-        for record_id in record_ids or ():
+        chosen: dict[str, str | None] = dict(choice.get("pins") or {})
+        for record_id in choice.get("record_ids") or ():
             chosen.setdefault(record_id, None)
         if not chosen:
             query = RecordQuery(scope=literal_glob(scope), statuses=(Status.ACTIVE,))
@@ -150,8 +145,10 @@ class WriteVerbs(MemoryCore):
                     chosen[record.id] = None
         if not chosen:
             raise Conflict(f"nothing to publish in scope {scope}: no active records", field="scope")
-        change = PublishChange(scope=scope, pins=chosen, name=name, replace=replace)
-        return self._gate.submit(change, principal, reason=reason)
+        change = PublishChange(
+            scope=scope, pins=chosen, name=choice.get("name"), replace=choice.get("replace", False)
+        )
+        return self._gate.submit(change, principal, reason=choice.get("reason"))
 
     def store_many(
         self, contents: Sequence[Content], *, principal: Principal, draft: bool = False

@@ -12,6 +12,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from cairn.errors import InvalidInput, NotFound
 from cairn.limits import MAX_COUNTER, is_id
@@ -249,14 +250,8 @@ def teleport(
         returned.update(grip_ids)
         hits.append(
             TeleportHit(
-                node_id=node.node_id,
-                version=node.version,
-                level=node.level,
+                **_cited(node, text, grip_ids),
                 title=node.title,
-                text=text,
-                grip_ids=grip_ids,
-                starts_at=node.starts_at,
-                ends_at=node.ends_at,
                 score=hit.score,
                 signals=dict(hit.ranks),
             )
@@ -325,18 +320,23 @@ def _items(node: TocNode) -> list[RecentItem]:
     if node.title not in {b.text for b in node.bullets}:
         lines.insert(0, (node.title, tuple(g for b in node.bullets for g in b.grip_ids)))
     return [
-        RecentItem(
-            node_id=node.node_id,
-            version=node.version,
-            level=node.level,
-            text=text,
-            grip_ids=grips,
-            starts_at=node.starts_at,
-            ends_at=node.ends_at,
-            tokens=estimate_item_tokens(text),
-        )
+        RecentItem(**_cited(node, text, grips), tokens=estimate_item_tokens(text))
         for text, grips in lines
     ]
+
+
+def _cited(node: TocNode, text: str, grip_ids: tuple[str, ...]) -> dict[str, Any]:
+    """``text`` cited to the node version it came from (with the node's level and span) and
+    to the grips behind it: the fields every line a timeline read returns shares."""
+    return {
+        "node_id": node.node_id,
+        "version": node.version,
+        "level": node.level,
+        "text": text,
+        "grip_ids": grip_ids,
+        "starts_at": node.starts_at,
+        "ends_at": node.ends_at,
+    }
 
 
 def scan(

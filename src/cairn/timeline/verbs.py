@@ -6,12 +6,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input, check_timeline_k
 from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
+from cairn.options import TimelineFilters, check_names
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.timeline import reads
 from cairn.timeline.rollup import (
@@ -184,23 +185,19 @@ class TimelineVerbs:
         )
 
     def timeline_search(
-        self,
-        query: str,
-        *,
-        principal: Principal,
-        scope: str | None = None,
-        k: int = 10,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        self, query: str, *, principal: Principal, **filters: Unpack[TimelineFilters]
     ) -> list[TeleportHit]:
-        """Teleport: the nodes and grips that best match ``query``, without walking the tree."""
+        """Teleport: the nodes and grips that best match ``query``, without walking the tree
+        (``TimelineFilters``)."""
+        check_names(filters, TimelineFilters.__optional_keys__)
+        k, since, until = filters.get("k", 10), filters.get("since"), filters.get("until")
         check_input(query, "query", MAX_QUERY_CHARS)
         check_timeline_k(k)
         _aware(since, "since")
         _aware(until, "until")
         return reads.teleport(
             self._store,
-            self._reader(principal, scope),
+            self._reader(principal, filters.get("scope")),
             query,
             indexer=self.indexer,
             k=k,
