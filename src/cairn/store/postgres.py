@@ -738,16 +738,11 @@ def _changeset_json(cs: base.ChangeSet) -> dict[str, Any]:
 
 
 def _insert_json(cur: psycopg.Cursor[DictRow], table: str, items: list[dict[str, Any]]) -> None:
-    """Insert JSON rows through ``jsonb_populate_record``, naming the columns so tables may
-    grow columns (e.g. generated search columns) in later migrations."""
-    if not items:
-        return
-    cols = ", ".join(items[0])
-    cur.executemany(
-        f"INSERT INTO {table} ({cols}) SELECT {cols} "
-        f"FROM jsonb_populate_record(NULL::{table}, %s::jsonb)".encode(),
-        [(_json(row),) for row in items],
-    )
+    """Insert new JSON rows with one statement, through the ``cairn_put_rows`` a commit
+    writes with: the rows name their columns, so tables may grow columns (e.g. generated
+    search columns) in later migrations."""
+    if items:
+        cur.execute("SELECT cairn_put_rows(%s, %s::jsonb, p_update => '{}')", (table, _json(items)))
 
 
 def _index_imported(
