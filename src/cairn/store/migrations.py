@@ -173,7 +173,7 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX agent_tasks_owner ON agent_tasks(owner, updated_at);
     """,
     # 7: the event log: append-only events with an outbox that indexers follow.
-    schema.event_log_tables("sqlite") + _refuse("events", "events are append-only") + _STEP_END,
+    schema.EVENT_LOG.sql("sqlite") + _refuse("events", "events are append-only") + _STEP_END,
     # 8: each chunk says what its text comes from and when that happened at the source, so
     # a search can be limited to a time range (a record's: its validity start, else when
     # it was written).
@@ -184,7 +184,7 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX chunks_source_time ON chunks(source_time);
     """,
     # 9: the timeline: versioned nodes of the time hierarchy over events, and their grips.
-    schema.timeline_tables("sqlite")
+    schema.TIMELINE.sql("sqlite")
     + _refuse("toc_nodes", "timeline nodes are versioned, never changed")
     + _STEP_END,
     # 10: a grip says which events a bullet quotes; it is written once, never changed.

@@ -201,7 +201,10 @@ INSERT INTO index_meta (key, value) VALUES ('seq', 0), ('chunks', 0);
 
 """
     + schema.create_table("chunks", schema.PG_CHUNKS, "postgres")
-    + r"""CREATE INDEX chunks_record ON chunks (record_id);
+    + r"""-- The keyword index: each chunk's words, weighted title 'A', heading 'B', text 'C';
+-- 'english' stems and drops stopwords. (SQLite keeps its keyword index in an FTS5 table.)
+ALTER TABLE chunks ADD COLUMN tsv tsvector NOT NULL;
+CREATE INDEX chunks_record ON chunks (record_id);
 CREATE INDEX chunks_seq ON chunks (seq);
 CREATE INDEX chunks_text_hash ON chunks (text_hash);
 CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
@@ -355,7 +358,7 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     # indexers follow; their cursors are bookkeeping the serving role keeps itself.
     Migration(
         "events",
-        schema.event_log_tables("postgres")
+        schema.EVENT_LOG.sql("postgres")
         + "\n"
         + _forbid_rewrite("events", indent=_STEP_INDENT)
         + """\
@@ -378,7 +381,7 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     # written only by cairn_commit.
     Migration(
         "timeline",
-        schema.timeline_tables("postgres")
+        schema.TIMELINE.sql("postgres")
         + "\n"
         + _forbid_rewrite("toc_nodes", truncate=False, indent=_STEP_INDENT)
         + """\
