@@ -225,10 +225,8 @@ def test_serving_login_cannot_write_index_tables(
             "cairn.cairn_index_versions('[]')",
             "cairn.cairn_put_records('[]')",
             "cairn.cairn_refuse_stored('records', '[]')",
-            "cairn.cairn_put_versions('[]')",
-            "cairn.cairn_put_proposals('[]')",
+            "cairn.cairn_put_rows('versions', '[]')",
             "cairn.cairn_put_edges('[]')",
-            "cairn.cairn_put_path_links('[]')",
             "cairn.cairn_stamp_chunks('{1}', 1)",
         ):
             with pytest.raises(pg_errors.InsufficientPrivilege):

@@ -13,8 +13,8 @@ from cairn.store.postgres import PostgresStore
 from tests.pg import PgCluster
 
 KERNEL_FUNCTIONS = (
-    "cairn_commit", "cairn_refuse_stored", "cairn_put_proposals", "cairn_put_records",
-    "cairn_put_versions", "cairn_index_versions", "cairn_put_edges", "cairn_put_path_links",
+    "cairn_commit", "cairn_refuse_stored", "cairn_put_records",
+    "cairn_put_rows", "cairn_index_versions", "cairn_put_edges",
     "cairn_stamp_chunks", "cairn_put_vectors",
 )  # fmt: skip
 

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import NotRequired, Protocol, TypedDict, Unpack
 
 from cairn.model import (
     AuditEntry,
@@ -50,8 +50,10 @@ __all__ = [
     "Chunker",
     "Dumped",
     "EdgeFilter",
+    "EdgePage",
     "EventFilter",
     "EventLog",
+    "EventPage",
     "EventText",
     "ExpectProposal",
     "ExpectPublished",
@@ -60,6 +62,7 @@ __all__ = [
     "IndexStore",
     "KeywordQuery",
     "Precondition",
+    "ProposalPage",
     "PublishedRow",
     "PutBaseline",
     "PutBatch",
@@ -70,13 +73,17 @@ __all__ = [
     "PutRecord",
     "PutTocNode",
     "PutVersion",
+    "RecordReach",
     "RecordStore",
     "SetPublished",
     "Store",
     "StoredTask",
+    "TaskPage",
     "TaskStore",
     "Timeline",
     "TocFilter",
+    "TocPage",
+    "Walk",
     "Write",
     "embed_input",
     "scoped_reach",
@@ -390,6 +397,16 @@ class EventFilter:
     agent: str | None = None
 
 
+class EventPage(TypedDict, total=False):
+    """Which page of events a listing returns: at most ``limit`` (default 100) after the
+    position ``after`` of the last one seen, or with ``before`` the ones before that
+    position instead, nearest first (``EventLog.list_events``)."""
+
+    after: EventCursor | None
+    before: EventCursor | None
+    limit: int
+
+
 @dataclass(frozen=True)
 class EventText:
     """What a scan reads of an event: its id, scope, time and session, and the start of its
@@ -415,6 +432,75 @@ class TocFilter:
     partition_key: str | None = None
     node_ids: frozenset[str] | None = None
     include_retired: bool = False
+
+
+class TocPage(TypedDict, total=False):
+    """Which page of timeline nodes a listing returns: at most ``limit`` (default 100) after
+    the ``(starts_at, node_id)`` of the last one seen, or by last event, newest first."""
+
+    after: tuple[datetime, str] | None
+    limit: int
+    newest_first: bool
+
+
+class Walk(TypedDict):
+    """How a walk over edges goes (``GraphStore.neighbours``): only over edges ``edges``
+    admits, only through records whose head chunks ``vertices`` admits, ``direction`` for
+    directed relations (those of the ``either_way`` types are walked both ways), at most
+    ``hops`` steps and ``limit`` records."""
+
+    edges: EdgeFilter
+    vertices: ChunkFilter
+    direction: Direction
+    hops: int
+    limit: int
+    either_way: NotRequired[frozenset[str]]
+
+
+class EdgePage(TypedDict, total=False):
+    """Which edges a listing returns (``GraphStore.list_edges``): those touching ``node_id``
+    when given, with ``ends`` only edges between records whose head chunks it admits (so a
+    listing never names a record the reader may not see); by id after ``after``, at most
+    ``limit`` (default 100)."""
+
+    node_id: str | None
+    ends: ChunkFilter | None
+    after: str | None
+    limit: int
+
+
+class RecordReach(TypedDict):
+    """Which records a query may reach (``RecordStore.query_records``): those in a scope one
+    of ``scope_globs`` matches (none given: any scope) and, with ``readable``, only those
+    whose head chunks it admits (the reader's ACL and scopes, checked in the index)."""
+
+    scope_globs: Sequence[str]
+    readable: NotRequired[ChunkFilter | None]
+
+
+class ProposalPage(TypedDict, total=False):
+    """Which proposals a listing returns (``RecordStore.list_proposals``): those of
+    ``status`` (default: any), a page of ``limit`` (default 100) after the id ``after`` and
+    ``offset`` more; with ``proposer`` and/or ``scope_globs``, only those proposed by
+    ``proposer`` or in a scope a glob matches, and of those only the ones ``narrow`` admits."""
+
+    status: ProposalStatus | None
+    limit: int
+    offset: int
+    after: str | None
+    proposer: str | None
+    scope_globs: Sequence[str] | None
+    narrow: ProposalFilter | None
+
+
+class TaskPage(TypedDict, total=False):
+    """Which of an owner's tasks a listing returns: of one context and/or state when given,
+    a page of ``limit`` (default 50) after skipping ``offset``."""
+
+    context_id: str | None
+    state: int | None
+    limit: int
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -491,16 +577,9 @@ class RecordStore(Protocol):
         self, record_id: str, *, after: int = 0, limit: int | None = None
     ) -> list[Version]: ...
 
-    def query_records(
-        self,
-        query: RecordQuery,
-        *,
-        scope_globs: Sequence[str],
-        readable: ChunkFilter | None = None,
-    ) -> list[Record]:
-        """At most ``query.limit`` records matching ``query`` within ``scope_globs``, ordered
-        by id, after ``query.after`` and ``query.offset``, bounded in the store. With
-        ``readable``, only records whose head chunks it admits (the reader's ACL)."""
+    def query_records(self, query: RecordQuery, **reach: Unpack[RecordReach]) -> list[Record]:
+        """At most ``query.limit`` records matching ``query`` that ``reach`` admits, ordered
+        by id, after ``query.after`` and ``query.offset``, bounded in the store."""
         ...
 
     def records_by_graph_key(
@@ -517,20 +596,8 @@ class RecordStore(Protocol):
 
     def get_proposal(self, proposal_id: str) -> Proposal | None: ...
 
-    def list_proposals(
-        self,
-        *,
-        status: ProposalStatus | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        after: str | None = None,
-        proposer: str | None = None,
-        scope_globs: Sequence[str] | None = None,
-        narrow: ProposalFilter | None = None,
-    ) -> list[Proposal]:
-        """Proposals by id, bounded in the store; with ``proposer`` and/or ``scope_globs``,
-        only those proposed by ``proposer`` or in a scope a glob matches, and of those only
-        the ones ``narrow`` admits."""
+    def list_proposals(self, **listing: Unpack[ProposalPage]) -> list[Proposal]:
+        """Proposals by id, bounded in the store, as ``listing`` says."""
         ...
 
     def count_proposals(
@@ -636,37 +703,14 @@ class GraphStore(Protocol):
 
     def get_edge(self, edge_id: str) -> Edge | None: ...
 
-    def list_edges(
-        self,
-        where: EdgeFilter | None,
-        *,
-        node_id: str | None = None,
-        ends: ChunkFilter | None = None,
-        after: str | None = None,
-        limit: int = 100,
-    ) -> list[Edge]:
-        """Edges by id after ``after``, at most ``limit``: those touching ``node_id`` when
-        given, those ``where`` admits when given (``None``: every edge, for the kernel's
-        own checks), and with ``ends`` only edges between records whose head chunks it
-        admits (so a listing never names a record the reader may not see)."""
+    def list_edges(self, where: EdgeFilter | None, **page: Unpack[EdgePage]) -> list[Edge]:
+        """A ``page`` of the edges ``where`` admits (``None``: every edge, for the kernel's
+        own checks)."""
         ...
 
-    def neighbours(
-        self,
-        anchors: Sequence[str],
-        *,
-        edges: EdgeFilter,
-        vertices: ChunkFilter,
-        direction: Direction,
-        hops: int,
-        limit: int,
-        either_way: frozenset[str] = frozenset(),
-    ) -> Neighbourhood:
-        """Records reachable from ``anchors`` in at most ``hops`` steps, walking only edges
-        ``edges`` admits and passing only through records whose head chunks ``vertices``
-        admits, at most ``limit`` records nearest first. Edges of the ``either_way`` types
-        are walked in both directions whatever ``direction`` says (undirected relations).
-        The edges it met but could not take are counted by reason in ``withheld``."""
+    def neighbours(self, anchors: Sequence[str], **walk: Unpack[Walk]) -> Neighbourhood:
+        """Records reachable from ``anchors`` as ``walk`` goes, nearest first. The edges it
+        met but could not take are counted by reason in ``withheld``."""
         ...
 
 
@@ -680,15 +724,7 @@ class TaskStore(Protocol):
 
     def get_task(self, task_id: str, owner: str) -> StoredTask | None: ...
 
-    def list_tasks(
-        self,
-        owner: str,
-        *,
-        context_id: str | None = None,
-        state: int | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[StoredTask]:
+    def list_tasks(self, owner: str, **page: Unpack[TaskPage]) -> list[StoredTask]:
         """The owner's tasks, most recently saved first."""
         ...
 
@@ -700,28 +736,15 @@ class EventLog(Protocol):
     outbox that tells indexers what was appended, in commit order. An event is identified
     by its scope and its producer's id: the same id in another scope is another event."""
 
-    def list_events(
-        self,
-        where: EventFilter,
-        *,
-        after: EventCursor | None = None,
-        before: EventCursor | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
+    def list_events(self, where: EventFilter, **page: Unpack[EventPage]) -> list[Event]:
         """Events ``where`` admits in source-time order (``ts``, ``event_id``, then
-        ``scope``), after the position of the last one seen, at most ``limit``; with
-        ``before``, the ones before that position instead, nearest first. A position is
-        ``(ts, event_id)``, or ``(ts, event_id, scope)`` where a read spans scopes (the same
-        id may stand at the same time in two scopes)."""
+        ``scope``), a ``page`` of them. A position is ``(ts, event_id)``, or ``(ts,
+        event_id, scope)`` where a read spans scopes (the same id may stand at the same time
+        in two scopes)."""
         ...
 
     def event_texts(
-        self,
-        where: EventFilter,
-        *,
-        after: EventCursor | None = None,
-        limit: int = 100,
-        max_chars: int,
+        self, where: EventFilter, *, max_chars: int, **page: Unpack[EventPage]
     ) -> list[EventText]:
         """Like ``list_events``, but only each event's id, scope, time, session and the
         first ``max_chars`` characters of its text, cut in the database: what a scan reads."""
@@ -749,16 +772,8 @@ class Timeline(Protocol):
     """The time hierarchy over events: node versions written by ``RecordStore.commit``
     (``PutTocNode``) and never changed, which version of each is latest, and grips."""
 
-    def toc_nodes(
-        self,
-        where: TocFilter,
-        *,
-        after: tuple[datetime, str] | None = None,
-        limit: int = 100,
-        newest_first: bool = False,
-    ) -> list[TocNode]:
-        """Latest versions ``where`` admits, by ``(starts_at, node_id)`` (or by last event,
-        newest first), after the ``(starts_at, node_id)`` of the last one seen."""
+    def toc_nodes(self, where: TocFilter, **page: Unpack[TocPage]) -> list[TocNode]:
+        """Latest versions ``where`` admits, by ``(starts_at, node_id)``, a ``page`` of them."""
         ...
 
     def toc_node(self, node_id: str, version: int | None = None) -> TocNode | None:

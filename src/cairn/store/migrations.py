@@ -27,8 +27,9 @@ def _utc_repair(table: str, column: str, paths: tuple[str, ...]) -> str:
 
 _TIMES = ("$.valid_from", "$.valid_to")
 
-# A step's SQL is kept as it shipped, byte for byte: its text ends in a line break and the
-# indent of the next line, as its last triple-quoted block did.
+# A step keeps the statements it shipped with (a table spelled from ``schema``'s specs renders
+# the same ones), laid out as they were: its text ends in a line break and the indent of the
+# next line, as its last triple-quoted block did.
 _STEP_END = "\n    "
 
 
@@ -81,29 +82,9 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
         value INTEGER NOT NULL
     );
     INSERT INTO index_meta (key, value) VALUES ('seq', 0);
-    CREATE TABLE chunks (
-        id INTEGER PRIMARY KEY,
-        record_id TEXT NOT NULL,
-        version_id TEXT NOT NULL,
-        version_no INTEGER NOT NULL,
-        chunk_key TEXT NOT NULL,
-        heading TEXT NOT NULL,
-        span_start INTEGER NOT NULL,
-        span_end INTEGER NOT NULL,
-        text TEXT NOT NULL,
-        text_hash TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        scope_id INTEGER NOT NULL REFERENCES scopes(id),
-        acl_id INTEGER NOT NULL REFERENCES acls(id),
-        status TEXT NOT NULL,
-        is_head INTEGER NOT NULL,
-        superseded INTEGER NOT NULL,
-        valid_from TEXT,
-        valid_to TEXT,
-        created_at TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        UNIQUE (version_id, chunk_key)
-    );
+    """
+    + schema.create_table("chunks", schema.CHUNKS, "sqlite")
+    + """
     CREATE INDEX chunks_record ON chunks(record_id);
     CREATE INDEX chunks_seq ON chunks(seq);
     CREATE INDEX chunks_text_hash ON chunks(text_hash);
@@ -192,7 +173,7 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX agent_tasks_owner ON agent_tasks(owner, updated_at);
     """,
     # 7: the event log: append-only events with an outbox that indexers follow.
-    schema.event_log_tables("sqlite") + _refuse("events", "events are append-only") + _STEP_END,
+    schema.EVENT_LOG.sql("sqlite") + _refuse("events", "events are append-only") + _STEP_END,
     # 8: each chunk says what its text comes from and when that happened at the source, so
     # a search can be limited to a time range (a record's: its validity start, else when
     # it was written).
@@ -203,7 +184,7 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX chunks_source_time ON chunks(source_time);
     """,
     # 9: the timeline: versioned nodes of the time hierarchy over events, and their grips.
-    schema.timeline_tables("sqlite")
+    schema.TIMELINE.sql("sqlite")
     + _refuse("toc_nodes", "timeline nodes are versioned, never changed")
     + _STEP_END,
     # 10: a grip says which events a bullet quotes; it is written once, never changed.

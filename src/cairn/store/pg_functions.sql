@@ -7,16 +7,11 @@
 
 -- A scope's interned id (chunks and edges filter by it), created on first use.
 CREATE OR REPLACE FUNCTION cairn_scope_id(p_scope text) RETURNS integer
-LANGUAGE plpgsql
+LANGUAGE sql
 SET search_path = cairn, pg_temp
 AS $fn$
-DECLARE
-    found integer;
-BEGIN
     INSERT INTO scopes (scope) VALUES (p_scope) ON CONFLICT (scope) DO NOTHING;
-    SELECT id INTO STRICT found FROM scopes WHERE scope = p_scope;
-    RETURN found;
-END
+    SELECT id FROM scopes WHERE scope = p_scope;
 $fn$;
 
 -- An ACL's interned id (roles and labels sorted, so the same ACL is one row), created on
@@ -48,31 +43,36 @@ BEGIN
 END
 $fn$;
 
--- Each function below writes a JSON array of rows of one table (the rows
--- cairn.store.sql.rows builds) with one statement: a commit's single write passes an array
--- of one, a batch of new records an array of thousands.
-
-CREATE OR REPLACE FUNCTION cairn_put_proposals(p_rows jsonb) RETURNS void
-LANGUAGE sql
+-- Write a JSON array of rows of one table with one statement: a commit's single write passes
+-- an array of one, a batch of new records an array of thousands. The rows are the ones
+-- cairn.store.sql.rows builds, all with the same keys, and those keys are the columns
+-- written: the columns of each table are listed once, there. A row whose ``p_key`` is stored
+-- already takes the new values of the ``p_update`` columns (NULL: of every column written);
+-- with none ('{}') a stored key fails the statement.
+CREATE OR REPLACE FUNCTION cairn_put_rows(p_table text, p_rows jsonb,
+                                          p_key text[] DEFAULT '{id}', p_update text[] DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
 SET search_path = cairn, pg_temp
 AS $fn$
-    INSERT INTO proposals (id, op, scope, record_id, base_version_id, base_baseline_id,
-        principal_id, principal_roles, status, change, created_at, reason, rule, decided_by,
-        decided_at, rebased_from, rebased_to, result_record_id, result_version_id)
-    SELECT p.id, p.op, p.scope, p.record_id, p.base_version_id, p.base_baseline_id,
-        p.principal_id, p.principal_roles, p.status, p.change, p.created_at, p.reason, p.rule,
-        p.decided_by, p.decided_at, p.rebased_from, p.rebased_to, p.result_record_id,
-        p.result_version_id
-    FROM jsonb_populate_recordset(NULL::proposals, p_rows) p
-    ON CONFLICT (id) DO UPDATE SET
-        (op, scope, record_id, base_version_id, base_baseline_id, principal_id,
-         principal_roles, status, change, created_at, reason, rule, decided_by, decided_at,
-         rebased_from, rebased_to, result_record_id, result_version_id)
-      = (excluded.op, excluded.scope, excluded.record_id, excluded.base_version_id,
-         excluded.base_baseline_id, excluded.principal_id, excluded.principal_roles,
-         excluded.status, excluded.change, excluded.created_at, excluded.reason,
-         excluded.rule, excluded.decided_by, excluded.decided_at, excluded.rebased_from,
-         excluded.rebased_to, excluded.result_record_id, excluded.result_version_id);
+DECLARE
+    cols text[] := ARRAY(SELECT jsonb_object_keys(p_rows -> 0));
+    listed text := (SELECT string_agg(quote_ident(c), ', ') FROM unnest(cols) c);
+    changed text[] := coalesce(p_update, ARRAY(SELECT unnest(cols) EXCEPT SELECT unnest(p_key)));
+    upsert text := '';
+BEGIN
+    IF listed IS NULL THEN  -- no rows
+        RETURN;
+    END IF;
+    IF cardinality(changed) > 0 THEN
+        upsert := format(' ON CONFLICT (%s) DO UPDATE SET %s',
+            (SELECT string_agg(quote_ident(k), ', ') FROM unnest(p_key) k),
+            (SELECT string_agg(format('%1$I = excluded.%1$I', c), ', ') FROM unnest(changed) c));
+    END IF;
+    EXECUTE format('INSERT INTO %1$I (%2$s) SELECT %2$s '
+                   'FROM jsonb_populate_recordset(NULL::%1$I, $1)%3$s', p_table, listed, upsert)
+        USING p_rows;
+END
 $fn$;
 
 -- Refuse rows of ``p_table`` (keyed by ``id``) that are stored already: a batch writes only
@@ -95,27 +95,16 @@ BEGIN
 END
 $fn$;
 
--- Records' state rows. The chunks of each record whose state changed get its filter
--- columns; returns the ids of the chunks that changed (only those get a new seq).
+-- Records' state rows (a stored record changes only its state). The chunks of each record
+-- whose state changed get its filter columns; returns the ids of the chunks that changed
+-- (only those get a new seq).
 CREATE OR REPLACE FUNCTION cairn_put_records(p_rows jsonb) RETURNS bigint[]
-LANGUAGE plpgsql
+LANGUAGE sql
 SET search_path = cairn, pg_temp
 AS $fn$
-DECLARE
-    ids bigint[];
-BEGIN
-    INSERT INTO records (id, kind, scope, status, current_version_id, current_version,
-        content_hash, sensitivity, superseded_by, created_at, updated_at, status_changed_at,
-        created_by)
-    SELECT r.id, r.kind, r.scope, r.status, r.current_version_id, r.current_version,
-        r.content_hash, r.sensitivity, r.superseded_by, r.created_at, r.updated_at,
-        r.status_changed_at, r.created_by
-    FROM jsonb_populate_recordset(NULL::records, p_rows) r
-    ON CONFLICT (id) DO UPDATE SET status = excluded.status,
-        current_version_id = excluded.current_version_id,
-        current_version = excluded.current_version, content_hash = excluded.content_hash,
-        sensitivity = excluded.sensitivity, superseded_by = excluded.superseded_by,
-        updated_at = excluded.updated_at, status_changed_at = excluded.status_changed_at;
+    SELECT cairn_put_rows('records', p_rows, '{id}', '{status, current_version_id,
+        current_version, content_hash, sensitivity, superseded_by, updated_at,
+        status_changed_at}');
     WITH changed AS (
         UPDATE chunks c SET status = r.status,
             is_head = (c.version_id = r.current_version_id),
@@ -127,20 +116,7 @@ BEGIN
                OR c.superseded <> (r.superseded_by IS NOT NULL))
         RETURNING c.id
     )
-    SELECT coalesce(array_agg(id ORDER BY id), '{}') INTO ids FROM changed;
-    RETURN ids;
-END
-$fn$;
-
-CREATE OR REPLACE FUNCTION cairn_put_versions(p_rows jsonb) RETURNS void
-LANGUAGE sql
-SET search_path = cairn, pg_temp
-AS $fn$
-    INSERT INTO versions (id, record_id, number, content, content_hash, created_at,
-        created_by, proposal_id)
-    SELECT v.id, v.record_id, v.number, v.content, v.content_hash, v.created_at, v.created_by,
-        v.proposal_id
-    FROM jsonb_populate_recordset(NULL::versions, p_rows) v;
+    SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM changed;
 $fn$;
 
 -- Index stored versions' chunks (a JSON array of {version_id, chunk_key, heading, start,
@@ -214,20 +190,13 @@ AS $fn$
         removed_at = excluded.removed_at, removed_by = excluded.removed_by;
 $fn$;
 
-CREATE OR REPLACE FUNCTION cairn_put_path_links(p_rows jsonb) RETURNS void
-LANGUAGE sql
-SET search_path = cairn, pg_temp
-AS $fn$
-    INSERT INTO path_links (record_id, path, content_hash, drifted)
-    SELECT l.record_id, l.path, l.content_hash, l.drifted
-    FROM jsonb_populate_recordset(NULL::path_links, p_rows) l
-    ON CONFLICT (record_id, path) DO UPDATE SET
-        content_hash = excluded.content_hash, drifted = excluded.drifted;
-$fn$;
-
 -- Replaced by the functions above, which take many rows.
 DROP FUNCTION IF EXISTS cairn_index_version(text, jsonb);
 DROP FUNCTION IF EXISTS cairn_reflect_record(text);
+-- Replaced by cairn_put_rows.
+DROP FUNCTION IF EXISTS cairn_put_proposals(jsonb);
+DROP FUNCTION IF EXISTS cairn_put_versions(jsonb);
+DROP FUNCTION IF EXISTS cairn_put_path_links(jsonb);
 
 -- Number the chunks a transaction inserted or changed, in order of first touch, from the
 -- 'seq' counter. Called at the end of a commit (under the audit lock, held until commit), so
@@ -296,13 +265,11 @@ GRANT EXECUTE ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real
     TO cairn_serving;
 REVOKE ALL ON FUNCTION cairn_scope_id(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_acl_id(jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION cairn_put_proposals(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION cairn_put_rows(text, jsonb, text[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_refuse_stored(text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_put_records(jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION cairn_put_versions(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_index_versions(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_put_edges(jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION cairn_put_path_links(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_stamp_chunks(bigint[], bigint) FROM PUBLIC;
 
 -- The one write path. ``changesets`` is a JSON array of
@@ -396,39 +363,35 @@ BEGIN
             WHEN 'record' THEN
                 touched := touched || cairn_put_records(jsonb_build_array(w -> 'row'));
             WHEN 'version' THEN
-                PERFORM cairn_put_versions(jsonb_build_array(w -> 'row'));
+                PERFORM cairn_put_rows('versions', jsonb_build_array(w -> 'row'),
+                                       p_update => '{}');
                 ids := cairn_index_versions(w -> 'chunks');
                 touched := touched || ids;
                 inserted := inserted + cardinality(ids);
             WHEN 'proposal' THEN
-                PERFORM cairn_put_proposals(jsonb_build_array(w -> 'row'));
+                PERFORM cairn_put_rows('proposals', jsonb_build_array(w -> 'row'));
             WHEN 'batch' THEN
                 -- new rows only, table by table (see cairn.store.base.PutBatch)
                 PERFORM cairn_refuse_stored('proposals', w -> 'proposals');
                 PERFORM cairn_refuse_stored('records', w -> 'records');
                 PERFORM cairn_refuse_stored('edges', w -> 'edges');
-                PERFORM cairn_put_proposals(w -> 'proposals');
+                PERFORM cairn_put_rows('proposals', w -> 'proposals');
                 PERFORM cairn_put_records(w -> 'records');
-                PERFORM cairn_put_versions(w -> 'versions');
+                PERFORM cairn_put_rows('versions', w -> 'versions', p_update => '{}');
                 ids := cairn_index_versions(w -> 'chunks');
                 touched := touched || ids;
                 inserted := inserted + cardinality(ids);
                 PERFORM cairn_put_edges(w -> 'edges');
-                PERFORM cairn_put_path_links(w -> 'path_links');
+                PERFORM cairn_put_rows('path_links', w -> 'path_links', '{record_id, path}');
             WHEN 'baseline' THEN
-                INSERT INTO baselines (id, scope, name, created_at, created_by, proposal_id)
-                SELECT b.id, b.scope, b.name, b.created_at, b.created_by, b.proposal_id
-                FROM jsonb_populate_record(NULL::baselines, w -> 'row') b;
+                PERFORM cairn_put_rows('baselines', jsonb_build_array(w -> 'row'),
+                                       p_update => '{}');
                 INSERT INTO baseline_pins (baseline_id, record_id, version_id)
                 SELECT w -> 'row' ->> 'id', p.key, p.value
                 FROM jsonb_each_text(coalesce(w -> 'pins', '{}')) p;
             WHEN 'published' THEN
                 PERFORM pg_advisory_xact_lock(1667328371, hashtext(w -> 'row' ->> 'scope'));
-                INSERT INTO published (scope, baseline_id, updated_at)
-                SELECT p.scope, p.baseline_id, p.updated_at
-                FROM jsonb_populate_record(NULL::published, w -> 'row') p
-                ON CONFLICT (scope) DO UPDATE SET baseline_id = excluded.baseline_id,
-                    updated_at = excluded.updated_at;
+                PERFORM cairn_put_rows('published', jsonb_build_array(w -> 'row'), '{scope}');
             WHEN 'edge' THEN
                 PERFORM cairn_put_edges(jsonb_build_array(w -> 'row'));
             WHEN 'events' THEN
@@ -521,7 +484,8 @@ BEGIN
                 touched := touched || ids;
                 inserted := inserted + cardinality(ids);
             WHEN 'path_link' THEN
-                PERFORM cairn_put_path_links(jsonb_build_array(w -> 'row'));
+                PERFORM cairn_put_rows('path_links', jsonb_build_array(w -> 'row'),
+                                       '{record_id, path}');
             ELSE
                 RAISE EXCEPTION 'unknown write %', w ->> 't' USING ERRCODE = '22023';
             END CASE;

@@ -467,12 +467,11 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         common = self._common_lexemes()
         if all(lexeme in common for lexeme in lexemes):
             return round(min(common[lexeme] for lexeme in lexemes) * total)
-        found = self._read(
+        return self._count(
             "SELECT count(*) AS n FROM (SELECT 1 FROM chunks "
             "WHERE tsv @@ plainto_tsquery('english', %s) LIMIT %s) s",
             (" ".join(words), DOC_FREQ_CAP),
         )
-        return int(found[0]["n"])
 
     def _common_lexemes(self) -> dict[str, float]:
         """Lexeme -> share of chunks, for the most common lexemes ANALYZE found (cached for
@@ -502,11 +501,10 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         return within[1] if within else None
 
     def _scope_chunks(self, scopes: list[int]) -> int:
-        found = self._read(
+        return self._count(
             "SELECT COALESCE(SUM(chunks), 0) AS n FROM scope_chunks WHERE scope_id = ANY(%s)",
             (scopes,),
         )
-        return int(found[0]["n"])
 
     def chunk_count(self) -> int:
         found = self._read("SELECT value FROM index_meta WHERE key = 'chunks'")
@@ -738,16 +736,11 @@ def _changeset_json(cs: base.ChangeSet) -> dict[str, Any]:
 
 
 def _insert_json(cur: psycopg.Cursor[DictRow], table: str, items: list[dict[str, Any]]) -> None:
-    """Insert JSON rows through ``jsonb_populate_record``, naming the columns so tables may
-    grow columns (e.g. generated search columns) in later migrations."""
-    if not items:
-        return
-    cols = ", ".join(items[0])
-    cur.executemany(
-        f"INSERT INTO {table} ({cols}) SELECT {cols} "
-        f"FROM jsonb_populate_record(NULL::{table}, %s::jsonb)".encode(),
-        [(_json(row),) for row in items],
-    )
+    """Insert new JSON rows with one statement, through the ``cairn_put_rows`` a commit
+    writes with: the rows name their columns, so tables may grow columns (e.g. generated
+    search columns) in later migrations."""
+    if items:
+        cur.execute("SELECT cairn_put_rows(%s, %s::jsonb, p_update => '{}')", (table, _json(items)))
 
 
 def _index_imported(

@@ -526,16 +526,15 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
     def _scope_chunks(self, scopes: list[int]) -> int:
         # A kept count, not the vocabulary: fts5vocab counts a term's documents by walking
         # its whole posting list, 500k entries for a reader of half of a 1M-chunk store.
-        found = self._read(
+        return self._count(
             "SELECT COALESCE(SUM(chunks), 0) AS n FROM scope_chunks "
             f"WHERE scope_id IN ({','.join('?' * len(scopes))})",
             scopes,
         )
-        return int(found[0]["n"])
 
     def chunk_count(self) -> int:
         # Chunks are never deleted, so the largest rowid is the count, read in O(log n).
-        return int(self._read("SELECT COALESCE(MAX(id), 0) AS n FROM chunks")[0]["n"])
+        return self._count("SELECT COALESCE(MAX(id), 0) AS n FROM chunks")
 
     def compact(self) -> dict[str, int | str]:
         before = self._file_bytes()

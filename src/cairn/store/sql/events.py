@@ -8,10 +8,10 @@ ACLs, and the outbox cursors indexers keep.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from cairn.model import Event, EventCursor
-from cairn.store.base import EventFilter, EventText
+from cairn.store.base import EventFilter, EventPage, EventText
 from cairn.store.sql import rows
 from cairn.store.sql.part import SqlPart, Where
 
@@ -19,33 +19,22 @@ __all__ = ["SqlEvents"]
 
 
 class SqlEvents(SqlPart):
-    def list_events(
-        self,
-        where: EventFilter,
-        *,
-        after: EventCursor | None = None,
-        before: EventCursor | None = None,
-        limit: int = 100,
-    ) -> list[Event]:
-        clauses, params, order = self._event_where(where, after, before)
+    def list_events(self, where: EventFilter, **page: Unpack[EventPage]) -> list[Event]:
+        clauses, params, order = self._event_where(where, page)
         found = self._read(
-            f"SELECT * FROM events WHERE {clauses} ORDER BY {order} LIMIT ?", [*params, limit]
+            f"SELECT * FROM events WHERE {clauses} ORDER BY {order} LIMIT ?",
+            [*params, page.get("limit", 100)],
         )
         return [rows.to_event(row, self.dialect) for row in found]
 
     def event_texts(
-        self,
-        where: EventFilter,
-        *,
-        after: EventCursor | None = None,
-        limit: int = 100,
-        max_chars: int,
+        self, where: EventFilter, *, max_chars: int, **page: Unpack[EventPage]
     ) -> list[EventText]:
-        clauses, params, order = self._event_where(where, after, None)
+        clauses, params, order = self._event_where(where, page)
         found = self._read(
             "SELECT event_id, scope, ts, session_id, substr(text, 1, ?) AS text FROM events "
             f"WHERE {clauses} ORDER BY {order} LIMIT ?",
-            [max_chars, *params, limit],
+            [max_chars, *params, page.get("limit", 100)],
         )
         when = self.dialect.when
         return [
@@ -55,12 +44,7 @@ class SqlEvents(SqlPart):
             for row in found
         ]
 
-    def _event_where(
-        self,
-        where: EventFilter,
-        after: EventCursor | None,
-        before: EventCursor | None,
-    ) -> tuple[str, list[Any], str]:
+    def _event_where(self, where: EventFilter, page: EventPage) -> tuple[str, list[Any], str]:
         """The WHERE clause, its parameters and the ORDER BY of an event read."""
         d = self.dialect
         conditions = Where(d)
@@ -92,10 +76,10 @@ class SqlEvents(SqlPart):
         if where.until is not None:
             add("ts < ?", [d.time(where.until)])
         tail = "" if one_scope else ", scope"
-        if after is not None:
+        if (after := page.get("after")) is not None:
             position(after, ">")
         order = f"ts, event_id{tail}"
-        if before is not None:
+        if (before := page.get("before")) is not None:
             position(before, "<")
             order = f"ts DESC, event_id DESC{tail.replace('scope', 'scope DESC')}"
         return conditions.all(), conditions.params, order
@@ -120,12 +104,11 @@ class SqlEvents(SqlPart):
         return [(int(row["position"]), rows.to_event(row, self.dialect)) for row in found]
 
     def outbox_lag(self, consumer: str) -> int:
-        found = self._read(
+        return self._count(
             "SELECT count(*) AS n FROM event_outbox WHERE position > coalesce("
             "(SELECT position FROM outbox_cursors WHERE consumer = ?), 0)",
             (consumer,),
         )
-        return int(found[0]["n"])
 
     def ack_outbox(self, consumer: str, position: int) -> None:
         # A cursor only moves forward: a late or repeated acknowledgement changes nothing.

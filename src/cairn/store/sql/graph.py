@@ -9,10 +9,10 @@ the reader may not see is never passed through, so nothing behind it is reached 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from cairn.model import Direction, Edge, Neighbour, Neighbourhood
-from cairn.store.base import ChunkFilter, EdgeFilter
+from cairn.store.base import EdgeFilter, EdgePage, Walk
 from cairn.store.filters import edge_sql, to_sql
 from cairn.store.sql import rows
 from cairn.store.sql.dialect import Dialect
@@ -26,46 +26,30 @@ class SqlGraph(SqlPart):
         found = self._read("SELECT * FROM edges WHERE id = ?", (edge_id,))
         return rows.to_edge(found[0], self.dialect) if found else None
 
-    def list_edges(
-        self,
-        where: EdgeFilter | None,
-        *,
-        node_id: str | None = None,
-        ends: ChunkFilter | None = None,
-        after: str | None = None,
-        limit: int = 100,
-    ) -> list[Edge]:
+    def list_edges(self, where: EdgeFilter | None, **page: Unpack[EdgePage]) -> list[Edge]:
         conditions = Where(self.dialect)
-        if ends is not None:
+        if (ends := page.get("ends")) is not None:
             test, values = to_sql(ends, self.dialect, "c")
             for end in ("e.src", "e.dst"):
                 conditions.add(
                     f"EXISTS (SELECT 1 FROM chunks c WHERE c.record_id = {end} AND {test})", values
                 )
-        if node_id is not None:
+        if (node_id := page.get("node_id")) is not None:
             conditions.add("(e.src = ? OR e.dst = ?)", [node_id, node_id])
         if where is not None:
             conditions.add(*edge_sql(where, self.dialect))
-        if after is not None:
+        if (after := page.get("after")) is not None:
             conditions.add("e.id > ?", [after])
         found = self._read(
             f"SELECT e.* FROM edges e{conditions.sql()} ORDER BY e.id LIMIT ?",
-            [*conditions.params, limit],
+            [*conditions.params, page.get("limit", 100)],
         )
         return [rows.to_edge(row, self.dialect) for row in found]
 
-    def neighbours(
-        self,
-        anchors: Sequence[str],
-        *,
-        edges: EdgeFilter,
-        vertices: ChunkFilter,
-        direction: Direction,
-        hops: int,
-        limit: int,
-        either_way: frozenset[str] = frozenset(),
-    ) -> Neighbourhood:
+    def neighbours(self, anchors: Sequence[str], **walk: Unpack[Walk]) -> Neighbourhood:
         d = self.dialect
+        edges, vertices, hops, limit = walk["edges"], walk["vertices"], walk["hops"], walk["limit"]
+        direction, either_way = walk["direction"], walk.get("either_way", frozenset())
         anchors = tuple(dict.fromkeys(anchors))
         if not anchors:
             return Neighbourhood(anchors=(), nodes=(), edges=())
@@ -78,7 +62,7 @@ class SqlGraph(SqlPart):
         edge_test, edge_params = edge_sql(edges, d, "e")
         far = "CASE WHEN e.src = w.node THEN e.dst ELSE e.src END"
         anchor_test, anchor_params = d.in_list("r.id", list(anchors))
-        walk = (
+        query = (
             f"WITH RECURSIVE walk(node, depth, edge_id) AS ("
             f"SELECT r.id, 0, {d.null_id()} FROM records r "
             f"WHERE {anchor_test} AND {readable('r.id')} "
@@ -90,7 +74,7 @@ class SqlGraph(SqlPart):
         params = [
             *anchor_params, *vertex_params, *step_params, hops, *edge_params, *vertex_params
         ]  # fmt: skip
-        found = self._read(walk, params)
+        found = self._read(query, params)
 
         depth_of: dict[str, int] = {}
         for row in found:

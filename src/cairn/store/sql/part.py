@@ -29,6 +29,10 @@ class SqlPart:
         """Run one writing statement in its own transaction (each store knows how)."""
         raise NotImplementedError
 
+    def _count(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """The one number a statement selects, named ``n`` (a count, a sum, a maximum)."""
+        return int(self._read(sql, params)[0]["n"])
+
     def _in_batches(self, column: str, values: Sequence[Any]) -> Iterator[tuple[str, list[Any]]]:
         """``column`` is one of ``values`` (repeats dropped), as one membership test and its
         parameters per ``BATCH`` of them: a statement's parameters are bounded."""

@@ -8,7 +8,7 @@ say (keyword search, the chunk count, the pending-vector scan, writes) stays in 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from cairn.model import (
     AuditEntry,
@@ -17,12 +17,20 @@ from cairn.model import (
     PathLink,
     Proposal,
     ProposalFilter,
-    ProposalStatus,
     Record,
     RecordQuery,
     Version,
 )
-from cairn.store.base import AclRow, ChunkFilter, ChunkMeta, ChunkRow, Dumped, embed_input
+from cairn.store.base import (
+    AclRow,
+    ChunkFilter,
+    ChunkMeta,
+    ChunkRow,
+    Dumped,
+    ProposalPage,
+    RecordReach,
+    embed_input,
+)
 from cairn.store.filters import to_sql
 from cairn.store.sql import rows
 from cairn.store.sql.part import Row, SqlPart, Where, any_of
@@ -99,20 +107,11 @@ class SqlReads(SqlPart):
         )
         return [rows.to_version(row, self.dialect) for row in found]
 
-    def query_records(
-        self,
-        query: RecordQuery,
-        *,
-        scope_globs: Sequence[str],
-        readable: ChunkFilter | None = None,
-    ) -> list[Record]:
-        """At most ``query.limit`` records matching ``query`` within ``scope_globs``, by id,
-        after ``query.after`` and ``query.offset``; with ``readable``, only records whose
-        head chunks it admits (the reader's ACL and scopes, checked in the index)."""
+    def query_records(self, query: RecordQuery, **reach: Unpack[RecordReach]) -> list[Record]:
         d = self.dialect
         conditions = Where(self.dialect)
         add = conditions.add
-        if scope_globs:
+        if scope_globs := reach["scope_globs"]:
             add(*any_of(d.glob("r.scope", glob) for glob in scope_globs))
         if query.scope:
             add(*d.glob("r.scope", query.scope))
@@ -128,7 +127,7 @@ class SqlReads(SqlPart):
             add(*d.json_equals("v.content", ("metadata", key), value))
         if query.after is not None:
             add("r.id > ?", [query.after])
-        if readable is not None:
+        if (readable := reach.get("readable")) is not None:
             test, values = to_sql(readable, d)
             add(f"EXISTS (SELECT 1 FROM chunks c WHERE c.record_id = r.id AND {test})", values)
         found = self._read(
@@ -169,31 +168,21 @@ class SqlReads(SqlPart):
         found = self._read(f"{self._proposals_sql()} WHERE id = ?", (proposal_id,))
         return rows.to_proposal(found[0], self.dialect) if found else None
 
-    def list_proposals(
-        self,
-        *,
-        status: ProposalStatus | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        after: str | None = None,
-        proposer: str | None = None,
-        scope_globs: Sequence[str] | None = None,
-        narrow: ProposalFilter | None = None,
-    ) -> list[Proposal]:
-        """Proposals by id, bounded here. Given ``proposer`` and/or ``scope_globs``, only
-        those proposed by ``proposer`` or in a scope one of the globs matches; ``narrow``
-        narrows further (the review queue's filters)."""
+    def list_proposals(self, **listing: Unpack[ProposalPage]) -> list[Proposal]:
+        """Proposals by id, bounded here (``narrow``: the review queue's filters)."""
         conditions = Where(self.dialect)
-        if narrow is not None:
+        if (narrow := listing.get("narrow")) is not None:
             self._narrow_proposals(narrow, conditions)
+        status = listing.get("status")
         conditions.equal("status", status.value if status is not None else None)
-        if after is not None:
+        if (after := listing.get("after")) is not None:
             conditions.add("id > ?", [after])
+        proposer, scope_globs = listing.get("proposer"), listing.get("scope_globs")
         if proposer is not None or scope_globs is not None:
             conditions.add(*self._proposals_seen(proposer, scope_globs or ()))
         found = self._read(
             f"{self._proposals_sql()}{conditions.sql()} ORDER BY id LIMIT ? OFFSET ?",
-            [*conditions.params, limit, offset],
+            [*conditions.params, listing.get("limit", 100), listing.get("offset", 0)],
         )
         return [rows.to_proposal(row, self.dialect) for row in found]
 
@@ -255,7 +244,7 @@ class SqlReads(SqlPart):
         return [rows.to_audit(row, self.dialect) for row in found]
 
     def count_audit(self) -> int:
-        return int(self._read("SELECT COUNT(*) AS n FROM audit")[0]["n"])
+        return self._count("SELECT COUNT(*) AS n FROM audit")
 
     def audit_head(self) -> int:
         found = self._read("SELECT MAX(seq) AS n FROM audit")
@@ -293,12 +282,12 @@ class SqlReads(SqlPart):
             found = self._read(
                 "SELECT * FROM path_links WHERE record_id = ? ORDER BY path", (record_id,)
             )
-        return [rows.to_path_link(row) for row in found]
+        return [rows.to_path_link(row, self.dialect) for row in found]
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for table in ("records", "versions", "proposals", "audit", "baselines"):
-            out[table] = int(self._read(f"SELECT COUNT(*) AS n FROM {table}")[0]["n"])
+            out[table] = self._count(f"SELECT COUNT(*) AS n FROM {table}")
         for table in ("records", "proposals"):
             for row in self._read(f"SELECT status, COUNT(*) AS n FROM {table} GROUP BY status"):
                 out[f"{table}.{row['status']}"] = int(row["n"])
@@ -348,19 +337,7 @@ class SqlReads(SqlPart):
             [int(i) for i in chunk_ids],
             "c.id",
         )
-        return {
-            int(row["id"]): ChunkRow(
-                meta=rows.to_meta(row, self.dialect),
-                version_no=row["version_no"],
-                chunk_key=row["chunk_key"],
-                heading=row["heading"],
-                start=row["span_start"],
-                end=row["span_end"],
-                text=row["text"],
-                title=row["title"],
-            )
-            for row in found
-        }
+        return {int(row["id"]): rows.to_chunk_row(row, self.dialect) for row in found}
 
     def chunk_changes(self, since_seq: int, limit: int = 50_000) -> list[ChunkMeta]:
         found = self._read(
@@ -371,12 +348,11 @@ class SqlReads(SqlPart):
         return [rows.to_meta(row, self.dialect) for row in found]
 
     def vector_lag(self, model: str) -> int:
-        found = self._read(
+        return self._count(
             "SELECT COUNT(DISTINCT c.text_hash) AS n FROM chunks c WHERE NOT EXISTS "
             "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = ?)",
             (model,),
         )
-        return int(found[0]["n"])
 
     def pending_vectors(self, model: str, limit: int) -> list[tuple[str, str]]:
         # Scan forward, in commit order, from the first chunk that was still waiting last
@@ -437,6 +413,6 @@ class SqlReads(SqlPart):
         for row in run("SELECT * FROM edges ORDER BY id"):
             yield rows.to_edge(row, d)
         for row in run("SELECT * FROM path_links ORDER BY record_id, path"):
-            yield rows.to_path_link(row)
+            yield rows.to_path_link(row, d)
         for row in run("SELECT * FROM events ORDER BY seq"):
             yield rows.to_event(row, d)

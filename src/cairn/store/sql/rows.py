@@ -28,7 +28,7 @@ from cairn.model import (
     TocNode,
     Version,
 )
-from cairn.store.base import ChunkMeta, PublishedRow
+from cairn.store.base import ChunkMeta, ChunkRow, PublishedRow, StoredTask
 from cairn.store.sql.dialect import Dialect, last_one
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "record_row",
     "to_audit",
     "to_baseline",
+    "to_chunk_row",
     "to_edge",
     "to_event",
     "to_meta",
@@ -54,6 +55,7 @@ __all__ = [
     "to_proposal",
     "to_published",
     "to_record",
+    "to_task",
     "to_version",
     "version_row",
 ]
@@ -225,168 +227,160 @@ def baseline_row(b: Baseline) -> dict[str, Any]:
 # ---- rows -> domain -----------------------------------------------------------------------
 
 
+class _Columns:
+    """How the columns of one table read back into a domain value's fields: as stored,
+    or through the dialect (times, optional times, JSON), or as booleans (SQLite's 0/1).
+    Each names its columns in one space-separated string."""
+
+    def __init__(
+        self,
+        plain: str,
+        *,
+        when: str = "",
+        maybe_when: str = "",
+        from_json: str = "",
+        flags: str = "",
+    ) -> None:
+        self.plain = tuple(plain.split())
+        self.when = tuple(when.split())
+        self.maybe_when = tuple(maybe_when.split())
+        self.from_json = tuple(from_json.split())
+        self.flags = tuple(flags.split())
+
+    def read(self, row: Row, d: Dialect) -> dict[str, Any]:
+        fields = {name: row[name] for name in self.plain}
+        for name in self.when:
+            fields[name] = d.when(row[name])
+        for name in self.maybe_when:
+            fields[name] = d.maybe_when(row[name])
+        for name in self.from_json:
+            fields[name] = d.json(row[name])
+        for name in self.flags:
+            fields[name] = bool(row[name])
+        return fields
+
+
+_RECORD = _Columns(
+    "id kind scope current_version_id current_version superseded_by created_by",
+    when="created_at updated_at status_changed_at",
+)
+_VERSION = _Columns("id record_id number content_hash created_by proposal_id", when="created_at")
+_PROPOSAL = _Columns(
+    "id scope record_id base_version_id base_baseline_id principal_id status reason rule "
+    "decided_by rebased_from rebased_to result_record_id result_version_id",
+    when="created_at",
+    maybe_when="decided_at",
+    from_json="change principal_roles",
+)
+_AUDIT = _Columns(
+    "seq id actor action subject_id proposal_id rule reason from_status to_status",
+    when="at",
+    from_json="details",
+)
+_BASELINE = _Columns("id scope name created_by proposal_id", when="created_at")
+_PATH_LINK = _Columns("record_id path content_hash", flags="drifted")
+_PUBLISHED = _Columns("scope baseline_id", when="updated_at")
+_EDGE = _Columns(
+    "id type src dst scope origin status created_by proposal_id removed_by",
+    when="created_at",
+    maybe_when="valid_from valid_to removed_at",
+    from_json="acl metadata",
+)
+_EVENT = _Columns(
+    "event_id session_id scope agent kind text appended_by",
+    when="ts appended_at",
+    from_json="metadata",
+)
+_TOC_NODE = _Columns(
+    "node_id level scope agent parent_id",
+    when="starts_at ends_at built_at",
+    maybe_when="first_ts last_ts",
+    from_json="acl",
+    flags="retired",
+)
+_GRIP = _Columns("grip_id excerpt event_id_start event_id_end event_id source", when="ts")
+_CHUNK_TEXT = _Columns("version_no chunk_key heading text title")
+_TASK = _Columns("id context_id owner")
+
+
 def to_record(row: Row, d: Dialect) -> Record:
     return Record(
-        id=row["id"],
-        kind=row["kind"],
-        scope=row["scope"],
+        **_RECORD.read(row, d),
         status=Status(row["status"]),
-        current_version_id=row["current_version_id"],
-        current_version=row["current_version"],
-        superseded_by=row["superseded_by"],
-        created_at=d.when(row["created_at"]),
-        updated_at=d.when(row["updated_at"]),
-        status_changed_at=d.when(row["status_changed_at"]),
-        created_by=row["created_by"],
         content=Content.model_validate_json(row["content"], context=STORED),
     )
 
 
 def to_version(row: Row, d: Dialect) -> Version:
     return Version(
-        id=row["id"],
-        record_id=row["record_id"],
-        number=row["number"],
+        **_VERSION.read(row, d),
         content=Content.model_validate_json(row["content"], context=STORED),
-        content_hash=row["content_hash"],
-        created_at=d.when(row["created_at"]),
-        created_by=row["created_by"],
-        proposal_id=row["proposal_id"],
     )
 
 
 def to_proposal(row: Row, d: Dialect) -> Proposal:
-    fields = {name: row[name] for name in PROPOSAL_COLUMNS if name != "op"}
-    fields["change"] = d.json(row["change"])
-    fields["principal_roles"] = d.json(row["principal_roles"])
-    fields["created_at"] = d.when(row["created_at"])
-    fields["decided_at"] = d.maybe_when(row["decided_at"])
-    return Proposal.model_validate(fields, context=STORED)
+    return Proposal.model_validate(_PROPOSAL.read(row, d), context=STORED)
 
 
 def to_audit(row: Row, d: Dialect) -> AuditEntry:
-    return AuditEntry(
-        seq=row["seq"],
-        id=row["id"],
-        at=d.when(row["at"]),
-        actor=row["actor"],
-        actor_roles=tuple(d.json(row["actor_roles"])),
-        action=row["action"],
-        subject_id=row["subject_id"],
-        proposal_id=row["proposal_id"],
-        rule=row["rule"],
-        reason=row["reason"],
-        from_status=row["from_status"],
-        to_status=row["to_status"],
-        details=d.json(row["details"]),
-    )
+    return AuditEntry(**_AUDIT.read(row, d), actor_roles=tuple(d.json(row["actor_roles"])))
 
 
 def to_baseline(row: Row, pins: Mapping[str, str], d: Dialect) -> Baseline:
-    return Baseline(
-        id=row["id"],
-        scope=row["scope"],
-        name=row["name"],
-        pins=dict(pins),
-        created_at=d.when(row["created_at"]),
-        created_by=row["created_by"],
-        proposal_id=row["proposal_id"],
-    )
+    return Baseline(**_BASELINE.read(row, d), pins=dict(pins))
 
 
-def to_path_link(row: Row) -> PathLink:
-    return PathLink(
-        record_id=row["record_id"],
-        path=row["path"],
-        content_hash=row["content_hash"],
-        drifted=bool(row["drifted"]),
-    )
+def to_path_link(row: Row, d: Dialect) -> PathLink:
+    return PathLink(**_PATH_LINK.read(row, d))
 
 
 def to_published(row: Row, d: Dialect) -> PublishedRow:
-    return PublishedRow(
-        scope=row["scope"], baseline_id=row["baseline_id"], updated_at=d.when(row["updated_at"])
-    )
+    return PublishedRow(**_PUBLISHED.read(row, d))
 
 
 def to_edge(row: Row, d: Dialect) -> Edge:
     # STORED: a stored edge is read whatever the limits are now (``cairn.limits``).
-    return Edge.model_validate(
-        {
-            "id": row["id"],
-            "type": row["type"],
-            "src": row["src"],
-            "dst": row["dst"],
-            "scope": row["scope"],
-            "acl": d.json(row["acl"]),
-            "metadata": d.json(row["metadata"]),
-            "valid_from": d.maybe_when(row["valid_from"]),
-            "valid_to": d.maybe_when(row["valid_to"]),
-            "origin": row["origin"],
-            "status": row["status"],
-            "created_at": d.when(row["created_at"]),
-            "created_by": row["created_by"],
-            "proposal_id": row["proposal_id"],
-            "removed_at": d.maybe_when(row["removed_at"]),
-            "removed_by": row["removed_by"],
-        },
-        context=STORED,
-    )
+    return Edge.model_validate(_EDGE.read(row, d), context=STORED)
 
 
 def to_event(row: Row, d: Dialect) -> Event:
     return Event.model_construct(
-        event_id=row["event_id"],
-        ts=d.when(row["ts"]),
-        session_id=row["session_id"],
-        scope=row["scope"],
-        agent=row["agent"],
+        **_EVENT.read(row, d),
         role=EventRole(row["role"]),
-        kind=row["kind"],
-        text=row["text"],
-        metadata=d.json(row["metadata"]),
         acl=Acl.model_validate(d.json(row["acl"]), context=STORED),
-        appended_at=d.when(row["appended_at"]),
-        appended_by=row["appended_by"],
         seq=int(row["seq"]),
     )
 
 
 def to_toc_node(row: Row, d: Dialect) -> TocNode:
-    body = d.json(row["body"])
     return TocNode.model_validate(
         {
-            **body,
-            "node_id": row["node_id"],
+            **d.json(row["body"]),
+            **_TOC_NODE.read(row, d),
             "version": int(row["version"]),
-            "level": row["level"],
             "key": row["node_key"],
-            "scope": row["scope"],
-            "acl": d.json(row["acl"]),
-            "agent": row["agent"],
-            "parent_id": row["parent_id"],
-            "starts_at": d.when(row["starts_at"]),
-            "ends_at": d.when(row["ends_at"]),
-            "first_ts": d.maybe_when(row["first_ts"]),
-            "last_ts": d.maybe_when(row["last_ts"]),
             "event_count": int(row["event_count"]),
-            "retired": bool(row["retired"]),
-            "built_at": d.when(row["built_at"]),
         },
         context=STORED,
     )
 
 
 def to_grip(row: Row, d: Dialect) -> Grip:
-    return Grip(
-        grip_id=row["grip_id"],
-        excerpt=row["excerpt"],
-        event_id_start=row["event_id_start"],
-        event_id_end=row["event_id_end"],
-        event_id=row["event_id"],
-        ts=d.when(row["ts"]),
-        source=row["source"],
+    return Grip(**_GRIP.read(row, d))
+
+
+def to_chunk_row(row: Row, d: Dialect) -> ChunkRow:
+    """A chunk with its text and its version's title (``IndexStore.chunk_rows``)."""
+    return ChunkRow(
+        **_CHUNK_TEXT.read(row, d),
+        meta=to_meta(row, d),
+        start=row["span_start"],
+        end=row["span_end"],
     )
+
+
+def to_task(row: Row, d: Dialect) -> StoredTask:
+    return StoredTask(**_TASK.read(row, d), state=int(row["state"]), body=bytes(row["body"]))
 
 
 def to_meta(row: Row, d: Dialect) -> ChunkMeta:

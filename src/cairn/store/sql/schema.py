@@ -9,22 +9,26 @@ booleans are ``boolean`` or 0/1.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
     "AGENT_TASKS",
+    "CHUNKS",
     "EDGES",
     "EVENTS",
+    "EVENT_LOG",
     "EVENT_OUTBOX",
     "MEMORY_TABLES",
     "OUTBOX_CURSORS",
     "PATH_LINKS",
+    "PG_CHUNKS",
+    "TIMELINE",
     "Backend",
+    "Tables",
     "create_table",
-    "event_log_tables",
     "kernel_tables",
-    "timeline_tables",
 ]
 
 Backend = Literal["sqlite", "postgres"]
@@ -161,6 +165,38 @@ drifted flag NOT NULL DEFAULT false
 PRIMARY KEY (record_id, path)
 """
 
+# The retrieval index (the second migration of each store): chunks cut from versions, with
+# the filter columns reads trim by before ranking (the scope and ACL interned, the record's
+# state copied).
+CHUNKS = """
+id serial
+record_id key NOT NULL
+version_id key NOT NULL
+version_no int NOT NULL
+chunk_key key NOT NULL
+heading text NOT NULL
+span_start int NOT NULL
+span_end int NOT NULL
+text text NOT NULL
+text_hash key NOT NULL
+kind text NOT NULL
+scope_id int NOT NULL REFERENCES scopes (id)
+acl_id int NOT NULL REFERENCES acls (id)
+status text NOT NULL
+is_head flag NOT NULL
+superseded flag NOT NULL
+valid_from time
+valid_to time
+created_at time NOT NULL
+seq big NOT NULL
+UNIQUE (version_id, chunk_key)
+"""
+# On PostgreSQL chunks began by referencing the records and versions they index (until the
+# timeline's migration: the index holds timeline nodes too).
+PG_CHUNKS = CHUNKS.replace(
+    "record_id key NOT NULL", "record_id key NOT NULL REFERENCES records (id)"
+).replace("version_id key NOT NULL", "version_id key NOT NULL REFERENCES versions (id)")
+
 # Edges as a domain type (a later migration of each store): an id, a scope and an ACL
 # interned like a chunk's, so a walk filters edges as the index filters chunks.
 EDGES = """
@@ -223,25 +259,28 @@ position big NOT NULL
 """
 
 
-def _tables_with_indexes(
-    backend: Backend, tables: Sequence[tuple[str, str]], indexes: Sequence[str]
-) -> str:
-    """``CREATE TABLE`` for each ``(name, spec)`` in ``tables``, then each statement of
-    ``indexes``, one a line."""
-    created = "".join(create_table(name, spec, backend) for name, spec in tables)
-    return created + "".join(f"{index};\n" for index in indexes)
+@dataclass(frozen=True)
+class Tables:
+    """Tables one migration step of each store creates together (name -> spec), then the
+    indexes reads use."""
+
+    specs: Mapping[str, str]
+    indexes: tuple[str, ...]
+
+    def sql(self, backend: Backend) -> str:
+        """``CREATE TABLE`` for each table, then each index statement, one a line."""
+        created = "".join(create_table(name, spec, backend) for name, spec in self.specs.items())
+        return created + "".join(f"{index};\n" for index in self.indexes)
 
 
-def event_log_tables(backend: Backend) -> str:
-    """The event log, its outbox and the outbox cursors, with the indexes reads use."""
-    return _tables_with_indexes(
-        backend,
-        [("events", EVENTS), ("event_outbox", EVENT_OUTBOX), ("outbox_cursors", OUTBOX_CURSORS)],
-        [
-            "CREATE INDEX events_scope_time ON events (scope_id, ts, event_id)",
-            "CREATE INDEX events_session_time ON events (session_id, ts, event_id)",
-        ],
-    )
+# The event log, its outbox and the outbox cursors.
+EVENT_LOG = Tables(
+    {"events": EVENTS, "event_outbox": EVENT_OUTBOX, "outbox_cursors": OUTBOX_CURSORS},
+    (
+        "CREATE INDEX events_scope_time ON events (scope_id, ts, event_id)",
+        "CREATE INDEX events_session_time ON events (session_id, ts, event_id)",
+    ),
+)
 
 
 # The timeline (a later migration of each store): every version of every node of the time
@@ -300,18 +339,16 @@ acl_id int NOT NULL REFERENCES acls (id)
 """
 
 
-def timeline_tables(backend: Backend) -> str:
-    """The timeline's nodes, their latest versions and grips, with the indexes reads use."""
-    return _tables_with_indexes(
-        backend,
-        [("toc_nodes", TOC_NODES), ("toc_latest", TOC_LATEST), ("grips", GRIPS)],
-        # each ends with node_id: listings page by (time, node_id) and walk these in order
-        [
-            "CREATE INDEX toc_latest_level ON toc_latest (level, starts_at, node_id)",
-            "CREATE INDEX toc_latest_parent ON toc_latest (parent_id, starts_at, node_id)",
-            "CREATE INDEX toc_latest_recent ON toc_latest (level, last_ts, node_id)",
-        ],
-    )
+# The timeline's nodes, their latest versions and grips. Each index ends with node_id:
+# listings page by (time, node_id) and walk these in order.
+TIMELINE = Tables(
+    {"toc_nodes": TOC_NODES, "toc_latest": TOC_LATEST, "grips": GRIPS},
+    (
+        "CREATE INDEX toc_latest_level ON toc_latest (level, starts_at, node_id)",
+        "CREATE INDEX toc_latest_parent ON toc_latest (parent_id, starts_at, node_id)",
+        "CREATE INDEX toc_latest_recent ON toc_latest (level, last_ts, node_id)",
+    ),
+)
 
 
 AGENT_TASKS = """

@@ -8,9 +8,11 @@ and the serving login writes it directly. It lives in the main store so that any
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Unpack
 
-from cairn.store.base import StoredTask
-from cairn.store.sql.part import Row, SqlPart, Where
+from cairn.store.base import StoredTask, TaskPage
+from cairn.store.sql import rows
+from cairn.store.sql.part import SqlPart, Where
 
 __all__ = ["SqlTasks"]
 
@@ -32,36 +34,18 @@ class SqlTasks(SqlPart):
 
     def get_task(self, task_id: str, owner: str) -> StoredTask | None:
         found = self._read("SELECT * FROM agent_tasks WHERE id = ? AND owner = ?", (task_id, owner))
-        return _task(found[0]) if found else None
+        return rows.to_task(found[0], self.dialect) if found else None
 
-    def list_tasks(
-        self,
-        owner: str,
-        *,
-        context_id: str | None = None,
-        state: int | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[StoredTask]:
+    def list_tasks(self, owner: str, **page: Unpack[TaskPage]) -> list[StoredTask]:
         where = Where(self.dialect)
         where.equal("owner", owner)
-        where.equal("context_id", context_id)
-        where.equal("state", state)
+        where.equal("context_id", page.get("context_id"))
+        where.equal("state", page.get("state"))
         found = self._read(
             f"SELECT * FROM agent_tasks{where.sql()} ORDER BY updated_at DESC, id LIMIT ? OFFSET ?",
-            [*where.params, limit, offset],
+            [*where.params, page.get("limit", 50), page.get("offset", 0)],
         )
-        return [_task(row) for row in found]
+        return [rows.to_task(row, self.dialect) for row in found]
 
     def delete_task(self, task_id: str, owner: str) -> None:
         self._write_one("DELETE FROM agent_tasks WHERE id = ? AND owner = ?", (task_id, owner))
-
-
-def _task(row: Row) -> StoredTask:
-    return StoredTask(
-        id=row["id"],
-        context_id=row["context_id"],
-        owner=row["owner"],
-        state=int(row["state"]),
-        body=bytes(row["body"]),
-    )

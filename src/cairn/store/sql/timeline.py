@@ -8,10 +8,10 @@ scopes and ACLs in SQL, like the event reads.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from typing import Unpack
 
 from cairn.model import Grip, TocNode
-from cairn.store.base import TocFilter
+from cairn.store.base import TocFilter, TocPage
 from cairn.store.sql import rows
 from cairn.store.sql.part import SqlPart, Where
 
@@ -19,14 +19,7 @@ __all__ = ["SqlTimeline"]
 
 
 class SqlTimeline(SqlPart):
-    def toc_nodes(
-        self,
-        where: TocFilter,
-        *,
-        after: tuple[datetime, str] | None = None,
-        limit: int = 100,
-        newest_first: bool = False,
-    ) -> list[TocNode]:
+    def toc_nodes(self, where: TocFilter, **page: Unpack[TocPage]) -> list[TocNode]:
         d = self.dialect
         conditions = Where(d)
         add = conditions.add
@@ -38,7 +31,8 @@ class SqlTimeline(SqlPart):
         conditions.equal("l.parent_id", where.parent_id)
         conditions.equal("l.partition_key", where.partition_key)
         conditions.one_of("l.node_id", where.node_ids)
-        if newest_first:
+        after = page.get("after")
+        if page.get("newest_first", False):
             order = "l.last_ts DESC, l.node_id DESC"
             if after is not None:
                 ts = d.time(after[0])
@@ -52,7 +46,7 @@ class SqlTimeline(SqlPart):
             "SELECT n.* FROM toc_latest l JOIN toc_nodes n "
             "ON n.node_id = l.node_id AND n.version = l.version "
             f"WHERE {conditions.all()} ORDER BY {order} LIMIT ?",
-            [*conditions.params, limit],
+            [*conditions.params, page.get("limit", 100)],
         )
         return [rows.to_toc_node(row, d) for row in found]
 
