@@ -44,6 +44,13 @@ class Settings(BaseSettings):
     embedder: str = Field(
         default="minilm", description="minilm, static, e5 (extra cairn[e5]) or openai:URL#model"
     )
+    vector_cache: Path | None = Field(
+        default=None,
+        description=(
+            "a SQLite file that keeps computed vectors (queries above all) across restarts, "
+            "relative to the cairn folder; unset: kept in memory only"
+        ),
+    )
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)
     grpc_port: int | None = Field(

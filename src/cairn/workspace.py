@@ -26,6 +26,8 @@ from cairn.governance.policy import DEFAULT_POLICY_YAML, load_policy
 from cairn.memory import DEFAULT_EMBEDDER, POLICY_FILE, PRINCIPALS_FILE, Memory
 from cairn.model import Principal, PrincipalKind, Sensitivity
 from cairn.private_files import make_private_folder, tighten, write_private
+from cairn.search.embedder import Embedder, make_embedder
+from cairn.search.vector_cache import DiskVectorCache
 from cairn.store.factory import open_store, sqlite_path
 
 __all__ = [
@@ -120,11 +122,19 @@ class Workspace:
         return Memory.open(
             self.folder,
             db=self.db,
-            embedder=embedder,
+            embedder=self._embedder(embedder, settings.vector_cache),
             timeline=settings.timeline,
             graph=settings.graph,
             retrieval=settings.retrieval,
         )
+
+    def _embedder(self, spec: str | None, cache_file: Path | None) -> Embedder | str | None:
+        """The embedder ``spec`` names, over the file cache when one is configured (a
+        relative path is in the cairn folder); the name itself otherwise, loaded on need."""
+        if spec is None or cache_file is None:
+            return spec
+        # an absolute ``cache_file`` stays as it is: ``folder / absolute`` is ``absolute``
+        return make_embedder(spec, cache=DiskVectorCache(self.folder / cache_file))
 
     def principals(self) -> PrincipalsFile:
         return load_principals(self.principals_path)

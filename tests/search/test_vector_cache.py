@@ -90,3 +90,29 @@ def test_threads_share_one_cache(tmp_path: Path) -> None:
         thread.join()
     assert errors == []
     assert len(cache) == 200
+
+
+def test_a_configured_cache_file_keeps_query_vectors_across_restarts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cairn.search.embedder import content_key
+    from cairn.workspace import Workspace
+
+    monkeypatch.delenv("CAIRN_VECTOR_CACHE", raising=False)
+    workspace = Workspace(tmp_path / "store")
+    keys = workspace.init().keys
+    (workspace.folder / "config.toml").write_text('vector_cache = "vectors.sqlite"\n')
+    principal = workspace.authenticate(keys["agent"])
+    query = "where the kettle lives"
+    path = workspace.folder / "vectors.sqlite"
+
+    for _restart in range(2):
+        with workspace.open_memory(embedder="static") as memory:
+            memory.search(query, principal=principal, mode="vector")
+            assert memory.indexer is not None
+            name = memory.indexer.embedder.name
+        cache = DiskVectorCache(path)
+        # the query's vector is in the file (once, however often it is asked)
+        assert list(cache) == [content_key(name, query, kind="query")]
+        cache.close()
+    assert path.stat().st_mode & 0o077 == 0, "the cache file is the user's alone"

@@ -19,6 +19,8 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from pathlib import Path
 
+from cairn.private_files import create_private_file
+
 __all__ = ["DiskVectorCache"]
 
 _SCHEMA = "CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
@@ -33,6 +35,9 @@ class DiskVectorCache(MutableMapping[str, bytes]):
         self.path = path.expanduser()
         self.max_items = max_items
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Vectors say something about the texts they came from: the file is the user's
+        # alone, as the store's files are (SQLite gives its WAL the same mode).
+        create_private_file(self.path)
         # One connection shared under a lock: the cache is used from request threads.
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
