@@ -76,6 +76,12 @@ class Settings(BaseSettings):
         description="how coding-agent hooks record sessions ([capture] in a config file)",
     )
 
+    @field_validator("vector_cache", mode="before")
+    @classmethod
+    def _empty_means_unset(cls, value: Any) -> Any:
+        # ``CAIRN_VECTOR_CACHE=`` is how a shell unsets it, not a path to the current folder
+        return None if value == "" else value
+
     @field_validator("capture")
     @classmethod
     def _capture_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Final, TypedDict
+from typing import Any, Final, TypedDict
 
 from cairn.model import EventCursor, VersionPin
 from cairn.retrieval.types import Mode
@@ -124,6 +124,11 @@ class TaskPage(TypedDict, total=False):
     """How many tasks at most, 1 to 1000 (default 50)."""
     offset: int
     """How many to skip (default 0)."""
+
+
+def keys_of(typed_dict: Any) -> frozenset[str]:
+    """Every key a ``TypedDict`` class declares, required or not (for :func:`check_names`)."""
+    return frozenset(typed_dict.__required_keys__ | typed_dict.__optional_keys__)
 
 
 def check_names(options: Mapping[str, object], declared: frozenset[str]) -> None:

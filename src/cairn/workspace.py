@@ -26,8 +26,6 @@ from cairn.governance.policy import DEFAULT_POLICY_YAML, load_policy
 from cairn.memory import DEFAULT_EMBEDDER, POLICY_FILE, PRINCIPALS_FILE, Memory
 from cairn.model import Principal, PrincipalKind, Sensitivity
 from cairn.private_files import make_private_folder, tighten, write_private
-from cairn.search.embedder import Embedder, make_embedder
-from cairn.search.vector_cache import DiskVectorCache
 from cairn.store.factory import open_store, sqlite_path
 
 __all__ = [
@@ -122,19 +120,25 @@ class Workspace:
         return Memory.open(
             self.folder,
             db=self.db,
-            embedder=self._embedder(embedder, settings.vector_cache),
+            embedder=embedder,
+            vector_cache=self._vector_cache(settings.vector_cache),
             timeline=settings.timeline,
             graph=settings.graph,
             retrieval=settings.retrieval,
         )
 
-    def _embedder(self, spec: str | None, cache_file: Path | None) -> Embedder | str | None:
-        """The embedder ``spec`` names, over the file cache when one is configured (a
-        relative path is in the cairn folder); the name itself otherwise, loaded on need."""
-        if spec is None or cache_file is None:
-            return spec
-        # an absolute ``cache_file`` stays as it is: ``folder / absolute`` is ``absolute``
-        return make_embedder(spec, cache=DiskVectorCache(self.folder / cache_file))
+    def _vector_cache(self, configured: Path | None) -> Path | None:
+        """Where ``vector_cache`` points: a file, relative to the cairn folder unless
+        absolute (``folder / absolute`` is ``absolute``)."""
+        if configured is None:
+            return None
+        path = self.folder / configured
+        if path.is_dir():
+            raise InvalidInput(
+                f"vector_cache names a folder ({path}): give a file, e.g. vectors.sqlite",
+                field="vector_cache",
+            )
+        return path
 
     def principals(self) -> PrincipalsFile:
         return load_principals(self.principals_path)

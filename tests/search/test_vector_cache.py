@@ -111,8 +111,29 @@ def test_a_configured_cache_file_keeps_query_vectors_across_restarts(
             memory.search(query, principal=principal, mode="vector")
             assert memory.indexer is not None
             name = memory.indexer.embedder.name
+        # closing the memory closed the file (SQLite folds its WAL in on the last close)
+        assert not path.with_name(path.name + "-wal").exists()
         cache = DiskVectorCache(path)
         # the query's vector is in the file (once, however often it is asked)
         assert list(cache) == [content_key(name, query, kind="query")]
         cache.close()
     assert path.stat().st_mode & 0o077 == 0, "the cache file is the user's alone"
+
+
+def test_an_empty_or_folder_vector_cache_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cairn.errors import InvalidInput
+    from cairn.workspace import Workspace
+
+    workspace = Workspace(tmp_path / "store")
+    workspace.init()
+    # an empty variable is how a shell unsets it: no cache file, no error
+    monkeypatch.setenv("CAIRN_VECTOR_CACHE", "")
+    with workspace.open_memory(embedder="static") as memory:
+        memory.index_pending()
+    assert sorted(p.name for p in workspace.folder.iterdir() if "sqlite" in p.name) == []
+    # a folder is refused by name, before anything opens
+    monkeypatch.setenv("CAIRN_VECTOR_CACHE", str(tmp_path))
+    with pytest.raises(InvalidInput, match="vector_cache names a folder"):
+        workspace.open_memory(embedder="static")

@@ -7,6 +7,7 @@ with change sets: all-or-nothing commits, preconditions, ordering and filters.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -450,3 +451,16 @@ def test_records_are_found_by_many_hashes(store: Store) -> None:
     # more hashes than one statement takes
     many = [f"{i:064x}" for i in range(1_200)] + [b.content.content_hash()]
     assert [r.id for r in store.find_by_hashes("acme/app", many)] == [b.id]
+
+
+def test_a_misspelt_listing_key_is_refused_not_dropped(store: Store) -> None:
+    # Dropping it would list without the filter it meant: someone else's proposals, every
+    # record, any task.
+    listings: list[Callable[[], object]] = [
+        lambda: store.list_proposals(proposr="pr_someone"),  # type: ignore[call-arg]
+        lambda: store.query_records(RecordQuery(), scope_glob=["a/*"]),  # type: ignore[call-arg]
+        lambda: store.list_tasks("owner", contextid="c1"),  # type: ignore[call-arg]
+    ]
+    for listing in listings:
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            listing()

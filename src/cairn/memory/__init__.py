@@ -40,6 +40,7 @@ from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.indexer import Indexer, IndexWorker
 from cairn.retrieval.settings import RetrievalSettings
 from cairn.search.embedder import Embedder
+from cairn.search.vector_cache import DiskVectorCache
 from cairn.store.base import Store
 from cairn.store.factory import open_store
 from cairn.timeline.settings import TimelineSettings
@@ -85,6 +86,10 @@ class MemorySettings(TypedDict, total=False):
     """What time it is (default: the system clock, in UTC); tests pin it."""
     embedder: Embedder | str | None
     """The vector model, or its name (default ``minilm``); ``None``: keyword search only."""
+    vector_cache: Path | None
+    """A SQLite file that keeps the vectors a named embedder computes across restarts
+    (default: none, an in-memory cache); opened on the first embedding, closed with the
+    memory."""
     timeline: TimelineSettings | None
     """The timeline's settings (``[timeline]``; default: the defaults)."""
     graph: GraphSettings | None
@@ -138,6 +143,8 @@ class Memory(
         self._rollup_lock = threading.Lock()
         # Loading a model takes a moment: only reads that need vectors pay for it.
         self._embedder_spec = settings.get("embedder", DEFAULT_EMBEDDER)
+        self._vector_cache_file = settings.get("vector_cache")
+        self._vector_cache: DiskVectorCache | None = None
         self._indexer: Indexer | None = None
         self._policy = policy
         self.root = (root or Path.cwd()).resolve()
@@ -194,4 +201,6 @@ class Memory(
             self._worker = None
         if self._reranker is not None:
             self._reranker.close()
+        if self._vector_cache is not None:
+            self._vector_cache.close()
         self._store.close()

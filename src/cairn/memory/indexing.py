@@ -4,11 +4,13 @@ chunks to embed, and the background worker that embeds them."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from cairn.errors import InvalidInput
 from cairn.memory.core import MemoryCore
 from cairn.retrieval.indexer import Indexer, IndexWorker
 from cairn.search.embedder import Embedder, make_embedder
+from cairn.search.vector_cache import DiskVectorCache
 
 __all__ = ["IndexVerbs"]
 
@@ -17,6 +19,8 @@ class IndexVerbs(MemoryCore):
     """Mixed into ``Memory``: its dense indexer (None when it runs keyword-only)."""
 
     _embedder_spec: Embedder | str | None
+    _vector_cache_file: Path | None
+    _vector_cache: DiskVectorCache | None
     _indexer: Indexer | None
     _worker: IndexWorker | None
 
@@ -25,7 +29,12 @@ class IndexVerbs(MemoryCore):
         """The dense indexer, or None when this memory runs keyword-only."""
         if self._indexer is None and self._embedder_spec is not None:
             spec = self._embedder_spec
-            embedder = make_embedder(spec) if isinstance(spec, str) else spec
+            if isinstance(spec, str):
+                if self._vector_cache_file is not None:
+                    self._vector_cache = DiskVectorCache(self._vector_cache_file)
+                embedder = make_embedder(spec, cache=self._vector_cache)
+            else:
+                embedder = spec
             self._indexer = Indexer(self._store, embedder)
         return self._indexer
 

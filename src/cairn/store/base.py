@@ -36,6 +36,7 @@ from cairn.model import (
     TocNode,
     Version,
 )
+from cairn.options import TaskPage  # the kernel's task listing and the store's are one page
 
 __all__ = [
     "MAX_KEYWORD_TERMS",
@@ -491,16 +492,6 @@ class ProposalPage(TypedDict, total=False):
     proposer: str | None
     scope_globs: Sequence[str] | None
     narrow: ProposalFilter | None
-
-
-class TaskPage(TypedDict, total=False):
-    """Which of an owner's tasks a listing returns: of one context and/or state when given,
-    a page of ``limit`` (default 50) after skipping ``offset``."""
-
-    context_id: str | None
-    state: int | None
-    limit: int
-    offset: int
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, Unpack
 
 from cairn.model import Event, EventCursor
+from cairn.options import check_names, keys_of
 from cairn.store.base import EventFilter, EventPage, EventText
 from cairn.store.sql import rows
 from cairn.store.sql.part import SqlPart, Where
@@ -46,6 +47,7 @@ class SqlEvents(SqlPart):
 
     def _event_where(self, where: EventFilter, page: EventPage) -> tuple[str, list[Any], str]:
         """The WHERE clause, its parameters and the ORDER BY of an event read."""
+        check_names(page, keys_of(EventPage))  # a misspelt key would drop a bound silently
         d = self.dialect
         conditions = Where(d)
         add = conditions.add

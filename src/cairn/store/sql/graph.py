@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Unpack
 
 from cairn.model import Direction, Edge, Neighbour, Neighbourhood
+from cairn.options import check_names, keys_of
 from cairn.store.base import EdgeFilter, EdgePage, Walk
 from cairn.store.filters import edge_sql, to_sql
 from cairn.store.sql import rows
@@ -27,6 +28,8 @@ class SqlGraph(SqlPart):
         return rows.to_edge(found[0], self.dialect) if found else None
 
     def list_edges(self, where: EdgeFilter | None, **page: Unpack[EdgePage]) -> list[Edge]:
+        # a misspelt key would otherwise drop a filter, and with it a limit on who sees what
+        check_names(page, keys_of(EdgePage))
         conditions = Where(self.dialect)
         if (ends := page.get("ends")) is not None:
             test, values = to_sql(ends, self.dialect, "c")
@@ -47,6 +50,8 @@ class SqlGraph(SqlPart):
         return [rows.to_edge(row, self.dialect) for row in found]
 
     def neighbours(self, anchors: Sequence[str], **walk: Unpack[Walk]) -> Neighbourhood:
+        # a misspelt key would otherwise drop a filter, and with it a limit on who sees what
+        check_names(walk, keys_of(Walk))
         d = self.dialect
         edges, vertices, hops, limit = walk["edges"], walk["vertices"], walk["hops"], walk["limit"]
         direction, either_way = walk["direction"], walk.get("either_way", frozenset())

@@ -21,6 +21,7 @@ from cairn.model import (
     RecordQuery,
     Version,
 )
+from cairn.options import check_names, keys_of
 from cairn.store.base import (
     AclRow,
     ChunkFilter,
@@ -108,6 +109,8 @@ class SqlReads(SqlPart):
         return [rows.to_version(row, self.dialect) for row in found]
 
     def query_records(self, query: RecordQuery, **reach: Unpack[RecordReach]) -> list[Record]:
+        # a misspelt key would otherwise drop a filter, and with it a limit on who sees what
+        check_names(reach, keys_of(RecordReach))
         d = self.dialect
         conditions = Where(self.dialect)
         add = conditions.add
@@ -170,6 +173,8 @@ class SqlReads(SqlPart):
 
     def list_proposals(self, **listing: Unpack[ProposalPage]) -> list[Proposal]:
         """Proposals by id, bounded here (``narrow``: the review queue's filters)."""
+        # a misspelt key would otherwise drop a filter, and with it a limit on who sees what
+        check_names(listing, keys_of(ProposalPage))
         conditions = Where(self.dialect)
         if (narrow := listing.get("narrow")) is not None:
             self._narrow_proposals(narrow, conditions)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Unpack
 
+from cairn.options import check_names, keys_of
 from cairn.store.base import StoredTask, TaskPage
 from cairn.store.sql import rows
 from cairn.store.sql.part import SqlPart, Where
@@ -37,6 +38,8 @@ class SqlTasks(SqlPart):
         return rows.to_task(found[0], self.dialect) if found else None
 
     def list_tasks(self, owner: str, **page: Unpack[TaskPage]) -> list[StoredTask]:
+        # a misspelt key would otherwise drop a filter, and with it a limit on who sees what
+        check_names(page, keys_of(TaskPage))
         where = Where(self.dialect)
         where.equal("owner", owner)
         where.equal("context_id", page.get("context_id"))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Unpack
 
 from cairn.model import Grip, TocNode
+from cairn.options import check_names, keys_of
 from cairn.store.base import TocFilter, TocPage
 from cairn.store.sql import rows
 from cairn.store.sql.part import SqlPart, Where
@@ -20,6 +21,8 @@ __all__ = ["SqlTimeline"]
 
 class SqlTimeline(SqlPart):
     def toc_nodes(self, where: TocFilter, **page: Unpack[TocPage]) -> list[TocNode]:
+        # a misspelt key would otherwise drop a filter, and with it a limit on who sees what
+        check_names(page, keys_of(TocPage))
         d = self.dialect
         conditions = Where(d)
         add = conditions.add
