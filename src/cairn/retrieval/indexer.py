@@ -55,7 +55,12 @@ class Indexer:
         return f"{self.embedder.name}:{self.embedder.dim}"
 
     def lag(self) -> int:
-        return self.store.vector_lag(self.model)
+        """How many distinct texts still wait for a vector, as this process's searches see
+        it: a batch's vectors are committed to the store a moment before the catalog takes
+        them in, and in that moment the store says none wait while searches still miss them."""
+        stored = self.store.vector_lag(self.model)
+        with self._lock:
+            return max(stored, len(self.catalog.pending))
 
     def catch_up(self, *, limit: int | None = None, progress: Progress | None = None) -> int:
         """Embed up to ``limit`` pending chunk texts (all when None); return how many.
