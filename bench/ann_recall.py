@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
-import json
 import resource
 import sys
 import time
@@ -38,6 +37,7 @@ from cairn.store.base import ChunkFilter, ChunkMeta
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._proc import status_mb
+from bench._report import report
 
 FloatArray = npt.NDArray[np.float32]
 ACLS = 100  # acl ids 0..99, uniformly: a reader allowed j of them sees j% of the rows
@@ -281,11 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.n, args.queries = min(args.n, 20_000), min(args.queries, 50)
     console = Console(width=None if sys.stdout.isatty() else 150)
-    results = run(args, console)
-    show(results, console)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-    return 0
+    return report(run(args, console), show, console, args.json)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,10 @@ from cairn.retrieval.types import Mode
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import Store
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._report import report
+
 KINDS = ("decision", "belief", "episode", "skill", "fact", "document")
 LABELS = (("public",), ("internal",), ("internal",), ("confidential",))
 SENSITIVITY = (Sensitivity.LOW, Sensitivity.LOW, Sensitivity.MEDIUM, Sensitivity.HIGH)
@@ -428,11 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.records, args.queries = min(args.records, 500), min(args.queries, 30)
     console = Console(width=None if sys.stdout.isatty() else 150)
-    results = run(args, console)
-    show(results, console)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-    return 0
+    return report(run(args, console), show, console, args.json)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,7 @@ from ann_recall import (  # a sibling script: run as a script, bench/ is on the 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._proc import status_mb
+from bench._report import report
 
 FloatArray = npt.NDArray[np.float32]
 DEFAULT_DIM = 384
@@ -624,11 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.n, args.queries, args.ef = 5_000, 100, [64]
     console = Console(width=max(Console().width, 170))
-    results = run(args, console)
-    show(results, console)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
-    return 0
+    return report(run(args, console), show, console, args.json)
 
 
 if __name__ == "__main__":
