@@ -233,6 +233,11 @@ def _uses_ann(memory: Memory) -> bool:
     return indexer is not None and indexer.catalog.uses_ann
 
 
+def _graph_dims(memory: Memory) -> int | None:
+    indexer = memory.indexer
+    return indexer.catalog.graph_dims if indexer is not None else None
+
+
 def _ann_build_s(memory: Memory) -> float:
     """The part of the index build spent on the HNSW graph (the rest is embedding)."""
     indexer = memory.indexer
@@ -310,13 +315,18 @@ def _measure(
                        labels=("public", "internal"), sensitivity=Sensitivity.MEDIUM)  # fmt: skip
     store = _open_store(args.db, folder)
     memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=folder, embedder=args.embedder)
-    if args.ann_threshold != "default":
-        # The indexer builds its catalog with the kernel's default threshold; swap in one
-        # with the requested threshold while it is still empty.
+    if args.ann_threshold != "default" or args.ann_dims != "default":
+        # The indexer builds its catalog with the kernel's defaults; swap in one with the
+        # requested threshold and graph dimensions while it is still empty.
         indexer = memory.indexer
         if indexer is not None:
-            threshold = None if args.ann_threshold == "never" else int(args.ann_threshold)
-            indexer.catalog = VectorCatalog(indexer.embedder.dim, ann_threshold=threshold)
+            options: dict[str, Any] = {"vectors_of": indexer.stored_vectors}
+            if args.ann_threshold != "default":
+                never = args.ann_threshold == "never"
+                options["ann_threshold"] = None if never else int(args.ann_threshold)
+            if args.ann_dims != "default":
+                options["ann_dims"] = None if args.ann_dims == "full" else int(args.ann_dims)
+            indexer.catalog = VectorCatalog(indexer.embedder.dim, **options)
     items = corpus(args.records, args.seed)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console, transient=True)  # fmt: skip
@@ -357,6 +367,8 @@ def _measure(
         "index_build_s": round(index_s, 2),
         "vector_index": "hnsw" if _uses_ann(memory) else "exact",
         "ann_build_s": round(_ann_build_s(memory), 2),
+        "graph_dims": _graph_dims(memory),
+        "projection_recall": memory.indexer.catalog.projection_recall if memory.indexer else None,
         "peak_rss_after_ingest_mb": ingest_rss,
         "store_reused": kept is not None,
     }
@@ -393,7 +405,8 @@ def show(results: dict[str, Any], console: Console) -> None:
         f"{results['ingest_records_per_s']:,.0f}", f"{results['ingest_s']}",
         f"{results['index_build_s']}", f"{results['ann_build_s']}", f"{results['peak_rss_mb']}",
         results["embedder"],
-        results["vector_index"],
+        results["vector_index"] + (f" ({results['graph_dims']}-d graph)"
+                                   if results.get("graph_dims") else ""),
     )  # fmt: skip
     console.print(head)
     reads = Table(title="reads (permission-trimmed, k=10, validated, budgeted)",
@@ -417,6 +430,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--ann-threshold", default="default", help="rows above which HNSW answers: N or 'never'"
+    )
+    parser.add_argument(
+        "--ann-dims",
+        default="default",
+        help="dimensions of the HNSW graph: N, or 'full' for the vectors' own",
     )
     parser.add_argument("--quick", action="store_true", help="a few seconds: smoke test")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")

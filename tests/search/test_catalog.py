@@ -246,6 +246,7 @@ def ann(corpus: tuple[list[ChunkMeta], FloatArray, FloatArray]) -> VectorCatalog
     # No exact fallback at all, so the filtered graph search itself is what is measured.
     catalog = _catalog(metas, vectors, ann_threshold=0, exact_rows=0, exact_fraction=0.0)
     assert catalog.uses_ann
+    assert catalog.graph_dims == ANN_DIM  # no float32 source: the graph holds the vectors
     return catalog
 
 
@@ -336,3 +337,99 @@ def test_ef_is_calibrated_on_held_out_rows(
     # A fixed ef is taken as given.
     fixed = _catalog(metas[:2000], vectors[:2000], ann_threshold=0, ann_ef=77)
     assert fixed.ann_ef == 77 and fixed.ann_calibration == []
+
+
+# ---- a projected graph (the store keeps the float32 vectors) ----------------------------
+
+
+def _low_rank(n: int, dim: int, rank: int, seed: int) -> FloatArray:
+    """Clustered vectors whose energy lies mostly in ``rank`` directions, as real
+    embeddings' does, with a little noise in every dimension."""
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.standard_normal((dim, rank)))[0].T
+    centres = rng.standard_normal((max(1, n // 50), rank))
+    inner = centres[rng.integers(0, len(centres), n)] + 0.5 * rng.standard_normal((n, rank))
+    return _unit(inner @ basis + 0.05 * rng.standard_normal((n, dim)))
+
+
+class _Source:
+    """The store's side: each chunk's float32 vector by chunk id, counting what is asked."""
+
+    def __init__(self, vectors: FloatArray) -> None:
+        self.vectors = vectors
+        self.asked = 0
+
+    def __call__(self, chunk_ids: Any) -> dict[int, FloatArray]:
+        self.asked += len(chunk_ids)
+        return {i: self.vectors[i - 1000] for i in chunk_ids if 0 <= i - 1000 < len(self.vectors)}
+
+
+def test_a_projected_graph_rescored_from_the_store_keeps_recall() -> None:
+    n, dim = 8000, 128
+    vectors = _low_rank(n + 100, dim, 16, seed=11)
+    acl = np.random.default_rng(11).integers(0, 10, n)
+    metas = [_meta(i, acl_id=int(acl[i])) for i in range(n)]
+    source = _Source(vectors[:n])
+    ann = _catalog(metas, vectors[:n], ann_threshold=0, ann_dims=32, vectors_of=source,
+                   exact_rows=0, exact_fraction=0.0)  # fmt: skip
+    exact = _catalog(metas, vectors[:n], ann_threshold=None)
+    assert ann.graph_dims == 32  # the graph holds the projection, not the vectors
+    assert ann.projection_recall is not None and ann.projection_recall >= 0.99
+    for readers in READERS.values():
+        where = _where(acl_ids=readers)
+        allowed = _ids(exact, where)
+        recall = 0.0
+        for query in vectors[n:]:
+            expected = dict(exact.search(query, where, 10))
+            asked = source.asked
+            found = ann.search(query, where, 10)
+            assert source.asked > asked  # the finalists were re-read in float32
+            assert {hit for hit, _ in found} <= allowed, "a disallowed row took a slot"
+            # Scores are exact float32 cosines, not the graph's estimates.
+            assert all(score == pytest.approx(float(vectors[hit - 1000] @ query), abs=1e-5)
+                       for hit, score in found)  # fmt: skip
+            recall += len(expected.keys() & {hit for hit, _ in found}) / len(expected)
+        assert recall / (len(vectors) - n) >= 0.98
+    vector = ann.vector_of(1005)
+    assert vector is not None and np.array_equal(vector, vectors[5])
+
+
+def test_vectors_without_a_few_main_directions_get_a_full_graph() -> None:
+    n, dim = 8000, 128
+    # Many small clusters whose centres spread over every dimension: 32 directions keep
+    # too little of them (at 50 rows a cluster they would do).
+    rng = np.random.default_rng(12)
+    centres = rng.standard_normal(((n + 100) // 5, dim))
+    vectors = _unit(centres[rng.integers(0, len(centres), n + 100)]
+                    + 0.5 * rng.standard_normal((n + 100, dim)))  # fmt: skip
+    metas = [_meta(i) for i in range(n)]
+    source = _Source(vectors[:n])
+    ann = _catalog(metas, vectors[:n], ann_threshold=0, ann_dims=32, vectors_of=source,
+                   exact_rows=0, exact_fraction=0.0)  # fmt: skip
+    exact = _catalog(metas, vectors[:n], ann_threshold=None)
+    # A perfect graph over 32 directions would miss the held-out rows' true neighbours:
+    # the graph holds the full vectors.
+    assert ann.projection_recall is not None and ann.projection_recall < 0.99
+    assert ann.graph_dims == dim
+    recall = 0.0
+    for query in vectors[n:]:
+        expected = {hit for hit, _ in exact.search(query, _where(), 10)}
+        recall += len(expected & {hit for hit, _ in ann.search(query, _where(), 10)}) / 10
+    assert recall / (len(vectors) - n) >= 0.98
+
+
+def test_rows_joining_a_projected_graph_later_are_found_exactly() -> None:
+    n, dim = 5000, 128
+    vectors = _low_rank(n, dim, 16, seed=13)
+    metas = [_meta(i) for i in range(n)]
+    catalog = VectorCatalog(dim, ann_threshold=1000, ann_dims=32, vectors_of=_Source(vectors))
+    catalog.apply(metas[:1001], {m.text_hash: vectors[i] for i, m in enumerate(metas[:1001])})
+    assert catalog.graph_dims == 32
+    catalog.apply(metas[1001:], {})
+    for start in range(1001, n, 500):
+        catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(start, min(n, start + 500))})
+        newest = min(n, start + 500) - 1
+        for row in (newest, start - 1):  # in the tail, and (once flushed) in the graph
+            found = catalog.search(vectors[row], _where(), 5)
+            assert found[0] == (1000 + row, pytest.approx(1.0, abs=1e-5))
+    assert catalog._indexed > 1001  # the tail joined the graph, projected

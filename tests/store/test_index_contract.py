@@ -325,6 +325,25 @@ def test_vector_cache_is_keyed_by_content_hash(store: Store) -> None:
     store.put_vectors(model, 4, [])
 
 
+def test_chunk_vectors_reads_each_chunks_vector_by_its_text(store: Store) -> None:
+    model = "test-model:4"
+    _create(store, "Same title", "Same text.")
+    _create(store, "Same title", "Same text.")  # two chunks, one text: one stored vector
+    _create(store, "Other", "Different text.")
+    same_a, same_b, other = (m.id for m in store.chunk_changes(0))
+    (same_hash, _), (other_hash, _) = store.pending_vectors(model, 10)
+    vector = np.arange(4, dtype=np.float32)
+    store.put_vectors(model, 4, [(same_hash, vector.tobytes())])
+    unknown = max(same_a, same_b, other) + 100
+    assert store.chunk_vectors(model, [same_a, same_b, other, unknown]) == {
+        same_a: vector.tobytes(),
+        same_b: vector.tobytes(),
+    }  # the chunk with no vector yet and the unknown id are left out
+    assert store.chunk_vectors("another-model:4", [same_a]) == {}
+    store.put_vectors(model, 4, [(other_hash, (vector + 1).tobytes())])
+    assert store.chunk_vectors(model, [other]) == {other: (vector + 1).tobytes()}
+
+
 def test_import_rebuilds_the_keyword_index(
     store: Store, tmp_path: Path, curator: Principal
 ) -> None:

@@ -81,11 +81,16 @@ def _one_step(store: SqliteStore, query: KeywordQuery, where: ChunkFilter, limit
     return [(int(r["id"]), float(r["score"])) for r in rows]
 
 
+@pytest.mark.parametrize("slices", [1, 3])
 def test_two_step_keyword_search_equals_the_one_step_query(
-    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch, slices: int
 ) -> None:
+    """Also when the store is cut into chunk-id ranges ranked side by side, as a large
+    one is: the best of the ranges' answers is the whole store's."""
     monkeypatch.setattr(sqlite_module, "_KEYWORD_DEPTH_MIN", 1)
     monkeypatch.setattr(sqlite_module, "_KEYWORD_DEPTH_PER_RESULT", 2)
+    monkeypatch.setattr(sqlite_module, "_KEYWORD_SLICED_FROM", 1)
+    monkeypatch.setattr(sqlite_module, "_keyword_slices", lambda: slices)
     calls: list[str] = []
     read = store._read
 
@@ -112,8 +117,21 @@ def test_two_step_keyword_search_equals_the_one_step_query(
         found = store.keyword_search(match, where, limit)
         steps.append(len(calls))
         assert found == _one_step(store, match, where, limit)
-    # Both the two-step answer and the fallback to the one-step query were exercised.
-    assert 1 in steps and 2 in steps
+    # Both the two-step answer and the fallback to the one-step query were exercised, in
+    # each range.
+    assert slices in steps and 2 * slices in steps
+    assert all(slices <= step <= 2 * slices for step in steps)
+
+
+def test_chunk_id_ranges_cover_every_id_once() -> None:
+    assert sqlite_module._id_ranges(10, 4) == [(0, sqlite_module._OPEN_END)]  # a small store
+    for chunks, slices in ((200_000, 2), (1_000_003, 3), (999_999, 4)):
+        ranges = sqlite_module._id_ranges(chunks, slices)
+        assert len(ranges) == slices and ranges[0][0] <= 1
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+        assert ranges[-1][1] > 10 * chunks  # chunks committed meanwhile fall in the last
+        widths = [hi - lo for lo, hi in ranges[1:-1]]
+        assert all(abs(w - chunks / slices) <= 1 for w in widths)
 
 
 def test_a_reader_who_sees_little_still_gets_a_full_list(store: SqliteStore) -> None:

@@ -43,7 +43,7 @@ class Indexer:
         # by text hash), so an in-memory cache in front of the model would never be hit:
         # it would only fill with 100k document vectors (~130 MB at 256 dimensions).
         self._documents = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
-        self.catalog = VectorCatalog(embedder.dim)
+        self.catalog = VectorCatalog(embedder.dim, vectors_of=self.stored_vectors)
         # A server shares one indexer between request threads; the catalog is not
         # thread-safe to mutate, so syncs, searches and the catalog side of catch-ups take
         # turns. The model itself runs under ``_embedding`` only, never under ``_lock``.
@@ -126,6 +126,12 @@ class Indexer:
             if whole:
                 return whole
             want *= 2  # one group fills the batch: read it all
+
+    def stored_vectors(self, chunk_ids: Sequence[int]) -> dict[int, FloatArray]:
+        """The stored float32 vectors of ``chunk_ids`` (those embedded): where the catalog
+        re-reads its finalists once its graph holds fewer dimensions."""
+        stored = self.store.chunk_vectors(self.model, chunk_ids)
+        return {i: np.frombuffer(blob, dtype=np.float32) for i, blob in stored.items()}
 
     def _vectors_for(self, changes: Sequence[ChunkMeta]) -> dict[str, FloatArray]:
         stored = self.store.get_vectors(self.model, [c.text_hash for c in changes])

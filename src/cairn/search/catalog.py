@@ -10,10 +10,17 @@ Small catalogs are searched exactly: one BLAS matrix-vector product over a float
 Past ``ann_threshold`` rows an hnswlib graph (labels = row numbers) answers instead, filtered
 by a callable over the same boolean mask; readers whose allowed set is small are still
 answered exactly, because filtered HNSW walks most of the graph to find few allowed nodes.
-In ANN mode hnswlib holds the only float32 copy of the vectors; the catalog keeps an int8
-copy (one scale per row) for the exact fallback, a quarter of the memory, and re-scores the
-few finalists in float32. At 1M rows of 256 dimensions that copy is 260 MB where bfloat16
-took 520 MB, which is what keeps the whole process under 2 GB next to the 1.35 GB graph.
+In ANN mode the catalog keeps an int8 copy of the vectors (one scale per row) for the exact
+fallback, a quarter of the memory, and re-scores the few finalists in float32. Where those
+float32 vectors come from depends on the graph:
+
+- given ``vectors_of`` (the indexer passes the store's own copy), the graph holds the vectors
+  projected onto their ``ann_dims`` main directions (an uncentred PCA fitted when the graph
+  is built). Its candidates are narrowed with the int8 copy and the finalists re-read from
+  the store in float32, so no float32 copy stays in memory: at 1M rows of 256 dimensions the
+  graph takes ~0.65 GB instead of 1.35. When the projected graph cannot reach the recall
+  target on held-out rows (vectors with no few main directions), it is built in full instead;
+- without it, hnswlib holds the only float32 copy, in full dimension.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from cairn.store.filters import (
 )
 
 __all__ = [
+    "DEFAULT_ANN_DIMS",
     "DEFAULT_ANN_THRESHOLD",
     "DEFAULT_PARK_LIMIT",
     "BoolArray",
@@ -55,6 +63,20 @@ BoolArray = npt.NDArray[np.bool_]
 _STATUS_CODES = {"draft": 0, "active": 1, "stale": 2, "rejected": 3, "archived": 4}
 
 DEFAULT_ANN_THRESHOLD = 200_000
+# Dimensions of the graph when float32 vectors can be re-read (``vectors_of``). On the static
+# embedder's vectors (256-d) a 96-d graph re-scored in full matched the full graph's recall
+# at 71% of its memory with M=32 (docs/benchmarks.md); fewer dimensions lost recall.
+DEFAULT_ANN_DIMS = 96
+# A projected graph is asked for this many candidates beyond k: its scores are estimates,
+# so the true top k sit a little deeper in its ranking (8k for k = 10, as measured).
+_EXTRA_CANDIDATES = 70
+# Rows the projection is fitted on (evenly spaced over those held): a 256-d Gram matrix
+# is settled long before this many.
+_PROJECTION_SAMPLE = 65_536
+# A projection is kept when a perfect graph over it would still find this share of the
+# held-out rows' true top 10 (re-scored in full): its directions carry the vectors. Static
+# embeddings' 96 main directions kept 0.995 of it at 1M (docs/benchmarks.md).
+_PROJECTION_RECALL = 0.99
 # Chunks waiting for a vector are held as ChunkMeta objects (~700 bytes each); past this many
 # the rest are not held but re-read from the store once room frees (see ``rescan_from``). A
 # million chunks ingested before the first indexing would otherwise cost ~0.7 GB.
@@ -164,6 +186,10 @@ class VectorCatalog:
     M=32 rather than hnswlib's usual 16: on the random-word corpus M=16 stayed below
     recall 0.98 even at ef=400; M=32 costs 128 bytes a row and builds no slower than
     M=16 with ef_construction=200.
+
+    ``vectors_of``: chunk ids -> their float32 vectors (those it has), from outside the
+    catalog. Given it, the graph is built over ``ann_dims`` dimensions (None: all) and
+    finalists are re-scored from it (see the module's docstring).
     """
 
     def __init__(
@@ -181,6 +207,8 @@ class VectorCatalog:
         exact_fraction: float = 0.15,
         ann_threads: int = -1,
         park_limit: int = DEFAULT_PARK_LIMIT,
+        ann_dims: int | None = DEFAULT_ANN_DIMS,
+        vectors_of: Callable[[Sequence[int]], dict[int, FloatArray]] | None = None,
     ) -> None:
         _single_threaded_blas()
         self.dim = dim
@@ -236,6 +264,14 @@ class VectorCatalog:
         self.exact_fraction = exact_fraction
         self._ann_threads = ann_threads
         self._hnsw: Any = None  # hnswlib.Index once the catalog passes the threshold
+        self._ann_dims = ann_dims
+        self._vectors_of = vectors_of
+        # (graph dimensions, full dimensions): the graph holds rows @ projection.T; None
+        # while the graph holds full vectors.
+        self._projection: FloatArray | None = None
+        # What a perfect graph over the projection found of the held-out rows' top 10, as
+        # measured when the graph was built (None: no projection was tried).
+        self.projection_recall: float | None = None
         self._indexed = 0  # rows [0, _indexed) are in the graph; the rest is the tail
         # The indexer serialises searches and writes, but the pipeline's validation calls
         # vector_of outside that lock; hnswlib's get_items must not race resize_index, and
@@ -255,6 +291,13 @@ class VectorCatalog:
     def uses_ann(self) -> bool:
         """Whether searches go through the HNSW graph (the catalog passed its threshold)."""
         return self._hnsw is not None
+
+    @property
+    def graph_dims(self) -> int | None:
+        """Dimensions of the vectors in the graph (None before it is built)."""
+        if self._hnsw is None:
+            return None
+        return self.dim if self._projection is None else len(self._projection)
 
     # ---- maintenance ---------------------------------------------------------------------
 
@@ -426,42 +469,117 @@ class VectorCatalog:
 
     def _build_ann(self) -> None:
         started = time.perf_counter()
+        # The int8 copy first: a projected graph's candidates are re-scored with it, the
+        # calibration below included.
         capacity = len(self._ids)
-        index: Any = hnswlib.Index(space="ip", dim=self.dim)
-        index.init_index(
-            max_elements=capacity,
-            ef_construction=self._ann_ef_construction,
-            M=self._ann_m,
-            random_seed=100,
-        )
-        # The newest rows stay out of the graph at first: they are the held-out queries
-        # that calibrate ef (see _calibrate), then join like any tail.
-        held = min(_CALIBRATION_QUERIES, self._n // 4) if self._calibrate_ef else 0
-        built = self._n - held
-        # In slices, so the transient float32 copy hnswlib's binding makes stays small.
         step = 65_536
-        for start in range(0, built, step):
-            stop = min(built, start + step)
-            index.add_items(
-                self._matrix[start:stop], np.arange(start, stop), num_threads=self._ann_threads
-            )
-        self._hnsw = index
-        if held:
-            queries = self._matrix[built : self._n]
-            matrix = self._matrix
-            truth = self._true_neighbours(queries, built, lambda a, b: matrix[a:b], 10)
-            self._calibrate(queries, truth)
-            index.add_items(queries, np.arange(built, self._n), num_threads=self._ann_threads)
         self._codes = np.zeros((capacity, self.dim), dtype=np.int8)
         self._scales = np.zeros(capacity, dtype=np.float32)
         for start in range(0, self._n, step):
             stop = min(self._n, start + step)
             self._codes[start:stop], self._scales[start:stop] = _quantize(self._matrix[start:stop])
-        # hnswlib now holds the float32 vectors; the catalog's own float32 copy goes.
+        eligible = (
+            self._vectors_of is not None
+            and self._ann_dims is not None
+            and self._ann_dims < self.dim
+            and self._n > 4 * self._ann_dims
+        )
+        # The newest rows stay out of the graph at first: they are the held-out queries
+        # that calibrate ef (see _calibrate) and test a projection, then join like any tail.
+        calibrating = self._calibrate_ef or eligible
+        held = min(_CALIBRATION_QUERIES, self._n // 4) if calibrating else 0
+        built = self._n - held
+        matrix = self._matrix
+        queries = matrix[built : self._n]
+        truth = (
+            self._true_neighbours(queries, built, lambda a, b: matrix[a:b], 10)
+            if held
+            else np.zeros((0, 10), dtype=np.int64)
+        )
+        self._projection = None
+        if eligible and held:
+            projection = self._fitted_projection(built)
+            self.projection_recall = self._projection_recall(projection, queries, truth, built)
+            if self.projection_recall >= _PROJECTION_RECALL:
+                self._projection = projection
+        self._hnsw = self._graph_of(built)
+        if held:
+            if self._calibrate_ef:
+                self._calibrate(queries, truth, matrix.__getitem__)
+            self._hnsw.add_items(
+                self._graph_rows(queries), np.arange(built, self._n), num_threads=self._ann_threads
+            )
+        # hnswlib (or the store, through vectors_of) now holds the float32 vectors; the
+        # catalog's own float32 copy goes.
         self._matrix = np.zeros((0, self.dim), dtype=np.float32)
         self._tail = np.zeros((0, self.dim), dtype=np.float32)
         self._indexed = self._n
         self.ann_build_seconds += time.perf_counter() - started
+
+    def _fitted_projection(self, rows: int) -> FloatArray:
+        """The ``ann_dims`` main directions of rows ``[0, rows)`` (evenly spaced sample):
+        eigenvectors of ``X^T X``, uncentred. Centring would drop the mean's direction,
+        which carries most of ``q . x`` when embeddings share a large common component (the
+        static embedder's rows), and leave rows of uneven length around the origin, where an
+        inner-product graph navigates badly (recall@10 ~0.1 measured)."""
+        assert self._ann_dims is not None
+        sample = self._matrix[: rows : max(1, rows // _PROJECTION_SAMPLE)]
+        gram = (sample.T @ sample).astype(np.float64)
+        _, eigenvectors = np.linalg.eigh(gram)  # ascending eigenvalues
+        top = eigenvectors[:, ::-1][:, : self._ann_dims].T
+        projection: FloatArray = np.ascontiguousarray(top, dtype=np.float32)
+        return projection
+
+    def _projection_recall(
+        self,
+        projection: FloatArray,
+        queries: FloatArray,
+        truth: npt.NDArray[np.int64],
+        rows: int,
+    ) -> float:
+        """Recall@k of a perfect graph over the projected rows ``[0, rows)``: each query's
+        exact top candidates by projected score, re-scored as a search re-scores them,
+        against ``truth`` (exact top-k in full). What the projection alone loses, apart
+        from the graph's own misses, which the ef calibration deals with."""
+        k = truth.shape[1]
+        matrix = self._matrix
+        candidates = self._true_neighbours(
+            queries @ projection.T, rows, lambda a, b: matrix[a:b] @ projection.T,
+            k + _EXTRA_CANDIDATES,
+        )  # fmt: skip
+        hits = 0
+        for q, found, expected in zip(queries, candidates, truth, strict=True):
+            best, _ = self._best_rows(q, found, k, matrix.__getitem__)
+            hits += len(set(best.tolist()) & set(expected.tolist()))
+        return hits / max(1, truth.size)
+
+    def _graph_rows(self, rows: FloatArray) -> FloatArray:
+        """``rows`` as the graph holds them."""
+        if self._projection is None:
+            return rows
+        projected: FloatArray = rows @ self._projection.T
+        return projected
+
+    def _graph_of(self, rows: int) -> Any:
+        """A graph over rows ``[0, rows)`` of the float32 matrix."""
+        dims = self.dim if self._projection is None else len(self._projection)
+        index: Any = hnswlib.Index(space="ip", dim=dims)
+        index.init_index(
+            max_elements=len(self._ids),
+            ef_construction=self._ann_ef_construction,
+            M=self._ann_m,
+            random_seed=100,
+        )
+        # In slices, so the transient copies (the projection, hnswlib's binding) stay small.
+        step = 65_536
+        for start in range(0, rows, step):
+            stop = min(rows, start + step)
+            index.add_items(
+                self._graph_rows(self._matrix[start:stop]),
+                np.arange(start, stop),
+                num_threads=self._ann_threads,
+            )
+        return index
 
     def _flush_tail(self) -> None:
         count = self._n - self._indexed
@@ -483,12 +601,12 @@ class VectorCatalog:
                 queries,
             )
             best = np.argsort(-exact, axis=1, kind="stable")[:, :10]
-            self._calibrate(queries, np.take_along_axis(candidates, best, 1))
+            self._calibrate(queries, np.take_along_axis(candidates, best, 1), self._float32_rows)
         with self._graph_lock:
             if int(self._hnsw.get_max_elements()) < self._n:
                 self._hnsw.resize_index(len(self._ids))
             self._hnsw.add_items(
-                self._tail[:count],
+                self._graph_rows(self._tail[:count]),
                 np.arange(self._indexed, self._n),
                 num_threads=self._ann_threads,
             )
@@ -516,17 +634,23 @@ class VectorCatalog:
             best_scores = np.take_along_axis(best_scores, keep, 1)
         return best_rows
 
-    def _calibrate(self, queries: FloatArray, truth: npt.NDArray[np.int64]) -> None:
+    def _calibrate(
+        self,
+        queries: FloatArray,
+        truth: npt.NDArray[np.int64],
+        float32: Callable[[npt.NDArray[np.int64]], FloatArray],
+    ) -> None:
         """Set ``ann_ef`` to the smallest ladder value whose recall@k for ``queries`` (rows
         not in the graph) against their ``truth`` (exact top-k graph rows) reaches the
-        target."""
+        target. A projected graph is measured as it answers: its candidates re-scored,
+        the finalists' float32 rows from ``float32``."""
         k = truth.shape[1]
         measured: list[tuple[int, float]] = []
         for ef in _EF_LADDER:
             if ef > self.ann_max_ef:
                 break
             self._hnsw.set_ef(max(ef, k))
-            labels, _ = self._hnsw.knn_query(queries, k=k, num_threads=1)
+            labels = self._graph_top(queries, k, float32)
             hits = [
                 len(set(t.tolist()) & set(f.tolist())) for t, f in zip(truth, labels, strict=True)
             ]
@@ -546,6 +670,24 @@ class VectorCatalog:
         self.ann_ef = ladder[min(found + 1, len(ladder) - 1)]
         self.ann_calibration = measured
         self._calibrated_at = max(1, int(self._hnsw.get_current_count()))
+
+    def _graph_top(
+        self, queries: FloatArray, k: int, float32: Callable[[npt.NDArray[np.int64]], FloatArray]
+    ) -> npt.NDArray[np.int64]:
+        """The graph's top-``k`` rows for each of ``queries``, unfiltered, as a search
+        would answer them at the current ef."""
+        if self._projection is None:
+            labels, _ = self._hnsw.knn_query(queries, k=k, num_threads=1)
+            return np.asarray(labels, dtype=np.int64)
+        wanted = min(k + _EXTRA_CANDIDATES, int(self._hnsw.get_current_count()))
+        labels, _ = self._hnsw.knn_query(self._graph_rows(queries), k=wanted, num_threads=1)
+        return np.asarray(
+            [
+                self._best_rows(q, rows.astype(np.int64), k, float32)[0]
+                for q, rows in zip(queries, labels, strict=True)
+            ],
+            dtype=np.int64,
+        )
 
     # ---- search ------------------------------------------------------------------------
 
@@ -630,15 +772,29 @@ class VectorCatalog:
         return [(int(self._ids[i]), float(scores[i])) for i in order]
 
     def _float32_rows(self, rows: npt.NDArray[np.int64]) -> FloatArray:
-        """Exact float32 vectors of ``rows`` in ANN mode: from the graph or the tail."""
+        """Exact float32 vectors of ``rows`` in ANN mode: from the tail, and from the graph
+        or (a projected graph) ``vectors_of``."""
         out = np.empty((rows.size, self.dim), dtype=np.float32)
         with self._graph_lock:
             in_graph = rows < self._indexed
-            if in_graph.any():
-                found = self._hnsw.get_items(rows[in_graph].tolist())
-                out[in_graph] = np.asarray(found, dtype=np.float32)
             if (~in_graph).any():
                 out[~in_graph] = self._tail[rows[~in_graph] - self._indexed]
+            if not in_graph.any():
+                return out
+            if self._projection is None:
+                found = self._hnsw.get_items(rows[in_graph].tolist())
+                out[in_graph] = np.asarray(found, dtype=np.float32)
+                return out
+        assert self._vectors_of is not None
+        graph_rows = rows[in_graph]
+        ids = self._ids[graph_rows].tolist()
+        stored = self._vectors_of(ids)
+        exact = np.empty((graph_rows.size, self.dim), dtype=np.float32)
+        for i, (row, chunk_id) in enumerate(zip(graph_rows.tolist(), ids, strict=True)):
+            vector = stored.get(chunk_id)
+            # A vector gone from the store meanwhile: the int8 copy is the best left.
+            exact[i] = vector if vector is not None else self._dequantized(row, row + 1)[0]
+        out[in_graph] = exact
         return out
 
     def _dequantized(self, start: int, stop: int) -> FloatArray:
@@ -651,6 +807,19 @@ class VectorCatalog:
         self, q: FloatArray, rows: npt.NDArray[np.int64], k: int
     ) -> list[tuple[int, float]]:
         """Exact top-k over ``rows`` in ANN mode: int8 scan, float32 re-score."""
+        best, scores = self._best_rows(q, rows, k, self._float32_rows)
+        hits = zip(best.tolist(), scores.tolist(), strict=True)
+        return [(int(self._ids[row]), float(score)) for row, score in hits]
+
+    def _best_rows(
+        self,
+        q: FloatArray,
+        rows: npt.NDArray[np.int64],
+        k: int,
+        float32: Callable[[npt.NDArray[np.int64]], FloatArray],
+    ) -> tuple[npt.NDArray[np.int64], FloatArray]:
+        """The best ``k`` of ``rows`` and their exact scores, best first: int8 scan, then
+        the finalists' float32 rows from ``float32``."""
         approx = np.empty(rows.size, dtype=np.float32)
         for start in range(0, rows.size, _SCAN_BLOCK):
             block = rows[start : start + _SCAN_BLOCK]
@@ -664,9 +833,9 @@ class VectorCatalog:
         bound = slack * self._scales[rows[best]]
         best = best[approx[best] >= kth - bound - float(bound.max())]
         finalists = rows[best]
-        scores = self._float32_rows(finalists) @ q
+        scores = float32(finalists) @ q
         order = _top(scores, finalists, self._ids, k)
-        return [(int(self._ids[finalists[i]]), float(scores[i])) for i in order]
+        return finalists[order], scores[order]
 
     def _ann(self, q: FloatArray, allowed: BoolArray, k: int) -> list[tuple[int, float]]:
         indexed = self._indexed
@@ -676,18 +845,24 @@ class VectorCatalog:
         if count:
             fraction = count / indexed
             ef = max(k, min(self.ann_max_ef, math.ceil(self.ann_ef / fraction)))
-            self._hnsw.set_ef(ef)
+            wanted = min(count, k if self._projection is None else k + _EXTRA_CANDIDATES)
+            self._hnsw.set_ef(max(ef, wanted))
             # The filter reads the same mask: hnswlib only admits allowed labels to its
             # result set, so a disallowed row never takes a top-k slot.
             admit: Callable[[int], bool] | None = None if count == indexed else in_graph.__getitem__
             try:
                 labels, distances = self._hnsw.knn_query(
-                    q, k=min(k, count), num_threads=1, filter=admit
+                    self._graph_rows(q), k=wanted, num_threads=1, filter=admit
                 )
             except RuntimeError:
                 # hnswlib found fewer than k allowed nodes within ef (allowed rows far
                 # from the query's neighbourhood): answer exactly rather than short.
                 return self._exact_rows(q, np.flatnonzero(allowed), k)
+            if self._projection is not None:
+                # Estimated scores: re-score the candidates, with the tail's allowed rows.
+                tail_rows = np.flatnonzero(allowed[indexed:]) + indexed
+                candidates = np.concatenate([labels[0].astype(np.int64), tail_rows])
+                return self._exact_rows(q, candidates, k)
             # "ip" distance is 1 - dot, so this is the same cosine the exact path reports.
             found = [
                 (int(self._ids[label]), 1.0 - float(dist))

@@ -687,6 +687,12 @@ class IndexStore(Protocol):
 
     def get_vectors(self, model: str, text_hashes: Sequence[str]) -> dict[str, bytes]: ...
 
+    def chunk_vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, bytes]:
+        """The stored vector of each of ``chunk_ids`` (by its text) for ``model``; chunks
+        with none yet are left out. The catalog re-reads its finalists' float32 vectors
+        here when its graph holds fewer dimensions."""
+        ...
+
 
 class GraphStore(Protocol):
     """Edges and walks over them. Edges are written by ``RecordStore.commit`` (``PutEdge``);

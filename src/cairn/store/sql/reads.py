@@ -393,6 +393,17 @@ class SqlReads(SqlPart):
                 found[row["text_hash"]] = bytes(row["vector"])
         return found
 
+    def chunk_vectors(self, model: str, chunk_ids: Sequence[int]) -> dict[int, bytes]:
+        found: dict[int, bytes] = {}
+        for test, params in self._in_batches("c.id", chunk_ids):
+            for row in self._read(
+                "SELECT c.id, x.vector FROM chunks c JOIN vectors x "
+                f"ON x.text_hash = c.text_hash AND x.model = ? WHERE {test}",
+                [model, *params],
+            ):
+                found[int(row["id"])] = bytes(row["vector"])
+        return found
+
     # ---- the whole store, in load order ---------------------------------------------------
 
     def _dump(self, run: Callable[[str], Iterator[Row]]) -> Iterator[Dumped]:
