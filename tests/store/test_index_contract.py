@@ -18,9 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import cairn.store.sqlite as sqlite_module
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import AuditEntry, Content, Principal, Record, Status, Version, new_id
+from cairn.retrieval.recall import HOPELESS_POSTINGS
 from cairn.search.fts import select_terms
 from cairn.store.base import (
     ChangeSet,
@@ -300,7 +302,26 @@ def test_doc_freq_and_chunk_count(store: Store) -> None:
     _create(store, "Two", "A ticket for every change.", "Unrelated words.")
     assert store.chunk_count() == 3
     assert store.doc_freq("ticket") == 2
+    assert store.doc_freq("tickets") == 2  # stemmed as the index stems
     assert store.doc_freq("zebra") == 0
+    assert store.doc_freq("") == 0
+
+
+def test_sqlite_doc_freq_counts_up_to_a_cap_in_the_text_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts past the cap tell keyword recall nothing more (it drops such terms), and
+    counting them cost a walk of the term's whole posting list."""
+    assert HOPELESS_POSTINGS < sqlite_module.DOC_FREQ_CAP
+    monkeypatch.setattr(sqlite_module, "DOC_FREQ_CAP", 3)
+    store = SqliteStore(tmp_path / "cairn.db")
+    for n in range(5):
+        _create(store, f"Note {n}", f"ticket number {n}")
+    assert store.doc_freq("ticket") == 3
+    assert store.doc_freq("number") == 3
+    scope_token = sqlite_module._scope_token(next(iter(store.scopes())))
+    assert store.doc_freq(scope_token) == 0  # each chunk's scope token is not its text
+    store.close()
 
 
 def test_vector_cache_is_keyed_by_content_hash(store: Store) -> None:
