@@ -92,6 +92,8 @@ _CALIBRATION_QUERIES = 64
 # corpus (60k rows) the int8 scan kept every true top-10 and top-50 row among them
 # (score error ~9e-4 typical, against bfloat16's ~2e-4).
 _RESCORE_MARGIN = 48
+# Membership masks kept between searches (see _member_of): 1 MB each at 1M rows.
+_MEMBERSHIPS_KEPT = 16
 # Rows scanned per block in exact scans of the int8 copy: the float32 widening of a block is
 # the only transient (16 MB), however many rows are allowed.
 _SCAN_BLOCK = 16_384
@@ -243,6 +245,8 @@ class VectorCatalog:
         self._scope_upper = 0
         # Rows with a bounded validity interval; when none, `valid_at` filters nothing.
         self._bounded = 0
+        # (column, values) -> the rows holding one of values, until a filter column changes
+        self._memberships: dict[tuple[str, frozenset[Any]], BoolArray] = {}
         # chunks seen but not embedded yet, by text hash (the indexer's lag)
         self.pending: dict[str, list[ChunkMeta]] = {}
         self.park_limit = park_limit
@@ -327,6 +331,7 @@ class VectorCatalog:
             self._scales = scales
 
     def _set_columns(self, row: int, meta: ChunkMeta, *, fresh: bool) -> None:
+        self._memberships.clear()  # a filter column changes
         if not fresh:
             self._bounded -= int(
                 self._valid_from[row] > -math.inf or self._valid_to[row] < math.inf
@@ -728,6 +733,19 @@ class VectorCatalog:
         return times < at
 
     def _member_of(self, column: str, values: frozenset[Any]) -> BoolArray:
+        """Rows whose ``column`` is one of ``values``. Kept until a filter column next
+        changes: one reader's ACLs, scopes and states are the same from query to query,
+        and at 1M rows each of these masks costs ~2 ms to compute."""
+        key = (column, values)
+        found = self._memberships.get(key)
+        if found is None:
+            if len(self._memberships) >= _MEMBERSHIPS_KEPT:
+                self._memberships.pop(next(iter(self._memberships)))
+            found = self._memberships[key] = self._computed_member_of(column, values)
+        # A copy: mask() narrows what it is given in place.
+        return found.copy()
+
+    def _computed_member_of(self, column: str, values: frozenset[Any]) -> BoolArray:
         n = self._n
         if column == "acl_id":
             return _member(self._acl[:n], values, self._acl_upper)
