@@ -8,6 +8,7 @@ answer and the fallback run on a small store.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,7 +129,7 @@ def test_chunk_id_ranges_cover_every_id_once() -> None:
     for chunks, slices in ((200_000, 2), (1_000_003, 3), (999_999, 4)):
         ranges = sqlite_module._id_ranges(chunks, slices)
         assert len(ranges) == slices and ranges[0][0] <= 1
-        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
         assert ranges[-1][1] > 10 * chunks  # chunks committed meanwhile fall in the last
         widths = [hi - lo for lo, hi in ranges[1:-1]]
         assert all(abs(w - chunks / slices) <= 1 for w in widths)
