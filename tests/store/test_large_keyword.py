@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import cairn.store.sqlite as sqlite_module
+from cairn.errors import StoreError
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Acl, Content, Sensitivity, Status
@@ -143,3 +144,20 @@ def test_a_reader_who_sees_little_still_gets_a_full_list(store: SqliteStore) -> 
     assert 40 < len(everything) < 100  # every seventh record, out of ~400 matches
     found = store.keyword_search(KeywordQuery(("rotation", "password")), archived, 40)
     assert found == everything[:40]
+
+
+def test_a_closed_store_refuses_a_ranged_keyword_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_module, "_KEYWORD_SLICED_FROM", 1)
+    monkeypatch.setattr(sqlite_module, "_keyword_slices", lambda: 2)
+    made = SqliteStore(tmp_path / "cairn.db")
+    memory = Memory(made, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path, embedder=None)
+    memory.remember(Content(kind="fact", scope="acme/app", title="Rotation", body="rotation plan"),
+                    principal=CURATOR)  # fmt: skip
+    everyone = ChunkFilter(acl_ids=frozenset(a.id for a in made.acls()),
+                           statuses=frozenset({"active"}))  # fmt: skip
+    assert len(made.keyword_search(KeywordQuery(("rotation",)), everyone, 5)) == 1
+    made.close()
+    with pytest.raises(StoreError, match="closed"):
+        made.keyword_search(KeywordQuery(("rotation",)), everyone, 5)

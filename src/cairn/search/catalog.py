@@ -110,6 +110,22 @@ def _quantize(rows: npt.ArrayLike) -> tuple[npt.NDArray[np.int8], FloatArray]:
     return codes, scale
 
 
+def _remembered(
+    float32: Callable[[npt.NDArray[np.int64]], FloatArray],
+) -> Callable[[npt.NDArray[np.int64]], FloatArray]:
+    """``float32``, asked only for rows it was not asked for before."""
+    known: dict[int, FloatArray] = {}
+
+    def rows_of(rows: npt.NDArray[np.int64]) -> FloatArray:
+        wanted = rows.tolist()
+        missing = [row for row in dict.fromkeys(wanted) if row not in known]
+        if missing:
+            known.update(zip(missing, float32(np.asarray(missing, dtype=np.int64)), strict=True))
+        return np.stack([known[row] for row in wanted]) if wanted else float32(rows)
+
+    return rows_of
+
+
 def _epoch(value: datetime | None, missing: float) -> float:
     if value is None:
         return missing
@@ -515,10 +531,12 @@ class VectorCatalog:
                 self._graph_rows(queries), np.arange(built, self._n), num_threads=self._ann_threads
             )
         # hnswlib (or the store, through vectors_of) now holds the float32 vectors; the
-        # catalog's own float32 copy goes.
-        self._matrix = np.zeros((0, self.dim), dtype=np.float32)
-        self._tail = np.zeros((0, self.dim), dtype=np.float32)
-        self._indexed = self._n
+        # catalog's own float32 copy goes, at once for vector_of (which reads outside the
+        # indexer's lock and takes the matrix while it is there).
+        with self._graph_lock:
+            self._matrix = np.zeros((0, self.dim), dtype=np.float32)
+            self._tail = np.zeros((0, self.dim), dtype=np.float32)
+            self._indexed = self._n
         self.ann_build_seconds += time.perf_counter() - started
 
     def _fitted_projection(self, rows: int) -> FloatArray:
@@ -650,6 +668,7 @@ class VectorCatalog:
         target. A projected graph is measured as it answers: its candidates re-scored,
         the finalists' float32 rows from ``float32``."""
         k = truth.shape[1]
+        float32 = _remembered(float32)  # the ladder asks for the same finalists again
         measured: list[tuple[int, float]] = []
         for ef in _EF_LADDER:
             if ef > self.ann_max_ef:
@@ -900,9 +919,10 @@ class VectorCatalog:
         row = self.row_of(chunk_id)
         if row is None:
             return None
-        vector: FloatArray
-        if self._hnsw is None:
-            vector = self._matrix[row]
-        else:
-            vector = self._float32_rows(np.asarray([row], dtype=np.int64))[0]
+        with self._graph_lock:
+            # Below the threshold, and while the graph is being built, the matrix has it.
+            if row < len(self._matrix):
+                held: FloatArray = self._matrix[row].copy()
+                return held
+        vector: FloatArray = self._float32_rows(np.asarray([row], dtype=np.int64))[0]
         return vector

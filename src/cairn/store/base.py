@@ -87,6 +87,7 @@ __all__ = [
     "Walk",
     "Write",
     "embed_input",
+    "plain_term",
     "scoped_reach",
     "text_hash",
 ]
@@ -331,6 +332,11 @@ def text_hash(title: str, heading: str, text: str) -> str:
 MAX_KEYWORD_TERMS = 64
 
 
+def plain_term(term: str) -> str:
+    """``term`` without what no database takes as a parameter (NUL, lone surrogates)."""
+    return term.encode("utf-8", "ignore").decode("utf-8").replace("\x00", "")
+
+
 @dataclass(frozen=True)
 class KeywordQuery:
     """What a keyword search looks for: chunks holding any of ``terms`` (words as a person
@@ -341,10 +347,7 @@ class KeywordQuery:
     terms: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        # Text no database takes as a parameter (NUL, lone surrogates) is dropped here, once.
-        clean = (
-            t.encode("utf-8", "ignore").decode("utf-8").replace("\x00", "") for t in self.terms
-        )
+        clean = (plain_term(t) for t in self.terms)
         kept = tuple(t for t in dict.fromkeys(clean) if t.strip())
         object.__setattr__(self, "terms", kept[:MAX_KEYWORD_TERMS])
 

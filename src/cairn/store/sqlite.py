@@ -60,6 +60,7 @@ from cairn.store.base import (
     PutVersion,
     SetPublished,
     Write,
+    plain_term,
     scoped_reach,
     text_hash,
 )
@@ -327,6 +328,7 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         self._readers = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._slicer: ThreadPoolExecutor | None = None  # keyword ranges, once the store is large
+        self._closed = False
         self._opened_lock = threading.Lock()
         self._df_cache: dict[str, int] = {}
         self._df_cache_size = 0
@@ -354,6 +356,8 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
     def _reader(self) -> sqlite3.Connection:
         """This thread's read connection: readers never queue behind each other or the
         writer (WAL serves each statement the last committed state)."""
+        if self._closed:
+            raise StoreError(f"store {self.path} is closed")
         conn: sqlite3.Connection | None = getattr(self._readers, "conn", None)
         if conn is None:
             conn = self._connect()
@@ -431,8 +435,11 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         return int(self._read("SELECT MAX(version) AS v FROM schema_migrations")[0]["v"])
 
     def close(self) -> None:
-        if self._slicer is not None:
-            self._slicer.shutdown(wait=True)
+        with self._opened_lock:
+            self._closed = True
+            slicer, self._slicer = self._slicer, None
+        if slicer is not None:
+            slicer.shutdown(wait=True, cancel_futures=True)
         with self._write_lock:
             self._writer.close()
         with self._opened_lock:
@@ -501,10 +508,14 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         if len(ranges) == 1:
             return self._ranked(match, clause, params, limit, ranges[0])
         with self._opened_lock:
+            if self._closed:
+                raise StoreError(f"store {self.path} is closed")
             if self._slicer is None:
                 self._slicer = ThreadPoolExecutor(_KEYWORD_SLICES_MAX, "cairn-keyword")
             slicer = self._slicer
-        parts = [slicer.submit(self._ranked, match, clause, params, limit, ids) for ids in ranges]
+            parts = [
+                slicer.submit(self._ranked, match, clause, params, limit, ids) for ids in ranges
+            ]
         # Each range's filtered top ``limit`` is exact, so the best ``limit`` of their union
         # is the whole store's (every chunk id lies in one range).
         found = [hit for part in parts for hit in part.result()]
@@ -550,8 +561,7 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
             self._df_cache_size = size
         found = cache.get(term)
         if found is None:
-            # a lone surrogate cannot be a parameter, and no indexed word holds one
-            plain = term.encode("utf-8", "ignore").decode("utf-8").strip()
+            plain = plain_term(term).strip()  # no indexed word holds what it drops
             # Counted through the index, up to a cap: fts5vocab counts a term's chunks by
             # walking its whole posting list (~80 ms for a word in most of a 1M-chunk
             # store), where the callers only tell apart counts up to the cap.
