@@ -2,6 +2,7 @@
 
     python bench/peers.py --records 100000 --out peers.json
     python bench/peers.py --quick --out peers.json        # 2,000 records: a smoke run
+    python bench/peers.py --records 100000 --locomo ../shared/data/locomo/locomo_dev.json
     pip install -e '.[peers]'                             # the peers (optional extra)
 
 The peers are LanceDB (Lance files, native BM25 full-text index, flat vector search),
@@ -44,6 +45,13 @@ Each peer runs as it comes: LanceDB without a vector index (exact, like cairn be
 rows) unless ``--lance-index IVF_PQ|IVF_HNSW_SQ`` asks for one (its build then counts as
 ingest), Chroma with its default HNSW search breadth unless ``--chroma-ef-search N``.
 
+With ``--locomo FILE`` every engine is also scored on LoCoMo: each conversation's turns (the
+speaker as title, the words and any image caption as body) go into a fresh instance of each
+engine with the same vectors, and each question is answered by the engine's hybrid read
+(Chroma's local client has none: its vector read), top 10, scored as turn recall@10 against
+the question's evidence turns. This is every engine on the same plain input; cairn's own
+LoCoMo figures (bench/locomo.py) add context windows and session records.
+
 Ratios are cairn ÷ peer of the same quantity: for ingest (records/s) below 1 means cairn
 is slower; for latency (ms) above 1 means cairn is slower. Prints tables and writes JSON
 (``--out``); never asserts.
@@ -75,6 +83,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # (a coming change of default); the warnings would bury the tables.
 os.environ.setdefault("LANCEDB_LOG", "error")
 
+from bench._data import LocomoConversation, load_locomo
+from bench._metrics import recall_at_k
 from bench.latency import _percentiles, _text, corpus
 from rich.console import Console
 from rich.markup import escape
@@ -86,6 +96,7 @@ from cairn.memory import Memory
 from cairn.model import Content, Principal, PrincipalKind, Sensitivity
 from cairn.retrieval.weights import DEFAULT_WEIGHTS
 from cairn.search.embedder import Embedder, make_embedder
+from cairn.search.fts import fts_tokens, quote_term
 from cairn.store.base import embed_input
 from cairn.store.sqlite import SqliteStore
 
@@ -432,8 +443,10 @@ def _sqlite_connection(path: Path) -> tuple[Any, str]:
 
 
 def _fts_query(query: str) -> str:
-    """Every term, any of them (OR), quoted: the FTS5 reading of a plain query."""
-    return " OR ".join(f'"{word}"' for word in query.split())
+    """Every word, any of them (OR), each a quoted string: the FTS5 reading of a plain
+    query (a question's own quotes and punctuation are not syntax; no word matches
+    nothing)."""
+    return " OR ".join(quote_term(word) for word in fts_tokens(query)) or '""'
 
 
 class SqliteVecEngine(Engine):
@@ -654,6 +667,69 @@ def _overlap(found: list[list[int]], reference: list[list[int]]) -> float | None
     return round(sum(shares) / len(shares), 4) if shares else None
 
 
+# ---- LoCoMo: the same turns, the same vectors, each engine's best read ------------------------
+
+
+def locomo_corpus(conversation: LocomoConversation, embedder: Embedder) -> Corpus:
+    """One conversation as records (one a turn: the speaker as title, what was said, and
+    the caption of an image shared, as body) and its scored questions as queries."""
+    contents = [
+        Content(kind="fact", scope=f"locomo/{conversation.sample_id}", title=turn.speaker,
+                body=turn.text + (f" [shares an image: {turn.caption}]" if turn.caption else ""))
+        for turn in conversation.turns
+    ]  # fmt: skip
+    texts = [embed_input(c.title, "", c.body) for c in contents]
+    questions = [q.question for q in conversation.questions]
+    vectors = embedder.embed(texts).astype(np.float32)
+    asked = np.stack([embedder.embed_query(q) for q in questions]).astype(np.float32)
+    return Corpus(contents, texts, vectors, questions, asked, 0.0, 0.0)
+
+
+def locomo_recall(
+    path: Path, args: argparse.Namespace, peers: Sequence[str], inner: Embedder,
+    progress: Progress,
+) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Turn recall@10 of every engine on LoCoMo: each conversation loaded into a fresh
+    instance of every engine, each question answered by the engine's hybrid read (vector
+    where it has none), the turns it returns scored against the question's evidence."""
+    conversations = load_locomo(path)
+    scored: dict[str, list[float]] = {}
+    modes: dict[str, str] = {}
+    task = progress.add_task("LoCoMo", total=sum(len(c.questions) for c in conversations))
+    done = 0
+    for conversation in conversations:
+        data = locomo_corpus(conversation, inner)
+        root = Path(tempfile.mkdtemp(prefix="cairn-peers-locomo-"))
+        engines: list[Engine] = [CairnEngine(root / "cairn", inner, args.batch)]
+        engines += [MAKERS[p](root / p, args) for p in peers]
+        try:
+            for engine in engines:
+                assert engine.folder is not None
+                engine.folder.mkdir()
+                engine.prepare(data)
+                engine.ingest(data)
+            for question, vec in zip(conversation.questions, data.query_vectors, strict=True):
+                for engine in engines:
+                    mode = "hybrid" if "hybrid" not in engine.unsupported else "vector"
+                    modes[engine.name] = mode
+                    rows = _read(engine, mode, question.question, vec)[:K]
+                    ranked = [conversation.turns[row].dia_id for row in rows]
+                    scored.setdefault(engine.name, []).append(
+                        recall_at_k(ranked, question.evidence, K)
+                    )
+                done += 1
+                progress.update(task, completed=done)
+        finally:
+            for engine in engines:
+                engine.close()
+            shutil.rmtree(root, ignore_errors=True)
+    return {
+        name: {"mode": modes[name], "questions": len(values),
+               "turn_recall_at_10": round(100 * sum(values) / len(values), 1)}
+        for name, values in scored.items()
+    }  # fmt: skip
+
+
 def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     wanted = [p.strip() for p in args.peers.split(",") if p.strip()] if args.peers else PEERS
     unknown = [p for p in wanted if p not in PEERS]
@@ -684,7 +760,13 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
                 engine.ingest(data)
                 progress.remove_task(task)
             reads = measure_reads(engines, data, progress)
-        return _figures(args, data, inner, engines, reads, skipped)
+            present = [p for p in wanted if p not in skipped]
+            locomo = (
+                locomo_recall(args.locomo, args, present, inner, progress)
+                if args.locomo is not None
+                else None
+            )
+        return _figures(args, data, inner, engines, reads, skipped) | {"locomo": locomo}
     finally:
         for engine in engines:
             engine.close()
@@ -830,6 +912,15 @@ def show(figures: dict[str, Any], console: Console) -> None:
             console.print(f"{e['label']} {mode}: n/a, {escape(reason)}")
     for name, reason in figures["skipped"].items():
         console.print(f"skipped {LABELS[name]}: {escape(reason)}")
+    if figures.get("locomo"):
+        table = Table(title="LoCoMo turn recall@10: the same turns and vectors in every engine, "
+                      "one conversation at a time", title_justify="left")  # fmt: skip
+        for column in ("engine", "read", "questions", "turn recall@10"):
+            table.add_column(column, justify="left" if column in ("engine", "read") else "right")
+        for name, row in figures["locomo"].items():
+            table.add_row(LABELS[name], row["mode"], str(row["questions"]),
+                          f"{row['turn_recall_at_10']:.1f}")  # fmt: skip
+        console.print(table)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -854,7 +945,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--quick", action="store_true", help="2,000 records, 50 queries")
     parser.add_argument("--out", "--json", dest="out", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        default=None,
+        help="also score turn recall@10 on this LoCoMo file (../shared/data/locomo/...)",
+    )
     args = parser.parse_args(argv)
+    if args.locomo is not None and not args.locomo.is_file():
+        parser.error(f"--locomo: no file {args.locomo}")
     if args.quick:
         args.records, args.queries = 2_000, min(args.queries, 50)
     console = Console(width=None if sys.stdout.isatty() else 160)

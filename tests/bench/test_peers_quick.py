@@ -36,11 +36,54 @@ def installed(peer: str) -> bool:
     return all(importlib.util.find_spec(module) is not None for module in NEEDS[peer])
 
 
+# A LoCoMo-shaped file: two conversations of 30 turns, each question asking about a word
+# only its evidence turn holds, so an engine with keyword search finds every evidence turn
+# in its top 10, and one that maps its answers to the wrong turns does not.
+RARE = ("zucchini", "saxophone", "lighthouse")
+FILLER = ("weather", "coffee", "weekend", "movie", "garden", "train", "music", "dinner")
+
+
+def _locomo_file(folder: Path) -> Path:
+    samples = []
+    for c in range(2):
+        turns = []
+        for i in range(30):
+            words = " ".join(FILLER[(i * 3 + j) % len(FILLER)] for j in range(4))
+            text = f"talking about {words} again, part {c}-{i}"
+            if i in (5, 17, 26):
+                text = f"I have a {RARE[(5, 17, 26).index(i)]} story to tell"
+            turns.append({"speaker": "Ann" if i % 2 else "Bob", "dia_id": f"D1:{i + 1}",
+                          "text": text})  # fmt: skip
+        qa = [
+            {"question": f"Who mentioned the {word}?", "answer": "someone",
+             "evidence": [f"D1:{i + 1}"], "category": 1}
+            for word, i in zip(RARE, (5, 17, 26), strict=True)
+        ]  # fmt: skip
+        samples.append({
+            "sample_id": f"conv-{c}", "qa": qa,
+            "conversation": {"speaker_a": "Ann", "speaker_b": "Bob", "session_1": turns,
+                             "session_1_date_time": "1:56 pm on 8 May, 2023"},
+        })  # fmt: skip
+    path = folder / "locomo.json"
+    path.write_text(json.dumps(samples), encoding="utf-8")
+    return path
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
-    out = tmp_path_factory.mktemp("peers") / "peers.json"
+    folder = tmp_path_factory.mktemp("peers")
+    out = folder / "peers.json"
+    locomo = _locomo_file(folder)
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "peers.py"), "--quick", "--out", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "bench" / "peers.py"),
+            "--quick",
+            "--out",
+            str(out),
+            "--locomo",
+            str(locomo),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -101,3 +144,16 @@ def test_peer_figures_and_ratios(run: tuple[dict[str, Any], str], peer: str) -> 
         for q in ("p50_ms", "p95_ms"):
             value = ratios[f"{mode}_{q}"]
             assert (value is None) == (mode not in MODES[peer]) and (value is None or value > 0)
+
+
+def test_every_engine_is_scored_on_the_same_locomo_turns(run: tuple[dict[str, Any], str]) -> None:
+    figures, stdout = run
+    locomo = figures["locomo"]
+    assert set(locomo) == {"cairn", *(peer for peer in PEERS if installed(peer))}
+    for name, row in locomo.items():
+        assert row["questions"] == 6
+        assert row["mode"] == ("vector" if name == "chroma" else "hybrid")
+        assert 0 <= row["turn_recall_at_10"] <= 100
+        if row["mode"] == "hybrid":  # the rare word is in the evidence turn alone
+            assert row["turn_recall_at_10"] == 100, (name, row)
+    assert "LoCoMo turn recall@10" in stdout
