@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -33,6 +34,12 @@ BATCH = 256
 SYNC_BATCH = 10_000
 Progress = Callable[[int, int], None]
 log = logging.getLogger("cairn.indexer")
+_K = TypeVar("_K", int, str)
+
+
+def _decoded(stored: Mapping[_K, bytes]) -> dict[_K, FloatArray]:
+    """Stored vectors (float32 bytes) as arrays, by the same keys."""
+    return {key: np.frombuffer(blob, dtype=np.float32) for key, blob in stored.items()}
 
 
 class Indexer:
@@ -131,11 +138,11 @@ class Indexer:
         """The stored float32 vectors of ``chunk_ids`` (those embedded): where the catalog
         re-reads its finalists once its graph holds fewer dimensions."""
         stored = self.store.chunk_vectors(self.model, chunk_ids)
-        return {i: np.frombuffer(blob, dtype=np.float32) for i, blob in stored.items()}
+        return _decoded(stored)
 
     def _vectors_for(self, changes: Sequence[ChunkMeta]) -> dict[str, FloatArray]:
         stored = self.store.get_vectors(self.model, [c.text_hash for c in changes])
-        return {h: np.frombuffer(blob, dtype=np.float32) for h, blob in stored.items()}
+        return _decoded(stored)
 
     def _sync(self) -> None:
         while True:
@@ -146,9 +153,7 @@ class Indexer:
         if self.catalog.pending:
             # another process may have embedded what we were waiting for
             stored = self.store.get_vectors(self.model, list(self.catalog.pending))
-            self.catalog.add_vectors(
-                {h: np.frombuffer(blob, dtype=np.float32) for h, blob in stored.items()}
-            )
+            self.catalog.add_vectors(_decoded(stored))
         self._rescan()
 
     def _rescan(self, *, drain: bool = False) -> None:

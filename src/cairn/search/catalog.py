@@ -73,6 +73,9 @@ _EXTRA_CANDIDATES = 70
 # Rows the projection is fitted on (evenly spaced over those held): a 256-d Gram matrix
 # is settled long before this many.
 _PROJECTION_SAMPLE = 65_536
+# Rows handled per slice when the whole matrix is walked (building, quantising, exact
+# neighbours): the transient copies stay small.
+_SLICE = 65_536
 # A projection is kept when a perfect graph over it would still find this share of the
 # held-out rows' true top 10 (re-scored in full): its directions carry the vectors. Static
 # embeddings' 96 main directions kept 0.995 of it at 1M (docs/benchmarks.md).
@@ -493,11 +496,10 @@ class VectorCatalog:
         # The int8 copy first: a projected graph's candidates are re-scored with it, the
         # calibration below included.
         capacity = len(self._ids)
-        step = 65_536
         self._codes = np.zeros((capacity, self.dim), dtype=np.int8)
         self._scales = np.zeros(capacity, dtype=np.float32)
-        for start in range(0, self._n, step):
-            stop = min(self._n, start + step)
+        for start in range(0, self._n, _SLICE):
+            stop = min(self._n, start + _SLICE)
             self._codes[start:stop], self._scales[start:stop] = _quantize(self._matrix[start:stop])
         eligible = (
             self._vectors_of is not None
@@ -594,9 +596,8 @@ class VectorCatalog:
             random_seed=100,
         )
         # In slices, so the transient copies (the projection, hnswlib's binding) stay small.
-        step = 65_536
-        for start in range(0, rows, step):
-            stop = min(rows, start + step)
+        for start in range(0, rows, _SLICE):
+            stop = min(rows, start + _SLICE)
             index.add_items(
                 self._graph_rows(self._matrix[start:stop]),
                 np.arange(start, stop),
@@ -645,8 +646,8 @@ class VectorCatalog:
         k = min(k, rows)
         best_rows = np.zeros((len(queries), 0), dtype=np.int64)
         best_scores = np.zeros((len(queries), 0), dtype=np.float32)
-        for start in range(0, rows, 65_536):
-            stop = min(rows, start + 65_536)
+        for start in range(0, rows, _SLICE):
+            stop = min(rows, start + _SLICE)
             scores = queries @ block(start, stop).T  # (queries, slice)
             take = min(k, stop - start)
             top = np.argpartition(-scores, take - 1, axis=1)[:, :take]
@@ -877,6 +878,7 @@ class VectorCatalog:
     def _ann(self, q: FloatArray, allowed: BoolArray, k: int) -> list[tuple[int, float]]:
         indexed = self._indexed
         in_graph = allowed[:indexed]
+        tail_rows = np.flatnonzero(allowed[indexed:]) + indexed
         count = int(in_graph.sum())
         found: list[tuple[int, float]] = []
         if count:
@@ -897,7 +899,6 @@ class VectorCatalog:
                 return self._exact_rows(q, np.flatnonzero(allowed), k)
             if self._projection is not None:
                 # Estimated scores: re-score the candidates, with the tail's allowed rows.
-                tail_rows = np.flatnonzero(allowed[indexed:]) + indexed
                 candidates = np.concatenate([labels[0].astype(np.int64), tail_rows])
                 return self._exact_rows(q, candidates, k)
             # "ip" distance is 1 - dot, so this is the same cosine the exact path reports.
@@ -905,7 +906,6 @@ class VectorCatalog:
                 (int(self._ids[label]), 1.0 - float(dist))
                 for label, dist in zip(labels[0], distances[0], strict=True)
             ]
-        tail_rows = np.flatnonzero(allowed[indexed:]) + indexed
         if tail_rows.size:
             scores = self._tail[tail_rows - indexed] @ q
             found += [
