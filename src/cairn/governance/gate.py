@@ -271,18 +271,11 @@ class Gate(BatchGate, GraphGate, EventGate):
             reason="rebased on head",
             details={"from_proposal": old.id, "base_version_id": new.base_version_id},
         )
-        self._write(
-            [
-                ChangeSet(
-                    audit=audit,
-                    writes=(
-                        PutProposal(retired),
-                        PutProposal(new),
-                        PutEdge(self._bookkeeping("REBASED_TO", old.id, new.id, new, now)),
-                    ),
-                    expects=(ExpectProposal(old.id, ProposalStatus.PENDING),),
-                )
-            ]
+        rebased_to = PutEdge(self._bookkeeping("REBASED_TO", old.id, new.id, new, now))
+        self._commit(
+            audit,
+            [PutProposal(retired), PutProposal(new), rebased_to],
+            expects=[ExpectProposal(old.id, ProposalStatus.PENDING)],
         )
         return ProposalOutcome(proposal=new, decision=Verdict.QUEUE)
 
@@ -336,13 +329,9 @@ class Gate(BatchGate, GraphGate, EventGate):
             to_status=to,
             details={"op": "transition", "auto": True, "paths": [link.path for link in links]},
         )
-        self._write(
-            [
-                ChangeSet(
-                    audit=audit,
-                    writes=tuple(writes),
-                    expects=(ExpectRecord(record.id, record.current_version_id, record.status),),
-                )
-            ]
+        self._commit(
+            audit,
+            writes,
+            expects=[ExpectRecord(record.id, record.current_version_id, record.status)],
         )
         return ProposalOutcome(proposal=proposal, decision=Verdict.APPROVE, record=moved)

@@ -14,7 +14,7 @@ from cairn.governance.gate_outcomes import GateOutcomes, duplicate_feedback
 from cairn.governance.gate_rulings import GateRulings
 from cairn.limits import MAX_RECORD_BATCH
 from cairn.model import CreateChange, Principal, ProposalOutcome, Record, Verdict
-from cairn.store.base import ChangeSet, PutBatch, PutProposal, Write
+from cairn.store.base import PutBatch, PutProposal, Write
 
 __all__ = ["BatchGate"]
 
@@ -110,7 +110,7 @@ class BatchGate(GateOutcomes, GateRulings):
                 "rules": _counts(o.proposal.rule or "" for o in outcomes),
             },
         )
-        self._write([ChangeSet(audit=audit, writes=(PutBatch.of(writes),))])
+        self._commit(audit, [PutBatch.of(writes)])
         return outcomes
 
     def _stored_duplicates(

@@ -4,7 +4,7 @@ of a free-text reason."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from cairn.errors import Conflict, NotFound
@@ -28,7 +28,7 @@ from cairn.model import (
     Status,
     new_id,
 )
-from cairn.store.base import ChangeSet, ChunkDraft, Store
+from cairn.store.base import ChangeSet, ChunkDraft, Precondition, Store, Write
 
 __all__ = ["ORIGIN_OF", "Chunker", "GateCore", "PathHasher", "as_create", "checked_reason"]
 
@@ -69,6 +69,17 @@ class GateCore:
         """Commit ``changesets`` in one transaction: ``Gate._write``, the one caller of
         ``Store.commit`` (tests/governance/test_zero_bypass.py), lives in ``gate.py``."""
         raise NotImplementedError
+
+    def _commit(
+        self,
+        audit: AuditEntry,
+        writes: Sequence[Write],
+        *,
+        expects: Sequence[Precondition] = (),
+    ) -> None:
+        """Commit one change set (``audit`` with its ``writes``, if ``expects`` still hold):
+        what most verbs write."""
+        self._write([ChangeSet(audit=audit, writes=tuple(writes), expects=tuple(expects))])
 
     def _proposal(
         self,

@@ -10,7 +10,7 @@ from cairn.governance import access
 from cairn.governance.gate_core import GateCore
 from cairn.limits import MAX_EVENT_BATCH, MAX_LIST_ITEMS
 from cairn.model import AppendReport, Event, EventDraft, Principal, PrincipalKind
-from cairn.store.base import ChangeSet, PutEvents, PutTocNode
+from cairn.store.base import PutEvents, PutTocNode
 
 __all__ = ["EventGate"]
 
@@ -56,7 +56,7 @@ class EventGate(GateCore):
                 "scopes": sorted({e.scope for e in fresh})[:MAX_LIST_ITEMS],
             },
         )
-        self._write([ChangeSet(audit=audit, writes=(PutEvents(tuple(fresh)),))])
+        self._commit(audit, [PutEvents(tuple(fresh))])
         return report
 
     def check_events(self, drafts: Sequence[EventDraft], principal: Principal) -> None:
@@ -126,4 +126,4 @@ class EventGate(GateCore):
             subject=None,
             details={"op": "rollup", "nodes": len(writes), "levels": levels},
         )
-        self._write([ChangeSet(audit=audit, writes=tuple(writes))])
+        self._commit(audit, writes)

@@ -139,7 +139,7 @@ class GateOutcomes(GatePlans):
             reason=reason,
             details={"op": proposal.change.op, "queued": True},
         )
-        self._write([ChangeSet(audit=audit, writes=(PutProposal(outcome.proposal),))])
+        self._commit(audit, [PutProposal(outcome.proposal)])
         return outcome
 
     def _reject(
@@ -196,8 +196,7 @@ class GateOutcomes(GatePlans):
             details=details,
         )
         expects = (ExpectProposal(proposal.id, ProposalStatus.PENDING),) if stored else ()
-        writes = (PutProposal(outcome.proposal),)
-        self._write([ChangeSet(audit=audit, writes=writes, expects=expects)])
+        self._commit(audit, [PutProposal(outcome.proposal)], expects=expects)
         return outcome
 
     def _accept(
