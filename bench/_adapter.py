@@ -27,13 +27,15 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Literal, Protocol
 
 import numpy as np
 
-from cairn.search.embedder import Embedder, LRUBytesCache, make_embedder
+from cairn.search.embedder import CachedEmbedder, Embedder, LRUBytesCache, make_embedder
 from cairn.search.fts import build_match_query
 from cairn.search.fusion import rrf
+from cairn.search.vector_cache import DiskVectorCache
 from cairn.search.vectors import ExactVectorIndex
 
 __all__ = [
@@ -296,9 +298,9 @@ class KernelRetriever:
         date_in_body: bool = True,
         windows: Sequence[int] = (1, 2, 3),
         db: str | None = None,
+        vector_cache: Path | None = None,
     ) -> None:
         import tempfile
-        from pathlib import Path
 
         from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
         from cairn.memory import Memory
@@ -308,6 +310,13 @@ class KernelRetriever:
         self._tmp = tempfile.TemporaryDirectory(prefix="cairn-bench-", dir=workdir)
         root = Path(self._tmp.name)
         vectors = make_embedder(embedder, cache=LRUBytesCache(500_000)) if embedder else None
+        if vectors is not None and vector_cache is not None:
+            # vector_cache: a file that keeps every vector between runs, so that a run the
+            # machine could not finish (MiniLM over LongMemEval is hours) resumes where it
+            # stopped. The kernel's indexer looks through one cache layer (the store keeps
+            # document vectors itself), so the file goes beneath the in-memory one.
+            disk = DiskVectorCache(vector_cache, max_items=5_000_000)
+            vectors = CachedEmbedder(make_embedder(embedder, cache=disk), LRUBytesCache(500_000))
         # db: a PostgreSQL URL (an empty database); default an embedded SQLite store.
         self.store = open_store(db, root)
         self.memory = Memory(

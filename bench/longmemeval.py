@@ -143,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--replay", type=Path, help="--cv: use candidates saved by --capture (no ingest)"
     )
+    parser.add_argument(
+        "--vector-cache",
+        type=Path,
+        help="keep the kernel's vectors in this file, so that a later run embeds nothing twice",
+    )
     args = parser.parse_args(argv)
     console = Console()
     if not args.path.is_file():
@@ -166,7 +171,13 @@ def main(argv: list[str] | None = None) -> int:
         vector_weights={n.strip(): 1.0 for n in args.recipe_embedders.split(",") if n.strip()},
     )
     weights = parse_weights(args.weights)
-    kernel = KernelRetriever(args.embedder, weights=weights, date_in_body=False, db=args.db)
+    kernel = KernelRetriever(
+        args.embedder,
+        weights=weights,
+        date_in_body=False,
+        db=args.db,
+        vector_cache=args.vector_cache,
+    )
     systems: dict[str, tuple[Retriever, Mode]] = {
         "hybrid": (kernel, "hybrid"),
         "bm25": (kernel, "keyword"),
@@ -273,7 +284,13 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
         with args.replay.open("rb") as handle:
             captures: list[Captured] = pickle.load(handle)
     else:
-        kernel = KernelRetriever(args.embedder, weights=weights, date_in_body=False, db=args.db)
+        kernel = KernelRetriever(
+            args.embedder,
+            weights=weights,
+            date_in_body=False,
+            db=args.db,
+            vector_cache=args.vector_cache,
+        )
         captures = []
         start = time.perf_counter()
         with _progress.bar(console) as progress:
