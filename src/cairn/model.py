@@ -125,6 +125,7 @@ __all__ = [
     "Version",
     "VersionPin",
     "content_hash",
+    "exactly_one_of",
     "new_id",
     "utcnow",
 ]
@@ -136,6 +137,19 @@ BUILTIN_KINDS: tuple[str, ...] = (
 
 class CairnModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def exactly_one_of(first: str, second: str, message: str) -> Any:
+    """A model check that exactly one of the optional fields ``first`` and ``second`` is
+    given (not ``None``), refusing the model with ``message`` otherwise. Assign it to a
+    private name in the class body, as a method decorated ``model_validator`` would be."""
+
+    def check(model: BaseModel) -> BaseModel:
+        if (getattr(model, first) is None) == (getattr(model, second) is None):
+            raise ValueError(message)
+        return model
+
+    return model_validator(mode="after")(check)
 
 
 def utcnow() -> datetime:
@@ -599,11 +613,9 @@ class SupersedeChange(CairnModel):
     by: str | None = None
     content: Content | None = None
 
-    @model_validator(mode="after")
-    def _one_replacement(self) -> SupersedeChange:
-        if (self.by is None) == (self.content is None):
-            raise ValueError("supersede needs exactly one of 'by' (a record id) or 'content'")
-        return self
+    _one_replacement = exactly_one_of(
+        "by", "content", "supersede needs exactly one of 'by' (a record id) or 'content'"
+    )
 
 
 class TransitionChange(CairnModel):

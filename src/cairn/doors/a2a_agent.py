@@ -225,13 +225,14 @@ def _intent(message: Message | None) -> tuple[str | None, dict[str, Any]]:
     return None, params
 
 
-def _carriable(answer: dict[str, Any]) -> dict[str, Any]:
-    """``answer`` with every item's metadata in a form A2A can carry.
+def _carriable(found: BaseModel) -> dict[str, Any]:
+    """``found`` as JSON, every item's metadata in a form A2A can carry.
 
     The kernel stores metadata up to 32 levels deep; an answer travels as a protobuf
     ``Struct``, which holds an item's metadata only up to ``A2A_MAX_DATA_DEPTH - 1`` levels
     (the same depth a request may send). Deeper metadata goes as its JSON text instead, a
     string, rather than failing the whole answer inside the protobuf decoder."""
+    answer: dict[str, Any] = found.model_dump(mode="json")
     for item in answer.get("items", ()):
         metadata = item.get("metadata")
         if isinstance(metadata, dict):
@@ -265,28 +266,26 @@ class CairnExecutor(AgentExecutor):
         if scope is not None and not isinstance(scope, str):
             raise InvalidInput(f"{skill}: 'scope' must be a string", field="scope")
         if skill == "research":
-            return _carriable(
-                self.memory.research(
-                    text("query"),
-                    principal=principal,
-                    scope=scope,
-                    max_tokens=number("max_tokens", 4000),
-                ).model_dump(mode="json")
+            answer = self.memory.research(
+                text("query"),
+                principal=principal,
+                scope=scope,
+                max_tokens=number("max_tokens", 4000),
             )
+            return _carriable(answer)
         if skill == "recall":
             mode = args.get("mode", "hybrid")
             if mode not in ("hybrid", "keyword", "vector"):
                 raise InvalidInput("recall: mode is hybrid, keyword or vector", field="mode")
-            return _carriable(
-                self.memory.retrieve(
-                    text("query"),
-                    principal=principal,
-                    mode=mode,
-                    k=number("top_k", 10),
-                    max_tokens=number("max_tokens", 8000),
-                    scope=scope,
-                ).model_dump(mode="json")
+            found = self.memory.retrieve(
+                text("query"),
+                principal=principal,
+                mode=mode,
+                k=number("top_k", 10),
+                max_tokens=number("max_tokens", 8000),
+                scope=scope,
             )
+            return _carriable(found)
         if skill == "why":
             role = args.get("role")
             if role is not None and not isinstance(role, str):

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypedDict
 
 import typer
 from pydantic import TypeAdapter, ValidationError
@@ -44,6 +44,18 @@ def _time(value: str | None, what: str) -> datetime | None:
         return _TIME.validate_python(value)
     except ValidationError as exc:
         raise InvalidInput(f"--{what}: {exc.errors()[0]['msg']}", field=what) from None
+
+
+class _Span(TypedDict):
+    scope: str | None
+    since: datetime | None
+    until: datetime | None
+
+
+def _span(scope: str | None, since: str | None, until: str | None) -> _Span:
+    """Where and when a read looks, as events, search and scan all take it: a scope glob
+    and the moments --since and --until name."""
+    return {"scope": scope, "since": _time(since, "since"), "until": _time(until, "until")}
 
 
 # ---- writing --------------------------------------------------------------------------
@@ -199,12 +211,7 @@ def events(
     with _session() as (memory, principal):
         _run(
             lambda: memory.events(
-                principal=principal,
-                scope=scope,
-                session_id=session,
-                since=_time(since, "since"),
-                until=_time(until, "until"),
-                limit=limit,
+                principal=principal, session_id=session, limit=limit, **_span(scope, since, until)
             ),
             _show_events,
         )
@@ -237,12 +244,7 @@ def search(
     with _reader(embedder=embedder) as (memory, principal):
         _run(
             lambda: memory.timeline_search(
-                query,
-                principal=principal,
-                scope=scope,
-                k=k,
-                since=_time(since, "since"),
-                until=_time(until, "until"),
+                query, principal=principal, k=k, **_span(scope, since, until)
             ),
             _show_hits,
         )
@@ -261,13 +263,7 @@ def scan(
     with _session() as (memory, principal):
         _run(
             lambda: memory.timeline_scan(
-                query,
-                principal=principal,
-                scope=scope,
-                node_id=node_id,
-                since=_time(since, "since"),
-                until=_time(until, "until"),
-                k=k,
+                query, principal=principal, node_id=node_id, k=k, **_span(scope, since, until)
             ),
             _show_scan,
         )

@@ -27,7 +27,7 @@ from cairn.doors.http_admin import admin_router
 from cairn.doors.http_common import API_PREFIX, authenticate_http
 from cairn.doors.http_edges import edges_router
 from cairn.doors.http_errors import BodyLimit, error_response, install_error_handlers
-from cairn.doors.http_records import records_router
+from cairn.doors.http_records import lifecycle_router, records_router, versions_router
 from cairn.doors.http_retrieval import retrieval_router
 from cairn.doors.http_review import review_router
 from cairn.errors import CairnError
@@ -130,6 +130,8 @@ def create_app(
     install_error_handlers(app)
     app.state.cairn_workspace = workspace
     app.include_router(records_router(opened))
+    app.include_router(versions_router(opened))
+    app.include_router(lifecycle_router(opened))
     app.include_router(edges_router(opened))
     app.include_router(review_router(opened))
     app.include_router(admin_router(opened))

@@ -109,11 +109,9 @@ class ResearchBody(StrictBody):
 
 def retrieval_router(memory: Memory) -> APIRouter:
     """``/v1/read_context``, ``/v1/retrieve``, ``/v1/search`` and the reads built on them."""
-    router = api_router()
+    router = api_router(tags=["retrieval"])
 
-    @router.post(
-        "/read_context", tags=["retrieval"], summary="Citeable context for a scope, version-pinned"
-    )
+    @router.post("/read_context", summary="Citeable context for a scope, version-pinned")
     def read_context(body: ContextBody, who: Who) -> ReadContextResponse:
         return memory.read_context(body, principal=who)
 
@@ -135,7 +133,6 @@ def retrieval_router(memory: Memory) -> APIRouter:
     @router.post(
         "/retrieve",
         response_model=RetrievalResult,
-        tags=["retrieval"],
         summary="Ranked, validated retrieval with version-pinned citations",
     )
     def retrieve(body: RetrieveBody, who: Who) -> RetrievalResult:
@@ -146,46 +143,31 @@ def retrieval_router(memory: Memory) -> APIRouter:
     @router.post(
         "/search",
         response_model=SearchResult,
-        tags=["retrieval"],
         summary="Raw ranked search without validation or budget",
     )
     def search(body: SearchBody, who: Who) -> SearchResult:
         return memory.search(body.query, principal=who, **_read_filters(body))
 
-    @router.post(
-        "/validate", tags=["retrieval"], summary="May these cited records still be relied on?"
-    )
+    @router.post("/validate", summary="May these cited records still be relied on?")
     def validate(body: ValidateBody, who: Who) -> ValidationReport:
         return memory.validate(body.ids, principal=who)
 
-    @router.post(
-        "/for_path",
-        tags=["retrieval"],
-        summary="Memory linked to a repository path (drafts included)",
-    )
+    @router.post("/for_path", summary="Memory linked to a repository path (drafts included)")
     def for_path(body: ForPathBody, who: Who) -> RetrievalResult:
         return memory.for_path(body.path, principal=who, k=body.top_k, max_tokens=body.max_tokens)
 
-    @router.post(
-        "/for_symbol",
-        tags=["retrieval"],
-        summary="Memory that mentions a code symbol (drafts included)",
-    )
+    @router.post("/for_symbol", summary="Memory that mentions a code symbol (drafts included)")
     def for_symbol(body: ForSymbolBody, who: Who) -> RetrievalResult:
         return memory.for_symbol(
             body.symbol, principal=who, k=body.top_k, max_tokens=body.max_tokens
         )
 
-    @router.post(
-        "/validate_claims", tags=["retrieval"], summary="Check free-text claims against memory"
-    )
+    @router.post("/validate_claims", summary="Check free-text claims against memory")
     def validate_claims(body: ClaimsBody, who: Who) -> ClaimsReport:
         return memory.validate_claims(body.text, principal=who, scope=body.scope)
 
     @router.post(
-        "/research",
-        tags=["retrieval"],
-        summary="The Researcher: plan, retrieve, retry, summarise with citations",
+        "/research", summary="The Researcher: plan, retrieve, retry, summarise with citations"
     )
     def research(body: ResearchBody, who: Who) -> ResearchAnswer:
         return memory.research(

@@ -3,12 +3,14 @@ trimmed by permission like every other route."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi import Path as PathParam
 from pydantic import Field
 
+from cairn.doors._paging import event_cursor
 from cairn.doors.http_common import StrictBody, Who, api_router
 from cairn.limits import MAX_EVENT_BATCH, MAX_TIMELINE_HITS
 from cairn.memory import Memory
@@ -23,15 +25,8 @@ from cairn.model import (
     Timestamp,
     TocNode,
 )
+from cairn.timeline import views
 from cairn.timeline.rollup import RollupReport
-from cairn.timeline.views import (
-    ExpandedGrip,
-    NodePage,
-    RecentContext,
-    ScanReport,
-    TeleportHit,
-    TimelineStatus,
-)
 
 __all__ = ["timeline_router"]
 
@@ -42,6 +37,31 @@ Scope = Annotated[Name | None, Query(description="a scope glob")]
 
 class AppendBody(StrictBody):
     events: list[EventDraft] = Field(min_length=1, max_length=MAX_EVENT_BATCH)
+
+
+@dataclass(frozen=True)
+class EventPaging:
+    """Which page of ``GET /v1/timeline/events``: the one after the previous page's last
+    event, this many long (FastAPI reads a dataclass dependency's fields as query
+    parameters)."""
+
+    after_ts: Annotated[
+        Timestamp | None, Query(description="the ts of the last event of the previous page")
+    ] = None
+    after_id: Annotated[
+        Id | None, Query(description="the event_id of the last event of the previous page")
+    ] = None
+    after_scope: Annotated[
+        Name | None,
+        Query(
+            description="the scope of the last event of the previous page (the same id "
+            "may stand at the same time in two scopes)"
+        ),
+    ] = None
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 100
+
+    def after(self) -> EventCursor | None:
+        return event_cursor(self.after_ts, self.after_id, self.after_scope)
 
 
 class RollupBody(StrictBody):
@@ -67,34 +87,17 @@ def timeline_router(memory: Memory) -> APIRouter:
         session_id: Name | None = None,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
-        after_ts: Annotated[
-            Timestamp | None, Query(description="the ts of the last event of the previous page")
-        ] = None,
-        after_id: Annotated[
-            Id | None, Query(description="the event_id of the last event of the previous page")
-        ] = None,
-        after_scope: Annotated[
-            Name | None,
-            Query(
-                description="the scope of the last event of the previous page (the same id "
-                "may stand at the same time in two scopes)"
-            ),
-        ] = None,
-        limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+        *,  # keyword-only: a dependency with no default may follow the defaulted filters
+        page: Annotated[EventPaging, Depends()],
     ) -> list[Event]:
-        after: EventCursor | None = None
-        if after_ts is not None and after_id is not None:
-            after = (
-                (after_ts, after_id) if after_scope is None else (after_ts, after_id, after_scope)
-            )
         return memory.events(
             principal=who,
             scope=scope,
             session_id=session_id,
             since=since,
             until=until,
-            after=after,
-            limit=limit,
+            after=page.after(),
+            limit=page.limit,
         )
 
     @router.get("/root", summary="The years the caller may see")
@@ -118,7 +121,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         who: Who,
         after: Annotated[str | None, Query(max_length=256)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 20,
-    ) -> NodePage:
+    ) -> views.NodePage:
         return memory.timeline_browse(node_id, principal=who, after=after, limit=limit)
 
     @router.get("/grips/{grip_id}", summary="The events behind a grip, with context on either side")
@@ -127,7 +130,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         who: Who,
         before: Annotated[int, Query(ge=0, le=50)] = 3,
         after: Annotated[int, Query(ge=0, le=50)] = 3,
-    ) -> ExpandedGrip:
+    ) -> views.ExpandedGrip:
         return memory.expand_grip(grip_id, principal=who, before=before, after=after)
 
     @router.get("/search", summary="Teleport: the summaries and grips that best match a query")
@@ -138,7 +141,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         k: Annotated[int, Query(ge=1, le=MAX_TIMELINE_HITS)] = 10,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
-    ) -> list[TeleportHit]:
+    ) -> list[views.TeleportHit]:
         return memory.timeline_search(q, principal=who, scope=scope, k=k, since=since, until=until)
 
     @router.get("/recent", summary="What an agent starting work should read, within a token budget")
@@ -147,7 +150,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         scope: Scope = None,
         session_id: Name | None = None,
         max_tokens: Annotated[int, Query(ge=50, le=100_000)] = 2000,
-    ) -> RecentContext:
+    ) -> views.RecentContext:
         return memory.timeline_recent(
             principal=who, scope=scope, session_id=session_id, max_tokens=max_tokens
         )
@@ -163,7 +166,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         until: Timestamp | None = None,
         scope: Scope = None,
         k: Annotated[int, Query(ge=1, le=MAX_TIMELINE_HITS)] = 10,
-    ) -> ScanReport:
+    ) -> views.ScanReport:
         return memory.timeline_scan(
             q, principal=who, scope=scope, node_id=node_id, since=since, until=until, k=k
         )
@@ -181,7 +184,7 @@ def timeline_router(memory: Memory) -> APIRouter:
     @router.get(
         "/status", summary="How far the timeline lags the event log (curators of every scope)"
     )
-    def status(who: Who) -> TimelineStatus:
+    def status(who: Who) -> views.TimelineStatus:
         return memory.timeline_status(principal=who)
 
     return router

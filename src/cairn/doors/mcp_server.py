@@ -44,6 +44,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
+from cairn.doors._paging import event_cursor
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.graph.why import WhyRequest
 from cairn.limits import MAX_TIMELINE_HITS
@@ -52,7 +53,6 @@ from cairn.model import (
     Content,
     ContentPatch,
     Event,
-    EventCursor,
     PinKind,
     Principal,
     ProposalOutcome,
@@ -997,22 +997,15 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         limit: Annotated[int, Field(ge=1, le=10_000, description="events per page")] = 100,
     ) -> EventPage:
         def call(principal: Principal) -> EventPage:
-            cursor: EventCursor | None = None
             if (after_ts is None) != (after_id is None):
                 raise InvalidInput("give after_ts and after_id together", field="after_id")
-            if after_ts is not None and after_id is not None:
-                cursor = (
-                    (after_ts, after_id)
-                    if after_scope is None
-                    else (after_ts, after_id, after_scope)
-                )
             found = memory.events(
                 principal=principal,
                 scope=scope,
                 session_id=session_id,
                 since=since,
                 until=until,
-                after=cursor,
+                after=event_cursor(after_ts, after_id, after_scope),
                 limit=limit,
             )
             return EventPage(events=found)

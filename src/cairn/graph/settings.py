@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from cairn.endpoint_settings import endpoint_key, endpoint_timeout
+
 __all__ = ["GraphSettings"]
 
 
@@ -16,12 +18,8 @@ class GraphSettings(BaseModel):
         description="off, or openai:URL#model for an OpenAI-compatible chat endpoint that "
         "writes the answers of graph queries (without one, queries get the templated answer)",
     )
-    llm_key: SecretStr | None = Field(
-        default=None, description="the endpoint's API key (CAIRN_GRAPH__LLM_KEY)"
-    )
-    llm_timeout: float = Field(
-        default=20, gt=0, le=600, description="seconds before a query falls back to the template"
-    )
+    llm_key: SecretStr | None = endpoint_key("the endpoint's API key (CAIRN_GRAPH__LLM_KEY)")
+    llm_timeout: float = endpoint_timeout(20, "seconds before a query falls back to the template")
     trace_days: int = Field(
         default=30, ge=1, le=3650, description="days a graph answer's trace bundle is kept"
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from cairn.model import CairnModel, Id, Name, QueryText, VersionPin
+from cairn.model import CairnModel, Id, Name, QueryText, VersionPin, exactly_one_of
 from cairn.retrieval.types import Contradiction, Item, Mode, Trace
 
 __all__ = [
@@ -34,11 +34,9 @@ class ReadContextRequest(CairnModel):
     mode: Mode = "hybrid"
     include_drafts: bool = False
 
-    @model_validator(mode="after")
-    def _query_or_record(self) -> ReadContextRequest:
-        if (self.query is None) == (self.record_id is None):
-            raise ValueError("give exactly one of 'query' or 'record_id'")
-        return self
+    _query_or_record = exactly_one_of(
+        "query", "record_id", "give exactly one of 'query' or 'record_id'"
+    )
 
 
 class ReadContextResponse(CairnModel):

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from cairn.endpoint_settings import endpoint_key, endpoint_timeout
 from cairn.retrieval.endpoint_rerank import parse_reranker
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig
 
@@ -47,13 +48,10 @@ class RetrievalSettings(BaseModel):
         description="off, or openai:URL#model for a reranking endpoint (POST URL/rerank, "
         "as vLLM, llama.cpp, Infinity and Jina serve it) that reorders the best hits",
     )
-    reranker_key: SecretStr | None = Field(
-        default=None, description="the reranking endpoint's API key"
+    reranker_key: SecretStr | None = endpoint_key("the reranking endpoint's API key")
+    reranker_timeout: float = endpoint_timeout(
+        2.0, "seconds before a search gives up on the reranker and keeps its order", most=60
     )
-    reranker_timeout: float = Field(
-        default=2.0, gt=0, le=60,
-        description="seconds before a search gives up on the reranker and keeps its order",
-    )  # fmt: skip
     rerank_top: int = Field(
         default=30, ge=1, le=200, description="how many of the best hits the reranker reorders"
     )

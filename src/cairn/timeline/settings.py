@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cairn.endpoint_settings import endpoint_timeout
 from cairn.timeline.segmenter import SegmentRules
 
 __all__ = ["TimelineSettings"]
@@ -49,11 +50,8 @@ class TimelineSettings(BaseModel):
         default="extractive",
         description="extractive, or openai:URL#model for an OpenAI-compatible chat endpoint",
     )
-    summarizer_timeout: float = Field(
-        default=20,
-        gt=0,
-        le=600,
-        description="seconds before an endpoint summary falls back to the extractive one",
+    summarizer_timeout: float = endpoint_timeout(
+        20, "seconds before an endpoint summary falls back to the extractive one"
     )
 
     rollup_every_seconds: float = Field(

@@ -13,6 +13,7 @@ Routes are plain ``def`` functions so the synchronous kernel runs in the thread 
 
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from pathlib import Path
@@ -24,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cairn.doors._errors import error_body
@@ -73,9 +75,12 @@ log = logging.getLogger("cairn.web")
 
 @dataclass(frozen=True)
 class Viewer:
+    """Who is signed in, asking by which request (a page is rendered for it)."""
+
     principal: Principal
     session: Session
     session_id: str
+    request: Request
 
     @property
     def curates(self) -> bool:
@@ -93,6 +98,41 @@ def _secure(request: Request) -> bool:
 def _form_value(value: str | None) -> str | None:
     value = (value or "").strip()
     return value or None
+
+
+# The filters' longest values, by what they name: past these a page refuses, not cuts.
+_Word = Annotated[str | None, Field(max_length=64)]  # a kind, an action
+_Id = Annotated[str | None, Field(max_length=128)]  # a principal, a rule, a record
+_Day = Annotated[str | None, Field(max_length=10)]  # YYYY-MM-DD
+
+
+class _PageFilters(BaseModel):
+    """A page's filters as its query string or its form sends them: the same fields whether
+    a page is shown or a form acts on what it shows."""
+
+    def given(self) -> dict[str, str | None]:
+        """Each filter as the page shows it back: a blank one is not given."""
+        return {name: _form_value(value) for name, value in self}
+
+
+class QueueFilters(_PageFilters):
+    op: str | None = Field(default=None, max_length=32)
+    kind: _Word = None
+    scope: str | None = Field(default=None, max_length=512)
+    author: _Id = None
+    rule: _Id = None
+
+    def narrow(self, age: str | None) -> ProposalFilter:
+        return ProposalFilter(**self.given(), created_before=older_than(age))
+
+
+class AuditFilters(_PageFilters):
+    actor: _Id = None
+    action: _Word = None
+    subject: _Id = None
+    rule: _Id = None
+    since: _Day = None
+    until: _Day = None
 
 
 def _day(value: str | None, *, end: bool = False) -> datetime | None:
@@ -132,7 +172,7 @@ def build_web_app(
         except Unauthenticated:
             store.close(session_id)
             return None
-        return Viewer(principal=principal, session=session, session_id=session_id)
+        return Viewer(principal=principal, session=session, session_id=session_id, request=request)
 
     def viewer(request: Request) -> Viewer:
         found = _live(request)
@@ -162,6 +202,10 @@ def build_web_app(
             csrf=who.session.csrf if who else "",
         )
         return templates.TemplateResponse(request, name, context, status_code=status_code)
+
+    def shown(who: Viewer, name: str, **context: Any) -> HTMLResponse:
+        """A page for the signed-in viewer, rendered for the request they asked it with."""
+        return page(who.request, name, who, **context)
 
     # ---- errors as pages --------------------------------------------------------------
 
@@ -265,33 +309,22 @@ def build_web_app(
 
     @app.get("/queue", response_class=HTMLResponse)
     def queue(
-        request: Request,
         who: Who,
-        op: Annotated[str | None, Query(max_length=32)] = None,
-        kind: Annotated[str | None, Query(max_length=64)] = None,
-        scope: Annotated[str | None, Query(max_length=512)] = None,
-        author: Annotated[str | None, Query(max_length=128)] = None,
-        rule: Annotated[str | None, Query(max_length=128)] = None,
+        chosen: Annotated[QueueFilters, Query()],
         age: Annotated[str | None, Query(max_length=8)] = None,
         after: Annotated[str | None, Query(max_length=64)] = None,
         approved: Annotated[int | None, Query(ge=0)] = None,
     ) -> HTMLResponse:
-        filters = {
-            "op": _form_value(op),
-            "kind": _form_value(kind),
-            "scope": _form_value(scope),
-            "author": _form_value(author),
-            "rule": _form_value(rule),
-        }
-        narrow = ProposalFilter(**filters, created_before=older_than(age))
+        narrow = chosen.narrow(age)
         found = memory.proposals(
             principal=who.principal, narrow=narrow, limit=PAGE + 1, after=_form_value(after)
         )
         rows = [(p, memory.is_stale(p)) for p in found[:PAGE]]
         more = found[PAGE - 1].id if len(found) > PAGE else None
+        filters = chosen.given()
         query = {k: v for k, v in {**filters, "age": age}.items() if v}
-        return page(
-            request, "queue.html", who, rows=rows, filters=filters, age=age or "",
+        return shown(
+            who, "queue.html", rows=rows, filters=filters, age=age or "",
             next_after=more, query=query, approved=approved, kinds=memory.record_kinds(),
         )  # fmt: skip
 
@@ -308,17 +341,12 @@ def build_web_app(
     def approve_matching(
         who: Acting,
         reason: Annotated[str, Form(max_length=4000)] = "",
-        op: Annotated[str | None, Form(max_length=32)] = None,
-        kind: Annotated[str | None, Form(max_length=64)] = None,
-        scope: Annotated[str | None, Form(max_length=512)] = None,
-        author: Annotated[str | None, Form(max_length=128)] = None,
-        rule: Annotated[str | None, Form(max_length=128)] = None,
+        *,
+        # the queue page's filters, sent back by its form: what it showed is what is approved
+        chosen: Annotated[QueueFilters, Form()],
         age: Annotated[str | None, Form(max_length=8)] = None,
     ) -> RedirectResponse:
-        narrow = ProposalFilter(
-            op=_form_value(op), kind=_form_value(kind), scope=_form_value(scope),
-            author=_form_value(author), rule=_form_value(rule), created_before=older_than(age),
-        )  # fmt: skip
+        narrow = chosen.narrow(age)
         outcomes = memory.approve_matching(narrow, principal=who.principal, reason=reason)
         return RedirectResponse(f"{UI_PREFIX}/queue?approved={len(outcomes)}", status_code=303)
 
@@ -332,7 +360,7 @@ def build_web_app(
         return view.version.content
 
     @app.get("/proposals/{proposal_id}", response_class=HTMLResponse)
-    def proposal(request: Request, proposal_id: str, who: Who) -> HTMLResponse:
+    def proposal(proposal_id: str, who: Who) -> HTMLResponse:
         found = memory.proposal(proposal_id, principal=who.principal)
         pending = found.status is ProposalStatus.PENDING
         stale = pending and memory.is_stale(found)
@@ -345,30 +373,29 @@ def build_web_app(
             head, head_version = view.version.content, view.version.number
         proposed = proposed_content(found, pinned)
         after = content_lines(proposed)
-        return page(
-            request, "proposal.html", who, p=found, pending=pending, stale=stale,
+        return shown(
+            who, "proposal.html", p=found, pending=pending, stale=stale,
             head_version=head_version,
             against_pinned=side_by_side(content_lines(pinned), after) if proposed else [],
             against_head=side_by_side(content_lines(head), after) if stale and proposed else [],
         )  # fmt: skip
 
-    @app.post("/proposals/{proposal_id}/approve")
-    def approve(
-        proposal_id: str, who: Acting, reason: Annotated[str, Form(max_length=4000)] = ""
-    ) -> RedirectResponse:
-        memory.decide(
-            proposal_id, approve=True, principal=who.principal, reason=_form_value(reason)
-        )
-        return RedirectResponse(f"{UI_PREFIX}/proposals/{proposal_id}", status_code=303)
+    def deciding(approve: bool) -> Callable[..., RedirectResponse]:
+        def decide(
+            proposal_id: str, who: Acting, reason: Annotated[str, Form(max_length=4000)] = ""
+        ) -> RedirectResponse:
+            memory.decide(
+                proposal_id, approve=approve, principal=who.principal, reason=_form_value(reason)
+            )
+            return RedirectResponse(f"{UI_PREFIX}/proposals/{proposal_id}", status_code=303)
 
-    @app.post("/proposals/{proposal_id}/reject")
-    def reject(
-        proposal_id: str, who: Acting, reason: Annotated[str, Form(max_length=4000)] = ""
-    ) -> RedirectResponse:
-        memory.decide(
-            proposal_id, approve=False, principal=who.principal, reason=_form_value(reason)
+        return decide
+
+    # a proposal page's two buttons differ only in the decision they send
+    for name, approve in (("approve", True), ("reject", False)):
+        app.add_api_route(
+            f"/proposals/{{proposal_id}}/{name}", deciding(approve), methods=["POST"], name=name
         )
-        return RedirectResponse(f"{UI_PREFIX}/proposals/{proposal_id}", status_code=303)
 
     @app.post("/proposals/{proposal_id}/rebase")
     def rebase(proposal_id: str, who: Acting) -> RedirectResponse:
@@ -379,7 +406,6 @@ def build_web_app(
 
     @app.get("/records/{record_id}", response_class=HTMLResponse)
     def record(
-        request: Request,
         record_id: str,
         who: Who,
         diff_from: Annotated[int | None, Query(ge=1)] = None,
@@ -411,8 +437,8 @@ def build_web_app(
             audit = None  # the audit log is for curators of every scope
         moves = memory.moves(record_id, principal=who.principal)
         older = newest - VERSIONS if newest > VERSIONS else None
-        return page(
-            request, "record.html", who, view=view, versions=list(reversed(listed)),
+        return shown(
+            who, "record.html", view=view, versions=list(reversed(listed)),
             diff=diff, diff_from=start, diff_to=to, edges=edges, audit=audit, moves=moves,
             older=older,
         )  # fmt: skip
@@ -431,7 +457,6 @@ def build_web_app(
 
     @app.get("/search", response_class=HTMLResponse)
     def search(
-        request: Request,
         who: Who,
         q: Annotated[str, Query(max_length=2000)] = "",
         scope: Annotated[str | None, Query(max_length=512)] = None,
@@ -443,13 +468,12 @@ def build_web_app(
                 q.strip(), principal=who.principal, mode=mode,  # type: ignore[arg-type]
                 k=20, scope=_form_value(scope),
             )  # fmt: skip
-        return page(request, "search.html", who, q=q, scope=scope or "", mode=mode, result=result)
+        return shown(who, "search.html", q=q, scope=scope or "", mode=mode, result=result)
 
     # ---- why: the decision graph's answer and its audit drawer --------------------------
 
     @app.get("/why", response_class=HTMLResponse)
     def why(
-        request: Request,
         who: Who,
         anchor: Annotated[str, Query(max_length=200)] = "",
         role: Annotated[str | None, Query(max_length=32)] = None,
@@ -463,8 +487,8 @@ def build_web_app(
                 principal=who.principal,
                 role=_form_value(role),
             )
-        return page(
-            request, "why.html", who, anchor=anchor, role=role or "", question=question or "",
+        return shown(
+            who, "why.html", anchor=anchor, role=role or "", question=question or "",
             roles=roles, body=body,
         )  # fmt: skip
 
@@ -485,24 +509,11 @@ def build_web_app(
 
     @app.get("/audit", response_class=HTMLResponse)
     def audit(
-        request: Request,
         who: Who,
-        actor: Annotated[str | None, Query(max_length=128)] = None,
-        action: Annotated[str | None, Query(max_length=64)] = None,
-        subject: Annotated[str | None, Query(max_length=128)] = None,
-        rule: Annotated[str | None, Query(max_length=128)] = None,
-        since: Annotated[str | None, Query(max_length=10)] = None,
-        until: Annotated[str | None, Query(max_length=10)] = None,
+        chosen: Annotated[AuditFilters, Query()],
         after_seq: Annotated[int | None, Query(ge=0)] = None,
     ) -> HTMLResponse:
-        filters = {
-            "actor": _form_value(actor),
-            "action": _form_value(action),
-            "subject": _form_value(subject),
-            "rule": _form_value(rule),
-            "since": _form_value(since),
-            "until": _form_value(until),
-        }
+        filters = chosen.given()
         query = AuditQuery(
             actor=filters["actor"],
             action=filters["action"],
@@ -515,21 +526,20 @@ def build_web_app(
         )
         entries = memory.audit(query, principal=who.principal)
         more = entries[PAGE - 1].seq if len(entries) > PAGE else None
-        return page(
-            request, "audit.html", who, entries=entries[:PAGE], filters=filters,
+        return shown(
+            who, "audit.html", entries=entries[:PAGE], filters=filters,
             next_after=more, query={k: v for k, v in filters.items() if v},
         )  # fmt: skip
 
     # ---- the timeline -----------------------------------------------------------------
 
     @app.get("/timeline", response_class=HTMLResponse)
-    def timeline(request: Request, who: Who) -> HTMLResponse:
+    def timeline(who: Who) -> HTMLResponse:
         years = memory.timeline_root(principal=who.principal)
-        return page(request, "timeline.html", who, node=None, children=years, next_after=None)
+        return shown(who, "timeline.html", node=None, children=years, next_after=None)
 
     @app.get("/timeline/nodes/{node_id}", response_class=HTMLResponse)
     def timeline_node(
-        request: Request,
         node_id: str,
         who: Who,
         after: Annotated[str | None, Query(max_length=128)] = None,
@@ -542,17 +552,17 @@ def build_web_app(
             up = memory.timeline_node(parent, principal=who.principal)
             trail.append(up)
             parent = up.parent_id
-        return page(
-            request, "timeline.html", who, node=node, children=children.children,
+        return shown(
+            who, "timeline.html", node=node, children=children.children,
             next_after=children.next_after, trail=list(reversed(trail)),
         )  # fmt: skip
 
     @app.get("/timeline/grips/{grip_id}", response_class=HTMLResponse)
-    def grip(request: Request, grip_id: str, who: Who) -> HTMLResponse:
+    def grip(grip_id: str, who: Who) -> HTMLResponse:
         expanded = memory.expand_grip(grip_id, principal=who.principal)
         # htmx asks for the fragment that goes under the bullet; a plain link, for a page
-        fragment = request.headers.get("HX-Request") == "true"
-        return page(request, "_events.html" if fragment else "grip.html", who, g=expanded)
+        fragment = who.request.headers.get("HX-Request") == "true"
+        return shown(who, "_events.html" if fragment else "grip.html", g=expanded)
 
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.add_middleware(SecurityHeaders)

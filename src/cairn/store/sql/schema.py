@@ -165,10 +165,15 @@ drifted flag NOT NULL DEFAULT false
 PRIMARY KEY (record_id, path)
 """
 
+# The columns reads trim rows by: the row's scope and ACL, interned (ids into ``scopes`` and
+# ``acls``), declared once for the chunks, the timeline's latest nodes and the grips.
+_TRIM_COLUMNS = """scope_id int NOT NULL REFERENCES scopes (id)
+acl_id int NOT NULL REFERENCES acls (id)"""
+
 # The retrieval index (the second migration of each store): chunks cut from versions, with
 # the filter columns reads trim by before ranking (the scope and ACL interned, the record's
 # state copied).
-CHUNKS = """
+CHUNKS = f"""
 id serial
 record_id key NOT NULL
 version_id key NOT NULL
@@ -180,8 +185,7 @@ span_end int NOT NULL
 text text NOT NULL
 text_hash key NOT NULL
 kind text NOT NULL
-scope_id int NOT NULL REFERENCES scopes (id)
-acl_id int NOT NULL REFERENCES acls (id)
+{_TRIM_COLUMNS}
 status text NOT NULL
 is_head flag NOT NULL
 superseded flag NOT NULL
@@ -310,7 +314,7 @@ retired flag NOT NULL DEFAULT false
 built_at time NOT NULL
 PRIMARY KEY (node_id, version)
 """
-TOC_LATEST = """
+TOC_LATEST = f"""
 node_id key PRIMARY KEY
 version int NOT NULL
 level text NOT NULL
@@ -318,14 +322,13 @@ partition_key key NOT NULL
 parent_id key
 starts_at time NOT NULL
 last_ts time
-scope_id int NOT NULL REFERENCES scopes (id)
-acl_id int NOT NULL REFERENCES acls (id)
+{_TRIM_COLUMNS}
 retired flag NOT NULL DEFAULT false
 digest text NOT NULL
 """
 # A grip's id is a digest of what it says and where it points, so the same evidence carried
 # by a later version of a node (or by its parent's summary) is one row.
-GRIPS = """
+GRIPS = f"""
 grip_id key PRIMARY KEY
 node_id key NOT NULL
 excerpt text NOT NULL
@@ -334,8 +337,7 @@ event_id_end key NOT NULL
 event_id key NOT NULL
 ts time NOT NULL
 source text NOT NULL
-scope_id int NOT NULL REFERENCES scopes (id)
-acl_id int NOT NULL REFERENCES acls (id)
+{_TRIM_COLUMNS}
 """
 
 
