@@ -9,6 +9,7 @@ that the catalog ends up exactly as one built without them.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,58 @@ def test_bulk_indexing_with_a_small_park_limit_matches_an_unbounded_catalog(
     where = ChunkFilter(acl_ids=frozenset(a.id for a in store.acls()),
                         statuses=frozenset({"active"}))  # fmt: skip
     assert catalog.search(query, where, 20) == reference.catalog.search(query, where, 20)
+
+
+def _free(lock: Any) -> bool:
+    """Whether another thread can take ``lock`` now (it is let go of again at once)."""
+    answer: list[bool] = []
+
+    def attempt() -> None:
+        taken = lock.acquire(blocking=False)
+        if taken:
+            lock.release()
+        answer.append(taken)
+
+    other = threading.Thread(target=attempt)
+    other.start()
+    other.join()
+    return answer[0]
+
+
+def test_finalists_are_read_from_the_store_after_the_indexer_lets_go_of_its_lock(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, store: SqliteStore
+) -> None:
+    memory.remember_many(_contents(60), principal=CURATOR)
+    indexer = memory.indexer
+    assert indexer is not None
+    # A graph over fewer dimensions than the vectors (kept whatever its measured recall:
+    # this test is about where the finalists' vectors are read, not about recall).
+    monkeypatch.setattr(catalog_module, "_PROJECTION_RECALL", 0.0)
+    indexer.catalog = VectorCatalog(
+        indexer.embedder.dim, ann_threshold=0, ann_dims=8, vectors_of=indexer.stored_vectors,
+        exact_rows=0, exact_fraction=0.0,
+    )  # fmt: skip
+    memory.index_pending()
+    assert indexer.catalog.graph_dims == 8
+    reference = Indexer(store, indexer.embedder)  # exact: no graph at this size
+    reference.sync()
+
+    lock_free_while_reading: list[bool] = []
+    read = store.chunk_vectors
+
+    def watched(model: str, chunk_ids: Any) -> dict[int, bytes]:
+        lock_free_while_reading.append(_free(indexer._lock))
+        return read(model, chunk_ids)
+
+    monkeypatch.setattr(store, "chunk_vectors", watched)
+    where = ChunkFilter(acl_ids=frozenset(a.id for a in store.acls()),
+                        statuses=frozenset({"active"}))  # fmt: skip
+    query = indexer.embedder.embed_query("alpha gamma kappa")
+    found = indexer.search(query, where, 5)
+    assert lock_free_while_reading == [True]  # read once, with the lock let go of
+    expected = reference.search(query, where, 5)
+    assert [hit for hit, _ in found] == [hit for hit, _ in expected]
+    assert [score for _, score in found] == pytest.approx([score for _, score in expected])
 
 
 def test_reads_during_a_large_backlog_see_state_changes_of_chunks_passed_over(

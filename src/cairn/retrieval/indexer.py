@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 
 from cairn.background import BackgroundWorker
-from cairn.search.catalog import FloatArray, VectorCatalog
+from cairn.search.catalog import Finalists, FloatArray, VectorCatalog
 from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
 from cairn.store.filters import admits
@@ -112,7 +112,10 @@ class Indexer:
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         with self._lock:
-            return self.catalog.search(query, where, k)
+            found = self.catalog.shortlist(query, where, k)
+        # Finalists of a graph over fewer dimensions are re-read from the store: after the
+        # lock, so that a slow read (a busy PostgreSQL pool) holds no other search or sync up.
+        return found.scored(self.stored_vectors) if isinstance(found, Finalists) else found
 
     def sync(self) -> None:
         """Mirror chunk inserts and state changes committed since the last sync (by anyone)."""

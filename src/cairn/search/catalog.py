@@ -21,6 +21,9 @@ float32 vectors come from depends on the graph:
   graph takes ~0.65 GB instead of 1.35. When the projected graph cannot reach the recall
   target on held-out rows (vectors with no few main directions), it is built in full instead;
 - without it, hnswlib holds the only float32 copy, in full dimension.
+
+``shortlist`` stops short of that re-read and hands back the :class:`Finalists`, so that
+the indexer reads them from the store after letting go of its lock.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,12 +58,16 @@ __all__ = [
     "DEFAULT_ANN_THRESHOLD",
     "DEFAULT_PARK_LIMIT",
     "BoolArray",
+    "Finalists",
     "FloatArray",
     "VectorCatalog",
+    "VectorsOf",
 ]
 
 FloatArray = npt.NDArray[np.float32]
 BoolArray = npt.NDArray[np.bool_]
+# Chunk ids -> their stored float32 vectors (those the store holds).
+VectorsOf = Callable[[Sequence[int]], dict[int, FloatArray]]
 _STATUS_CODES = {"draft": 0, "active": 1, "stale": 2, "rejected": 3, "archived": 4}
 
 DEFAULT_ANN_THRESHOLD = 200_000
@@ -187,6 +195,47 @@ def _top(scores: FloatArray, rows: npt.NDArray[np.int64], ids: npt.NDArray[np.in
     return order
 
 
+@dataclass(frozen=True)
+class Finalists:
+    """A search's last few candidates, taken out of the catalog so that scoring them needs
+    neither the catalog nor its caller's lock: their chunk ids and float32 vectors, except
+    the rows marked ``unread`` (a projected graph keeps no float32 copy), which hold their
+    int8 estimate until :meth:`scored` reads them from the store."""
+
+    query: FloatArray
+    k: int
+    ids: npt.NDArray[np.int64]
+    vectors: FloatArray
+    unread: BoolArray
+
+    def scored(self, vectors_of: VectorsOf | None) -> list[tuple[int, float]]:
+        """The best ``k`` by exact cosine, best first (ties by chunk id)."""
+        _read_into(self.vectors, self.ids, self.unread, vectors_of)
+        scores = self.vectors @ self.query
+        order = _top(scores, np.arange(self.ids.size), self.ids, self.k)
+        return [(int(self.ids[i]), float(scores[i])) for i in order]
+
+
+def _read_into(
+    vectors: FloatArray,
+    ids: npt.NDArray[np.int64],
+    unread: BoolArray,
+    vectors_of: VectorsOf | None,
+) -> None:
+    """Overwrite the ``unread`` rows of ``vectors`` with the store's float32 vectors of
+    their chunks. A vector gone from the store meanwhile keeps its int8 estimate, the best
+    left."""
+    if vectors_of is None or not unread.any():
+        return
+    positions = np.flatnonzero(unread)
+    wanted = ids[positions].tolist()
+    stored = vectors_of(wanted)
+    for position, chunk_id in zip(positions.tolist(), wanted, strict=True):
+        vector = stored.get(chunk_id)
+        if vector is not None:
+            vectors[position] = vector
+
+
 class VectorCatalog:
     """Chunk vectors and filter columns, searchable under a :class:`ChunkFilter`.
 
@@ -229,7 +278,7 @@ class VectorCatalog:
         ann_threads: int = -1,
         park_limit: int = DEFAULT_PARK_LIMIT,
         ann_dims: int | None = DEFAULT_ANN_DIMS,
-        vectors_of: Callable[[Sequence[int]], dict[int, FloatArray]] | None = None,
+        vectors_of: VectorsOf | None = None,
     ) -> None:
         _single_threaded_blas()
         self.dim = dim
@@ -785,6 +834,16 @@ class VectorCatalog:
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         """Top-``k`` chunk ids by cosine similarity among the chunks ``where`` admits."""
+        found = self.shortlist(query, where, k)
+        return found.scored(self._vectors_of) if isinstance(found, Finalists) else found
+
+    def shortlist(
+        self, query: FloatArray, where: ChunkFilter, k: int
+    ) -> list[tuple[int, float]] | Finalists:
+        """What :meth:`search` answers, or the :class:`Finalists` it would score: a caller
+        that serialises searches and writes (the indexer) scores them after letting go of
+        its lock, so that reading their vectors from the store never holds other searches
+        up."""
         if self._n == 0 or k <= 0:
             return []
         allowed = self.mask(where)
@@ -795,7 +854,7 @@ class VectorCatalog:
         if self._hnsw is None:
             return self._exact_full(q, allowed, count, k)
         if count < max(self.exact_rows, self.exact_fraction * self._n):
-            return self._exact_rows(q, np.flatnonzero(allowed), k)
+            return self._finalists(q, np.flatnonzero(allowed), k)
         return self._ann(q, allowed, k)
 
     def _exact_full(
@@ -812,28 +871,29 @@ class VectorCatalog:
     def _float32_rows(self, rows: npt.NDArray[np.int64]) -> FloatArray:
         """Exact float32 vectors of ``rows`` in ANN mode: from the tail, and from the graph
         or (a projected graph) ``vectors_of``."""
+        vectors, unread = self._held_rows(rows)
+        _read_into(vectors, self._ids[rows], unread, self._vectors_of)
+        return vectors
+
+    def _held_rows(self, rows: npt.NDArray[np.int64]) -> tuple[FloatArray, BoolArray]:
+        """The float32 vectors of ``rows`` the catalog holds (the tail's, a full graph's),
+        and which rows a projected graph holds none for: those get their int8 estimate,
+        marked unread."""
         out = np.empty((rows.size, self.dim), dtype=np.float32)
+        unread = np.zeros(rows.size, dtype=np.bool_)
         with self._graph_lock:
             in_graph = rows < self._indexed
             if (~in_graph).any():
                 out[~in_graph] = self._tail[rows[~in_graph] - self._indexed]
             if not in_graph.any():
-                return out
+                return out, unread
             if self._projection is None:
                 found = self._hnsw.get_items(rows[in_graph].tolist())
                 out[in_graph] = np.asarray(found, dtype=np.float32)
-                return out
-        assert self._vectors_of is not None
+                return out, unread
         graph_rows = rows[in_graph]
-        ids = self._ids[graph_rows].tolist()
-        stored = self._vectors_of(ids)
-        exact = np.empty((graph_rows.size, self.dim), dtype=np.float32)
-        for i, (row, chunk_id) in enumerate(zip(graph_rows.tolist(), ids, strict=True)):
-            vector = stored.get(chunk_id)
-            # A vector gone from the store meanwhile: the int8 copy is the best left.
-            exact[i] = vector if vector is not None else self._dequantized(row, row + 1)[0]
-        out[in_graph] = exact
-        return out
+        out[in_graph] = self._codes[graph_rows].astype(np.float32) * self._scales[graph_rows, None]
+        return out, in_graph
 
     def _dequantized(self, start: int, stop: int) -> FloatArray:
         """Rows ``[start, stop)`` of the int8 copy, widened back to float32."""
@@ -841,13 +901,12 @@ class VectorCatalog:
         rows *= self._scales[start:stop, None]
         return rows
 
-    def _exact_rows(
-        self, q: FloatArray, rows: npt.NDArray[np.int64], k: int
-    ) -> list[tuple[int, float]]:
-        """Exact top-k over ``rows`` in ANN mode: int8 scan, float32 re-score."""
-        best, scores = self._best_rows(q, rows, k, self._float32_rows)
-        hits = zip(best.tolist(), scores.tolist(), strict=True)
-        return [(int(self._ids[row]), float(score)) for row, score in hits]
+    def _finalists(self, q: FloatArray, rows: npt.NDArray[np.int64], k: int) -> Finalists:
+        """Exact top-k over ``rows`` in ANN mode, up to the re-score: the int8 scan's
+        finalists, with the float32 vectors held for them."""
+        finalists = rows[self._narrowed(q, rows, k)]
+        vectors, unread = self._held_rows(finalists)
+        return Finalists(q, k, self._ids[finalists], vectors, unread)
 
     def _best_rows(
         self,
@@ -858,6 +917,16 @@ class VectorCatalog:
     ) -> tuple[npt.NDArray[np.int64], FloatArray]:
         """The best ``k`` of ``rows`` and their exact scores, best first: int8 scan, then
         the finalists' float32 rows from ``float32``."""
+        finalists = rows[self._narrowed(q, rows, k)]
+        scores = float32(finalists) @ q
+        order = _top(scores, finalists, self._ids, k)
+        return finalists[order], scores[order]
+
+    def _narrowed(
+        self, q: FloatArray, rows: npt.NDArray[np.int64], k: int
+    ) -> npt.NDArray[np.int64]:
+        """Positions in ``rows`` that may hold the true top ``k``, by the int8 copy's scores
+        and their error bounds."""
         approx = np.empty(rows.size, dtype=np.float32)
         for start in range(0, rows.size, _SCAN_BLOCK):
             block = rows[start : start + _SCAN_BLOCK]
@@ -869,13 +938,12 @@ class VectorCatalog:
         kth = approx[best[min(k, best.size) - 1]]
         slack = 0.5 * float(np.abs(q).sum()) * 1.01
         bound = slack * self._scales[rows[best]]
-        best = best[approx[best] >= kth - bound - float(bound.max())]
-        finalists = rows[best]
-        scores = float32(finalists) @ q
-        order = _top(scores, finalists, self._ids, k)
-        return finalists[order], scores[order]
+        narrowed: npt.NDArray[np.int64] = best[approx[best] >= kth - bound - float(bound.max())]
+        return narrowed
 
-    def _ann(self, q: FloatArray, allowed: BoolArray, k: int) -> list[tuple[int, float]]:
+    def _ann(
+        self, q: FloatArray, allowed: BoolArray, k: int
+    ) -> list[tuple[int, float]] | Finalists:
         indexed = self._indexed
         in_graph = allowed[:indexed]
         tail_rows = np.flatnonzero(allowed[indexed:]) + indexed
@@ -896,11 +964,11 @@ class VectorCatalog:
             except RuntimeError:
                 # hnswlib found fewer than k allowed nodes within ef (allowed rows far
                 # from the query's neighbourhood): answer exactly rather than short.
-                return self._exact_rows(q, np.flatnonzero(allowed), k)
+                return self._finalists(q, np.flatnonzero(allowed), k)
             if self._projection is not None:
                 # Estimated scores: re-score the candidates, with the tail's allowed rows.
                 candidates = np.concatenate([labels[0].astype(np.int64), tail_rows])
-                return self._exact_rows(q, candidates, k)
+                return self._finalists(q, candidates, k)
             # "ip" distance is 1 - dot, so this is the same cosine the exact path reports.
             found = [
                 (int(self._ids[label]), 1.0 - float(dist))
