@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from bench._adapter import BlockRetriever, KernelRetriever, Recipe, Retriever, Turn, parse_weights
 from bench._cv import Setting, replay
@@ -73,6 +76,35 @@ def test_kernel_retriever_on_postgres(pg_cluster: PgCluster) -> None:
     finally:
         retriever.close()
         pg_cluster.drop_database(url)
+
+
+def test_a_vector_cache_file_serves_a_second_run_without_embedding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --vector-cache: a run that stopped resumes from the vectors it made, documents included
+    # (the kernel's indexer looks through the in-memory cache to the model beneath it).
+    from cairn.search.static_embed import StaticEmbedder
+
+    cache = tmp_path / "vectors.sqlite"
+    question = "Which city was Ben's marathon in?"
+    first = KernelRetriever(embedder="static", vector_cache=cache)
+    try:
+        first.ingest("conv", TURNS)
+        expected = first.search("conv", question, mode="vector", k=3)
+    finally:
+        first.close()
+    assert expected.turns
+
+    def refuse(self: StaticEmbedder, texts: Any) -> Any:
+        raise AssertionError(f"embedded {len(texts)} texts again")
+
+    monkeypatch.setattr(StaticEmbedder, "embed", refuse)
+    second = KernelRetriever(embedder="static", vector_cache=cache)
+    try:
+        second.ingest("conv", TURNS)
+        assert second.search("conv", question, mode="vector", k=3) == expected
+    finally:
+        second.close()
 
 
 def test_parse_weights() -> None:
