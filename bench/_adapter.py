@@ -309,14 +309,17 @@ class KernelRetriever:
 
         self._tmp = tempfile.TemporaryDirectory(prefix="cairn-bench-", dir=workdir)
         root = Path(self._tmp.name)
+        self._disk: DiskVectorCache | None = None
         vectors = make_embedder(embedder, cache=LRUBytesCache(500_000)) if embedder else None
         if vectors is not None and vector_cache is not None:
             # vector_cache: a file that keeps every vector between runs, so that a run the
             # machine could not finish (MiniLM over LongMemEval is hours) resumes where it
             # stopped. The kernel's indexer looks through one cache layer (the store keeps
             # document vectors itself), so the file goes beneath the in-memory one.
-            disk = DiskVectorCache(vector_cache, max_items=5_000_000)
-            vectors = CachedEmbedder(make_embedder(embedder, cache=disk), LRUBytesCache(500_000))
+            self._disk = DiskVectorCache(vector_cache, max_items=5_000_000)
+            vectors = CachedEmbedder(
+                make_embedder(embedder, cache=self._disk), LRUBytesCache(500_000)
+            )
         # db: a PostgreSQL URL (an empty database); default an embedded SQLite store.
         self.store = open_store(db, root)
         self.memory = Memory(
@@ -346,6 +349,8 @@ class KernelRetriever:
 
     def close(self) -> None:
         self.memory.close()
+        if self._disk is not None:
+            self._disk.close()
         self._tmp.cleanup()
 
     def ingest(self, scope: str, turns: Sequence[Turn], progress: Progress | None = None) -> None:

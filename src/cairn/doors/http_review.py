@@ -3,7 +3,7 @@ publishing baselines."""
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import Field, StrictBool
@@ -40,7 +40,13 @@ class PublishBody(StrictBody):
 
     def choice(self) -> PublishChoice:
         """What to publish, as ``Memory.publish`` takes it: every field but the scope."""
-        return cast(PublishChoice, self.model_dump(exclude={"scope"}))
+        return PublishChoice(
+            record_ids=self.record_ids,
+            pins=self.pins,
+            name=self.name,
+            replace=self.replace,
+            reason=self.reason,
+        )
 
 
 def review_router(memory: Memory) -> APIRouter:

@@ -115,7 +115,7 @@ class Indexer:
             found = self.catalog.shortlist(query, where, k)
         # Finalists of a graph over fewer dimensions are re-read from the store: after the
         # lock, so that a slow read (a busy PostgreSQL pool) holds no other search or sync up.
-        return found.scored(self.stored_vectors) if isinstance(found, Finalists) else found
+        return found.scored() if isinstance(found, Finalists) else found
 
     def sync(self) -> None:
         """Mirror chunk inserts and state changes committed since the last sync (by anyone)."""

@@ -200,17 +200,19 @@ class Finalists:
     """A search's last few candidates, taken out of the catalog so that scoring them needs
     neither the catalog nor its caller's lock: their chunk ids and float32 vectors, except
     the rows marked ``unread`` (a projected graph keeps no float32 copy), which hold their
-    int8 estimate until :meth:`scored` reads them from the store."""
+    int8 estimate until :meth:`scored` reads them through ``vectors_of``, the catalog's own
+    source."""
 
     query: FloatArray
     k: int
     ids: npt.NDArray[np.int64]
     vectors: FloatArray
     unread: BoolArray
+    vectors_of: VectorsOf | None
 
-    def scored(self, vectors_of: VectorsOf | None) -> list[tuple[int, float]]:
+    def scored(self) -> list[tuple[int, float]]:
         """The best ``k`` by exact cosine, best first (ties by chunk id)."""
-        _read_into(self.vectors, self.ids, self.unread, vectors_of)
+        _read_into(self.vectors, self.ids, self.unread, self.vectors_of)
         scores = self.vectors @ self.query
         order = _top(scores, np.arange(self.ids.size), self.ids, self.k)
         return [(int(self.ids[i]), float(scores[i])) for i in order]
@@ -835,7 +837,7 @@ class VectorCatalog:
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         """Top-``k`` chunk ids by cosine similarity among the chunks ``where`` admits."""
         found = self.shortlist(query, where, k)
-        return found.scored(self._vectors_of) if isinstance(found, Finalists) else found
+        return found.scored() if isinstance(found, Finalists) else found
 
     def shortlist(
         self, query: FloatArray, where: ChunkFilter, k: int
@@ -906,7 +908,7 @@ class VectorCatalog:
         finalists, with the float32 vectors held for them."""
         finalists = rows[self._narrowed(q, rows, k)]
         vectors, unread = self._held_rows(finalists)
-        return Finalists(q, k, self._ids[finalists], vectors, unread)
+        return Finalists(q, k, self._ids[finalists], vectors, unread, self._vectors_of)
 
     def _best_rows(
         self,
