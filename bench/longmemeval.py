@@ -110,6 +110,17 @@ def score(agg: Aggregate, question: LmeQuestion, turns: list[str], sessions: lis
     agg.add(question.question_type, values)
 
 
+def _kernel(args: argparse.Namespace) -> KernelRetriever:
+    """The kernel as the command line sets it up (turn dates in metadata, not the body)."""
+    return KernelRetriever(
+        args.embedder,
+        weights=parse_weights(args.weights),
+        date_in_body=False,
+        db=args.db,
+        vector_cache=args.vector_cache,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
@@ -170,14 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         HYBRID,
         vector_weights={n.strip(): 1.0 for n in args.recipe_embedders.split(",") if n.strip()},
     )
-    weights = parse_weights(args.weights)
-    kernel = KernelRetriever(
-        args.embedder,
-        weights=weights,
-        date_in_body=False,
-        db=args.db,
-        vector_cache=args.vector_cache,
-    )
+    kernel = _kernel(args)
     systems: dict[str, tuple[Retriever, Mode]] = {
         "hybrid": (kernel, "hybrid"),
         "bm25": (kernel, "keyword"),
@@ -215,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         "kernel": {
             "embedder": args.embedder,
             "backend": "postgresql" if args.db else "sqlite",
-            "weights": weights,
+            "weights": parse_weights(args.weights),
             "session_records": True,
             "date_in_body": False,
         },
@@ -284,13 +288,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
         with args.replay.open("rb") as handle:
             captures: list[Captured] = pickle.load(handle)
     else:
-        kernel = KernelRetriever(
-            args.embedder,
-            weights=weights,
-            date_in_body=False,
-            db=args.db,
-            vector_cache=args.vector_cache,
-        )
+        kernel = _kernel(args)
         captures = []
         start = time.perf_counter()
         with _progress.bar(console) as progress:
