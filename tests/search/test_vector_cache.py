@@ -47,7 +47,7 @@ def test_vectors_survive_a_restart_and_are_not_embedded_again(tmp_path: Path) ->
 
 
 def test_the_oldest_written_entries_go_first(tmp_path: Path) -> None:
-    cache = DiskVectorCache(tmp_path / "v.sqlite", max_items=3)
+    cache = DiskVectorCache(tmp_path / "v.sqlite", max_items=3)  # nine tenths of 3 is 3
     cache.update({"a": b"1", "b": b"2", "c": b"3"})
     cache["a"] = b"1'"  # rewritten: now the newest
     cache["d"] = b"4"
@@ -56,6 +56,34 @@ def test_the_oldest_written_entries_go_first(tmp_path: Path) -> None:
     assert "b" not in cache
     cache.update([("e", b"5"), ("f", b"6"), ("g", b"7"), ("h", b"8")])
     assert list(cache) == ["f", "g", "h"]
+
+
+def test_a_write_below_the_bound_does_not_count_the_file(tmp_path: Path) -> None:
+    # A query's vector is written on the read path: counting the whole file on every write
+    # cost ~3.5 ms at 100k entries.
+    cache = DiskVectorCache(tmp_path / "v.sqlite", max_items=100)
+    cache.update({f"k{i}": b"v" for i in range(10)})
+    statements: list[str] = []
+    cache._db.set_trace_callback(statements.append)
+    cache["query"] = b"q"
+    cache.update({"k1": b"rewritten", "k2": b"rewritten"})
+    assert statements and not [s for s in statements if "COUNT" in s.upper()]
+    assert len(cache) == 11
+
+
+def test_two_processes_writing_one_file_keep_it_bounded(tmp_path: Path) -> None:
+    # Each keeps its own count; passing the bound makes it count the file exactly, so the
+    # other's entries are trimmed too, oldest first, down to nine tenths of the bound.
+    path = tmp_path / "v.sqlite"
+    first, second = DiskVectorCache(path, max_items=10), DiskVectorCache(path, max_items=10)
+    first.update({f"a{i}": b"1" for i in range(6)})
+    second.update({f"b{i}": b"2" for i in range(6)})  # 12 in the file: trimmed to 9
+    assert list(first) == [*(f"a{i}" for i in range(3, 6)), *(f"b{i}" for i in range(6))]
+    first.update({f"c{i}": b"3" for i in range(5)})  # 6 + 5 of its own: past the bound
+    assert list(first) == [*(f"b{i}" for i in range(2, 6)), *(f"c{i}" for i in range(5))]
+    del first["c0"]
+    first.update({"d": b"4"})
+    assert len(second) == 9
 
 
 def test_mapping_behaviour(tmp_path: Path) -> None:
