@@ -125,6 +125,7 @@ __all__ = [
     "Version",
     "VersionPin",
     "content_hash",
+    "event_cursor",
     "exactly_one_of",
     "new_id",
     "utcnow",
@@ -883,6 +884,16 @@ class Event(EventDraft):
 # A position in the event log's source-time order: ``(ts, event_id)`` within one scope,
 # ``(ts, event_id, scope)`` across scopes (the same id may stand at the same time in two).
 EventCursor = tuple[datetime, str] | tuple[datetime, str, str]
+
+
+def event_cursor(
+    ts: datetime | None, event_id: str | None, scope: str | None = None
+) -> EventCursor | None:
+    """The cursor after a page's last event, from its ``ts`` and ``event_id`` and, when
+    given, its scope; None without both the ts and the id (the first page)."""
+    if ts is None or event_id is None:
+        return None
+    return (ts, event_id) if scope is None else (ts, event_id, scope)
 
 
 class AppendReport(CairnModel):

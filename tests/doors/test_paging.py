@@ -1,14 +1,14 @@
-"""The doors' shared paging and query helpers: the event cursor, the record list's query
-parameters as the kernel's ``RecordQuery``, and a publish body as ``PublishChoice``."""
+"""Paging and query helpers the doors share: the event cursor (the kernel's), the record
+list's query parameters as the kernel's ``RecordQuery``, and a publish body as
+``PublishChoice``."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from cairn.doors._paging import event_cursor
 from cairn.doors.http_records import RecordFilters
 from cairn.doors.http_review import PublishBody
-from cairn.model import RecordQuery, Status
+from cairn.model import RecordQuery, Status, event_cursor
 
 TS = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

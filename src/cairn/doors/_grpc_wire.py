@@ -33,6 +33,7 @@ from cairn.model import (
     Timestamp,
     TocLevel,
     TocNode,
+    event_cursor,
 )
 from cairn.timeline.views import ExpandedGrip, NodeHeader, NodePage, TeleportHit, TimelineStatus
 
@@ -166,9 +167,9 @@ def cursor(message: pb.EventCursor) -> EventCursor:
         found = _Paging.model_validate({"after": fields}).after
     except ValidationError as exc:
         raise InvalidInput.from_validation(exc) from None
-    if found.scope is None:
-        return (found.ts, found.event_id)
-    return (found.ts, found.event_id, found.scope)
+    after = event_cursor(found.ts, found.event_id, found.scope)
+    assert after is not None  # _Cursor requires both the ts and the id
+    return after
 
 
 # ---- to the wire -----------------------------------------------------------------------

@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, Query
 from fastapi import Path as PathParam
 from pydantic import Field
 
-from cairn.doors._paging import event_cursor
 from cairn.doors.http_common import StrictBody, Who, api_router
 from cairn.limits import MAX_EVENT_BATCH, MAX_TIMELINE_HITS
 from cairn.memory import Memory
@@ -24,6 +23,7 @@ from cairn.model import (
     QueryText,
     Timestamp,
     TocNode,
+    event_cursor,
 )
 from cairn.timeline import views
 from cairn.timeline.rollup import RollupReport

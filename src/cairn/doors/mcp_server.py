@@ -44,7 +44,6 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
-from cairn.doors._paging import event_cursor
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.graph.why import WhyRequest
 from cairn.limits import MAX_TIMELINE_HITS
@@ -62,6 +61,7 @@ from cairn.model import (
     Timestamp,
     Verdict,
     VersionPin,
+    event_cursor,
 )
 from cairn.retrieval.context import ClaimsReport, ResearchAnswer, ValidationReport
 from cairn.retrieval.types import Item, Mode, RetrievalResult

@@ -668,7 +668,10 @@ class VectorCatalog:
             # chose the largest ef on the ladder).
             queries = self._tail[: min(count, _CALIBRATION_QUERIES)]
             candidates = self._true_neighbours(
-                queries, self._indexed, self._dequantized, 10 + _RESCORE_MARGIN
+                queries,
+                self._indexed,
+                lambda start, stop: self._dequantized(slice(start, stop)),
+                10 + _RESCORE_MARGIN,
             )
             exact = np.einsum(
                 "qcd,qd->qc",
@@ -893,15 +896,14 @@ class VectorCatalog:
                 found = self._hnsw.get_items(rows[in_graph].tolist())
                 out[in_graph] = np.asarray(found, dtype=np.float32)
                 return out, unread
-        graph_rows = rows[in_graph]
-        out[in_graph] = self._codes[graph_rows].astype(np.float32) * self._scales[graph_rows, None]
+        out[in_graph] = self._dequantized(rows[in_graph])
         return out, in_graph
 
-    def _dequantized(self, start: int, stop: int) -> FloatArray:
-        """Rows ``[start, stop)`` of the int8 copy, widened back to float32."""
-        rows: FloatArray = self._codes[start:stop].astype(np.float32)
-        rows *= self._scales[start:stop, None]
-        return rows
+    def _dequantized(self, rows: slice | npt.NDArray[np.int64]) -> FloatArray:
+        """``rows`` of the int8 copy (a range or row numbers), widened back to float32."""
+        widened: FloatArray = self._codes[rows].astype(np.float32)
+        widened *= self._scales[rows, None]
+        return widened
 
     def _finalists(self, q: FloatArray, rows: npt.NDArray[np.int64], k: int) -> Finalists:
         """Exact top-k over ``rows`` in ANN mode, up to the re-score: the int8 scan's
