@@ -310,8 +310,10 @@ class KernelRetriever:
         self._tmp = tempfile.TemporaryDirectory(prefix="cairn-bench-", dir=workdir)
         root = Path(self._tmp.name)
         self._disk: DiskVectorCache | None = None
-        vectors = make_embedder(embedder, cache=LRUBytesCache(500_000)) if embedder else None
-        if vectors is not None and vector_cache is not None:
+        vectors: Embedder | None = None
+        if embedder and vector_cache is None:
+            vectors = make_embedder(embedder, cache=LRUBytesCache(500_000))
+        elif embedder:
             # vector_cache: a file that keeps every vector between runs, so that a run the
             # machine could not finish (MiniLM over LongMemEval is hours) resumes where it
             # stopped. The kernel's indexer looks through one cache layer (the store keeps
