@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick_run import run_quick
 
 
 def test_ingest_quick_writes_json(tmp_path: Path) -> None:
-    out = tmp_path / "ingest.json"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "ingest.py"), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    figures = json.loads(out.read_text())
+    figures, printed = run_quick("ingest", tmp_path)
     assert figures["records"] == 2_000
     rates = ("one_at_a_time_per_s", "batched_per_s", "events_batched_per_s", "fts5_floor_per_s")
     assert all(figures[name] > 0 for name in rates)
@@ -28,4 +16,4 @@ def test_ingest_quick_writes_json(tmp_path: Path) -> None:
     # same run, not an absolute rate, so a slow machine cannot fail it).
     assert figures["batched_vs_one_at_a_time"] > 1.5
     assert figures["batched_vs_floor"] == figures["batched_per_s"] / figures["fts5_floor_per_s"]
-    assert "FTS5 floor" in done.stdout and "events batched" in done.stdout
+    assert "FTS5 floor" in printed and "events batched" in printed

@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick_run import run_quick
 
 
 def test_latency_quick_writes_json(tmp_path: Path) -> None:
-    out = tmp_path / "latency.json"
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "latency.py"), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    figures = json.loads(out.read_text())
+    figures, printed = run_quick("latency", tmp_path)
     assert figures["records"] == 500 and figures["ingest_records_per_s"] > 0
     assert (figures["backend"], figures["embedder"], figures["store_reused"]) == (
         "sqlite",
@@ -46,4 +34,4 @@ def test_latency_quick_writes_json(tmp_path: Path) -> None:
         # k=10: a read returns between one and ten items on average, never more.
         assert 0 < figures[mode]["mean_items"] <= 10, f"{mode}: {figures[mode]['mean_items']}"
     for row in ("keyword", "vector", "hybrid", "hybrid_one_scope", "ingest rec/s"):
-        assert row in done.stdout
+        assert row in printed

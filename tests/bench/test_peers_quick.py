@@ -7,14 +7,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.quick_run import run_quick
+
 PEERS = ("lancedb", "chroma", "sqlite_vec")
 # What each peer needs to run here (sqlite-vec is an extension: a driver must load it).
 NEEDS = {
@@ -72,26 +71,8 @@ def _locomo_file(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
     folder = tmp_path_factory.mktemp("peers")
-    out = folder / "peers.json"
     locomo = _locomo_file(folder)
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "peers.py"),
-            "--quick",
-            "--out",
-            str(out),
-            "--locomo",
-            str(locomo),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    figures: dict[str, Any] = json.loads(out.read_text())
-    return figures, done.stdout
+    return run_quick("peers", folder, "--locomo", str(locomo), output="--out", timeout=600)
 
 
 def test_quick_run_writes_the_expected_structure(run: tuple[dict[str, Any], str]) -> None:
