@@ -199,6 +199,7 @@ class Memory(
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
+        self._save_index()
         if self._reranker is not None:
             self._reranker.close()
         if self._vector_cache is not None:

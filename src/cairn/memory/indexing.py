@@ -3,6 +3,7 @@ chunks to embed, and the background worker that embeds them."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +13,12 @@ from cairn.retrieval.indexer import Indexer, IndexWorker
 from cairn.search.embedder import Embedder, make_embedder
 from cairn.search.vector_cache import DiskVectorCache
 
-__all__ = ["IndexVerbs"]
+__all__ = ["INDEX_FOLDER", "IndexVerbs"]
+
+log = logging.getLogger("cairn.indexer")
+
+# Where in the store folder the dense index is saved (search.catalog_file).
+INDEX_FOLDER = "index"
 
 
 class IndexVerbs(MemoryCore):
@@ -35,7 +41,10 @@ class IndexVerbs(MemoryCore):
                 embedder = make_embedder(spec, cache=self._vector_cache)
             else:
                 embedder = spec
-            self._indexer = Indexer(self._store, embedder)
+            # A large store's dense index is saved in the store folder at close and loaded
+            # by the next process (a memory with no folder rebuilds it every time).
+            saved = self.folder / INDEX_FOLDER if self.folder is not None else None
+            self._indexer = Indexer(self._store, embedder, saved=saved)
         return self._indexer
 
     def _need_indexer(self) -> Indexer:
@@ -62,6 +71,16 @@ class IndexVerbs(MemoryCore):
             self._worker = IndexWorker(indexer, poll=poll).start()
             self._worker.notify()
         return self._worker
+
+    def _save_index(self) -> None:
+        """Save the dense index for the next process (``close`` calls it); a failure is
+        logged, never raised: the next process rebuilds the index instead."""
+        if self._indexer is None:
+            return
+        try:
+            self._indexer.save()
+        except Exception as exc:
+            log.warning("could not save the dense index: %s", exc)
 
     def _committed(self) -> None:
         if self._worker is not None:

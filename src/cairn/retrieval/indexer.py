@@ -9,18 +9,22 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from cairn.background import BackgroundWorker
 from cairn.search.catalog import Finalists, FloatArray, VectorCatalog
+from cairn.search.catalog_file import Fingerprint, load_catalog, save_catalog
 from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
 from cairn.store.filters import admits
 
 __all__ = [
     "BATCH",
+    "SAVED_FROM_ROWS",
     "SYNC_BATCH",
     "IndexWorker",
     "Indexer",
@@ -32,6 +36,12 @@ BATCH = 256
 # their rows and vectors) exist at once. Reading 300k changes 50k at a time peaked ~70 MB
 # higher than 10k at a time (metadata alone; their vectors add ~1 KB each).
 SYNC_BATCH = 10_000
+# A catalog is saved (``Indexer.save``) from this many rows: a smaller one is rebuilt from
+# the store in about a second.
+SAVED_FROM_ROWS = 20_000
+# Chunks whose stored row a saved catalog's fingerprint names (evenly spread, first and last
+# included).
+_FINGERPRINT_CHUNKS = 17
 Progress = Callable[[int, int], None]
 log = logging.getLogger("cairn.indexer")
 _K = TypeVar("_K", int, str)
@@ -43,19 +53,34 @@ def _decoded(stored: Mapping[_K, bytes]) -> dict[_K, FloatArray]:
 
 
 class Indexer:
-    def __init__(self, store: Store, embedder: Embedder) -> None:
+    """The dense index of a store: embeds what waits for a vector, mirrors the store's
+    chunks into an in-memory catalog and searches it.
+
+    ``saved``: a folder where the catalog is saved (``save``) and from which the first sync
+    loads it, so that a process opening a large store does not rebuild it (see
+    ``search.catalog_file``); None: always built from the store."""
+
+    def __init__(self, store: Store, embedder: Embedder, *, saved: Path | None = None) -> None:
         self.store = store
         self.embedder = embedder
         # Catch-up embeds only texts the store holds no vector for (the store is the cache,
         # by text hash), so an in-memory cache in front of the model would never be hit:
         # it would only fill with 100k document vectors (~130 MB at 256 dimensions).
         self._documents = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
-        self.catalog = VectorCatalog(embedder.dim, vectors_of=self.stored_vectors)
+        self.catalog = self._new_catalog()
+        self.saved = saved
+        self._restore_pending = saved is not None
+        # (seq, rows) of the catalog when last loaded or saved: nothing new to save then
+        self._saved_mark: tuple[int, int] | None = None
+        self.saved_from_rows = SAVED_FROM_ROWS
         # A server shares one indexer between request threads; the catalog is not
         # thread-safe to mutate, so syncs, searches and the catalog side of catch-ups take
         # turns. The model itself runs under ``_embedding`` only, never under ``_lock``.
         self._lock = threading.RLock()
         self._embedding = threading.Lock()
+
+    def _new_catalog(self) -> VectorCatalog:
+        return VectorCatalog(self.embedder.dim, vectors_of=self.stored_vectors)
 
     @property
     def model(self) -> str:
@@ -147,7 +172,65 @@ class Indexer:
         stored = self.store.get_vectors(self.model, [c.text_hash for c in changes])
         return _decoded(stored)
 
+    def save(self) -> bool:
+        """Save the catalog to ``saved``, if it holds ``saved_from_rows`` rows or more, has
+        changed since it was loaded or last saved, and has every chunk it saw (none waiting
+        for a vector). Returns whether it saved. Searches wait meanwhile: call it when done
+        (``Memory.close`` does)."""
+        if self.saved is None:
+            return False
+        with self._lock:
+            catalog = self.catalog
+            mark = (catalog.seq, len(catalog))
+            if (
+                len(catalog) < self.saved_from_rows
+                or not catalog.settled
+                or mark == self._saved_mark
+            ):
+                return False
+            state = catalog.state()
+            fingerprint = self._fingerprint(state.arrays["ids"])
+            save_catalog(self.saved, state, model=self.model, fingerprint=fingerprint)
+            self._saved_mark = mark
+        return True
+
+    def _fingerprint(self, ids: npt.NDArray[np.int64]) -> Fingerprint:
+        """A few of ``ids`` (the catalog's chunk ids, in row order) with their stored
+        version and text hash."""
+        if len(ids) == 0:
+            return {}
+        picked = sorted(
+            {int(ids[i]) for i in np.linspace(0, len(ids) - 1, _FINGERPRINT_CHUNKS, dtype=np.int64)}
+        )
+        rows = self.store.chunk_rows(picked)
+        return {
+            str(i): [rows[i].meta.version_id, rows[i].meta.text_hash] for i in picked if i in rows
+        }
+
+    def _restore(self) -> None:
+        """Take over the saved catalog, if there is one of this store and model."""
+        self._restore_pending = False
+        assert self.saved is not None
+        loaded = load_catalog(self.saved, model=self.model)
+        if loaded is None:
+            return
+        state, fingerprint = loaded
+        if not fingerprint or self._fingerprint(state.arrays["ids"]) != fingerprint:
+            log.warning("the saved dense index in %s is of another store; rebuilding", self.saved)
+            return
+        try:
+            self.catalog.restore(state)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            log.warning(
+                "the saved dense index in %s does not fit (%s); rebuilding", self.saved, exc
+            )
+            self.catalog = self._new_catalog()
+            return
+        self._saved_mark = (self.catalog.seq, len(self.catalog))
+
     def _sync(self) -> None:
+        if self._restore_pending:
+            self._restore()
         while True:
             changes = self._changes(self.catalog.seq)
             if not changes:

@@ -35,6 +35,7 @@ from cairn.retrieval.types import (
 from cairn.retrieval.validate import validate
 from cairn.retrieval.when import TimeWindow
 from cairn.store.base import ChunkRow, Store
+from cairn.store.filters import may_read
 
 __all__ = [
     "Recall",
@@ -150,6 +151,14 @@ def run_recall(
     return Recalled(keyword, vector, chosen)
 
 
+def _readable_rows(store: Store, recalled: Recalled) -> dict[int, ChunkRow]:
+    """The stored rows of the recalled chunks, each checked once more against the reader's
+    permission as the store holds it now: recall filtered them already, in the index."""
+    ids = {i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector}
+    where = recalled.chosen.where
+    return {i: row for i, row in store.chunk_rows(sorted(ids)).items() if may_read(where, row.meta)}
+
+
 @dataclass(frozen=True)
 class Recall:
     """Recall's candidates for one query, exactly as ``search`` gathers them, before any
@@ -184,8 +193,7 @@ def run_candidates(
 ) -> Recall:
     """``run_recall`` with the chunk rows and scope names ranking needs, nothing ranked."""
     recalled = run_recall(store, indexer, principal, plan, Trace())
-    ids = {i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector}
-    rows = store.chunk_rows(sorted(ids))
+    rows = _readable_rows(store, recalled)
     # Only the names of scopes holding a returned chunk: the others are none of the
     # caller's business (it may not read them).
     scope_ids = {row.meta.scope_id for row in rows.values()}
@@ -220,8 +228,7 @@ def run_search(
             "end": window.end.isoformat(),
         }
     with _timed(trace, "fuse"):
-        ids = {i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector}
-        rows = store.chunk_rows(sorted(ids))
+        rows = _readable_rows(store, recalled)
         hits = rank(
             recalled.keyword,
             recalled.vector,

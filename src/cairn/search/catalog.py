@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from hashlib import blake2b
 from typing import Any
 
 import hnswlib
@@ -58,6 +59,7 @@ __all__ = [
     "DEFAULT_ANN_THRESHOLD",
     "DEFAULT_PARK_LIMIT",
     "BoolArray",
+    "CatalogState",
     "Finalists",
     "FloatArray",
     "VectorCatalog",
@@ -108,6 +110,13 @@ _MEMBERSHIPS_KEPT = 16
 # Rows scanned per block in exact scans of the int8 copy: the float32 widening of a block is
 # the only transient (16 MB), however many rows are allowed.
 _SCAN_BLOCK = 16_384
+
+
+# The catalog's per-row columns (each an array of one value per row).
+_ROW_COLUMNS = (
+    "_ids", "_acl", "_scope", "_status", "_head", "_superseded", "_kind", "_version",
+    "_record", "_valid_from", "_valid_to", "_created", "_source_time", "_source_kind",
+)  # fmt: skip
 
 
 def _quantize(rows: npt.ArrayLike) -> tuple[npt.NDArray[np.int8], FloatArray]:
@@ -172,9 +181,14 @@ def _member(column: npt.NDArray[Any], wanted: Iterable[int], upper: int) -> Bool
     return found
 
 
+def _id_hash(value: str) -> int:
+    """A version or record id as a signed 64-bit hash, the same in every process (Python's
+    own ``hash`` of a str is salted per process, and a saved catalog is read by another)."""
+    return int.from_bytes(blake2b(value.encode(), digest_size=8).digest(), "little", signed=True)
+
+
 def _hashes(values: Iterable[str]) -> npt.NDArray[np.int64]:
-    # str hashes are salted per process, which suits a catalog rebuilt by every process.
-    return np.fromiter((hash(v) for v in values), dtype=np.int64)
+    return np.fromiter((_id_hash(v) for v in values), dtype=np.int64)
 
 
 def _single_threaded_blas() -> None:
@@ -236,6 +250,19 @@ def _read_into(
         vector = stored.get(chunk_id)
         if vector is not None:
             vectors[position] = vector
+
+
+@dataclass(frozen=True)
+class CatalogState:
+    """What a catalog holds, to be saved and restored in another process (see
+    ``search.catalog_file``): its per-row columns and vectors (``arrays``), its counters and
+    codes (``meta``), the settings it was built under (``settings``: a catalog restores only
+    under the same) and its HNSW graph, if it has one (an ``hnswlib.Index``)."""
+
+    settings: dict[str, Any]
+    meta: dict[str, Any]
+    arrays: dict[str, npt.NDArray[Any]]
+    graph: Any
 
 
 class VectorCatalog:
@@ -361,6 +388,98 @@ class VectorCatalog:
     def __len__(self) -> int:
         return self._n
 
+    # ---- saved and restored ----------------------------------------------------------------
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "dim": self.dim, "ann_threshold": self.ann_threshold, "ann_m": self._ann_m,
+            "ann_dims": self._ann_dims if self._vectors_of is not None else None,
+            "ann_ef_construction": self._ann_ef_construction,
+            "ann_target_recall": self.ann_target_recall,
+        }  # fmt: skip
+
+    @property
+    def settled(self) -> bool:
+        """Whether every chunk seen is held (none waits for a vector or a re-read): only then
+        does ``seq`` say exactly what the catalog holds, so only then is it saved."""
+        return not self.pending and self.rescan_from is None
+
+    def state(self) -> CatalogState:
+        """What this catalog holds, without copies (views of its arrays: save them before
+        the catalog changes again). Only a settled catalog has a state to save."""
+        if not self.settled:
+            raise ValueError("a catalog with chunks waiting for vectors is not saved")
+        n = self._n
+        arrays = {name.lstrip("_"): getattr(self, name)[:n] for name in _ROW_COLUMNS}
+        if self._hnsw is None:
+            arrays["matrix"] = self._matrix[:n]
+        else:
+            arrays["codes"], arrays["scales"] = self._codes[:n], self._scales[:n]
+            arrays["tail"] = self._tail[: n - self._indexed]
+            if self._projection is not None:
+                arrays["projection"] = self._projection
+        meta = {
+            "seq": self.seq, "rows": n, "indexed": self._indexed, "ann_ef": self.ann_ef,
+            "calibrated_at": self._calibrated_at,
+            "calibration": [list(pair) for pair in self.ann_calibration],
+            "projection_recall": self.projection_recall,
+            "graph_dims": self.graph_dims,
+            "kinds": list(self._kinds.by_value), "source_kinds": list(self._source_kinds.by_value),
+        }  # fmt: skip
+        return CatalogState(self._settings(), meta, arrays, self._hnsw)
+
+    def restore(self, state: CatalogState) -> None:
+        """Take over a saved ``state`` (this catalog must be new and built with the same
+        settings); it then mirrors the store from the state's ``seq`` on."""
+        if self._n or self.seq or self.pending:
+            raise ValueError("only a new catalog restores a saved one")
+        if state.settings != self._settings():
+            raise ValueError("the saved catalog was built with other settings")
+        meta, arrays = state.meta, state.arrays
+        n = int(meta["rows"])
+        holds = "matrix" if state.graph is None else "codes"
+        if holds not in arrays:
+            raise ValueError("the saved catalog holds neither vectors nor a graph")
+        for name in _ROW_COLUMNS:
+            column = arrays[name.lstrip("_")]
+            if column.shape != (n,) or column.dtype != getattr(self, name).dtype:
+                raise ValueError(f"the saved column {name.lstrip('_')} does not fit")
+        capacity = max(n, len(self._ids))
+        for name in _ROW_COLUMNS:
+            column = np.zeros(capacity, dtype=getattr(self, name).dtype)
+            column[:n] = arrays[name.lstrip("_")]
+            setattr(self, name, column)
+        self._n = n
+        self.seq = int(meta["seq"])
+        ids = self._ids[:n]
+        self._row_of = np.full(int(ids.max(initial=0)) + 1, -1, dtype=np.int32)
+        self._row_of[ids] = np.arange(n, dtype=np.int32)
+        self._kinds.by_value = {v: i for i, v in enumerate(meta["kinds"])}
+        self._source_kinds.by_value = {v: i for i, v in enumerate(meta["source_kinds"])}
+        self._acl_upper = int(self._acl[:n].max(initial=-1)) + 1
+        self._scope_upper = int(self._scope[:n].max(initial=-1)) + 1
+        bounded = (self._valid_from[:n] > -math.inf) | (self._valid_to[:n] < math.inf)
+        self._bounded = int(bounded.sum())
+        self._memberships.clear()
+        if state.graph is None:
+            self._matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+            self._matrix[:n] = arrays["matrix"]
+            return
+        self._codes = np.zeros((capacity, self.dim), dtype=np.int8)
+        self._scales = np.zeros(capacity, dtype=np.float32)
+        self._codes[:n], self._scales[:n] = arrays["codes"], arrays["scales"]
+        self._matrix = np.zeros((0, self.dim), dtype=np.float32)
+        self._tail = np.array(arrays["tail"], dtype=np.float32)
+        self._indexed = int(meta["indexed"])
+        projection = arrays.get("projection")
+        self._projection = None if projection is None else np.array(projection, np.float32)
+        self.projection_recall = meta["projection_recall"]
+        self.ann_ef = int(meta["ann_ef"])
+        self._calibrated_at = int(meta["calibrated_at"])
+        self.ann_calibration = [(int(ef), float(r)) for ef, r in meta["calibration"]]
+        self._hnsw = state.graph
+        self._hnsw.set_ef(self.ann_ef)
+
     @property
     def uses_ann(self) -> bool:
         """Whether searches go through the HNSW graph (the catalog passed its threshold)."""
@@ -380,10 +499,7 @@ class VectorCatalog:
         if needed <= capacity:
             return
         new_capacity = max(needed, capacity * 2)
-        for name in (
-            "_ids", "_acl", "_scope", "_status", "_head", "_superseded", "_kind", "_version",
-            "_record", "_valid_from", "_valid_to", "_created", "_source_time", "_source_kind",
-        ):  # fmt: skip
+        for name in _ROW_COLUMNS:
             old = getattr(self, name)
             grown = np.zeros(new_capacity, dtype=old.dtype)
             grown[:capacity] = old
@@ -414,8 +530,8 @@ class VectorCatalog:
         self._head[row] = meta.is_head
         self._superseded[row] = meta.superseded
         self._kind[row] = self._kinds.code(meta.kind)
-        self._version[row] = hash(meta.version_id)
-        self._record[row] = hash(meta.record_id)
+        self._version[row] = _id_hash(meta.version_id)
+        self._record[row] = _id_hash(meta.record_id)
         self._valid_from[row] = _epoch(meta.valid_from, -math.inf)
         self._valid_to[row] = _epoch(meta.valid_to, math.inf)
         self._bounded += int(meta.valid_from is not None or meta.valid_to is not None)

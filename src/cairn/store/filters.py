@@ -31,6 +31,7 @@ __all__ = [
     "conditions",
     "edge_conditions",
     "edge_sql",
+    "may_read",
     "to_sql",
 ]
 
@@ -100,7 +101,7 @@ Condition = In | Flag | NotAfter | StillValid | AtLeast | Before | HeadReadable
 
 def conditions(where: ChunkFilter) -> list[Condition]:
     """The rule, once: every condition a chunk must meet to be read under ``where``."""
-    found = _readable(where)
+    found: list[Condition] = [*_readable(where)]
     if where.kinds is not None:
         found.append(In("kind", where.kinds))
     if where.version_ids is not None:
@@ -124,15 +125,15 @@ def edge_conditions(where: EdgeFilter) -> list[Condition]:
     """Every condition an edge must meet to be walked under ``where``: the same scope and
     ACL rule as chunks (edges intern their scope and ACL in the same tables), and the
     states, relation types and validity asked for."""
-    found = _readable(where)
+    found: list[Condition] = [*_readable(where)]
     if where.types is not None:
         found.append(In("type", where.types))
     return found + _valid_at(where.valid_at)
 
 
-def _readable(where: ChunkFilter | EdgeFilter) -> list[Condition]:
+def _readable(where: ChunkFilter | EdgeFilter) -> list[In]:
     """The reader's ACLs and scopes, and the states asked for."""
-    found: list[Condition] = [In("acl_id", where.acl_ids), In("status", where.statuses)]
+    found = [In("acl_id", where.acl_ids), In("status", where.statuses)]
     if where.scope_ids is not None:
         found.append(In("scope_id", where.scope_ids))
     return found
@@ -238,3 +239,11 @@ def admits(where: ChunkFilter, meta: ChunkMeta) -> bool:
         elif not _TESTS[type(cond)](cond, getattr(meta, cond.column)):
             return False
     return True
+
+
+def may_read(where: ChunkFilter, meta: ChunkMeta) -> bool:
+    """Whether the reader ``where`` stands for may read one chunk as the store holds it now:
+    its ACL, scope and state, the part of the rule that is about permission. Checked again
+    on the rows a search returns, so that an index out of step with the store (or a saved
+    one tampered with) can cost a result, never leak one."""
+    return all(getattr(meta, cond.column) in cond.values for cond in _readable(where))
