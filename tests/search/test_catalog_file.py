@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,15 @@ import pytest
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.memory.indexing import INDEX_FOLDER
-from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity, Status
+from cairn.model import Acl, Content, ContentPatch, Principal, PrincipalKind, Sensitivity, Status
 from cairn.search import catalog_file
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR, chunk_meta
+from tests.timeline.events import AGENT as TIMELINE_AGENT
+from tests.timeline.events import READER as TIMELINE_READER
+from tests.timeline.events import T0, conversation, event
 
 DIM = 16
 WORDS = ("harbour", "ledger", "orchid", "granite", "violet", "tundra", "copper", "meadow")
@@ -291,3 +295,120 @@ def test_another_process_reads_the_saved_ids_alike(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     # rec-3, rec-40, rec-41 (chunk ids 4, 41, 42; the first two are active or stale)
     assert sorted(json.loads(found)) == [4, 41, 42]
+
+
+def test_a_store_put_back_to_an_older_copy_is_not_mirrored_from_a_later_save(
+    saved_store: Path, tmp_path: Path
+) -> None:
+    """The store is backed up, changed (state only: texts and versions stay), the index saved
+    again, then the backup restored and written to: the saved index has seen changes the
+    store no longer has, and would skip the store's new ones, which reuse their numbers."""
+    backup = tmp_path / "backup.db"
+    shutil.copyfile(saved_store / "cairn.db", backup)
+    memory = _memory(saved_store)
+    ids = [hit for hit, _ in _search(memory, "Note 3")]
+    for record_id in ids[:4]:
+        memory.transition(record_id, Status.ARCHIVED, principal=CURATOR, reason="old")
+    _search(memory, "warm")
+    memory.close()  # saved, having seen the archiving
+    for suffix in ("", "-wal", "-shm"):
+        (saved_store / f"cairn.db{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(backup, saved_store / "cairn.db")
+    writer = _memory(saved_store)
+    writer._indexer = None  # writes only, as a CLI would
+    made = writer.store_many([_content(i) for i in range(300, 310)], principal=CURATOR)
+    record = made[0].record
+    assert record is not None
+    writer.transition(ids[0], Status.ARCHIVED, principal=CURATOR, reason="again")
+    writer.close()
+    reader = _memory(saved_store)
+    rebuilt = _memory(_rebuilt(saved_store, tmp_path))
+    for memory_ in (reader, rebuilt):
+        memory_.index_pending()
+    for query in (*QUERIES, _content(300).body):
+        assert _search(reader, query) == _search(rebuilt, query)
+    assert record.id in {hit for hit, _ in _search(reader, _content(300).body)}
+    reader.close()
+    rebuilt.close()
+
+
+def test_an_older_version_made_to_look_current_in_the_saved_index_stays_hidden(
+    tmp_path: Path,
+) -> None:
+    """A record made secret by a new version: its older, public version is flagged current in
+    the saved file; the store's rows still say it is not, and its head is not readable."""
+    folder = tmp_path / ".cairn"
+    folder.mkdir()
+    memory = _memory(folder)
+    made = memory.store_many([_content(i) for i in range(60)], principal=CURATOR)
+    target = made[7].record
+    assert target is not None
+    secret = Acl(labels=("secret",), sensitivity=Sensitivity.LOW)
+    memory.update(target.id, ContentPatch(acl=secret, body="now secret"), principal=CURATOR,
+                  reason="restricted")  # fmt: skip
+    memory.index_pending()
+    assert target.id not in {hit for hit, _ in _search(memory, _content(7).body, READER)}
+    memory.close()
+    columns = next((folder / INDEX_FOLDER).glob("columns-*.npz"))
+    with np.load(columns) as held:
+        arrays = {name: held[name] for name in held.files}
+    arrays["head"][:] = True
+    arrays["superseded"][:] = False
+    arrays["acl"][:] = arrays["acl"][0]  # a public note's
+    with columns.open("wb") as handle:
+        np.savez(handle, **arrays)
+    tampered = _memory(folder)
+    for mode in ("vector", "hybrid"):
+        found = tampered.search(_content(7).body, principal=READER, mode=mode, k=10)
+        assert target.id not in {hit.record_id for hit in found.hits}
+    retrieved = tampered.retrieve(_content(7).body, principal=READER, mode="vector")
+    assert target.id not in {item.record_id for item in retrieved.items}
+    indexer = tampered.indexer
+    assert indexer is not None and len(indexer.catalog) == 61  # the tampered file was used
+    tampered._indexer = None
+    tampered.close()
+
+
+def test_timeline_search_checks_the_store_too(tmp_path: Path) -> None:
+    """Timeline search reads the same saved index: a node of a scope the reader cannot see,
+    given the reader's scope and ACL in the saved file, is still not returned."""
+    folder = tmp_path / ".cairn"
+    folder.mkdir()
+    memory = _memory(folder)
+    memory.append_events(conversation("a", T0, 30), principal=TIMELINE_AGENT)
+    insider = TIMELINE_AGENT.model_copy(update={"id": "other-bot", "scopes": ("other/*",)})
+    secret_line = event("z9", T0 + timedelta(minutes=9), "zebra quartz plan", scope="other/secret")
+    memory.append_events([*conversation("z", T0, 4, scope="other/secret"), secret_line],
+                         principal=insider)  # fmt: skip
+    memory.rollup(principal=CURATOR)
+    memory.store_many([_content(i) for i in range(60)], principal=CURATOR)  # worth saving
+    memory.index_pending()
+    memory.close()
+    columns = next((folder / INDEX_FOLDER).glob("columns-*.npz"))
+    with np.load(columns) as held:
+        arrays = {name: held[name] for name in held.files}
+    store = SqliteStore(folder / "cairn.db")
+    names = store.scopes()
+    metas = store.chunk_metas(arrays["ids"].tolist())
+    store.close()
+    secret = {m.record_id for m in metas.values() if names[m.scope_id] == "other/secret"}
+    acme = next(m for m in metas.values() if names[m.scope_id].startswith("acme/"))
+
+    def found(memory: Memory, who: Principal) -> set[str]:
+        return {hit.node_id for hit in memory.timeline_search("zebra quartz plan", principal=who)}
+
+    untouched = _memory(folder)
+    assert found(untouched, CURATOR) & secret  # the secret scope's nodes are found
+    assert not found(untouched, TIMELINE_READER) & secret
+    untouched._indexer = None
+    untouched.close()
+    arrays["acl"][:] = acme.acl_id
+    arrays["scope"][:] = acme.scope_id
+    with columns.open("wb") as handle:
+        np.savez(handle, **arrays)
+    tampered = _memory(folder)
+    assert not found(tampered, TIMELINE_READER) & secret
+    indexer = tampered.indexer
+    assert indexer is not None and len(indexer.catalog) == len(arrays["ids"])
+    tampered._indexer = None
+    tampered.close()

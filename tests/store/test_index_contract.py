@@ -194,6 +194,30 @@ def test_chunk_rows_carry_text_title_and_span(store: Store) -> None:
     assert list(store.chunk_rows([meta.id, 999_999])) == [meta.id]
 
 
+def test_chunk_metas_heads_readable_and_index_seq(store: Store) -> None:
+    """What a search re-checks its results against, and how far a mirror must get."""
+    assert store.index_seq() == 0 and store.chunk_metas([1, 2]) == {}
+    public, _ = _create(store, "Public note", "Anyone may read this.", acl={"labels": ["public"]})
+    record, v1 = _create(store, "Made secret", "Once public.", acl={"labels": ["public"]})
+    changes = store.chunk_changes(0)
+    assert store.index_seq() == max(c.seq for c in changes)
+    assert store.chunk_metas([c.id for c in changes] + [999_999]) == {c.id: c for c in changes}
+    secret = record.content.model_copy(update={"acl": record.content.acl.model_copy(
+        update={"labels": ("secret",)})})  # fmt: skip
+    updated = record.model_copy(update={"content": secret})
+    _bump(store, updated, "Now secret.")
+    assert store.index_seq() == max(c.seq for c in store.chunk_changes(0))
+    acls = {a.labels: a.id for a in store.acls()}
+    public_acl, secret_acl = acls[("public",)], acls[("secret",)]
+    both = [public.id, record.id, "rec_none"]
+    assert store.heads_readable(both, [public_acl]) == {public.id}
+    assert store.heads_readable(both, [public_acl, secret_acl]) == {public.id, record.id}
+    assert store.heads_readable([], [public_acl]) == set()
+    assert store.heads_readable(both, []) == set()
+    old = [m for m in store.chunk_metas([c.id for c in changes]).values() if m.version_id == v1.id]
+    assert old and not any(m.is_head for m in old)  # metas are as stored now
+
+
 def test_keyword_search_trims_before_it_ranks(store: Store) -> None:
     for n in range(12):
         _create(store, f"Password rotation {n}", "The database password rotation schedule.",

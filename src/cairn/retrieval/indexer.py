@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from cairn.background import BackgroundWorker
-from cairn.search.catalog import Finalists, FloatArray, VectorCatalog
+from cairn.search.catalog import CatalogState, Finalists, FloatArray, VectorCatalog
 from cairn.search.catalog_file import Fingerprint, load_catalog, save_catalog
 from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
@@ -189,44 +189,67 @@ class Indexer:
             ):
                 return False
             state = catalog.state()
-            fingerprint = self._fingerprint(state.arrays["ids"])
+            fingerprint = self._fingerprint(state.arrays["ids"], catalog.seq)
             save_catalog(self.saved, state, model=self.model, fingerprint=fingerprint)
             self._saved_mark = mark
         return True
 
-    def _fingerprint(self, ids: npt.NDArray[np.int64]) -> Fingerprint:
-        """A few of ``ids`` (the catalog's chunk ids, in row order) with their stored
-        version and text hash."""
+    def _fingerprint(self, ids: npt.NDArray[np.int64], seq: int) -> Fingerprint:
+        """Chunks the store must still hold as they were for a catalog of ``ids`` (its chunk
+        ids, in row order) mirrored up to ``seq`` to be of this store: a few spread over
+        ``ids`` and those of the last change it took in, each with its version, text hash and
+        change number."""
         if len(ids) == 0:
             return {}
-        picked = sorted(
-            {int(ids[i]) for i in np.linspace(0, len(ids) - 1, _FINGERPRINT_CHUNKS, dtype=np.int64)}
-        )
-        rows = self.store.chunk_rows(picked)
-        return {
-            str(i): [rows[i].meta.version_id, rows[i].meta.text_hash] for i in picked if i in rows
-        }
+        spread = np.linspace(0, len(ids) - 1, _FINGERPRINT_CHUNKS, dtype=np.int64)
+        picked = {int(ids[i]) for i in spread}
+        picked |= {c.id for c in self.store.chunk_changes(seq - 1, _FINGERPRINT_CHUNKS)
+                   if c.seq == seq}  # fmt: skip
+        metas = self.store.chunk_metas(sorted(picked))
+        return {str(i): [m.version_id, m.text_hash, str(m.seq)] for i, m in metas.items()}
+
+    def _fits(self, state: CatalogState, saved: Fingerprint) -> bool:
+        """Whether the store is the one ``state`` mirrored, as far as it went: it has got at
+        least as far, and the chunks ``saved`` names hold the same version and text with a
+        change number no lower (a lower one, or a store behind the saved sequence, is a
+        store put back to an older copy, whose later changes the catalog would skip)."""
+        seq = int(state.meta["seq"])
+        if not saved or self.store.index_seq() < seq:
+            return False
+        now = self.store.chunk_metas(sorted(int(i) for i in saved))
+        for key, (version_id, text_hash, saved_seq) in saved.items():
+            meta = now.get(int(key))
+            if meta is None or (meta.version_id, meta.text_hash) != (version_id, text_hash):
+                return False
+            if meta.seq < int(saved_seq):
+                return False
+        return True
 
     def _restore(self) -> None:
-        """Take over the saved catalog, if there is one of this store and model."""
+        """Take over the saved catalog, if there is one of this store and model; anything
+        wrong with it is logged and the catalog is built from the store instead."""
         self._restore_pending = False
         assert self.saved is not None
-        loaded = load_catalog(self.saved, model=self.model)
-        if loaded is None:
-            return
-        state, fingerprint = loaded
-        if not fingerprint or self._fingerprint(state.arrays["ids"]) != fingerprint:
-            log.warning("the saved dense index in %s is of another store; rebuilding", self.saved)
-            return
         try:
-            self.catalog.restore(state)
-        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            loaded = load_catalog(self.saved, model=self.model)
+            if loaded is None:
+                return
+            state, fingerprint = loaded
+            if not self._fits(state, fingerprint):
+                log.warning(
+                    "the saved dense index in %s is not of this store as it is; rebuilding",
+                    self.saved,
+                )
+                return
+            restored = self._new_catalog()
+            restored.restore(state)
+        except Exception as exc:  # a cache that cannot be used, for any reason, is rebuilt
             log.warning(
-                "the saved dense index in %s does not fit (%s); rebuilding", self.saved, exc
+                "the saved dense index in %s cannot be used (%s); rebuilding", self.saved, exc
             )
-            self.catalog = self._new_catalog()
             return
-        self._saved_mark = (self.catalog.seq, len(self.catalog))
+        self.catalog = restored
+        self._saved_mark = (restored.seq, len(restored))
 
     def _sync(self) -> None:
         if self._restore_pending:

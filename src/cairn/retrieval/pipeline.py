@@ -35,7 +35,7 @@ from cairn.retrieval.types import (
 from cairn.retrieval.validate import validate
 from cairn.retrieval.when import TimeWindow
 from cairn.store.base import ChunkRow, Store
-from cairn.store.filters import may_read
+from cairn.store.filters import admitted
 
 __all__ = [
     "Recall",
@@ -151,12 +151,20 @@ def run_recall(
     return Recalled(keyword, vector, chosen)
 
 
-def _readable_rows(store: Store, recalled: Recalled) -> dict[int, ChunkRow]:
-    """The stored rows of the recalled chunks, each checked once more against the reader's
-    permission as the store holds it now: recall filtered them already, in the index."""
+def _checked(store: Store, recalled: Recalled) -> tuple[Recalled, dict[int, ChunkRow]]:
+    """Recall's candidates checked once more against the reader's filter on the store's own
+    rows (recall filtered them already, in the index: see ``filters.admitted``), with those
+    rows; a candidate that fails leaves both lists, as if recall had never found it."""
     ids = {i for i, _ in recalled.keyword} | {i for i, _ in recalled.vector}
-    where = recalled.chosen.where
-    return {i: row for i, row in store.chunk_rows(sorted(ids)).items() if may_read(where, row.meta)}
+    rows = store.chunk_rows(sorted(ids))
+    metas = {i: row.meta for i, row in rows.items()}
+    kept = admitted(recalled.chosen.where, metas, store.heads_readable)
+    checked = Recalled(
+        keyword=[hit for hit in recalled.keyword if hit[0] in kept],
+        vector=[hit for hit in recalled.vector if hit[0] in kept],
+        chosen=recalled.chosen,
+    )
+    return checked, {i: row for i, row in rows.items() if i in kept}
 
 
 @dataclass(frozen=True)
@@ -192,8 +200,7 @@ def run_candidates(
     plan: SearchPlan,
 ) -> Recall:
     """``run_recall`` with the chunk rows and scope names ranking needs, nothing ranked."""
-    recalled = run_recall(store, indexer, principal, plan, Trace())
-    rows = _readable_rows(store, recalled)
+    recalled, rows = _checked(store, run_recall(store, indexer, principal, plan, Trace()))
     # Only the names of scopes holding a returned chunk: the others are none of the
     # caller's business (it may not read them).
     scope_ids = {row.meta.scope_id for row in rows.values()}
@@ -228,7 +235,7 @@ def run_search(
             "end": window.end.isoformat(),
         }
     with _timed(trace, "fuse"):
-        rows = _readable_rows(store, recalled)
+        recalled, rows = _checked(store, recalled)
         hits = rank(
             recalled.keyword,
             recalled.vector,

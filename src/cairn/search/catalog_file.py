@@ -8,16 +8,18 @@ A saved catalog is a folder (``index/`` in the store folder) holding:
 - ``columns-<token>.npz``: the catalog's arrays (numpy's own format, read without pickles);
 - ``graph-<token>.hnsw``: its HNSW graph, when it has one (hnswlib's own format).
 
-The two data files are written under a new token first and ``snapshot.json`` is then
-replaced atomically, so a crash leaves the previous snapshot or the new one, never half of
-one; the previous token's files are removed afterwards. The folder is ``0700`` and every
-file ``0600``, like the rest of the store folder, which ingest never reads.
+The two data files are written (and flushed to disk) under a new token first and
+``snapshot.json`` is then replaced atomically, so a crash leaves the previous snapshot or the
+new one, never half of one; the previous token's files are removed afterwards. Processes
+saving into one folder take turns (``save.lock``). The folder is ``0700`` and every file
+``0600``, like the rest of the store folder, which ingest never reads.
 
-A snapshot is a cache, never a source of truth: it is used only when its model and format
-match and the store still holds the chunks its fingerprint names as they were; the catalog
-then mirrors every change committed after the snapshot's sequence number, and a read still
-checks each vector hit's permission against the store's own row. Anything unreadable or
-out of place is ignored (and logged), and the catalog is built from the store as before.
+A snapshot is a cache, never a source of truth: the indexer uses it only when its model and
+format match and the store passes the snapshot's fingerprint (``Indexer._fits``); the
+catalog then mirrors every change committed after the snapshot's sequence number, and a
+read still checks every candidate against the store's own rows (``filters.admitted``).
+Anything unreadable or out of place is ignored (and logged), and the catalog is built from
+the store as before.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import json
 import logging
 import os
 import secrets
-import zipfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +44,15 @@ __all__ = ["FORMAT", "MANIFEST", "Fingerprint", "load_catalog", "save_catalog"]
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 MANIFEST = "snapshot.json"
 _LOCK = "save.lock"
+# How long a save waits for another process's to finish before giving up (the next close
+# saves again): a million-row catalog takes a few seconds.
+_LOCK_WAIT_SECONDS = 60.0
 # chunk id (as text) -> [version id, text hash]: a few chunks the store must still hold, as
 # they were, for a snapshot to be of this store (its first and last rows among them).
 Fingerprint = dict[str, list[str]]
-_UNREADABLE = (OSError, ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile)
 
 
 def save_catalog(
@@ -61,7 +65,15 @@ def save_catalog(
     lock = folder / _LOCK
     create_private_file(lock)
     with lock.open("r+b") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
+        deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("another process has been saving for too long") from None
+                time.sleep(0.05)  # polling a lock another process holds, not synchronising
         _save(folder, state, model=model, fingerprint=fingerprint)
 
 
@@ -78,6 +90,7 @@ def _save(folder: Path, state: CatalogState, *, model: str, fingerprint: Fingerp
         if graph is not None:
             create_private_file(graph)  # hnswlib writes into it and keeps its mode
             state.graph.save_index(str(graph))
+            _fsync(graph)
         manifest = {
             "format": FORMAT,
             "model": model,
@@ -88,6 +101,7 @@ def _save(folder: Path, state: CatalogState, *, model: str, fingerprint: Fingerp
             "graph": graph.name if graph is not None else None,
         }
         write_private(folder / MANIFEST, json.dumps(manifest))
+        _fsync(folder)  # the renames are durable too
     except BaseException:
         for made in (columns, graph):
             if made is not None:
@@ -96,7 +110,9 @@ def _save(folder: Path, state: CatalogState, *, model: str, fingerprint: Fingerp
         raise
     keep = {columns.name, graph.name if graph is not None else "", MANIFEST}
     for entry in folder.iterdir():
-        if entry.name not in keep and entry.name.startswith(("columns-", "graph-")):
+        # earlier snapshots' files, and a manifest's copy a crash left behind
+        earlier = entry.name.startswith(("columns-", "graph-", f".{MANIFEST}."))
+        if entry.name not in keep and earlier:
             with contextlib.suppress(FileNotFoundError):
                 entry.unlink()
 
@@ -109,6 +125,8 @@ def load_catalog(folder: Path, *, model: str) -> tuple[CatalogState, Fingerprint
         return None
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("fingerprint"), dict):
+            raise ValueError("the manifest is not one this module writes")
         if manifest.get("format") != FORMAT or manifest.get("model") != model:
             log.info("the saved dense index in %s is for another model or format", folder)
             return None
@@ -127,7 +145,7 @@ def load_catalog(folder: Path, *, model: str) -> tuple[CatalogState, Fingerprint
         fingerprint = {
             str(k): [str(v) for v in pair] for k, pair in manifest["fingerprint"].items()
         }
-    except _UNREADABLE as exc:
+    except Exception as exc:  # anything wrong with a cache file means: build it again
         log.warning("the saved dense index in %s is unreadable (%s); rebuilding it", folder, exc)
         return None
     return state, fingerprint
@@ -143,3 +161,11 @@ def _own_name(name: Any, prefix: str) -> str:
 def _arrays(path: Path) -> dict[str, np.ndarray[Any, Any]]:
     with np.load(path, allow_pickle=False) as loaded:
         return {name: loaded[name] for name in loaded.files}
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

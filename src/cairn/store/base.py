@@ -10,7 +10,7 @@ works on every backend.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NotRequired, Protocol, TypedDict, Unpack
@@ -673,6 +673,21 @@ class IndexStore(Protocol):
         ...
 
     def chunk_rows(self, chunk_ids: Sequence[int]) -> dict[int, ChunkRow]: ...
+
+    def chunk_metas(self, chunk_ids: Sequence[int]) -> dict[int, ChunkMeta]:
+        """The filter columns of each of ``chunk_ids`` as stored now (any chunk: a record's
+        or a timeline node's); ids the store does not hold are left out."""
+        ...
+
+    def heads_readable(self, record_ids: Collection[str], acl_ids: Collection[int]) -> set[str]:
+        """Those of ``record_ids`` whose head chunks carry one of ``acl_ids``: the records
+        whose older versions a reader with those ACLs may read."""
+        ...
+
+    def index_seq(self) -> int:
+        """The largest change sequence number of the index (0 when empty): how far a
+        mirror that has read every change has got."""
+        ...
 
     def chunk_changes(self, since_seq: int, limit: int = 50_000) -> list[ChunkMeta]:
         """Chunks inserted or whose filter columns changed after ``since_seq``, by seq."""

@@ -10,7 +10,7 @@ memory (``admits``). A rule added here holds in every index at once.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
@@ -28,10 +28,10 @@ __all__ = [
     "SqlDialect",
     "StillValid",
     "admits",
+    "admitted",
     "conditions",
     "edge_conditions",
     "edge_sql",
-    "may_read",
     "to_sql",
 ]
 
@@ -225,25 +225,41 @@ _TESTS: dict[type, Callable[[Any, Any], bool]] = {
 }
 
 
+def _holds(cond: Condition, meta: ChunkMeta) -> bool:
+    """Whether one chunk meets ``cond`` (``HeadReadable``: only as the head of its record,
+    since whether the head of another may be read is not a fact of this chunk)."""
+    if isinstance(cond, HeadReadable):
+        return meta.is_head
+    if isinstance(cond, _TimeBound):
+        return cond.holds(getattr(meta, cond.column))
+    return _TESTS[type(cond)](cond, getattr(meta, cond.column))
+
+
 def admits(where: ChunkFilter, meta: ChunkMeta) -> bool:
     """Whether ``where`` admits one chunk held in memory. An older version's chunk is not
     admitted: whether its record's head may be read is not a fact of the chunk alone, so
     this may say no where the indexes say yes, never the reverse."""
-    for cond in conditions(where):
-        if isinstance(cond, HeadReadable):
-            if not meta.is_head:
-                return False
-        elif isinstance(cond, _TimeBound):
-            if not cond.holds(getattr(meta, cond.column)):
-                return False
-        elif not _TESTS[type(cond)](cond, getattr(meta, cond.column)):
-            return False
-    return True
+    return all(_holds(cond, meta) for cond in conditions(where))
 
 
-def may_read(where: ChunkFilter, meta: ChunkMeta) -> bool:
-    """Whether the reader ``where`` stands for may read one chunk as the store holds it now:
-    its ACL, scope and state, the part of the rule that is about permission. Checked again
-    on the rows a search returns, so that an index out of step with the store (or a saved
-    one tampered with) can cost a result, never leak one."""
-    return all(getattr(meta, cond.column) in cond.values for cond in _readable(where))
+def admitted(
+    where: ChunkFilter,
+    metas: Mapping[int, ChunkMeta],
+    heads_readable: Callable[[Collection[str], Collection[int]], set[str]],
+) -> set[int]:
+    """The chunks among ``metas`` (chunk id -> its filter columns as the store holds them
+    now) that ``where`` admits, the whole rule: ``heads_readable`` (the store's) answers,
+    for older versions, whether their record's head may be read.
+
+    Recall trims inside the index; a search checks what it returns once more here, so that
+    an index out of step with the store (a saved one, stale or altered) can cost a result,
+    never show one the reader may not see."""
+    rule = conditions(where)
+    head_rule = next((c for c in rule if isinstance(c, HeadReadable)), None)
+    rest = [c for c in rule if not isinstance(c, HeadReadable)]
+    passed = {i for i, meta in metas.items() if all(_holds(c, meta) for c in rest)}
+    if head_rule is None:
+        return passed
+    older = {metas[i].record_id for i in passed if not metas[i].is_head}
+    readable = heads_readable(older, head_rule.acl_ids) if older else set()
+    return {i for i in passed if metas[i].is_head or metas[i].record_id in readable}

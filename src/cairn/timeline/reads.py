@@ -29,6 +29,7 @@ from cairn.store.base import (
     Store,
     TocFilter,
 )
+from cairn.store.filters import admitted
 from cairn.timeline.calendar import LAST_MOMENT
 from cairn.timeline.summarize import MAX_EXCERPT_CHARS, clip, grip_for, sentences
 from cairn.timeline.views import (
@@ -215,7 +216,10 @@ def teleport(
         indexer.sync()
         vector = indexer.embedder.embed_query(query)
         ranked["vector"] = [str(c) for c, _ in vector_recall(indexer, vector, where, depth)]
-    fused = rrf(ranked)
+    # Checked once more on the store's own rows, as a search checks what it returns.
+    found = {int(key) for keys in ranked.values() for key in keys}
+    kept = admitted(where, store.chunk_metas(sorted(found)), store.heads_readable)
+    fused = rrf({name: [key for key in keys if int(key) in kept] for name, keys in ranked.items()})
     sources = store.timeline_chunks([int(h.key) for h in fused])
     hits: list[TeleportHit] = []
     seen: set[tuple[str, str]] = set()

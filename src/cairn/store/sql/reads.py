@@ -7,7 +7,7 @@ say (keyword search, the chunk count, the pending-vector scan, writes) stays in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Unpack
 
 from cairn.model import (
@@ -343,6 +343,29 @@ class SqlReads(SqlPart):
             "c.id",
         )
         return {int(row["id"]): rows.to_chunk_row(row, self.dialect) for row in found}
+
+    def chunk_metas(self, chunk_ids: Sequence[int]) -> dict[int, ChunkMeta]:
+        found = self._by_ids(
+            f"SELECT {rows.META_COLUMNS} FROM chunks c", [int(i) for i in chunk_ids], "c.id"
+        )
+        return {int(row["id"]): rows.to_meta(row, self.dialect) for row in found}
+
+    def heads_readable(self, record_ids: Collection[str], acl_ids: Collection[int]) -> set[str]:
+        if not record_ids or not acl_ids:
+            return set()
+        acl_sql, acl_params = self.dialect.in_list("c.acl_id", sorted(acl_ids))
+        head = self.dialect.flag("c.is_head", True)
+        readable: set[str] = set()
+        for test, params in self._in_batches("c.record_id", sorted(record_ids)):
+            found = self._read(
+                f"SELECT DISTINCT c.record_id FROM chunks c WHERE {test} AND {head} AND {acl_sql}",
+                [*params, *acl_params],
+            )
+            readable.update(str(row["record_id"]) for row in found)
+        return readable
+
+    def index_seq(self) -> int:
+        return self._count("SELECT COALESCE(MAX(seq), 0) AS n FROM chunks")
 
     def chunk_changes(self, since_seq: int, limit: int = 50_000) -> list[ChunkMeta]:
         found = self._read(
