@@ -13,6 +13,7 @@ import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, ClassVar, Protocol
 
 from cairn.store.base import ChunkFilter, ChunkMeta, EdgeFilter
@@ -219,27 +220,27 @@ def _compile(found: list[Condition], dialect: SqlDialect, alias: str) -> tuple[s
 
 # ---- for one chunk ------------------------------------------------------------------------
 
-_TESTS: dict[type, Callable[[Any, Any], bool]] = {
-    In: lambda cond, value: value in cond.values,
-    Flag: lambda cond, value: bool(value) is cond.value,
-}
 
-
-def _holds(cond: Condition, meta: ChunkMeta) -> bool:
-    """Whether one chunk meets ``cond`` (``HeadReadable``: only as the head of its record,
-    since whether the head of another may be read is not a fact of this chunk)."""
+def _test(cond: Condition) -> Callable[[ChunkMeta], bool]:
+    """``cond`` as a test of one chunk held in memory (``HeadReadable``: only as the head of
+    its record, since whether the head of another may be read is not a fact of this chunk)."""
     if isinstance(cond, HeadReadable):
-        return meta.is_head
-    if isinstance(cond, _TimeBound):
-        return cond.holds(getattr(meta, cond.column))
-    return _TESTS[type(cond)](cond, getattr(meta, cond.column))
+        return attrgetter("is_head")
+    value_of = attrgetter(cond.column)
+    if isinstance(cond, In):
+        values = cond.values
+        return lambda meta: value_of(meta) in values
+    if isinstance(cond, Flag):
+        wanted = cond.value
+        return lambda meta: bool(value_of(meta)) is wanted
+    return lambda meta: cond.holds(value_of(meta))
 
 
 def admits(where: ChunkFilter, meta: ChunkMeta) -> bool:
     """Whether ``where`` admits one chunk held in memory. An older version's chunk is not
     admitted: whether its record's head may be read is not a fact of the chunk alone, so
     this may say no where the indexes say yes, never the reverse."""
-    return all(_holds(cond, meta) for cond in conditions(where))
+    return all(_test(cond)(meta) for cond in conditions(where))
 
 
 def admitted(
@@ -256,8 +257,8 @@ def admitted(
     never show one the reader may not see."""
     rule = conditions(where)
     head_rule = next((c for c in rule if isinstance(c, HeadReadable)), None)
-    rest = [c for c in rule if not isinstance(c, HeadReadable)]
-    passed = {i for i, meta in metas.items() if all(_holds(c, meta) for c in rest)}
+    tests = [_test(c) for c in rule if not isinstance(c, HeadReadable)]
+    passed = {i for i, meta in metas.items() if all(test(meta) for test in tests)}
     if head_rule is None:
         return passed
     older = {metas[i].record_id for i in passed if not metas[i].is_head}
