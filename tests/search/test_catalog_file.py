@@ -412,3 +412,28 @@ def test_timeline_search_checks_the_store_too(tmp_path: Path) -> None:
     assert indexer is not None and len(indexer.catalog) == len(arrays["ids"])
     tampered._indexer = None
     tampered.close()
+
+
+def test_an_idle_worker_saves_a_grown_index_without_waiting_for_close(tmp_path: Path) -> None:
+    """A server stopped without closing still leaves a saved index: the background worker
+    saves one once idle, and again only when the index has grown by half."""
+    folder = tmp_path / ".cairn"
+    folder.mkdir()
+    memory = _memory(folder)
+    manifest = folder / INDEX_FOLDER / catalog_file.MANIFEST
+    worker = memory.start_indexing(poll=60)  # woken by commits, not by the poll
+    assert worker is not None
+    try:
+        memory.store_many([_content(i) for i in range(60)], principal=CURATOR)
+        assert worker.wait_idle(60)
+        assert manifest.is_file()  # saved by the worker, the memory still open
+        first = json.loads(manifest.read_text())["meta"]["rows"]
+        memory.store_many([_content(i) for i in range(60, 80)], principal=CURATOR)  # +1/3
+        assert worker.wait_idle(60)
+        assert json.loads(manifest.read_text())["meta"]["rows"] == first
+        memory.store_many([_content(i) for i in range(80, 100)], principal=CURATOR)  # +2/3
+        assert worker.wait_idle(60)
+        assert json.loads(manifest.read_text())["meta"]["rows"] == 100
+    finally:
+        memory.close()
+    assert json.loads(manifest.read_text())["meta"]["rows"] == 100

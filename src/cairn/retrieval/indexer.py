@@ -25,6 +25,7 @@ from cairn.store.filters import admits
 __all__ = [
     "BATCH",
     "SAVED_FROM_ROWS",
+    "SAVE_GROWTH",
     "SYNC_BATCH",
     "IndexWorker",
     "Indexer",
@@ -39,6 +40,8 @@ SYNC_BATCH = 10_000
 # A catalog is saved (``Indexer.save``) from this many rows: a smaller one is rebuilt from
 # the store in about a second.
 SAVED_FROM_ROWS = 20_000
+# An idle worker saves the catalog again once it has grown by this share since last saved.
+SAVE_GROWTH = 0.5
 # Chunks whose stored row a saved catalog's fingerprint names (evenly spread, first and last
 # included).
 _FINGERPRINT_CHUNKS = 17
@@ -172,21 +175,26 @@ class Indexer:
         stored = self.store.get_vectors(self.model, [c.text_hash for c in changes])
         return _decoded(stored)
 
-    def save(self) -> bool:
+    def save(self, *, grown_by: float | None = None) -> bool:
         """Save the catalog to ``saved``, if it holds ``saved_from_rows`` rows or more, has
-        changed since it was loaded or last saved, and has every chunk it saw (none waiting
-        for a vector). Returns whether it saved. Searches wait meanwhile: call it when done
-        (``Memory.close`` does)."""
+        changed since it was loaded or last saved (with ``grown_by``: has grown by that
+        share of its rows then, or was never saved), and has every chunk it saw (none
+        waiting for a vector). Returns whether it saved. Searches wait meanwhile (a few
+        seconds at a million rows): ``Memory.close`` calls it, and an idle ``IndexWorker``
+        when the catalog has grown by half."""
         if self.saved is None:
             return False
         with self._lock:
             catalog = self.catalog
             mark = (catalog.seq, len(catalog))
+            last = self._saved_mark
             if (
                 len(catalog) < self.saved_from_rows
                 or not catalog.settled
-                or mark == self._saved_mark
-            ):
+                or mark == last
+                or (grown_by is not None and last is not None
+                    and len(catalog) < (1 + grown_by) * last[1])
+            ):  # fmt: skip
                 return False
             state = catalog.state()
             fingerprint = self._fingerprint(state.arrays["ids"], catalog.seq)
@@ -298,6 +306,11 @@ class IndexWorker(BackgroundWorker):
         def work() -> bool:
             done = indexer.catch_up(limit=batch)
             indexer.sync()
+            if done == 0:
+                # Idle: keep a saved copy of a catalog that has grown by half since the last
+                # one (its first build included), so that a server stopped without closing
+                # does not leave the next one to build it all again.
+                indexer.save(grown_by=SAVE_GROWTH)
             return done > 0
 
         super().__init__(
