@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -437,3 +438,41 @@ def test_an_idle_worker_saves_a_grown_index_without_waiting_for_close(tmp_path: 
     finally:
         memory.close()
     assert json.loads(manifest.read_text())["meta"]["rows"] == 100
+
+
+def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Path) -> None:
+    """While the first mirroring of the store (a build, or a load) runs in another thread, a
+    read answers by keyword at once and says so; once built, reads use vectors again."""
+    folder = tmp_path / ".cairn"
+    folder.mkdir()
+    memory = _memory(folder)
+    memory.store_many([_content(i) for i in range(60)], principal=CURATOR)
+    indexer = memory.indexer
+    assert indexer is not None
+    building, done = threading.Event(), threading.Event()
+    original = indexer._sync
+
+    def slow_first_sync() -> None:
+        building.set()
+        assert done.wait(60)
+        original()
+
+    indexer._sync = slow_first_sync  # type: ignore[method-assign]
+    builder = threading.Thread(target=indexer.sync)
+    builder.start()
+    try:
+        assert building.wait(60)
+        answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+        assert answered.trace.vector_index_building and answered.items  # keyword answered
+        assert any("being built" in warning for warning in answered.warnings)
+        assert memory.search("Note 7", principal=CURATOR, mode="vector").hits == ()
+    finally:
+        done.set()
+        builder.join(60)
+    indexer._sync = original  # type: ignore[method-assign]
+    memory.index_pending()
+    after = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+    assert not after.trace.vector_index_building
+    assert any("vector_match" in item.why_included for item in after.items)
+    memory._indexer = None
+    memory.close()

@@ -76,6 +76,9 @@ class Indexer:
         # (seq, rows) of the catalog when last loaded or saved: nothing new to save then
         self._saved_mark: tuple[int, int] | None = None
         self.saved_from_rows = SAVED_FROM_ROWS
+        # Whether a sync has completed: the catalog then mirrors the store, and a sync only
+        # takes in what changed since (see ``sync_unless_building``).
+        self._mirrored = False
         # A server shares one indexer between request threads; the catalog is not
         # thread-safe to mutate, so syncs, searches and the catalog side of catch-ups take
         # turns. The model itself runs under ``_embedding`` only, never under ``_lock``.
@@ -149,6 +152,22 @@ class Indexer:
         """Mirror chunk inserts and state changes committed since the last sync (by anyone)."""
         with self._lock:
             self._sync()
+
+    def sync_unless_building(self) -> bool:
+        """``sync`` and say True; but while another thread mirrors the store for the first
+        time (loads a saved catalog or builds one: minutes at a million chunks), say False
+        at once instead of waiting, so that a read can go on without vectors. With no other
+        thread at it, the caller mirrors the store itself (a one-shot command must)."""
+        if self._mirrored:
+            self.sync()
+            return True
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            self._sync()
+        finally:
+            self._lock.release()
+        return True
 
     def _changes(self, since_seq: int, want: int = 0) -> list[ChunkMeta]:
         """Changes after ``since_seq``, ending on a whole seq group: the chunks of one
@@ -272,6 +291,7 @@ class Indexer:
             stored = self.store.get_vectors(self.model, list(self.catalog.pending))
             self.catalog.add_vectors(_decoded(stored))
         self._rescan()
+        self._mirrored = True
 
     def _rescan(self, *, drain: bool = False) -> None:
         """Re-read chunks passed over while pending was full, once it is at most half full

@@ -133,10 +133,15 @@ def run_recall(
         if live is not None:
             # A read never embeds: it mirrors what is already indexed and says how many of
             # the chunks it may see still wait for a vector (the background worker or
-            # `cairn reindex` embeds them). Keyword search sees them meanwhile.
+            # `cairn reindex` embeds them). Keyword search sees them meanwhile. Nor does it
+            # wait while another thread builds the index: it answers by keyword and says so.
             with _timed(trace, "index.sync"):
-                live.sync()
-            trace.vector_lag = live.pending_for(chosen.where)
+                ready = live.sync_unless_building()
+            if ready:
+                trace.vector_lag = live.pending_for(chosen.where)
+            else:
+                trace.vector_index_building = True
+                live = None
         if wants_keyword and live is not None:
             # SQLite's FTS scoring and numpy's product both release the GIL: on two cores
             # the two signals genuinely overlap.
@@ -337,6 +342,8 @@ def run_retrieve(
         warnings.append(
             f"{trace.vector_lag} chunks are not embedded yet (keyword search sees them)"
         )
+    if trace.vector_index_building:
+        warnings.append("the vector index is still being built: keyword search answered alone")
     return RetrievalResult(
         query=plan.query,
         mode=plan.mode,

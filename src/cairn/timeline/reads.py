@@ -212,8 +212,7 @@ def teleport(
     ranked: dict[str, list[str]] = {"keyword": []}
     for chunk_id, _ in keyword_recall(store, query, where, depth):
         ranked["keyword"].append(str(chunk_id))
-    if indexer is not None:
-        indexer.sync()
+    if indexer is not None and indexer.sync_unless_building():
         vector = indexer.embedder.embed_query(query)
         ranked["vector"] = [str(c) for c, _ in vector_recall(indexer, vector, where, depth)]
     # Checked once more on the store's own rows, as a search checks what it returns.
