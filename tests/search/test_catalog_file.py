@@ -4,6 +4,7 @@ not this store's, unreadable or tampered with never used against the store's wor
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.memory.indexing import INDEX_FOLDER
 from cairn.model import Acl, Content, ContentPatch, Principal, PrincipalKind, Sensitivity, Status
+from cairn.retrieval import indexer as indexer_module
 from cairn.search import catalog_file
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter
@@ -132,6 +134,16 @@ def _memory(folder: Path) -> Memory:
     indexer = memory.indexer
     assert indexer is not None
     indexer.saved_from_rows = 50  # the default (20,000) is for stores worth saving
+    return memory
+
+
+def _indexed_memory(tmp_path: Path) -> Memory:
+    """A memory on a new store folder holding 60 public notes, all embedded."""
+    folder = tmp_path / ".cairn"
+    folder.mkdir()
+    memory = _memory(folder)
+    memory.store_many([_content(i) for i in range(60)], principal=CURATOR)
+    memory.index_pending()
     return memory
 
 
@@ -463,8 +475,8 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
     try:
         assert building.wait(60)
         answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
-        assert answered.trace.vector_index_building and answered.items  # keyword answered
-        assert any("being built" in warning for warning in answered.warnings)
+        assert answered.trace.vector_index_busy and answered.items  # keyword answered
+        assert any("index is busy" in warning for warning in answered.warnings)
         assert memory.search("Note 7", principal=CURATOR, mode="vector").hits == ()
     finally:
         done.set()
@@ -472,7 +484,84 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
     indexer._sync = original  # type: ignore[method-assign]
     memory.index_pending()
     after = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
-    assert not after.trace.vector_index_building
+    assert not after.trace.vector_index_busy
     assert any("vector_match" in item.why_included for item in after.items)
     memory._indexer = None
     memory.close()
+
+
+def test_a_read_does_not_wait_for_a_save_and_a_failed_idle_save_waits_for_growth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory = _indexed_memory(tmp_path)
+    indexer = memory.indexer
+    assert indexer is not None
+    assert (
+        memory.retrieve("Note 7", principal=CURATOR, mode="hybrid").trace.vector_index_busy is False
+    )
+    saving, finish = threading.Event(), threading.Event()
+    real_save = indexer_module.save_catalog
+
+    def slow_save(*args: Any, **kwargs: Any) -> bool:
+        saving.set()
+        assert finish.wait(60)
+        return real_save(*args, **kwargs)
+
+    monkeypatch.setattr(indexer_module, "save_catalog", slow_save)
+    saver = threading.Thread(target=indexer.save)
+    saver.start()
+    try:
+        assert saving.wait(60)
+        answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+        assert answered.trace.vector_index_busy and answered.items
+    finally:
+        finish.set()
+        saver.join(60)
+    calls: list[int] = []
+
+    def failing_save(*args: Any, **kwargs: Any) -> bool:
+        calls.append(1)
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(indexer_module, "save_catalog", failing_save)
+    memory.store_many([_content(i) for i in range(60, 100)], principal=CURATOR)  # +2/3
+    memory.index_pending()
+    with caplog.at_level("WARNING", logger="cairn.indexer"):
+        assert indexer.save(grown_by=0.5) is False
+        assert indexer.save(grown_by=0.5) is False  # not tried again before it grows
+    assert len(calls) == 1 and "read-only file system" in caplog.text
+    with pytest.raises(OSError):
+        indexer.save()  # closing tries, and says why it could not
+    memory._indexer = None
+    memory.close()
+
+
+def test_with_a_worker_a_read_leaves_a_large_index_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = _indexed_memory(tmp_path)
+    memory._indexer = None  # a new process, whose worker has not started its first pass
+    indexer = memory.indexer
+    assert indexer is not None
+    indexer.background = True
+    monkeypatch.setattr(indexer_module, "BUILT_BY_READS_UP_TO", 10)
+    answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+    assert answered.trace.vector_index_busy and len(indexer.catalog) == 0  # not built here
+    indexer.sync()  # the worker's first pass
+    again = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+    assert not again.trace.vector_index_busy
+    assert any("vector_match" in item.why_included for item in again.items)
+    memory._indexer = None
+    memory.close()
+
+
+def test_an_idle_save_gives_up_while_another_process_saves(tmp_path: Path) -> None:
+    catalog = VectorCatalog(DIM, ann_threshold=None)
+    _filled(catalog, 50)
+    folder = tmp_path / "index"
+    catalog_file.save_catalog(folder, catalog.state(), model="m", fingerprint={})
+    with (folder / "save.lock").open("r+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as another process would, while it saves
+        assert not catalog_file.save_catalog(
+            folder, catalog.state(), model="m", fingerprint={}, wait=False
+        )

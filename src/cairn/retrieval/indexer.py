@@ -20,10 +20,11 @@ from cairn.search.catalog import CatalogState, Finalists, FloatArray, VectorCata
 from cairn.search.catalog_file import Fingerprint, load_catalog, save_catalog
 from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
-from cairn.store.filters import admits
+from cairn.store.filters import admitter
 
 __all__ = [
     "BATCH",
+    "BUILT_BY_READS_UP_TO",
     "SAVED_FROM_ROWS",
     "SAVE_GROWTH",
     "SYNC_BATCH",
@@ -40,6 +41,9 @@ SYNC_BATCH = 10_000
 # A catalog is saved (``Indexer.save``) from this many rows: a smaller one is rebuilt from
 # the store in about a second.
 SAVED_FROM_ROWS = 20_000
+# With a background worker, a read that finds the index not yet mirrored builds it itself
+# only up to this many chunks (about a second); past it, it answers by keyword meanwhile.
+BUILT_BY_READS_UP_TO = 50_000
 # An idle worker saves the catalog again once it has grown by this share since last saved.
 SAVE_GROWTH = 0.5
 # Chunks whose stored row a saved catalog's fingerprint names (evenly spread, first and last
@@ -79,6 +83,12 @@ class Indexer:
         # Whether a sync has completed: the catalog then mirrors the store, and a sync only
         # takes in what changed since (see ``sync_unless_building``).
         self._mirrored = False
+        # Whether a save holds the lock (reads do not wait for it), whether a background
+        # worker keeps this index (then it, not a read, builds a large one), and the size
+        # of the catalog when an idle save last failed (not tried again before it grows).
+        self._saving = False
+        self.background = False
+        self._failed_save_rows: int | None = None
         # A server shares one indexer between request threads; the catalog is not
         # thread-safe to mutate, so syncs, searches and the catalog side of catch-ups take
         # turns. The model itself runs under ``_embedding`` only, never under ``_lock``.
@@ -136,9 +146,10 @@ class Indexer:
         """How many chunks ``where`` admits still wait for a vector (as far as this
         catalog has seen): only what the reader may see is counted, so the number says
         nothing about other principals' writes."""
+        admitted_by = admitter(where)
         with self._lock:
             return sum(
-                1 for metas in self.catalog.pending.values() for m in metas if admits(where, m)
+                1 for metas in self.catalog.pending.values() for m in metas if admitted_by(m)
             )
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
@@ -154,20 +165,28 @@ class Indexer:
             self._sync()
 
     def sync_unless_building(self) -> bool:
-        """``sync`` and say True; but while another thread mirrors the store for the first
-        time (loads a saved catalog or builds one: minutes at a million chunks), say False
-        at once instead of waiting, so that a read can go on without vectors. With no other
-        thread at it, the caller mirrors the store itself (a one-shot command must)."""
-        if self._mirrored:
-            self.sync()
+        """``sync`` and say True; but say False at once, instead of waiting, while another
+        thread mirrors the store for the first time (loads a saved catalog or builds one:
+        minutes at a million chunks) or saves it (seconds), so that a read can go on without
+        vectors. With no other thread at it, the caller mirrors the store itself (a one-shot
+        command must), unless a background worker is there to do it and the store is too
+        large for a read to wait on (``BUILT_BY_READS_UP_TO``)."""
+        if self._lock.acquire(blocking=False):
+            try:
+                if (
+                    not self._mirrored
+                    and self.background
+                    and (self.store.chunk_count() > BUILT_BY_READS_UP_TO)
+                ):
+                    return False  # the worker's first pass builds it
+                self._sync()
+            finally:
+                self._lock.release()
             return True
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            self._sync()
-        finally:
-            self._lock.release()
-        return True
+        if self._mirrored and not self._saving:
+            self.sync()  # a sync or a catch-up holds the lock briefly: wait for it
+            return True
+        return False
 
     def _changes(self, since_seq: int, want: int = 0) -> list[ChunkMeta]:
         """Changes after ``since_seq``, ending on a whole seq group: the chunks of one
@@ -198,9 +217,11 @@ class Indexer:
         """Save the catalog to ``saved``, if it holds ``saved_from_rows`` rows or more, has
         changed since it was loaded or last saved (with ``grown_by``: has grown by that
         share of its rows then, or was never saved), and has every chunk it saw (none
-        waiting for a vector). Returns whether it saved. Searches wait meanwhile (a few
-        seconds at a million rows): ``Memory.close`` calls it, and an idle ``IndexWorker``
-        when the catalog has grown by half."""
+        waiting for a vector). Returns whether it saved. Reads answer by keyword meanwhile
+        (a few seconds at a million rows; see ``sync_unless_building``): ``Memory.close``
+        calls it, and an idle ``IndexWorker`` when the catalog has grown by half, which
+        gives up at once when another process is saving, and after a failure (logged) does
+        not try again before the catalog has grown by half once more."""
         if self.saved is None:
             return False
         with self._lock:
@@ -215,11 +236,33 @@ class Indexer:
                     and len(catalog) < (1 + grown_by) * last[1])
             ):  # fmt: skip
                 return False
-            state = catalog.state()
-            fingerprint = self._fingerprint(state.arrays["ids"], catalog.seq)
-            save_catalog(self.saved, state, model=self.model, fingerprint=fingerprint)
-            self._saved_mark = mark
-        return True
+            failed = self._failed_save_rows
+            if (
+                grown_by is not None
+                and failed is not None
+                and len(catalog) < (1 + grown_by) * failed
+            ):
+                return False
+            self._saving = True
+            try:
+                state = catalog.state()
+                fingerprint = self._fingerprint(state.arrays["ids"], catalog.seq)
+                # An idle worker does not queue behind another process's save: it tries
+                # again when the catalog next grows. Closing waits its turn.
+                saved = save_catalog(self.saved, state, model=self.model,
+                                     fingerprint=fingerprint, wait=grown_by is None)  # fmt: skip
+            except Exception as exc:
+                if grown_by is None:
+                    raise
+                log.warning("could not save the dense index in %s: %s", self.saved, exc)
+                self._failed_save_rows = len(catalog)
+                return False
+            finally:
+                self._saving = False
+            if saved:
+                self._saved_mark = mark
+                self._failed_save_rows = None
+        return saved
 
     def _fingerprint(self, ids: npt.NDArray[np.int64], seq: int) -> Fingerprint:
         """Chunks the store must still hold as they were for a catalog of ``ids`` (its chunk
@@ -323,7 +366,10 @@ class IndexWorker(BackgroundWorker):
         self.indexer = indexer
         self.batch = batch
 
+        indexer.background = True
+
         def work() -> bool:
+            indexer.sync()  # first: a large store's index is built here, not by a read
             done = indexer.catch_up(limit=batch)
             indexer.sync()
             if done == 0:

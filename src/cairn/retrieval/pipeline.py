@@ -134,13 +134,14 @@ def run_recall(
             # A read never embeds: it mirrors what is already indexed and says how many of
             # the chunks it may see still wait for a vector (the background worker or
             # `cairn reindex` embeds them). Keyword search sees them meanwhile. Nor does it
-            # wait while another thread builds the index: it answers by keyword and says so.
+            # wait while another thread builds, loads or saves the index: it answers by
+            # keyword and says so.
             with _timed(trace, "index.sync"):
                 ready = live.sync_unless_building()
             if ready:
                 trace.vector_lag = live.pending_for(chosen.where)
             else:
-                trace.vector_index_building = True
+                trace.vector_index_busy = True
                 live = None
         if wants_keyword and live is not None:
             # SQLite's FTS scoring and numpy's product both release the GIL: on two cores
@@ -342,8 +343,10 @@ def run_retrieve(
         warnings.append(
             f"{trace.vector_lag} chunks are not embedded yet (keyword search sees them)"
         )
-    if trace.vector_index_building:
-        warnings.append("the vector index is still being built: keyword search answered alone")
+    if trace.vector_index_busy:
+        warnings.append(
+            "the vector index is busy (being built or saved): keyword search answered alone"
+        )
     return RetrievalResult(
         query=plan.query,
         mode=plan.mode,

@@ -56,11 +56,12 @@ Fingerprint = dict[str, list[str]]
 
 
 def save_catalog(
-    folder: Path, state: CatalogState, *, model: str, fingerprint: Fingerprint
-) -> None:
-    """Write ``state`` to ``folder`` as the current snapshot (replacing any before it).
-    Processes saving into one folder take turns, so that none removes the files of the
-    snapshot another has just made current."""
+    folder: Path, state: CatalogState, *, model: str, fingerprint: Fingerprint, wait: bool = True
+) -> bool:
+    """Write ``state`` to ``folder`` as the current snapshot (replacing any before it);
+    whether it did. Processes saving into one folder take turns, so that none removes the
+    files of the snapshot another has just made current; with ``wait`` False a save finding
+    another under way gives up at once (False)."""
     make_private_folder(folder)
     lock = folder / _LOCK
     create_private_file(lock)
@@ -71,10 +72,13 @@ def save_catalog(
                 fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not wait:
+                    return False
                 if time.monotonic() > deadline:
                     raise TimeoutError("another process has been saving for too long") from None
                 time.sleep(0.05)  # polling a lock another process holds, not synchronising
         _save(folder, state, model=model, fingerprint=fingerprint)
+    return True
 
 
 def _save(folder: Path, state: CatalogState, *, model: str, fingerprint: Fingerprint) -> None:

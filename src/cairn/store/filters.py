@@ -30,6 +30,7 @@ __all__ = [
     "StillValid",
     "admits",
     "admitted",
+    "admitter",
     "conditions",
     "edge_conditions",
     "edge_sql",
@@ -236,11 +237,18 @@ def _test(cond: Condition) -> Callable[[ChunkMeta], bool]:
     return lambda meta: cond.holds(value_of(meta))
 
 
+def admitter(where: ChunkFilter) -> Callable[[ChunkMeta], bool]:
+    """Whether ``where`` admits one chunk held in memory, as a test compiled once for many
+    chunks. An older version's chunk is not admitted: whether its record's head may be read
+    is not a fact of the chunk alone, so this may say no where the indexes say yes, never
+    the reverse."""
+    tests = [_test(cond) for cond in conditions(where)]
+    return lambda meta: all(test(meta) for test in tests)
+
+
 def admits(where: ChunkFilter, meta: ChunkMeta) -> bool:
-    """Whether ``where`` admits one chunk held in memory. An older version's chunk is not
-    admitted: whether its record's head may be read is not a fact of the chunk alone, so
-    this may say no where the indexes say yes, never the reverse."""
-    return all(_test(cond)(meta) for cond in conditions(where))
+    """``admitter(where)(meta)``, for one chunk."""
+    return admitter(where)(meta)
 
 
 def admitted(
