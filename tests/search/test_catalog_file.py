@@ -477,6 +477,10 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
         answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
         assert answered.trace.vector_index_busy and answered.items  # keyword answered
         assert any("index is busy" in warning for warning in answered.warnings)
+        by_keyword = memory.retrieve("Note 7", principal=CURATOR, mode="keyword")
+        assert [(i.version_id, i.scores.confidence) for i in answered.items] == [
+            (i.version_id, i.scores.confidence) for i in by_keyword.items
+        ]  # scored as the keyword read it was
         assert memory.search("Note 7", principal=CURATOR, mode="vector").hits == ()
     finally:
         done.set()

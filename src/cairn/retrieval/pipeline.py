@@ -322,13 +322,15 @@ def run_retrieve(
     with _timed(trace, "validate"):
         records = store.get_records([h.record_id for h in hits])
         versions = {h.version_id: store.get_version(h.version_id) for h in hits}
-        live = indexer() if indexer is not None and plan.mode != "keyword" else None
+        # A read the busy index left to keyword search alone is scored as one.
+        mode = "keyword" if trace.vector_index_busy else plan.mode
+        live = indexer() if indexer is not None and mode != "keyword" else None
         checked = validate(
             hits,
             records=records,
             versions={k: v for k, v in versions.items() if v is not None},
             now=now,
-            best_possible=max_fused_score(plan.weights, plan.mode),
+            best_possible=max_fused_score(plan.weights, mode),
             vector_of=live.catalog.vector_of if live else (lambda _chunk: None),
         )
     trace.dropped_by_validation = checked.dropped
