@@ -11,5 +11,5 @@ def test_index_load_quick_saves_and_loads_the_same_index(tmp_path: Path) -> None
     figures, printed = run_quick("index_load", tmp_path)
     assert figures["rows"] == 3000
     assert figures["same_answers"] is True  # the loaded index answers as the built one
-    assert figures["saved_mb"] > 0 and figures["load_s"] >= 0 and figures["build_s"] > 0
+    assert figures["saved_mb"] > 0  # it saved the index it then loaded
     assert "dense index on opening a store" in printed

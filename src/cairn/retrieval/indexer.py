@@ -83,12 +83,13 @@ class Indexer:
         # Whether a sync has completed: the catalog then mirrors the store, and a sync only
         # takes in what changed since (see ``sync_unless_building``).
         self._mirrored = False
-        # Whether a save holds the lock (reads do not wait for it), whether a background
-        # worker keeps this index (then it, not a read, builds a large one), and the size
-        # of the catalog when an idle save last failed (not tried again before it grows).
+        # Rows of the catalog when it was last loaded, saved or tried to be saved: an idle
+        # worker saves again only once it has grown by half since.
+        self._tried_rows: int | None = None
+        # Whether a save holds the lock (reads do not wait for it), and whether a background
+        # worker keeps this index (then it, not a read, builds a large one).
         self._saving = False
         self.background = False
-        self._failed_save_rows: int | None = None
         # A server shares one indexer between request threads; the catalog is not
         # thread-safe to mutate, so syncs, searches and the catalog side of catch-ups take
         # turns. The model itself runs under ``_embedding`` only, never under ``_lock``.
@@ -228,20 +229,14 @@ class Indexer:
             catalog = self.catalog
             mark = (catalog.seq, len(catalog))
             last = self._saved_mark
+            tried = self._tried_rows
             if (
                 len(catalog) < self.saved_from_rows
                 or not catalog.settled
                 or mark == last
-                or (grown_by is not None and last is not None
-                    and len(catalog) < (1 + grown_by) * last[1])
+                or (grown_by is not None and tried is not None
+                    and len(catalog) < (1 + grown_by) * tried)
             ):  # fmt: skip
-                return False
-            failed = self._failed_save_rows
-            if (
-                grown_by is not None
-                and failed is not None
-                and len(catalog) < (1 + grown_by) * failed
-            ):
                 return False
             self._saving = True
             try:
@@ -255,13 +250,12 @@ class Indexer:
                 if grown_by is None:
                     raise
                 log.warning("could not save the dense index in %s: %s", self.saved, exc)
-                self._failed_save_rows = len(catalog)
+                self._tried_rows = len(catalog)
                 return False
             finally:
                 self._saving = False
             if saved:
-                self._saved_mark = mark
-                self._failed_save_rows = None
+                self._saved_mark, self._tried_rows = mark, len(catalog)
         return saved
 
     def _fingerprint(self, ids: npt.NDArray[np.int64], seq: int) -> Fingerprint:
@@ -319,7 +313,7 @@ class Indexer:
             )
             return
         self.catalog = restored
-        self._saved_mark = (restored.seq, len(restored))
+        self._saved_mark, self._tried_rows = (restored.seq, len(restored)), len(restored)
 
     def _sync(self) -> None:
         if self._restore_pending:

@@ -4,7 +4,8 @@
 a list of conditions on a chunk's filter columns. That one list is then compiled to SQL for
 both SQL stores (``to_sql``, with a dialect's small differences), to a numpy mask by the
 in-memory vector catalog (``search.catalog``), and to a predicate over one chunk held in
-memory (``admits``). A rule added here holds in every index at once.
+memory (``admitter``; ``admitted`` applies it to the rows a search returns, as the store
+holds them). A rule added here holds in every index at once.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ __all__ = [
     "NotAfter",
     "SqlDialect",
     "StillValid",
-    "admits",
     "admitted",
     "admitter",
     "conditions",
@@ -244,11 +244,6 @@ def admitter(where: ChunkFilter) -> Callable[[ChunkMeta], bool]:
     the reverse."""
     tests = [_test(cond) for cond in conditions(where)]
     return lambda meta: all(test(meta) for test in tests)
-
-
-def admits(where: ChunkFilter, meta: ChunkMeta) -> bool:
-    """``admitter(where)(meta)``, for one chunk."""
-    return admitter(where)(meta)
 
 
 def admitted(
