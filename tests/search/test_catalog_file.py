@@ -569,3 +569,38 @@ def test_an_idle_save_gives_up_while_another_process_saves(tmp_path: Path) -> No
         assert not catalog_file.save_catalog(
             folder, catalog.state(), model="m", fingerprint={}, wait=False
         )
+
+
+@pytest.mark.parametrize(
+    "tampered",
+    [
+        {"columns": "../columns-outside.npz"},  # a path out of the folder
+        {"columns": "ABSOLUTE"},  # the same file, named by its absolute path
+        {"graph": "graph-../../x.hnsw"},
+        {"fingerprint": [1, 2]},
+        {"meta": {"graph_dims": "many"}},
+    ],
+    ids=["parent", "absolute", "graph-path", "fingerprint", "meta"],
+)
+def test_a_crafted_manifest_is_refused_not_followed(
+    tmp_path: Path, tampered: dict[str, Any]
+) -> None:
+    """The manifest names the files to read: a name that is not one this module writes, or
+    fields of the wrong shape, make the snapshot unusable (rebuilt), never read elsewhere."""
+    catalog = VectorCatalog(DIM, ann_threshold=100, ann_dims=None)
+    _filled(catalog, 300)
+    folder = tmp_path / "index"
+    catalog_file.save_catalog(
+        folder, catalog.state(), model="m", fingerprint={"1": ["v", "h", "1"]}
+    )
+    manifest = folder / catalog_file.MANIFEST
+    assert catalog_file.load_catalog(folder, model="m") is not None  # untouched, it loads
+    # a well-formed columns file outside the folder, which a followed name would load
+    outside = tmp_path / "columns-outside.npz"
+    shutil.copyfile(next(folder.glob("columns-*.npz")), outside)
+    if tampered.get("columns") == "ABSOLUTE":
+        tampered = {"columns": str(outside)}
+    manifest.write_text(json.dumps(json.loads(manifest.read_text()) | tampered))
+    assert catalog_file.load_catalog(folder, model="m") is None
+    manifest.write_text("[]")
+    assert catalog_file.load_catalog(folder, model="m") is None
