@@ -345,7 +345,7 @@ def test_expand_grip_answers_the_kernels_events(world: World) -> None:
 
 def test_teleport_query_answers_the_kernels_hits(world: World) -> None:
     reader = world.who("reader")
-    expected = world.memory.timeline_search("backup Saturday", principal=reader, k=5)
+    expected = world.memory.timeline_search("backup Saturday", principal=reader, k=5).hits
     answer = world.stub.TeleportQuery(
         pb.TeleportQueryRequest(query="backup Saturday", k=5),
         metadata=_auth(world.keys["reader"]),
@@ -367,6 +367,24 @@ def test_index_status_is_for_curators_of_every_scope(world: World) -> None:
     for name in ("agent", "reader"):
         error = _refused(world.stub.IndexStatus, pb.IndexStatusRequest(), _auth(world.keys[name]))
         assert error.code() is grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_a_busy_vector_index_is_said_over_grpc(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexer = world.memory.indexer
+    assert indexer is not None
+    # as while another thread builds or saves the index: reads answer by keyword alone
+    monkeypatch.setattr(indexer, "sync_unless_building", lambda: False)
+    monkeypatch.setattr(type(indexer), "busy", property(lambda self: True))
+    answer = world.stub.TeleportQuery(
+        pb.TeleportQueryRequest(query="backup Saturday", k=5),
+        metadata=_auth(world.keys["reader"]),
+    )
+    assert answer.hits and all("vector" not in dict(h.signals) for h in answer.hits)
+    assert any("index is busy" in warning for warning in answer.warnings)
+    status = world.stub.IndexStatus(pb.IndexStatusRequest(), metadata=_auth(world.keys["curator"]))
+    assert status.vector_index_busy
 
 
 # ---- keys -----------------------------------------------------------------------------

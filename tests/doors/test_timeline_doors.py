@@ -161,7 +161,9 @@ def test_navigation_search_and_grips_over_http(world: World) -> None:
     day = _get(world, f"/v1/timeline/nodes/{segment['parent_id']}", world.reader).json()
     page = _get(world, f"/v1/timeline/nodes/{day['node_id']}/children", world.reader).json()
     assert [c["node_id"] for c in page["children"]] == [segment["node_id"]]
-    hits = _get(world, "/v1/timeline/search", world.reader, q="backup window").json()
+    found = _get(world, "/v1/timeline/search", world.reader, q="backup window").json()
+    assert found["warnings"] == []
+    hits = found["hits"]
     assert hits[0]["node_id"] == segment["node_id"]
     grip = _get(world, f"/v1/timeline/grips/{hits[0]['grip_ids'][0]}", world.reader).json()
     covered = [e["event_id"] for e in grip["events"]]
@@ -200,7 +202,7 @@ def test_nothing_of_another_scope_reaches_a_reader_over_http(world: World) -> No
         assert SECRET not in answer.text and "other/secret" not in answer.text
         assert not any(node in answer.text for node in world.secret_nodes)
     # vector recall may still offer the reader's own nearest summaries, never theirs
-    hits = _get(world, "/v1/timeline/search", reader, q=f"{SECRET} merger").json()
+    hits = _get(world, "/v1/timeline/search", reader, q=f"{SECRET} merger").json()["hits"]
     assert all(h["node_id"] not in world.secret_nodes for h in hits)
     # the scan counted only what the reader may read
     scan = _get(world, "/v1/timeline/scan", reader, q=SECRET,
@@ -230,7 +232,7 @@ def test_the_cli_prints_what_http_answers(world: World) -> None:
         assert hidden.returncode == 3 and SECRET not in hidden.stdout + hidden.stderr
     found = _cli(world, world.reader, "search", f"{SECRET} merger", "--json")
     assert found.returncode == 0, found.stderr
-    assert all(h["node_id"] not in world.secret_nodes for h in json.loads(found.stdout))
+    assert all(h["node_id"] not in world.secret_nodes for h in json.loads(found.stdout)["hits"])
     refused = _cli(world, world.reader, "rollup")
     assert refused.returncode == 4, refused.stderr
 
@@ -278,7 +280,7 @@ def test_the_server_rolls_up_appended_events_by_itself(world: World) -> None:
             break
         time.sleep(0.05)  # pacing the poll, not synchronisation
     assert status["lag"] == 0
-    hits = _get(world, "/v1/timeline/search", world.reader, q="background rollup").json()
+    hits = _get(world, "/v1/timeline/search", world.reader, q="background rollup").json()["hits"]
     grips = [
         _get(world, f"/v1/timeline/grips/{g}", world.reader).json() for g in hits[0]["grip_ids"]
     ]

@@ -12,9 +12,10 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -408,7 +409,9 @@ def test_timeline_search_checks_the_store_too(tmp_path: Path) -> None:
     acme = next(m for m in metas.values() if names[m.scope_id].startswith("acme/"))
 
     def found(memory: Memory, who: Principal) -> set[str]:
-        return {hit.node_id for hit in memory.timeline_search("zebra quartz plan", principal=who)}
+        return {
+            hit.node_id for hit in memory.timeline_search("zebra quartz plan", principal=who).hits
+        }
 
     untouched = _memory(folder)
     assert found(untouched, CURATOR) & secret  # the secret scope's nodes are found
@@ -452,12 +455,29 @@ def test_an_idle_worker_saves_a_grown_index_without_waiting_for_close(tmp_path: 
     assert json.loads(manifest.read_text())["meta"]["rows"] == 100
 
 
+T = TypeVar("T")
+
+
+def _answers_at_once(read: Callable[[], T]) -> T:
+    """``read()``, which must not wait for the index's lock: run in a thread and given ten
+    seconds, where the thread holding the lock would keep it for a minute."""
+    answers: list[T] = []
+    reader = threading.Thread(target=lambda: answers.append(read()))
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "the read waited for the index"
+    return answers[0]
+
+
 def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Path) -> None:
     """While the first mirroring of the store (a build, or a load) runs in another thread, a
-    read answers by keyword at once and says so; once built, reads use vectors again."""
+    read answers by keyword at once and says so, and so do the statuses and a timeline
+    search; once built, reads use vectors again."""
     folder = tmp_path / ".cairn"
     folder.mkdir()
     memory = _memory(folder)
+    memory.append_events(conversation("a", T0, 12), principal=TIMELINE_AGENT)
+    memory.rollup(principal=CURATOR)
     memory.store_many([_content(i) for i in range(60)], principal=CURATOR)
     indexer = memory.indexer
     assert indexer is not None
@@ -482,6 +502,13 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
             (i.version_id, i.scores.confidence) for i in by_keyword.items
         ]  # scored as the keyword read it was
         assert memory.search("Note 7", principal=CURATOR, mode="vector").hits == ()
+        status = _answers_at_once(lambda: memory.status(principal=CURATOR))
+        assert status["vector_index_busy"] == 1 and status["vector_lag"] > 0
+        timeline = _answers_at_once(lambda: memory.timeline_status(principal=CURATOR))
+        assert timeline.vector_index_busy
+        found = memory.timeline_search("nightly build", principal=CURATOR)
+        assert found.hits and all("vector" not in hit.signals for hit in found.hits)
+        assert any("index is busy" in warning for warning in found.warnings)
     finally:
         done.set()
         builder.join(60)
@@ -490,6 +517,10 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
     after = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
     assert not after.trace.vector_index_busy
     assert any("vector_match" in item.why_included for item in after.items)
+    assert memory.status(principal=CURATOR)["vector_index_busy"] == 0
+    assert not memory.timeline_status(principal=CURATOR).vector_index_busy
+    found = memory.timeline_search("nightly build", principal=CURATOR)
+    assert found.warnings == () and any("vector" in hit.signals for hit in found.hits)
     memory._indexer = None
     memory.close()
 

@@ -139,7 +139,7 @@ def test_timeline_reads_embed_nothing_and_write_nothing(store: Store, tmp_path: 
     assert lag > 0
     before = _every_row(store)
     (year,) = memory.timeline_root(principal=agent)
-    hits = memory.timeline_search("nightly build", principal=agent)
+    hits = memory.timeline_search("nightly build", principal=agent).hits
     assert hits and all("vector" not in h.signals for h in hits)
     segment = memory.timeline_node(hits[0].node_id, principal=agent)
     memory.expand_grip(segment.bullets[0].grip_ids[0], principal=agent)

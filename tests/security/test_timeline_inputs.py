@@ -340,7 +340,8 @@ def test_queries_huge_empty_or_without_words(stack: Stack) -> None:
     for empty in NO_WORDS:
         assert library(lambda q=empty: m.timeline_search(q, principal=AGENT)) == ("ok", None, "")
         status, hits = http_get(stack, "/search", q=empty)
-        assert status == 200 and isinstance(hits, list), (empty, hits)
+        assert status == 200 and isinstance(hits, dict), (empty, hits)
+        assert isinstance(hits["hits"], list), (empty, hits)
         assert mcp(stack, "timeline_search", {"q": empty})[0] == "ok"
         scanned = library(
             lambda q=empty: m.timeline_scan(q, since=since, until=until, principal=AGENT)
@@ -373,14 +374,17 @@ def test_times_naive_numeric_reversed_and_far_apart(stack: Stack) -> None:
         assert code == 2 and "since" in said, (value, said)
     late, early = "2026-03-04T00:00:00Z", "2026-03-01T00:00:00Z"
     # reversed: a search finds nothing, a scan says which end is wrong
-    assert http_get(stack, "/search", q="backup", since=late, until=early) == (200, [])
+    assert http_get(stack, "/search", q="backup", since=late, until=early) == (
+        200,
+        {"hits": [], "warnings": []},
+    )
     status, problem = http_get(stack, "/scan", q="backup", since=late, until=early)
     assert status == 422 and problem["field"] == "until", problem  # type: ignore[call-overload]
     # a century: a search looks through it, a scan reads at most a year
     status, hits = http_get(
         stack, "/search", q="backup", since="1970-01-01T00:00:00Z", until="2070-01-01T00:00:00Z"
     )
-    assert status == 200 and hits, hits
+    assert status == 200 and isinstance(hits, dict) and hits["hits"], hits
     status, problem = http_get(
         stack, "/scan", q="backup", since="1970-01-01T00:00:00Z", until="2070-01-01T00:00:00Z"
     )

@@ -103,6 +103,26 @@ def test_a_large_reach_is_pruned_as_before(store: Store, monkeypatch: pytest.Mon
     assert keyword_match(store, "recommend", _where(store, "chat/alice")) is None
 
 
+def test_a_store_wide_query_never_counts_a_stopword(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted: list[str] = []
+    real = store.doc_freq
+
+    def counting(term: str) -> int:
+        counted.append(term)
+        return real(term)
+
+    monkeypatch.setattr(store, "doc_freq", counting)
+    # "would" and "the" are stopwords (dropped whatever their counts): counting them would
+    # walk their posting lists for nothing. The words that decide are still counted, and
+    # the query keeps the one that is not hopeless.
+    found = keyword_match(store, "would the harbour recommend the hotel", _where(store, None))
+    assert found is not None and set(found.terms) == {"harbour", "hotel"}
+    assert "the" not in counted and "would" not in counted
+    assert {"harbour", "recommend", "hotel"} <= set(counted)
+
+
 @pytest.mark.parametrize("store", ["sqlite"], indirect=True)  # the scope column is SQLite's
 def test_query_words_never_match_the_scope_column(store: Store) -> None:
     alice = _where(store, "chat/alice")

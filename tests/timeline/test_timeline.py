@@ -239,7 +239,8 @@ def test_a_late_event_that_bridges_two_segments_retires_one(memory: Memory) -> N
     with pytest.raises(NotFound):
         memory.timeline_node(retired_id, principal=READER)
     assert not any(
-        h.node_id == retired_id for h in memory.timeline_search("nightly build", principal=READER)
+        h.node_id == retired_id
+        for h in memory.timeline_search("nightly build", principal=READER).hits
     )
     # a citation of it still shows what was cited, and its last version says it retired;
     # to a reader outside its scope it does not exist, at any version
@@ -326,11 +327,12 @@ def test_a_reader_outside_the_scope_sees_nothing_of_it(memory: Memory) -> None:
     for grip_id in secret_grips:
         with pytest.raises(NotFound):
             memory.expand_grip(grip_id, principal=READER)
-    assert memory.timeline_search("zebra quartz", principal=READER) == []
+    assert memory.timeline_search("zebra quartz", principal=READER).hits == ()
     # and the other way round
     assert [n.scope for n in memory.timeline_root(principal=OUTSIDER)] == ["other/secret"]
     assert all(
-        h.node_id in secret for h in memory.timeline_search("nightly build", principal=OUTSIDER)
+        h.node_id in secret
+        for h in memory.timeline_search("nightly build", principal=OUTSIDER).hits
     )
     assert all("zebra" not in i.text for i in memory.timeline_recent(principal=READER).items)
     scan = memory.timeline_scan(
@@ -338,7 +340,7 @@ def test_a_reader_outside_the_scope_sees_nothing_of_it(memory: Memory) -> None:
     )
     assert scan.grips == () and scan.scanned == 6
     # the insider does see it
-    hits = memory.timeline_search("zebra quartz", principal=insider)
+    hits = memory.timeline_search("zebra quartz", principal=insider).hits
     assert hits and all(h.node_id in secret for h in hits)
 
 
@@ -353,7 +355,9 @@ def test_teleport_finds_the_segment_and_its_grip(memory: Memory) -> None:
         principal=AGENT,
     )
     memory.rollup(principal=CURATOR)
-    hits = memory.timeline_search("invoice handles leak", principal=READER)
+    found = memory.timeline_search("invoice handles leak", principal=READER)
+    assert found.warnings == ()  # the index was free: vectors took part
+    hits = found.hits
     best = hits[0]
     assert best.level is TocLevel.SEGMENT and best.starts_at == T0 + timedelta(days=2)
     expanded = memory.expand_grip(best.grip_ids[0], principal=READER, before=0, after=0)
@@ -362,7 +366,7 @@ def test_teleport_finds_the_segment_and_its_grip(memory: Memory) -> None:
     late = memory.timeline_search(
         "invoice handles leak", principal=READER, since=T0 + timedelta(days=3)
     )
-    assert all(h.starts_at >= T0 + timedelta(days=3) for h in late)
+    assert all(h.starts_at >= T0 + timedelta(days=3) for h in late.hits)
 
 
 def test_expand_grip_gives_context_on_both_sides(memory: Memory) -> None:

@@ -56,7 +56,7 @@ from cairn.options import (
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
 from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.retrieval.weights import check_weights
-from cairn.timeline.views import TeleportHit
+from cairn.timeline.views import TimelineHits
 
 if TYPE_CHECKING:  # the graph's request model pulls in the graph package: typing only
     from cairn.graph.why import WhyRequest
@@ -265,7 +265,7 @@ class MemoryClient(Closing):
         check_names(filters, EventFilters.__optional_keys__)
         return self._events(filters)
 
-    def timeline_search(self, query: str, **filters: Unpack[TimelineFilters]) -> list[TeleportHit]:
+    def timeline_search(self, query: str, **filters: Unpack[TimelineFilters]) -> TimelineHits:
         """The timeline summaries and grips that best match ``query`` (``TimelineFilters``)."""
         check_names(filters, TimelineFilters.__optional_keys__)
         if "k" in filters:
@@ -381,7 +381,7 @@ class MemoryClient(Closing):
     def _events(self, filters: EventFilters) -> list[Event]: ...
 
     @abstractmethod
-    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]: ...
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> TimelineHits: ...
 
     @abstractmethod
     def _graph_roles(self) -> list[dict[str, Any]]:

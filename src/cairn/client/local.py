@@ -51,7 +51,7 @@ from cairn.model import (
 from cairn.options import ReadFilters
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
 from cairn.retrieval.types import RetrievalResult, SearchResult
-from cairn.timeline.views import TeleportHit
+from cairn.timeline.views import TimelineHits
 from cairn.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -293,7 +293,7 @@ class LocalMemory(MemoryClient):
     def _events(self, filters: EventFilters) -> list[Event]:
         return self.memory.events(principal=self._principal, **filters)
 
-    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]:
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> TimelineHits:
         return self.memory.timeline_search(query, principal=self._principal, **filters)
 
     def _graph_roles(self) -> list[dict[str, Any]]:

@@ -62,7 +62,7 @@ from cairn.model import (
 from cairn.options import ReadFilters
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
 from cairn.retrieval.types import RetrievalResult, SearchResult
-from cairn.timeline.views import TeleportHit
+from cairn.timeline.views import TimelineHits
 
 if TYPE_CHECKING:
     from cairn.graph.why import WhyRequest
@@ -351,10 +351,10 @@ class RemoteMemory(MemoryClient):
                 params["after_scope"] = after[2]
         return _parse(list[Event], self._call("GET", "/timeline/events", params=params))
 
-    def _timeline_search(self, query: str, filters: TimelineFilters) -> list[TeleportHit]:
+    def _timeline_search(self, query: str, filters: TimelineFilters) -> TimelineHits:
         params = _params(q=query, **_json_values(filters))
         found = self._call("GET", "/timeline/search", params=params)
-        return _parse(list[TeleportHit], found)
+        return _parse(TimelineHits, found)
 
     def _graph_roles(self) -> list[dict[str, Any]]:
         return _parse(list[dict[str, Any]], self._call("GET", "/graph/roles"))

@@ -301,4 +301,9 @@ def hit_message(hit: TeleportHit) -> pb.TeleportHit:
 
 
 def status_message(status: TimelineStatus) -> pb.IndexStatusResponse:
-    return pb.IndexStatusResponse(lag=status.lag, nodes=status.nodes, vector_lag=status.vector_lag)
+    return pb.IndexStatusResponse(
+        lag=status.lag,
+        nodes=status.nodes,
+        vector_lag=status.vector_lag,
+        vector_index_busy=status.vector_index_busy,
+    )

@@ -23,7 +23,7 @@ from cairn.errors import InvalidInput
 from cairn.ingest.records import append_events, read_events
 from cairn.model import Event, Timestamp, TocNode
 from cairn.timeline.rollup import RollupProgress, RollupReport
-from cairn.timeline.views import NodePage, RecentContext, ScanReport, TeleportHit
+from cairn.timeline.views import NodePage, RecentContext, ScanReport, TimelineHits
 
 __all__ = ["timeline_app"]
 
@@ -131,6 +131,11 @@ def status(embedder: EmbedderOpt = None) -> None:
             lambda s: render.out.print(
                 f"lag {s.lag} events, vector lag {s.vector_lag}; nodes "
                 + ", ".join(f"{n} {level}" for level, n in sorted(s.nodes.items()))
+                + (
+                    "; the vector index is busy: searches answer by keyword alone"
+                    if s.vector_index_busy
+                    else ""
+                )
             ),
         )
 
@@ -332,12 +337,14 @@ def _show_events(found: list[Event]) -> None:
         )
 
 
-def _show_hits(hits: list[TeleportHit]) -> None:
-    for h in hits:
+def _show_hits(found: TimelineHits) -> None:
+    for h in found.hits:
         render.out.print(
             f"{h.score:.4f} {h.level.value} {h.node_id} v{h.version}: {escape(h.text)}"
             f"  [dim]{' '.join(h.grip_ids[:3])}[/]"
         )
+    for warning in found.warnings:
+        render.out.print(f"[yellow]warning[/] {escape(warning)}")
 
 
 def _show_scan(report: ScanReport) -> None:

@@ -163,7 +163,7 @@ class TimelineService(pb_grpc.TimelineServiceServicer):
     def TeleportQuery(
         self, request: pb.TeleportQueryRequest, who: Principal
     ) -> pb.TeleportQueryResponse:
-        hits = self._memory.timeline_search(
+        found = self._memory.timeline_search(
             request.query,
             principal=who,
             scope=wire.text(request.scope),
@@ -171,7 +171,9 @@ class TimelineService(pb_grpc.TimelineServiceServicer):
             since=wire.moment(request.since, "since") if request.HasField("since") else None,
             until=wire.moment(request.until, "until") if request.HasField("until") else None,
         )
-        return pb.TeleportQueryResponse(hits=[wire.hit_message(h) for h in hits])
+        return pb.TeleportQueryResponse(
+            hits=[wire.hit_message(h) for h in found.hits], warnings=found.warnings
+        )
 
     @_rpc
     def IndexStatus(self, request: pb.IndexStatusRequest, who: Principal) -> pb.IndexStatusResponse:

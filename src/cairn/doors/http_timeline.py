@@ -141,7 +141,7 @@ def timeline_router(memory: Memory) -> APIRouter:
         k: Annotated[int, Query(ge=1, le=MAX_TIMELINE_HITS)] = 10,
         since: Timestamp | None = None,
         until: Timestamp | None = None,
-    ) -> list[views.TeleportHit]:
+    ) -> views.TimelineHits:
         return memory.timeline_search(q, principal=who, scope=scope, k=k, since=since, until=until)
 
     @router.get("/recent", summary="What an agent starting work should read, within a token budget")

@@ -65,7 +65,7 @@ from cairn.model import (
 )
 from cairn.retrieval.context import ClaimsReport, ResearchAnswer, ValidationReport
 from cairn.retrieval.types import Item, Mode, RetrievalResult
-from cairn.timeline.views import ExpandedGrip, RecentContext, TeleportHit
+from cairn.timeline.views import ExpandedGrip, RecentContext, TimelineHits
 
 __all__ = [
     "MCP_PROMPTS",
@@ -163,10 +163,6 @@ class CheckReport(BaseModel):
     claims: ClaimsReport | None = Field(
         default=None, description="per sentence: supported, contradicted or unknown"
     )
-
-
-class TimelineHits(BaseModel):
-    hits: list[TeleportHit] = Field(description="best match first")
 
 
 class EventPage(BaseModel):
@@ -936,13 +932,12 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         since: _NotBefore = None,
         until: _NotAfter = None,
     ) -> TimelineHits:
-        def call(principal: Principal) -> TimelineHits:
-            found = memory.timeline_search(
+        return as_caller(
+            ctx,
+            lambda principal: memory.timeline_search(
                 q, principal=principal, scope=scope, k=k, since=since, until=until
-            )
-            return TimelineHits(hits=found)
-
-        return as_caller(ctx, call)
+            ),
+        )
 
     @tool("timeline_recent", "Recent context", _TIMELINE_RECENT)
     def timeline_recent(

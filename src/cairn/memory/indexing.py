@@ -94,3 +94,9 @@ class IndexVerbs(MemoryCore):
     def vector_lag(self) -> int:
         indexer = self.indexer
         return indexer.lag() if indexer is not None else 0
+
+    def vector_index_busy(self) -> bool:
+        """Whether searches now answer by keyword alone because the vector index is being
+        built, loaded or saved (never waits to find out)."""
+        indexer = self.indexer
+        return indexer.busy if indexer is not None else False

@@ -46,6 +46,7 @@ class UpkeepVerbs(IndexVerbs):
             counts["chunks"] = self._store.chunk_count()
             if self.indexer is not None:
                 counts["vector_lag"] = self.vector_lag()
+                counts["vector_index_busy"] = int(self.vector_index_busy())
             return counts
         by_status = self._store.count_records(self._everything_readable(principal))
         counts = {"records": sum(by_status.values())}

@@ -28,6 +28,7 @@ __all__ = [
     "SAVED_FROM_ROWS",
     "SAVE_GROWTH",
     "SYNC_BATCH",
+    "VECTOR_INDEX_BUSY",
     "IndexWorker",
     "Indexer",
     "Progress",
@@ -57,6 +58,10 @@ _K = TypeVar("_K", int, str)
 def _decoded(stored: Mapping[_K, bytes]) -> dict[_K, FloatArray]:
     """Stored vectors (float32 bytes) as arrays, by the same keys."""
     return {key: np.frombuffer(blob, dtype=np.float32) for key, blob in stored.items()}
+
+
+# What a read says when it answered without vectors because the index was busy.
+VECTOR_INDEX_BUSY = "the vector index is busy (being built or saved): keyword search answered alone"
 
 
 class Indexer:
@@ -108,8 +113,38 @@ class Indexer:
         it: a batch's vectors are committed to the store a moment before the catalog takes
         them in, and in that moment the store says none wait while searches still miss them."""
         stored = self.store.vector_lag(self.model)
-        with self._lock:
+        if not self._lock.acquire(blocking=False):
+            if self._saving or not self._mirrored:
+                # Another thread builds, loads or saves the index (minutes at a million
+                # chunks): a status read does not wait for it; the store's count is what is
+                # known until the catalog mirrors the store.
+                return stored
+            self._lock.acquire()  # a sync, a search or a catch-up holds it briefly
+        try:
             return max(stored, len(self.catalog.pending))
+        finally:
+            self._lock.release()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a read now would go on without vectors: the index is being built, loaded
+        or saved, or is left for the background worker to build (see
+        ``sync_unless_building``). A status reads it: it never waits."""
+        if self._saving:
+            return True
+        return not self._mirrored and (self._held() or self._left_to_worker())
+
+    def _left_to_worker(self) -> bool:
+        """Whether the first build is the background worker's, not a read's: the store is
+        too large for a read to wait on."""
+        return self.background and self.store.chunk_count() > BUILT_BY_READS_UP_TO
+
+    def _held(self) -> bool:
+        """Whether another thread holds the lock now."""
+        if self._lock.acquire(blocking=False):
+            self._lock.release()
+            return False
+        return True
 
     def catch_up(self, *, limit: int | None = None, progress: Progress | None = None) -> int:
         """Embed up to ``limit`` pending chunk texts (all when None); return how many.
@@ -174,11 +209,7 @@ class Indexer:
         large for a read to wait on (``BUILT_BY_READS_UP_TO``)."""
         if self._lock.acquire(blocking=False):
             try:
-                if (
-                    not self._mirrored
-                    and self.background
-                    and (self.store.chunk_count() > BUILT_BY_READS_UP_TO)
-                ):
+                if not self._mirrored and self._left_to_worker():
                     return False  # the worker's first pass builds it
                 self._sync()
             finally:

@@ -19,7 +19,7 @@ from cairn.model import Principal, VersionPin
 from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.fuse import max_fused_score
-from cairn.retrieval.indexer import Indexer
+from cairn.retrieval.indexer import VECTOR_INDEX_BUSY, Indexer
 from cairn.retrieval.preselect import Preselection, ReadRequest, preselect
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, rank
 from cairn.retrieval.recall import keyword_recall, vector_recall
@@ -346,9 +346,7 @@ def run_retrieve(
             f"{trace.vector_lag} chunks are not embedded yet (keyword search sees them)"
         )
     if trace.vector_index_busy:
-        warnings.append(
-            "the vector index is busy (being built or saved): keyword search answered alone"
-        )
+        warnings.append(VECTOR_INDEX_BUSY)
     return RetrievalResult(
         query=plan.query,
         mode=plan.mode,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from cairn.retrieval.indexer import Indexer
 from cairn.search.catalog import FloatArray
-from cairn.search.fts import fts_tokens, select_terms
+from cairn.search.fts import DEFAULT_STOPWORDS, fts_tokens, select_terms
 from cairn.store.base import ChunkFilter, KeywordQuery, Store
 
 __all__ = [
@@ -64,7 +64,14 @@ def keyword_match(
     if reach is not None and reach <= FULL_QUERY_REACH:
         return _query(select_terms(query))
     hopeless = min(HOPELESS_DF_RATIO * total, HOPELESS_POSTINGS)
-    useful = [t for t in fts_tokens(query) if store.doc_freq(t) <= hopeless]
+    # Stopwords are dropped below whatever their counts, and they are the words in most
+    # chunks: counting one walks a posting list to the cap, the first time a process
+    # meets it, for nothing.
+    useful = [
+        t
+        for t in dict.fromkeys(fts_tokens(query))
+        if t not in DEFAULT_STOPWORDS and store.doc_freq(t) <= hopeless
+    ]
     terms = select_terms(
         " ".join(useful),
         doc_freq=store.doc_freq,

@@ -18,7 +18,7 @@ from cairn.errors import InvalidInput, NotFound
 from cairn.limits import MAX_COUNTER, is_id
 from cairn.model import Event, EventCursor, Grip, TocLevel, TocNode
 from cairn.retrieval.budget import estimate_item_tokens
-from cairn.retrieval.indexer import Indexer
+from cairn.retrieval.indexer import VECTOR_INDEX_BUSY, Indexer
 from cairn.retrieval.recall import keyword_recall, vector_recall
 from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
@@ -40,6 +40,7 @@ from cairn.timeline.views import (
     RecentItem,
     ScanReport,
     TeleportHit,
+    TimelineHits,
 )
 
 __all__ = [
@@ -193,10 +194,11 @@ def teleport(
     k: int = 10,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> list[TeleportHit]:
+) -> TimelineHits:
     """Keyword and vector search over node summaries and each segment bullet's stretch of
     conversation, trimmed to what the reader may see inside the index, fused by rank; a node
-    found by several of its entries counts once, at its best."""
+    found by several of its entries counts once, at its best. While another thread builds,
+    loads or saves the vector index, keyword search answers alone and a warning says so."""
     if not 1 <= k <= 100:
         raise InvalidInput("k must be between 1 and 100", field="k")
     where = ChunkFilter(
@@ -212,9 +214,13 @@ def teleport(
     ranked: dict[str, list[str]] = {"keyword": []}
     for chunk_id, _ in keyword_recall(store, query, where, depth):
         ranked["keyword"].append(str(chunk_id))
-    if indexer is not None and indexer.sync_unless_building():
-        vector = indexer.embedder.embed_query(query)
-        ranked["vector"] = [str(c) for c, _ in vector_recall(indexer, vector, where, depth)]
+    warnings: tuple[str, ...] = ()
+    if indexer is not None:
+        if indexer.sync_unless_building():
+            vector = indexer.embedder.embed_query(query)
+            ranked["vector"] = [str(c) for c, _ in vector_recall(indexer, vector, where, depth)]
+        else:
+            warnings = (VECTOR_INDEX_BUSY,)
     # Checked once more on the store's own rows, as a search checks what it returns.
     found = {int(key) for keys in ranked.values() for key in keys}
     kept = admitted(where, store.chunk_metas(sorted(found)), store.heads_readable)
@@ -261,7 +267,7 @@ def teleport(
         )
         if len(hits) == k:
             break
-    return hits
+    return TimelineHits(hits=tuple(hits), warnings=warnings)
 
 
 def recent_context(

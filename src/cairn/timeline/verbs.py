@@ -29,7 +29,7 @@ from cairn.timeline.views import (
     NodePage,
     RecentContext,
     ScanReport,
-    TeleportHit,
+    TimelineHits,
     TimelineStatus,
 )
 from cairn.timeline.worker import RollupWorker
@@ -158,6 +158,7 @@ class TimelineVerbs:
             lag=self._store.outbox_lag(CONSUMER),
             nodes=self._store.toc_counts(),
             vector_lag=indexer.lag() if indexer is not None else 0,
+            vector_index_busy=indexer.busy if indexer is not None else False,
         )
 
     # ---- reads -------------------------------------------------------------------------
@@ -186,7 +187,7 @@ class TimelineVerbs:
 
     def timeline_search(
         self, query: str, *, principal: Principal, **filters: Unpack[TimelineFilters]
-    ) -> list[TeleportHit]:
+    ) -> TimelineHits:
         """Teleport: the nodes and grips that best match ``query``, without walking the tree
         (``TimelineFilters``)."""
         check_names(filters, TimelineFilters.__optional_keys__)

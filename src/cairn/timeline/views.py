@@ -16,6 +16,7 @@ __all__ = [
     "RecentItem",
     "ScanReport",
     "TeleportHit",
+    "TimelineHits",
     "TimelineStatus",
 ]
 
@@ -62,6 +63,17 @@ class TeleportHit(CairnModel):
     signals: dict[str, int] = Field(default_factory=dict)
 
 
+class TimelineHits(CairnModel):
+    """What a timeline search found, and what its caller should know about how it searched."""
+
+    hits: tuple[TeleportHit, ...] = Field(description="best match first")
+    warnings: tuple[str, ...] = Field(
+        (),
+        description="what made this answer weaker than usual (the vector index busy: keyword "
+        "search answered alone)",
+    )
+
+
 class ExpandedGrip(CairnModel):
     """A grip with the events it covers and some on either side."""
 
@@ -105,3 +117,8 @@ class TimelineStatus(CairnModel):
     lag: int = Field(description="events appended since the last rollup")
     nodes: dict[str, int]
     vector_lag: int = Field(description="index entries still waiting for a vector")
+    vector_index_busy: bool = Field(
+        False,
+        description="the vector index is being built or saved: searches answer by keyword "
+        "alone meanwhile",
+    )
