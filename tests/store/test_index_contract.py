@@ -387,6 +387,13 @@ def test_chunk_vectors_reads_each_chunks_vector_by_its_text(store: Store) -> Non
     assert store.chunk_vectors("another-model:4", [same_a]) == {}
     store.put_vectors(model, 4, [(other_hash, (vector + 1).tobytes())])
     assert store.chunk_vectors(model, [other]) == {other: (vector + 1).tobytes()}
+    # a search's finalists: many ids (read in parts, several statements each), repeats
+    many = [unknown + i for i in range(2100)] + [other, same_b, same_a, other]
+    assert store.chunk_vectors(model, many) == {
+        same_a: vector.tobytes(),
+        same_b: vector.tobytes(),
+        other: (vector + 1).tobytes(),
+    }
 
 
 def test_import_rebuilds_the_keyword_index(

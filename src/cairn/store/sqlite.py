@@ -325,7 +325,7 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         self._retrying(lambda: self._writer.execute("PRAGMA journal_mode = WAL"))
         self._readers = threading.local()
         self._opened: list[sqlite3.Connection] = []
-        self._slicer: ThreadPoolExecutor | None = None  # keyword ranges, once the store is large
+        self._slicer: ThreadPoolExecutor | None = None  # see _read_pool
         self._closed = False
         self._opened_lock = threading.Lock()
         self._df_cache: dict[str, int] = {}
@@ -406,6 +406,24 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         conn = self._reader()
         found: list[Row] = self._retrying(lambda: conn.execute(sql, params).fetchall())
         return found
+
+    def _read_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        if len(statements) < 2:
+            return super()._read_each(statements)
+        # Each of the pool's threads reads on its own connection; SQLite lets go of the GIL
+        # while it waits on the disk or walks a b-tree.
+        pool = self._read_pool()
+        return [part.result() for part in [pool.submit(self._read, *s) for s in statements]]
+
+    def _read_pool(self) -> ThreadPoolExecutor:
+        """The threads that run a read's parts side by side (keyword ranges, vector
+        reads), made the first time a read is large enough to be cut."""
+        with self._opened_lock:
+            if self._closed:
+                raise StoreError(f"store {self.path} is closed")
+            if self._slicer is None:
+                self._slicer = ThreadPoolExecutor(_KEYWORD_SLICES_MAX, "cairn-read")
+            return self._slicer
 
     def _migrate(self) -> None:
         with self._write_txn() as conn:
@@ -505,15 +523,8 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         ranges = _id_ranges(self.chunk_count(), _keyword_slices())
         if len(ranges) == 1:
             return self._ranked(match, clause, params, limit, ranges[0])
-        with self._opened_lock:
-            if self._closed:
-                raise StoreError(f"store {self.path} is closed")
-            if self._slicer is None:
-                self._slicer = ThreadPoolExecutor(_KEYWORD_SLICES_MAX, "cairn-keyword")
-            slicer = self._slicer
-            parts = [
-                slicer.submit(self._ranked, match, clause, params, limit, ids) for ids in ranges
-            ]
+        slicer = self._read_pool()
+        parts = [slicer.submit(self._ranked, match, clause, params, limit, ids) for ids in ranges]
         # Each range's filtered top ``limit`` is exact, so the best ``limit`` of their union
         # is the whole store's (every chunk id lies in one range).
         found = [hit for part in parts for hit in part.result()]

@@ -25,6 +25,11 @@ class SqlPart:
         """Run one shared statement (``?`` placeholders) and return its rows."""
         raise NotImplementedError
 
+    def _read_each(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Row]]:
+        """The rows of each statement, in order. A store that can runs them side by side
+        (SQLite, on its read threads): reads that wait on the disk then overlap."""
+        return [self._read(sql, params) for sql, params in statements]
+
     def _write_one(self, sql: str, params: Sequence[Any]) -> None:
         """Run one writing statement in its own transaction (each store knows how)."""
         raise NotImplementedError
