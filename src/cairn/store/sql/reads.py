@@ -424,8 +424,8 @@ class SqlReads(SqlPart):
         # A large store's searches read their finalists' vectors here (``Indexer``): a
         # random row or two of the largest table each, which the operating system may have
         # paged out. Cut into a few reads that the store may run side by side, the waits
-        # on the disk overlap (cold, 150 rows of a 1M-chunk store: 165-325 ms in one read,
-        # 80-121 ms in four, measured in docs/benchmarks.md).
+        # on the disk overlap (150 rows of a 1M-chunk store, page cache dropped: median
+        # 161 ms in one read, 87 ms in four; bench/vector_reads.py, docs/benchmarks.md).
         ids = list(dict.fromkeys(chunk_ids))
         parts = _VECTOR_READ_PARTS if len(ids) >= _VECTOR_READ_SPREAD_FROM else 1
         statements = [
