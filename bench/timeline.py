@@ -300,7 +300,9 @@ def run_locomo(args: argparse.Namespace, console: Console, folder: Path) -> dict
         scope = f"locomo/{conv.sample_id}"
         for question in conv.questions:
             gold = {f"{conv.sample_id}:{d}" for d in question.evidence}
-            hits = memory.timeline_search(question.question, principal=CURATOR, scope=scope, k=10)
+            hits = memory.timeline_search(
+                question.question, principal=CURATOR, scope=scope, k=10
+            ).hits
             reached = covered([g for h in hits for g in h.grip_ids], cache)
             # stricter: only the grips of the bullets that matched (a summary's hit brings
             # every grip of its node, which for a day is the whole session)

@@ -61,9 +61,11 @@ def test_schemathesis_all_checks_find_nothing(fuzzed: Live, tmp_path: Path) -> N
         "--request-timeout",
         "30",
     ]
-    # cwd is the test's own folder: schemathesis writes its crash cache next to it.
+    # cwd is the test's own folder: schemathesis writes its crash cache next to it. The
+    # timeout stops a hang, it is no time target: the run took 6.8 min alone on a slow
+    # machine of this kind (two cores), past the 7 min this allowed under a full suite.
     done = subprocess.run(
-        command, cwd=tmp_path, capture_output=True, text=True, timeout=420, check=False
+        command, cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False
     )
     assert done.returncode == 0, done.stdout[-12_000:] + done.stderr[-2_000:]
     assert "No issues found" in done.stdout or " passed" in done.stdout, done.stdout[-2_000:]
