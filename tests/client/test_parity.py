@@ -232,7 +232,7 @@ def scenario(open_as: Opener, keys: dict[str, str]) -> Transcript:
         # once rolled up and embedded (both happen in the background): a search before the
         # vectors are made ranks by keywords alone, on one side and not the other
         step("timeline search", lambda: _until(lambda: _embedded_throughout(
-            lambda: agent.timeline_search("staging deploy", scope="acme/*"), curator
+            lambda: list(agent.timeline_search("staging deploy", scope="acme/*").hits), curator
         )))  # fmt: skip
 
         # the decision graph

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -461,12 +462,12 @@ T = TypeVar("T")
 def _answers_at_once(read: Callable[[], T]) -> T:
     """``read()``, which must not wait for the index's lock: run in a thread and given ten
     seconds, where the thread holding the lock would keep it for a minute."""
-    answers: list[T] = []
-    reader = threading.Thread(target=lambda: answers.append(read()))
-    reader.start()
-    reader.join(10)
-    assert not reader.is_alive(), "the read waited for the index"
-    return answers[0]
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(read)
+        try:
+            return answer.result(timeout=10)  # an error inside the read is raised here
+        except TimeoutError:
+            raise AssertionError("the read waited for the index") from None
 
 
 def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Path) -> None:
@@ -482,14 +483,14 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
     indexer = memory.indexer
     assert indexer is not None
     building, done = threading.Event(), threading.Event()
-    original = indexer._sync
+    original = indexer._mirror
 
     def slow_first_sync() -> None:
         building.set()
         assert done.wait(60)
         original()
 
-    indexer._sync = slow_first_sync  # type: ignore[method-assign]
+    indexer._mirror = slow_first_sync  # type: ignore[method-assign]
     builder = threading.Thread(target=indexer.sync)
     builder.start()
     try:
@@ -512,7 +513,7 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
     finally:
         done.set()
         builder.join(60)
-    indexer._sync = original  # type: ignore[method-assign]
+    indexer._mirror = original  # type: ignore[method-assign]
     memory.index_pending()
     after = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
     assert not after.trace.vector_index_busy
@@ -549,6 +550,8 @@ def test_a_read_does_not_wait_for_a_save_and_a_failed_idle_save_waits_for_growth
         assert saving.wait(60)
         answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
         assert answered.trace.vector_index_busy and answered.items
+        status = _answers_at_once(lambda: memory.status(principal=CURATOR))
+        assert status["vector_index_busy"] == 1
     finally:
         finish.set()
         saver.join(60)
@@ -582,9 +585,11 @@ def test_with_a_worker_a_read_leaves_a_large_index_to_it(
     monkeypatch.setattr(indexer_module, "BUILT_BY_READS_UP_TO", 10)
     answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
     assert answered.trace.vector_index_busy and len(indexer.catalog) == 0  # not built here
+    assert memory.status(principal=CURATOR)["vector_index_busy"] == 1  # left to the worker
     indexer.sync()  # the worker's first pass
     again = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
     assert not again.trace.vector_index_busy
+    assert memory.status(principal=CURATOR)["vector_index_busy"] == 0
     assert any("vector_match" in item.why_included for item in again.items)
     memory._indexer = None
     memory.close()

@@ -94,6 +94,7 @@ class Indexer:
         # Whether a save holds the lock (reads do not wait for it), and whether a background
         # worker keeps this index (then it, not a read, builds a large one).
         self._saving = False
+        self._building = False  # the first sync (a build or a load) is under way
         self.background = False
         # A server shares one indexer between request threads; the catalog is not
         # thread-safe to mutate, so syncs, searches and the catalog side of catch-ups take
@@ -113,13 +114,13 @@ class Indexer:
         it: a batch's vectors are committed to the store a moment before the catalog takes
         them in, and in that moment the store says none wait while searches still miss them."""
         stored = self.store.vector_lag(self.model)
-        if not self._lock.acquire(blocking=False):
-            if self._saving or not self._mirrored:
-                # Another thread builds, loads or saves the index (minutes at a million
-                # chunks): a status read does not wait for it; the store's count is what is
-                # known until the catalog mirrors the store.
+        # Another thread may build, load or save the index (minutes at a million chunks): a
+        # status read does not wait for it, the store's count is what is known meanwhile. A
+        # sync, a search or a catch-up holds the lock briefly; waiting in short steps sees a
+        # save that takes the lock next (the worker saves right after it syncs).
+        while not self._lock.acquire(timeout=0.02):
+            if self.busy:
                 return stored
-            self._lock.acquire()  # a sync, a search or a catch-up holds it briefly
         try:
             return max(stored, len(self.catalog.pending))
         finally:
@@ -130,21 +131,14 @@ class Indexer:
         """Whether a read now would go on without vectors: the index is being built, loaded
         or saved, or is left for the background worker to build (see
         ``sync_unless_building``). A status reads it: it never waits."""
-        if self._saving:
+        if self._saving or self._building:
             return True
-        return not self._mirrored and (self._held() or self._left_to_worker())
+        return not self._mirrored and self._left_to_worker()
 
     def _left_to_worker(self) -> bool:
         """Whether the first build is the background worker's, not a read's: the store is
         too large for a read to wait on."""
         return self.background and self.store.chunk_count() > BUILT_BY_READS_UP_TO
-
-    def _held(self) -> bool:
-        """Whether another thread holds the lock now."""
-        if self._lock.acquire(blocking=False):
-            self._lock.release()
-            return False
-        return True
 
     def catch_up(self, *, limit: int | None = None, progress: Progress | None = None) -> int:
         """Embed up to ``limit`` pending chunk texts (all when None); return how many.
@@ -347,6 +341,15 @@ class Indexer:
         self._saved_mark, self._tried_rows = (restored.seq, len(restored)), len(restored)
 
     def _sync(self) -> None:
+        first = not self._mirrored
+        self._building = first
+        try:
+            self._mirror()
+        finally:
+            if first:
+                self._building = False
+
+    def _mirror(self) -> None:
         if self._restore_pending:
             self._restore()
         while True:

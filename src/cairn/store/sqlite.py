@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -325,7 +325,8 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         self._retrying(lambda: self._writer.execute("PRAGMA journal_mode = WAL"))
         self._readers = threading.local()
         self._opened: list[sqlite3.Connection] = []
-        self._slicer: ThreadPoolExecutor | None = None  # see _read_pool
+        self._slicer: ThreadPoolExecutor | None = None  # see _side_by_side
+        self.vector_read_parts = 4  # read side by side on the read threads (_read_each)
         self._closed = False
         self._opened_lock = threading.Lock()
         self._df_cache: dict[str, int] = {}
@@ -412,18 +413,19 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
             return super()._read_each(statements)
         # Each of the pool's threads reads on its own connection; SQLite lets go of the GIL
         # while it waits on the disk or walks a b-tree.
-        pool = self._read_pool()
-        return [part.result() for part in [pool.submit(self._read, *s) for s in statements]]
+        return [part.result() for part in self._side_by_side(self._read, statements)]
 
-    def _read_pool(self) -> ThreadPoolExecutor:
-        """The threads that run a read's parts side by side (keyword ranges, vector
-        reads), made the first time a read is large enough to be cut."""
+    def _side_by_side(
+        self, read: Callable[..., T], calls: Sequence[Sequence[Any]]
+    ) -> list[Future[T]]:
+        """``read(*args)`` for each of ``calls`` on the store's read threads (made the first
+        time a read is cut into parts), submitted while the store cannot be closed."""
         with self._opened_lock:
             if self._closed:
                 raise StoreError(f"store {self.path} is closed")
             if self._slicer is None:
                 self._slicer = ThreadPoolExecutor(_KEYWORD_SLICES_MAX, "cairn-read")
-            return self._slicer
+            return [self._slicer.submit(read, *args) for args in calls]
 
     def _migrate(self) -> None:
         with self._write_txn() as conn:
@@ -523,8 +525,9 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         ranges = _id_ranges(self.chunk_count(), _keyword_slices())
         if len(ranges) == 1:
             return self._ranked(match, clause, params, limit, ranges[0])
-        slicer = self._read_pool()
-        parts = [slicer.submit(self._ranked, match, clause, params, limit, ids) for ids in ranges]
+        parts = self._side_by_side(
+            self._ranked, [(match, clause, params, limit, ids) for ids in ranges]
+        )
         # Each range's filtered top ``limit`` is exact, so the best ``limit`` of their union
         # is the whole store's (every chunk id lies in one range).
         found = [hit for part in parts for hit in part.result()]

@@ -38,8 +38,7 @@ from cairn.store.sql.part import Row, SqlPart, Where, any_of
 
 __all__ = ["SqlReads"]
 
-# Finalists' vectors are read in this many parts, side by side, from this many ids on.
-_VECTOR_READ_PARTS = 4
+# Finalists' vectors are read in parts (``vector_read_parts``) from this many ids on.
 _VECTOR_READ_SPREAD_FROM = 32
 
 
@@ -50,6 +49,9 @@ class SqlReads(SqlPart):
     # in commit order under the commit lock, where an id taken earlier by a slower
     # transaction could land behind the cursor.
     _pending_order = "seq"
+    # How many parts a search's finalist vectors are read in (``chunk_vectors``): more than
+    # one only where the store runs a read's statements side by side (``_read_each``).
+    vector_read_parts = 1
 
     # ---- statements ---------------------------------------------------------------------
 
@@ -427,7 +429,7 @@ class SqlReads(SqlPart):
         # on the disk overlap (150 rows of a 1M-chunk store, page cache dropped: median
         # 161 ms in one read, 87 ms in four; bench/vector_reads.py, docs/benchmarks.md).
         ids = list(dict.fromkeys(chunk_ids))
-        parts = _VECTOR_READ_PARTS if len(ids) >= _VECTOR_READ_SPREAD_FROM else 1
+        parts = self.vector_read_parts if len(ids) >= _VECTOR_READ_SPREAD_FROM else 1
         statements = [
             (
                 "SELECT c.id, x.vector FROM chunks c JOIN vectors x "
