@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._report import report
 from bench.index_load import _small_store
 
+from cairn.search.embedder import make_embedder
 from cairn.store.sqlite import SqliteStore
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -65,11 +66,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         store = SqliteStore(folder / "cairn.db")
         default_parts = store.vector_read_parts
         try:
-            model_row = store._read("SELECT model FROM vectors LIMIT 1")
-            if not model_row:
-                raise SystemExit(f"{folder}: no stored vectors (index the store first)")
-            model = str(model_row[0]["model"])
+            # the name the index gives the store's vectors (Indexer.model); loading is lazy
+            embedder = make_embedder(args.embedder)
+            model = f"{embedder.name}:{embedder.dim}"
             chunks = store.chunk_count()
+            if not store.chunk_vectors(model, [1]):
+                raise SystemExit(
+                    f"{folder}: no {model} vectors (index the store first, or name its --embedder)"
+                )
             rng = random.Random(11)
             times: dict[str, list[float]] = {"one read": [], "side by side": []}
             # by position in the round: without --cold the second read of the same rows
@@ -140,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         "store", type=Path, nargs="?", help="a store folder kept by bench/latency.py --store"
     )
     parser.add_argument("--quick", action="store_true", help="a small store of its own")
-    parser.add_argument("--embedder", default="static", help="for --quick's store")
+    parser.add_argument(
+        "--embedder", default="static", help="the embedder the store's vectors were made with"
+    )
     parser.add_argument("--rows", type=int, default=150, help="vectors per read")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument(

@@ -38,6 +38,7 @@ from cairn.memory import Memory
 from cairn.model import Event, Principal
 from cairn.workspace import Workspace
 from tests.doors.conftest import free_port, stop_server, wait_ready
+from tests.search.building import building_in_another_thread
 
 SECRET = "zebraquartz"
 RPCS = {
@@ -369,22 +370,31 @@ def test_index_status_is_for_curators_of_every_scope(world: World) -> None:
         assert error.code() is grpc.StatusCode.PERMISSION_DENIED
 
 
-def test_a_busy_vector_index_is_said_over_grpc(
-    world: World, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_busy_vector_index_is_said_over_grpc(world: World) -> None:
+    """While another thread mirrors the store into a new index (as a server's worker does
+    after a restart), a query answers by keyword alone and says so, and so does the status."""
+    world.memory._indexer = None  # a new process's index: nothing mirrored yet
     indexer = world.memory.indexer
     assert indexer is not None
-    # as while another thread builds or saves the index: reads answer by keyword alone
-    monkeypatch.setattr(indexer, "sync_unless_building", lambda: False)
-    monkeypatch.setattr(type(indexer), "busy", property(lambda self: True))
-    answer = world.stub.TeleportQuery(
+    with building_in_another_thread(indexer):
+        answer = world.stub.TeleportQuery(
+            pb.TeleportQueryRequest(query="backup Saturday", k=5),
+            metadata=_auth(world.keys["reader"]),
+        )
+        assert answer.hits and all("vector" not in dict(h.signals) for h in answer.hits)
+        assert any("index is busy" in warning for warning in answer.warnings)
+        status = world.stub.IndexStatus(
+            pb.IndexStatusRequest(), metadata=_auth(world.keys["curator"])
+        )
+        assert status.vector_index_busy
+    world.memory.index_pending()  # every node embedded: the vector stage has hits to give
+    after = world.stub.TeleportQuery(
         pb.TeleportQueryRequest(query="backup Saturday", k=5),
         metadata=_auth(world.keys["reader"]),
     )
-    assert answer.hits and all("vector" not in dict(h.signals) for h in answer.hits)
-    assert any("index is busy" in warning for warning in answer.warnings)
+    assert list(after.warnings) == [] and any("vector" in dict(h.signals) for h in after.hits)
     status = world.stub.IndexStatus(pb.IndexStatusRequest(), metadata=_auth(world.keys["curator"]))
-    assert status.vector_index_busy
+    assert not status.vector_index_busy
 
 
 # ---- keys -----------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR, chunk_meta
+from tests.search.building import building_in_another_thread
 from tests.timeline.events import AGENT as TIMELINE_AGENT
 from tests.timeline.events import READER as TIMELINE_READER
 from tests.timeline.events import T0, conversation, event
@@ -482,19 +483,7 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
     memory.store_many([_content(i) for i in range(60)], principal=CURATOR)
     indexer = memory.indexer
     assert indexer is not None
-    building, done = threading.Event(), threading.Event()
-    original = indexer._mirror
-
-    def slow_first_sync() -> None:
-        building.set()
-        assert done.wait(60)
-        original()
-
-    indexer._mirror = slow_first_sync  # type: ignore[method-assign]
-    builder = threading.Thread(target=indexer.sync)
-    builder.start()
-    try:
-        assert building.wait(60)
+    with building_in_another_thread(indexer):
         answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
         assert answered.trace.vector_index_busy and answered.items  # keyword answered
         assert any("index is busy" in warning for warning in answered.warnings)
@@ -510,10 +499,6 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
         found = memory.timeline_search("nightly build", principal=CURATOR)
         assert found.hits and all("vector" not in hit.signals for hit in found.hits)
         assert any("index is busy" in warning for warning in found.warnings)
-    finally:
-        done.set()
-        builder.join(60)
-    indexer._mirror = original  # type: ignore[method-assign]
     memory.index_pending()
     after = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
     assert not after.trace.vector_index_busy
@@ -570,6 +555,68 @@ def test_a_read_does_not_wait_for_a_save_and_a_failed_idle_save_waits_for_growth
     assert len(calls) == 1 and "read-only file system" in caplog.text
     with pytest.raises(OSError):
         indexer.save()  # closing tries, and says why it could not
+    memory._indexer = None
+    memory.close()
+
+
+class _SaysWhenAsked:
+    """The index's lock, which sets ``asked`` when a thread other than ``holder`` asks for
+    it while it is held: so a test knows a read is waiting without sleeping."""
+
+    def __init__(self, lock: Any) -> None:
+        self._inner = lock
+        self.asked = threading.Event()
+        self.holder: int | None = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got: bool = self._inner.acquire(blocking=False)
+        if got:
+            return True
+        if threading.get_ident() != self.holder:
+            self.asked.set()
+        if not blocking:
+            return False
+        return bool(self._inner.acquire(timeout=timeout))
+
+    def release(self) -> None:
+        self._inner.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_a_read_waits_for_a_moment_of_the_lock_and_builds_a_small_index(tmp_path: Path) -> None:
+    """Before the first mirroring, another thread holding the index's lock for a moment (a
+    catch-up taking in a batch, a search) is not a build: a read of a small store waits for
+    it and mirrors the store itself, instead of answering by keyword alone as if busy."""
+    memory = _indexed_memory(tmp_path)
+    memory._indexer = None  # a new process: nothing mirrored yet
+    indexer = memory.indexer
+    assert indexer is not None
+    lock = _SaysWhenAsked(indexer._lock)
+    indexer._lock = lock  # type: ignore[assignment]
+    held = threading.Event()
+
+    def hold_for_a_moment() -> None:
+        with lock:
+            lock.holder = threading.get_ident()
+            held.set()
+            assert lock.asked.wait(60)  # the read is waiting for the lock
+
+    holder = threading.Thread(target=hold_for_a_moment)
+    holder.start()
+    try:
+        assert held.wait(60)
+        answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+    finally:
+        lock.asked.set()
+        holder.join(60)
+    assert not answered.trace.vector_index_busy and answered.warnings == ()
+    assert any("vector_match" in item.why_included for item in answered.items)
+    assert len(indexer.catalog) > 0  # mirrored by the read
     memory._indexer = None
     memory.close()
 

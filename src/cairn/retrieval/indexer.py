@@ -200,19 +200,21 @@ class Indexer:
         minutes at a million chunks) or saves it (seconds), so that a read can go on without
         vectors. With no other thread at it, the caller mirrors the store itself (a one-shot
         command must), unless a background worker is there to do it and the store is too
-        large for a read to wait on (``BUILT_BY_READS_UP_TO``)."""
-        if self._lock.acquire(blocking=False):
-            try:
-                if not self._mirrored and self._left_to_worker():
-                    return False  # the worker's first pass builds it
-                self._sync()
-            finally:
-                self._lock.release()
-            return True
-        if self._mirrored and not self._saving:
-            self.sync()  # a sync or a catch-up holds the lock briefly: wait for it
-            return True
-        return False
+        large for a read to wait on (``BUILT_BY_READS_UP_TO``).
+
+        What the other thread is doing is read from its flags (``busy``), not guessed from
+        a lock it holds: a search, a sync or a catch-up holds the lock for moments, and a
+        read waits for those rather than going on without vectors."""
+        while not self._lock.acquire(timeout=0.02):
+            if self.busy:
+                return False
+        try:
+            if self.busy:  # the worker's first pass builds it (or a save just ended)
+                return False
+            self._sync()
+        finally:
+            self._lock.release()
+        return True
 
     def _changes(self, since_seq: int, want: int = 0) -> list[ChunkMeta]:
         """Changes after ``since_seq``, ending on a whole seq group: the chunks of one

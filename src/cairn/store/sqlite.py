@@ -89,13 +89,17 @@ LOCK_RETRY_SECONDS = 120.0
 _KEYWORD_DEPTH_PER_RESULT = 4
 _KEYWORD_DEPTH_MIN = 100
 # From this many chunks a keyword search is cut into chunk-id ranges ranked side by side, one
-# per core (at most _KEYWORD_SLICES_MAX), each on its own read connection: SQLite lets go of
+# per core (at most _READ_THREADS), each on its own read connection: SQLite lets go of
 # the GIL while it ranks. BM25 scores every match, ~1.2 us each, so a word in 40k chunks
 # costs ~50 ms in one piece; at 1M chunks two ranges cut the keyword stage's p95 from 51.5
 # to 41.1 ms with the same answers (FTS5 takes a term's document count from the whole
 # index, not the range, so scores do not change).
 _KEYWORD_SLICED_FROM = 200_000
-_KEYWORD_SLICES_MAX = 4
+# The store's read threads (``_side_by_side``): keyword ranges and the parts of a finalists'
+# vector read. Those parts wait on the disk more than they use a core, so a read is cut into
+# as many parts as there are threads, whatever the number of cores (cold page cache, 1M
+# store, 150 rows: 161 ms in one read, 87 ms in four parts; ``bench/vector_reads.py``).
+_READ_THREADS = 4
 _OPEN_END = 2**62  # above any chunk id: the last range's end
 # ``doc_freq`` counts at most this many chunks: keyword recall drops a term found in more
 # than 50,000 (retrieval.recall.HOPELESS_POSTINGS), so larger counts change nothing.
@@ -126,7 +130,7 @@ def _fts_match(match: str, scopes: Sequence[int] | None) -> str:
 
 
 def _keyword_slices() -> int:
-    return max(1, min(_KEYWORD_SLICES_MAX, os.cpu_count() or 1))
+    return max(1, min(_READ_THREADS, os.cpu_count() or 1))
 
 
 def _id_ranges(chunks: int, slices: int) -> list[tuple[int, int]]:
@@ -326,7 +330,7 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         self._readers = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._slicer: ThreadPoolExecutor | None = None  # see _side_by_side
-        self.vector_read_parts = 4  # read side by side on the read threads (_read_each)
+        self.vector_read_parts = _READ_THREADS  # read side by side (_read_each)
         self._closed = False
         self._opened_lock = threading.Lock()
         self._df_cache: dict[str, int] = {}
@@ -424,7 +428,7 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
             if self._closed:
                 raise StoreError(f"store {self.path} is closed")
             if self._slicer is None:
-                self._slicer = ThreadPoolExecutor(_KEYWORD_SLICES_MAX, "cairn-read")
+                self._slicer = ThreadPoolExecutor(_READ_THREADS, "cairn-read")
             return [self._slicer.submit(read, *args) for args in calls]
 
     def _migrate(self) -> None:
