@@ -195,7 +195,7 @@ class Indexer:
             self._sync()
 
     def sync_unless_building(self) -> bool:
-        """``sync`` and say True; but say False at once, instead of waiting, while another
+        """``sync`` and say True; but say False within 20 ms, instead of waiting, while another
         thread mirrors the store for the first time (loads a saved catalog or builds one:
         minutes at a million chunks) or saves it (seconds), so that a read can go on without
         vectors. With no other thread at it, the caller mirrors the store itself (a one-shot
@@ -209,7 +209,7 @@ class Indexer:
             if self.busy:
                 return False
         try:
-            if self.busy:  # the worker's first pass builds it (or a save just ended)
+            if self.busy:  # a large store's first pass is the worker's
                 return False
             self._sync()
         finally:
