@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._report import report
 from bench.index_load import _small_store
 
+from cairn.retrieval.indexer import Indexer
 from cairn.search.embedder import make_embedder
 from cairn.store.sqlite import SqliteStore
 
@@ -66,11 +67,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         store = SqliteStore(folder / "cairn.db")
         default_parts = store.vector_read_parts
         try:
-            # the name the index gives the store's vectors (Indexer.model); loading is lazy
-            embedder = make_embedder(args.embedder)
-            model = f"{embedder.name}:{embedder.dim}"
+            model = Indexer(store, make_embedder(args.embedder)).model  # loading is lazy
             chunks = store.chunk_count()
-            if not store.chunk_vectors(model, [1]):
+            probe = random.Random(7).sample(range(1, chunks + 1), min(32, chunks))
+            if not store.chunk_vectors(model, probe):
                 raise SystemExit(
                     f"{folder}: no {model} vectors (index the store first, or name its --embedder)"
                 )

@@ -16,6 +16,7 @@ def building_in_another_thread(indexer: Indexer) -> Iterator[None]:
     is busy); on leaving, that thread finishes the mirroring and is joined."""
     building, done = threading.Event(), threading.Event()
     original = indexer._mirror
+    failed: list[BaseException] = []
 
     def slow_first_mirror() -> None:
         building.set()
@@ -23,7 +24,14 @@ def building_in_another_thread(indexer: Indexer) -> Iterator[None]:
         original()
 
     indexer._mirror = slow_first_mirror  # type: ignore[method-assign]
-    builder = threading.Thread(target=indexer.sync)
+
+    def build() -> None:
+        try:
+            indexer.sync()
+        except BaseException as exc:  # raised in the test's thread after the join
+            failed.append(exc)
+
+    builder = threading.Thread(target=build)
     builder.start()
     try:
         assert building.wait(60)
@@ -33,3 +41,5 @@ def building_in_another_thread(indexer: Indexer) -> Iterator[None]:
         builder.join(60)
         indexer._mirror = original  # type: ignore[method-assign]
     assert not builder.is_alive()
+    if failed:
+        raise failed[0]

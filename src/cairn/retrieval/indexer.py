@@ -115,12 +115,9 @@ class Indexer:
         them in, and in that moment the store says none wait while searches still miss them."""
         stored = self.store.vector_lag(self.model)
         # Another thread may build, load or save the index (minutes at a million chunks): a
-        # status read does not wait for it, the store's count is what is known meanwhile. A
-        # sync, a search or a catch-up holds the lock briefly; waiting in short steps sees a
-        # save that takes the lock next (the worker saves right after it syncs).
-        while not self._lock.acquire(timeout=0.02):
-            if self.busy:
-                return stored
+        # status read does not wait for it, the store's count is what is known meanwhile.
+        if not self._lock_unless_busy():
+            return stored
         try:
             return max(stored, len(self.catalog.pending))
         finally:
@@ -134,6 +131,15 @@ class Indexer:
         if self._saving or self._building:
             return True
         return not self._mirrored and self._left_to_worker()
+
+    def _lock_unless_busy(self) -> bool:
+        """Take the lock, waiting in short steps, and say True; or say False, without it,
+        once the index is busy (a holder of minutes). A sync, a search or a catch-up holds
+        it for moments, and short steps see a save that takes it next."""
+        while not self._lock.acquire(timeout=0.02):
+            if self.busy:
+                return False
+        return True
 
     def _left_to_worker(self) -> bool:
         """Whether the first build is the background worker's, not a read's: the store is
@@ -205,9 +211,8 @@ class Indexer:
         What the other thread is doing is read from its flags (``busy``), not guessed from
         a lock it holds: a search, a sync or a catch-up holds the lock for moments, and a
         read waits for those rather than going on without vectors."""
-        while not self._lock.acquire(timeout=0.02):
-            if self.busy:
-                return False
+        if not self._lock_unless_busy():
+            return False
         try:
             if self.busy:  # a large store's first pass is the worker's
                 return False

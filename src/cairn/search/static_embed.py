@@ -193,7 +193,7 @@ class StaticEmbedder:
         table = self._table
         sums = np.zeros((len(texts), self.dim), dtype=np.float32)
         # One text at a time: gathering every token's row of a batch at once (then
-        # ``reduceat``) made a (tokens x dim) array, 130 MB for 512 long chat turns, whose
+        # ``reduceat``) made a (tokens x dim) array, ~58 MB for 256 long chat turns, whose
         # allocation and pass cost ~15x the sums themselves; a text's own rows stay in cache.
         for i, encoding in enumerate(self._encode(list(texts))):
             if encoding.ids:

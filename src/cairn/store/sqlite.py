@@ -313,6 +313,7 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
     # Every commit takes the one write lock before it inserts chunks, so rowids already
     # follow commit order, and the rowid is the cheapest column to walk.
     _pending_order = "id"
+    vector_read_parts = _READ_THREADS  # read side by side on the read threads (_read_each)
 
     def __init__(self, path: Path | str, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
@@ -330,7 +331,6 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         self._readers = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._slicer: ThreadPoolExecutor | None = None  # see _side_by_side
-        self.vector_read_parts = _READ_THREADS  # read side by side (_read_each)
         self._closed = False
         self._opened_lock = threading.Lock()
         self._df_cache: dict[str, int] = {}
