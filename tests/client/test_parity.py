@@ -27,6 +27,7 @@ from cairn import (
 from cairn.graph.why import WhyRequest
 from cairn.model import EventRole
 from cairn.retrieval.context import ReadContextRequest
+from cairn.timeline.views import TimelineHits
 from tests.client.conftest import LocalStore
 from tests.doors.conftest import Live
 
@@ -136,13 +137,11 @@ def _until(probe: Callable[[], list[Any]], timeout: float = 30.0) -> list[Any]:
     return found
 
 
-def _embedded_throughout(read: Callable[[], list[Any]], curator: Any) -> list[Any]:
-    """What ``read`` found, if no vector was waiting before it or after it (a node rolled up
-    while it ran has no vector yet, and would be ranked by keywords alone); else nothing."""
-    if curator.status().get("vector_lag"):
-        return []
-    found = read()
-    return [] if curator.status().get("vector_lag") else found
+def _embedded(hits: TimelineHits) -> list[Any]:
+    """The hits, if the answer says nothing was missing (an entry rolled up a moment ago
+    waits for its vector and is ranked by keywords alone, on one side and not the other);
+    else nothing."""
+    return [] if hits.warnings else list(hits.hits)
 
 
 def scenario(open_as: Opener, keys: dict[str, str]) -> Transcript:
@@ -231,8 +230,8 @@ def scenario(open_as: Opener, keys: dict[str, str]) -> Transcript:
         ))  # fmt: skip
         # once rolled up and embedded (both happen in the background): a search before the
         # vectors are made ranks by keywords alone, on one side and not the other
-        step("timeline search", lambda: _until(lambda: _embedded_throughout(
-            lambda: list(agent.timeline_search("staging deploy", scope="acme/*").hits), curator
+        step("timeline search", lambda: _until(lambda: _embedded(
+            agent.timeline_search("staging deploy", scope="acme/*")
         )))  # fmt: skip
 
         # the decision graph

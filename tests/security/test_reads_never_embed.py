@@ -139,8 +139,15 @@ def test_timeline_reads_embed_nothing_and_write_nothing(store: Store, tmp_path: 
     assert lag > 0
     before = _every_row(store)
     (year,) = memory.timeline_root(principal=agent)
-    hits = memory.timeline_search("nightly build", principal=agent).hits
+    found = memory.timeline_search("nightly build", principal=agent)
+    hits = found.hits
     assert hits and all("vector" not in h.signals for h in hits)
+    # the answer says it is partial, counting only what the reader may see
+    (warning,) = found.warnings
+    waiting, said = warning.split(" ", 1)
+    assert int(waiting) > 0 and said == "chunks are not embedded yet (keyword search sees them)"
+    stranger = agent.model_copy(update={"id": "eve", "scopes": ("other/*",)})
+    assert memory.timeline_search("nightly build", principal=stranger).warnings == ()
     segment = memory.timeline_node(hits[0].node_id, principal=agent)
     memory.expand_grip(segment.bullets[0].grip_ids[0], principal=agent)
     memory.timeline_browse(year.node_id, principal=agent)
@@ -151,6 +158,10 @@ def test_timeline_reads_embed_nothing_and_write_nothing(store: Store, tmp_path: 
     assert embedder.documents == 0, "a timeline read embedded pending chunks"
     assert memory.vector_lag() == lag
     assert _every_row(store) == before, "a timeline read wrote to the store"
+    # once embedded, vectors take part and nothing is said to wait
+    memory.index_pending()
+    embedded = memory.timeline_search("nightly build", principal=agent)
+    assert embedded.warnings == () and any("vector" in h.signals for h in embedded.hits)
 
 
 def _every_row(store: Store) -> dict[str, list[tuple[str, ...]]]:

@@ -355,11 +355,13 @@ def test_teleport_finds_the_segment_and_its_grip(memory: Memory) -> None:
         principal=AGENT,
     )
     memory.rollup(principal=CURATOR)
+    memory.index_pending()  # the background worker's job in a server
     found = memory.timeline_search("invoice handles leak", principal=READER)
-    assert found.warnings == ()  # the index was free: vectors took part
+    assert found.warnings == ()  # the index was free and every entry had its vector
     hits = found.hits
     best = hits[0]
     assert best.level is TocLevel.SEGMENT and best.starts_at == T0 + timedelta(days=2)
+    assert set(best.signals) == {"keyword", "vector"}
     expanded = memory.expand_grip(best.grip_ids[0], principal=READER, before=0, after=0)
     assert {e.event_id for e in expanded.events} & {"k0", "k1"}
     # limited to a time range at the source

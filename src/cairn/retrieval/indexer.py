@@ -32,6 +32,7 @@ __all__ = [
     "IndexWorker",
     "Indexer",
     "Progress",
+    "not_embedded",
 ]
 
 BATCH = 256
@@ -62,6 +63,12 @@ def _decoded(stored: Mapping[_K, bytes]) -> dict[_K, FloatArray]:
 
 # What a read says when it answered without vectors because the index was busy.
 VECTOR_INDEX_BUSY = "the vector index is busy (being built or saved): keyword search answered alone"
+
+
+def not_embedded(count: int) -> str:
+    """What a read says when ``count`` of the chunks it may see still wait for a vector:
+    keyword search found them, vector search could not."""
+    return f"{count} chunks are not embedded yet (keyword search sees them)"
 
 
 class Indexer:

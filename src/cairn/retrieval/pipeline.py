@@ -19,7 +19,7 @@ from cairn.model import Principal, VersionPin
 from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.fuse import max_fused_score
-from cairn.retrieval.indexer import VECTOR_INDEX_BUSY, Indexer
+from cairn.retrieval.indexer import VECTOR_INDEX_BUSY, Indexer, not_embedded
 from cairn.retrieval.preselect import Preselection, ReadRequest, preselect
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, rank
 from cairn.retrieval.recall import keyword_recall, vector_recall
@@ -342,9 +342,7 @@ def run_retrieve(
         items, excluded = compose(budget)
     warnings: list[str] = []
     if trace.vector_lag:
-        warnings.append(
-            f"{trace.vector_lag} chunks are not embedded yet (keyword search sees them)"
-        )
+        warnings.append(not_embedded(trace.vector_lag))
     if trace.vector_index_busy:
         warnings.append(VECTOR_INDEX_BUSY)
     return RetrievalResult(

@@ -18,7 +18,7 @@ from cairn.errors import InvalidInput, NotFound
 from cairn.limits import MAX_COUNTER, is_id
 from cairn.model import Event, EventCursor, Grip, TocLevel, TocNode
 from cairn.retrieval.budget import estimate_item_tokens
-from cairn.retrieval.indexer import VECTOR_INDEX_BUSY, Indexer
+from cairn.retrieval.indexer import VECTOR_INDEX_BUSY, Indexer, not_embedded
 from cairn.retrieval.recall import keyword_recall, vector_recall
 from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
@@ -198,7 +198,8 @@ def teleport(
     """Keyword and vector search over node summaries and each segment bullet's stretch of
     conversation, trimmed to what the reader may see inside the index, fused by rank; a node
     found by several of its entries counts once, at its best. While another thread builds,
-    loads or saves the vector index, keyword search answers alone and a warning says so."""
+    loads or saves the vector index, keyword search answers alone and a warning says so; a
+    warning also counts the entries the reader may see that wait for a vector."""
     if not 1 <= k <= 100:
         raise InvalidInput("k must be between 1 and 100", field="k")
     where = ChunkFilter(
@@ -219,6 +220,11 @@ def teleport(
         if indexer.sync_unless_building():
             vector = indexer.embedder.embed_query(query)
             ranked["vector"] = [str(c) for c, _ in vector_recall(indexer, vector, where, depth)]
+            # Entries rolled up a moment ago wait for the background worker's vectors:
+            # keyword search finds them meanwhile, and the reader is told the answer is
+            # partial (only what it may see is counted).
+            if waiting := indexer.pending_for(where):
+                warnings = (not_embedded(waiting),)
         else:
             warnings = (VECTOR_INDEX_BUSY,)
     # Checked once more on the store's own rows, as a search checks what it returns.
