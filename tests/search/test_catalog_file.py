@@ -26,6 +26,7 @@ from cairn.memory import Memory
 from cairn.memory.indexing import INDEX_FOLDER
 from cairn.model import Acl, Content, ContentPatch, Principal, PrincipalKind, Sensitivity, Status
 from cairn.retrieval import indexer as indexer_module
+from cairn.retrieval.indexer import VECTOR_INDEX_BUSY
 from cairn.search import catalog_file
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter
@@ -618,6 +619,41 @@ def test_a_read_waits_for_a_moment_of_the_lock_and_builds_a_small_index(tmp_path
     assert any("vector_match" in item.why_included for item in answered.items)
     assert len(indexer.catalog) > 0  # mirrored by the read
     memory._indexer = None
+    memory.close()
+
+
+def test_a_read_waits_no_longer_than_its_patience_for_the_lock(tmp_path: Path) -> None:
+    """A thread may hold the index's lock for seconds with no busy flag (a sync taking in a
+    large import): a read waits ``read_patience`` for it, then answers by keyword alone and
+    says so, while the lock is still held."""
+    memory = _indexed_memory(tmp_path)
+    indexer = memory.indexer
+    assert indexer is not None
+    indexer.sync()  # mirrored: nothing about the index is busy
+    indexer.read_patience = 0.1
+    held, done = threading.Event(), threading.Event()
+
+    def hold_until_the_read_is_done() -> None:
+        with indexer._lock:
+            held.set()
+            assert done.wait(60)
+
+    holder = threading.Thread(target=hold_until_the_read_is_done)
+    holder.start()
+    try:
+        assert held.wait(60)
+        assert not indexer.busy
+        answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+        still_held = holder.is_alive()
+    finally:
+        done.set()
+        holder.join(60)
+    assert still_held  # the read did not wait for the holder
+    assert answered.trace.vector_index_busy and answered.warnings == (VECTOR_INDEX_BUSY,)
+    assert answered.items and all(i.why_included == ("keyword_match",) for i in answered.items)
+    again = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+    assert not again.trace.vector_index_busy
+    assert any("vector_match" in item.why_included for item in again.items)
     memory.close()
 
 

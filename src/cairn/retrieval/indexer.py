@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -25,6 +26,7 @@ from cairn.store.filters import admitter
 __all__ = [
     "BATCH",
     "BUILT_BY_READS_UP_TO",
+    "READ_PATIENCE",
     "SAVED_FROM_ROWS",
     "SAVE_GROWTH",
     "SYNC_BATCH",
@@ -48,6 +50,11 @@ SAVED_FROM_ROWS = 20_000
 BUILT_BY_READS_UP_TO = 50_000
 # An idle worker saves the catalog again once it has grown by this share since last saved.
 SAVE_GROWTH = 0.5
+# How long (seconds) a read waits for another thread's turn with the index before it
+# answers by keyword alone. A search or a catch-up's batch holds it for moments; a sync
+# that takes in a large import (hundreds of thousands of changes) can hold it for seconds,
+# and no read should wait that long.
+READ_PATIENCE = 1.0
 # Chunks whose stored row a saved catalog's fingerprint names (evenly spread, first and last
 # included).
 _FINGERPRINT_CHUNKS = 17
@@ -62,7 +69,10 @@ def _decoded(stored: Mapping[_K, bytes]) -> dict[_K, FloatArray]:
 
 
 # What a read says when it answered without vectors because the index was busy.
-VECTOR_INDEX_BUSY = "the vector index is busy (being built or saved): keyword search answered alone"
+VECTOR_INDEX_BUSY = (
+    "the vector index is busy (being built, saved or brought up to date): keyword search "
+    "answered alone"
+)
 
 
 def not_embedded(count: int) -> str:
@@ -108,6 +118,7 @@ class Indexer:
         # turns. The model itself runs under ``_embedding`` only, never under ``_lock``.
         self._lock = threading.RLock()
         self._embedding = threading.Lock()
+        self.read_patience = READ_PATIENCE
 
     def _new_catalog(self) -> VectorCatalog:
         return VectorCatalog(self.embedder.dim, vectors_of=self.stored_vectors)
@@ -141,10 +152,12 @@ class Indexer:
 
     def _lock_unless_busy(self) -> bool:
         """Take the lock, waiting in short steps, and say True; or say False, without it,
-        once the index is busy (a holder of minutes). A sync, a search or a catch-up holds
-        it for moments, and short steps see a save that takes it next."""
+        once the index is busy (a holder of minutes) or ``read_patience`` has passed. A
+        search or a catch-up holds it for moments, and short steps see a save that takes
+        it next."""
+        deadline = time.monotonic() + self.read_patience
         while not self._lock.acquire(timeout=0.02):
-            if self.busy:
+            if self.busy or time.monotonic() > deadline:
                 return False
         return True
 
@@ -217,7 +230,8 @@ class Indexer:
 
         What the other thread is doing is read from its flags (``busy``), not guessed from
         a lock it holds: a search, a sync or a catch-up holds the lock for moments, and a
-        read waits for those rather than going on without vectors."""
+        read waits for those rather than going on without vectors, up to ``read_patience``
+        (a sync taking in a large import holds it for seconds)."""
         if not self._lock_unless_busy():
             return False
         try:
