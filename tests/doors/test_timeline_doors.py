@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from cairn.auth import PrincipalEntry, add_key, load_principals, save_principals
-from tests.doors.conftest import Live, running
+from tests.doors.conftest import Live, running, wait_embedded
 from tests.timeline.events import event_json
 
 pytestmark = pytest.mark.anyio
@@ -73,6 +73,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             # the server rolls up in the background too: whichever runs first builds it
             built = http.post("/v1/timeline/rollup", headers=live.headers(live.curator))
             assert built.status_code == 200, built.text
+            # the new summaries' vectors come from the server's worker: searches below rank
+            # what is stored, not a race with it
+            wait_embedded(live)
             status = http.get("/v1/timeline/status", headers=live.headers(live.curator)).json()
             assert status["lag"] == 0
             assert status["nodes"] == {"segment": 2, "day": 2, "week": 2, "month": 2, "year": 2}

@@ -135,7 +135,9 @@ class Indexer:
         # Another thread may build, load or save the index (minutes at a million chunks): a
         # status read does not wait for it, the store's count is what is known meanwhile.
         if not self._lock_unless_busy():
-            return stored
+            # Read without the lock: the catalog's pending map may be a moment old, but a
+            # count of 0 here while vectors wait to be taken in would end a caller's wait.
+            return max(stored, len(self.catalog.pending))
         try:
             return max(stored, len(self.catalog.pending))
         finally:

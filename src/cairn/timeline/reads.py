@@ -212,21 +212,22 @@ def teleport(
         source_before=until,
     )
     depth = k * 4
-    ranked: dict[str, list[str]] = {"keyword": []}
-    for chunk_id, _ in keyword_recall(store, query, where, depth):
-        ranked["keyword"].append(str(chunk_id))
+    ranked: dict[str, list[str]] = {}
     warnings: tuple[str, ...] = ()
-    if indexer is not None:
-        if indexer.sync_unless_building():
-            vector = indexer.embedder.embed_query(query)
-            ranked["vector"] = [str(c) for c, _ in vector_recall(indexer, vector, where, depth)]
-            # Entries rolled up a moment ago wait for the background worker's vectors:
-            # keyword search finds them meanwhile, and the reader is told the answer is
-            # partial (only what it may see is counted).
-            if waiting := indexer.pending_for(where):
-                warnings = (not_embedded(waiting),)
-        else:
-            warnings = (VECTOR_INDEX_BUSY,)
+    # The index is brought up to date first, then keyword search runs: an entry committed
+    # in between is seen by both, or waits for its vector and is counted below.
+    vectors = indexer is not None and indexer.sync_unless_building()
+    if indexer is not None and not vectors:
+        warnings = (VECTOR_INDEX_BUSY,)
+    ranked["keyword"] = [str(c) for c, _ in keyword_recall(store, query, where, depth)]
+    if vectors and indexer is not None:
+        vector = indexer.embedder.embed_query(query)
+        ranked["vector"] = [str(c) for c, _ in vector_recall(indexer, vector, where, depth)]
+        # Entries rolled up a moment ago wait for the background worker's vectors: keyword
+        # search finds them meanwhile, and the reader is told the answer is partial (only
+        # what it may see is counted).
+        if waiting := indexer.pending_for(where):
+            warnings = (not_embedded(waiting),)
     # Checked once more on the store's own rows, as a search checks what it returns.
     found = {int(key) for keys in ranked.values() for key in keys}
     kept = admitted(where, store.chunk_metas(sorted(found)), store.heads_readable)
