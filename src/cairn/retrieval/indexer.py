@@ -34,7 +34,7 @@ __all__ = [
     "IndexWorker",
     "Indexer",
     "Progress",
-    "not_embedded",
+    "vector_warnings",
 ]
 
 BATCH = 256
@@ -75,10 +75,12 @@ VECTOR_INDEX_BUSY = (
 )
 
 
-def not_embedded(count: int) -> str:
-    """What a read says when ``count`` of the chunks it may see still wait for a vector:
-    keyword search found them, vector search could not."""
-    return f"{count} chunks are not embedded yet (keyword search sees them)"
+def vector_warnings(*, waiting: int, busy: bool) -> tuple[str, ...]:
+    """What a read says of its vector side: ``waiting`` of the chunks it may see still wait
+    for a vector (keyword search found them, vector search could not), or the index was
+    ``busy`` and keyword search answered alone."""
+    said = [f"{waiting} chunks are not embedded yet (keyword search sees them)"] if waiting else []
+    return (*said, VECTOR_INDEX_BUSY) if busy else tuple(said)
 
 
 class Indexer:
@@ -134,14 +136,14 @@ class Indexer:
         stored = self.store.vector_lag(self.model)
         # Another thread may build, load or save the index (minutes at a million chunks): a
         # status read does not wait for it, the store's count is what is known meanwhile.
-        if not self._lock_unless_busy():
-            # Read without the lock: the catalog's pending map may be a moment old, but a
-            # count of 0 here while vectors wait to be taken in would end a caller's wait.
-            return max(stored, len(self.catalog.pending))
+        # Without the lock the catalog's pending map may be a moment old, but the store's
+        # count alone could say 0 while vectors wait to be taken in, and end a caller's wait.
+        locked = self._lock_unless_busy()
         try:
             return max(stored, len(self.catalog.pending))
         finally:
-            self._lock.release()
+            if locked:
+                self._lock.release()
 
     @property
     def busy(self) -> bool:

@@ -19,7 +19,7 @@ from cairn.model import Principal, VersionPin
 from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.fuse import max_fused_score
-from cairn.retrieval.indexer import VECTOR_INDEX_BUSY, Indexer, not_embedded
+from cairn.retrieval.indexer import Indexer, vector_warnings
 from cairn.retrieval.preselect import Preselection, ReadRequest, preselect
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, rank
 from cairn.retrieval.recall import keyword_recall, vector_recall
@@ -340,11 +340,7 @@ def run_retrieve(
         )
     with _timed(trace, "compose"):
         items, excluded = compose(budget)
-    warnings: list[str] = []
-    if trace.vector_lag:
-        warnings.append(not_embedded(trace.vector_lag))
-    if trace.vector_index_busy:
-        warnings.append(VECTOR_INDEX_BUSY)
+    warnings = vector_warnings(waiting=trace.vector_lag, busy=trace.vector_index_busy)
     return RetrievalResult(
         query=plan.query,
         mode=plan.mode,
@@ -357,6 +353,6 @@ def run_retrieve(
         token_budget_exceeded=budget.token_budget_exceeded,
         excluded_count=budget.excluded_count,
         excluded=excluded,
-        warnings=tuple(warnings),
+        warnings=warnings,
         trace=trace,
     )

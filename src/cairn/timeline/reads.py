@@ -18,7 +18,7 @@ from cairn.errors import InvalidInput, NotFound
 from cairn.limits import MAX_COUNTER, is_id
 from cairn.model import Event, EventCursor, Grip, TocLevel, TocNode
 from cairn.retrieval.budget import estimate_item_tokens
-from cairn.retrieval.indexer import VECTOR_INDEX_BUSY, Indexer, not_embedded
+from cairn.retrieval.indexer import Indexer, vector_warnings
 from cairn.retrieval.recall import keyword_recall, vector_recall
 from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
@@ -212,22 +212,19 @@ def teleport(
         source_before=until,
     )
     depth = k * 4
-    ranked: dict[str, list[str]] = {}
-    warnings: tuple[str, ...] = ()
     # The index is brought up to date first, then keyword search runs: an entry committed
     # in between is seen by both, or waits for its vector and is counted below.
-    vectors = indexer is not None and indexer.sync_unless_building()
-    if indexer is not None and not vectors:
-        warnings = (VECTOR_INDEX_BUSY,)
-    ranked["keyword"] = [str(c) for c, _ in keyword_recall(store, query, where, depth)]
-    if vectors and indexer is not None:
-        vector = indexer.embedder.embed_query(query)
-        ranked["vector"] = [str(c) for c, _ in vector_recall(indexer, vector, where, depth)]
+    live = indexer if indexer is not None and indexer.sync_unless_building() else None
+    ranked = {"keyword": [str(c) for c, _ in keyword_recall(store, query, where, depth)]}
+    waiting = 0
+    if live is not None:
+        vector = live.embedder.embed_query(query)
+        ranked["vector"] = [str(c) for c, _ in vector_recall(live, vector, where, depth)]
         # Entries rolled up a moment ago wait for the background worker's vectors: keyword
         # search finds them meanwhile, and the reader is told the answer is partial (only
         # what it may see is counted).
-        if waiting := indexer.pending_for(where):
-            warnings = (not_embedded(waiting),)
+        waiting = live.pending_for(where)
+    warnings = vector_warnings(waiting=waiting, busy=indexer is not None and live is None)
     # Checked once more on the store's own rows, as a search checks what it returns.
     found = {int(key) for keys in ranked.values() for key in keys}
     kept = admitted(where, store.chunk_metas(sorted(found)), store.heads_readable)
