@@ -151,6 +151,18 @@ def _indexed_memory(tmp_path: Path) -> Memory:
     return memory
 
 
+def _notes_and_a_conversation(tmp_path: Path) -> Memory:
+    """A memory on a new store folder holding 60 public notes and a rolled-up conversation
+    (timeline search finds it by "nightly build"), none of it embedded yet."""
+    folder = tmp_path / ".cairn"
+    folder.mkdir()
+    memory = _memory(folder)
+    memory.append_events(conversation("a", T0, 12), principal=TIMELINE_AGENT)
+    memory.rollup(principal=CURATOR)
+    memory.store_many([_content(i) for i in range(60)], principal=CURATOR)
+    return memory
+
+
 def _content(i: int, *, public: bool = True) -> Content:
     rng = np.random.default_rng(i)
     words = " ".join(rng.choice(WORDS, size=5))
@@ -476,12 +488,7 @@ def test_a_read_does_not_wait_while_another_thread_builds_the_index(tmp_path: Pa
     """While the first mirroring of the store (a build, or a load) runs in another thread, a
     read answers by keyword at once and says so, and so do the statuses and a timeline
     search; once built, reads use vectors again."""
-    folder = tmp_path / ".cairn"
-    folder.mkdir()
-    memory = _memory(folder)
-    memory.append_events(conversation("a", T0, 12), principal=TIMELINE_AGENT)
-    memory.rollup(principal=CURATOR)
-    memory.store_many([_content(i) for i in range(60)], principal=CURATOR)
+    memory = _notes_and_a_conversation(tmp_path)
     indexer = memory.indexer
     assert indexer is not None
     with building_in_another_thread(indexer):
@@ -654,6 +661,84 @@ def test_a_read_waits_no_longer_than_its_patience_for_the_lock(tmp_path: Path) -
     again = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
     assert not again.trace.vector_index_busy
     assert any("vector_match" in item.why_included for item in again.items)
+    memory.close()
+
+
+class _TakenWhenFirstLetGo:
+    """The index's lock, taken by another thread (``holder``) the moment any other thread
+    first lets go of it, and kept until ``done``: a sync of a large import (seconds, with no
+    busy flag) that gets its turn right after a read's first turn, with no sleeps."""
+
+    def __init__(self, lock: Any) -> None:
+        self._inner = lock
+        self.taken, self.done = threading.Event(), threading.Event()
+        self.holder = threading.Thread(target=self._hold)
+
+    def _hold(self) -> None:
+        with self._inner:
+            self.taken.set()
+            assert self.done.wait(60)
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return bool(self._inner.acquire(blocking, timeout))
+
+    def release(self) -> None:
+        self._inner.release()
+        if threading.current_thread() is not self.holder and not self.taken.is_set():
+            self.holder.start()
+            assert self.taken.wait(60)
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@pytest.mark.parametrize("search", ["records", "timeline"])
+def test_a_read_keeps_its_one_turn_with_the_index_from_sync_to_search(
+    tmp_path: Path, search: str
+) -> None:
+    """A sync of a large import may take the index's lock the moment a read lets go of it.
+    A read lets go of it once, after its sync, its count of what waits for a vector and its
+    search: it answers with vectors, not held up by that sync (it would be, for the sync's
+    whole length, if it took the lock again to count or to search); the next read, which
+    finds the lock held, answers by keyword within its patience and says so."""
+    memory = _notes_and_a_conversation(tmp_path)
+    memory.index_pending()
+    indexer = memory.indexer
+    assert indexer is not None
+    indexer.sync()  # mirrored: nothing about the index is busy
+    indexer.read_patience = 0.1
+    lock = _TakenWhenFirstLetGo(indexer._lock)
+    indexer._lock = lock  # type: ignore[assignment]
+
+    def read() -> tuple[tuple[str, ...], bool]:
+        """The read's warnings, and whether vector search found anything."""
+        if search == "records":
+            answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+            assert answered.items
+            return answered.warnings, any(
+                "vector_match" in item.why_included for item in answered.items
+            )
+        found = memory.timeline_search("nightly build", principal=CURATOR)
+        assert found.hits
+        return found.warnings, any("vector" in hit.signals for hit in found.hits)
+
+    with ThreadPoolExecutor(1) as pool:  # the holder keeps the lock for a minute
+        try:
+            first = pool.submit(read).result(timeout=10)
+            assert lock.taken.is_set()  # the other thread took the lock as the read let go
+            second = pool.submit(read).result(timeout=10)
+            still_held = lock.holder.is_alive()
+        except TimeoutError:
+            raise AssertionError("the read waited for the index") from None
+        finally:
+            lock.done.set()
+    lock.holder.join(60)
+    assert first == ((), True)  # vectors searched, nothing waiting, not busy
+    assert second == ((VECTOR_INDEX_BUSY,), False)  # keyword alone, within its patience
+    assert still_held
     memory.close()
 
 

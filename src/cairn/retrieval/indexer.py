@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,6 +35,7 @@ __all__ = [
     "IndexWorker",
     "Indexer",
     "Progress",
+    "VectorRead",
     "vector_warnings",
 ]
 
@@ -53,7 +55,8 @@ SAVE_GROWTH = 0.5
 # How long (seconds) a read waits for another thread's turn with the index before it
 # answers by keyword alone. A search or a catch-up's batch holds it for moments; a sync
 # that takes in a large import (hundreds of thousands of changes) can hold it for seconds,
-# and no read should wait that long.
+# and no read should wait that long. A read waits once: it then keeps its turn for its
+# sync, its count of what waits for a vector and its search (``Indexer.read``).
 READ_PATIENCE = 1.0
 # Chunks whose stored row a saved catalog's fingerprint names (evenly spread, first and last
 # included).
@@ -83,6 +86,22 @@ def vector_warnings(*, waiting: int, busy: bool) -> tuple[str, ...]:
     return (*said, VECTOR_INDEX_BUSY) if busy else tuple(said)
 
 
+@dataclass(frozen=True)
+class VectorRead:
+    """A read's vector side (``Indexer.read``): ``hits``, ``(chunk id, score)`` best first;
+    ``waiting``, how many of the chunks the reader may see still wait for a vector; ``busy``,
+    the index was busy (no hits, nothing counted: keyword search answers alone). What the
+    read says of it: ``vector_warnings(waiting=, busy=)``."""
+
+    hits: tuple[tuple[int, float], ...]
+    waiting: int = 0
+    busy: bool = False
+
+
+# The answer of a read that found the index busy.
+_BUSY = VectorRead(hits=(), busy=True)
+
+
 class Indexer:
     """The dense index of a store: embeds what waits for a vector, mirrors the store's
     chunks into an in-memory catalog and searches it.
@@ -105,7 +124,7 @@ class Indexer:
         self._saved_mark: tuple[int, int] | None = None
         self.saved_from_rows = SAVED_FROM_ROWS
         # Whether a sync has completed: the catalog then mirrors the store, and a sync only
-        # takes in what changed since (see ``sync_unless_building``).
+        # takes in what changed since (see ``read``).
         self._mirrored = False
         # Rows of the catalog when it was last loaded, saved or tried to be saved: an idle
         # worker saves again only once it has grown by half since.
@@ -148,8 +167,8 @@ class Indexer:
     @property
     def busy(self) -> bool:
         """Whether a read now would go on without vectors: the index is being built, loaded
-        or saved, or is left for the background worker to build (see
-        ``sync_unless_building``). A status reads it: it never waits."""
+        or saved, or is left for the background worker to build (see ``read``). A status
+        reads it: it never waits."""
         if self._saving or self._building:
             return True
         return not self._mirrored and self._left_to_worker()
@@ -202,15 +221,12 @@ class Indexer:
                 self._rescan(drain=limit is None)
             return done
 
-    def pending_for(self, where: ChunkFilter) -> int:
-        """How many chunks ``where`` admits still wait for a vector (as far as this
-        catalog has seen): only what the reader may see is counted, so the number says
-        nothing about other principals' writes."""
+    def _waiting(self, where: ChunkFilter) -> int:
+        """How many chunks ``where`` admits still wait for a vector (as far as this catalog
+        has seen; the caller holds the lock): only what the reader may see is counted, so
+        the number says nothing about other principals' writes."""
         admitted_by = admitter(where)
-        with self._lock:
-            return sum(
-                1 for metas in self.catalog.pending.values() for m in metas if admitted_by(m)
-            )
+        return sum(1 for metas in self.catalog.pending.values() for m in metas if admitted_by(m))
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         with self._lock:
@@ -224,27 +240,42 @@ class Indexer:
         with self._lock:
             self._sync()
 
-    def sync_unless_building(self) -> bool:
-        """``sync`` and say True; but say False within 20 ms, instead of waiting, while another
-        thread mirrors the store for the first time (loads a saved catalog or builds one:
-        minutes at a million chunks) or saves it (seconds), so that a read can go on without
-        vectors. With no other thread at it, the caller mirrors the store itself (a one-shot
-        command must), unless a background worker is there to do it and the store is too
-        large for a read to wait on (``BUILT_BY_READS_UP_TO``).
+    def read(self, query: str, where: ChunkFilter, k: int) -> VectorRead:
+        """A read's vector side: the store's changes mirrored, the ``k`` chunks ``where``
+        admits nearest ``query`` found, and those it admits that still wait for a vector
+        counted. The read never embeds them (the background worker or `cairn reindex`
+        does): keyword search, which sees them, answers beside it.
+
+        Or ``busy``, at once, while another thread mirrors the store for the first time
+        (loads a saved catalog or builds one: minutes at a million chunks) or saves it
+        (seconds), so that the read goes on without vectors. With no other thread at it,
+        the caller mirrors the store itself (a one-shot command must), unless a background
+        worker is there to do it and the store is too large for a read to wait on
+        (``BUILT_BY_READS_UP_TO``).
 
         What the other thread is doing is read from its flags (``busy``), not guessed from
         a lock it holds: a search, a sync or a catch-up holds the lock for moments, and a
         read waits for those rather than going on without vectors, up to ``read_patience``
-        (a sync taking in a large import holds it for seconds)."""
+        (a sync taking in a large import holds it for seconds), then is ``busy`` too. It
+        waits once: the sync, the count and the search share one turn, since a large sync
+        that took its turn between two of them would hold the read for its whole length."""
+        if self.busy:  # known already: no query embedded for nothing
+            return _BUSY
+        # Before the lock: searches and syncs do not wait on the model (or an endpoint).
+        query_vector = self.embedder.embed_query(query)
         if not self._lock_unless_busy():
-            return False
+            return _BUSY
         try:
             if self.busy:  # a large store's first pass is the worker's
-                return False
+                return _BUSY
             self._sync()
+            waiting = self._waiting(where)
+            found = self.catalog.shortlist(query_vector, where, k)
         finally:
             self._lock.release()
-        return True
+        # As in ``search``: finalists are re-read from the store after the lock.
+        hits = found.scored() if isinstance(found, Finalists) else found
+        return VectorRead(hits=tuple(hits), waiting=waiting)
 
     def _changes(self, since_seq: int, want: int = 0) -> list[ChunkMeta]:
         """Changes after ``since_seq``, ending on a whole seq group: the chunks of one
@@ -276,10 +307,10 @@ class Indexer:
         changed since it was loaded or last saved (with ``grown_by``: has grown by that
         share of its rows then, or was never saved), and has every chunk it saw (none
         waiting for a vector). Returns whether it saved. Reads answer by keyword meanwhile
-        (a few seconds at a million rows; see ``sync_unless_building``): ``Memory.close``
-        calls it, and an idle ``IndexWorker`` when the catalog has grown by half, which
-        gives up at once when another process is saving, and after a failure (logged) does
-        not try again before the catalog has grown by half once more."""
+        (a few seconds at a million rows; see ``read``): ``Memory.close`` calls it, and an
+        idle ``IndexWorker`` when the catalog has grown by half, which gives up at once
+        when another process is saving, and after a failure (logged) does not try again
+        before the catalog has grown by half once more."""
         if self.saved is None:
             return False
         with self._lock:

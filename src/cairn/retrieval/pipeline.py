@@ -123,29 +123,23 @@ def run_recall(
             return keyword_recall(store, plan.query, chosen.where, depth)
 
     def run_vector(live: Indexer) -> list[tuple[int, float]]:
+        # A read never embeds: it mirrors what is already indexed and says how many of the
+        # chunks it may see still wait for a vector (the background worker or `cairn
+        # reindex` embeds them). Keyword search sees them meanwhile. Nor does it wait while
+        # another thread builds, loads or saves the index, or past its patience: it answers
+        # by keyword and says so.
         with _timed(trace, "recall.vector"):
-            query_vector = live.embedder.embed_query(plan.query)
-            return vector_recall(live, query_vector, chosen.where, depth)
+            found = vector_recall(live, plan.query, chosen.where, depth)
+        trace.vector_lag, trace.vector_index_busy = found.waiting, found.busy
+        return list(found.hits)
 
     if plan.query.strip():
         wants_keyword = plan.mode in ("hybrid", "keyword")
         live = indexer() if plan.mode in ("hybrid", "vector") and indexer is not None else None
-        if live is not None:
-            # A read never embeds: it mirrors what is already indexed and says how many of
-            # the chunks it may see still wait for a vector (the background worker or
-            # `cairn reindex` embeds them). Keyword search sees them meanwhile. Nor does it
-            # wait while another thread builds, loads or saves the index: it answers by
-            # keyword and says so.
-            with _timed(trace, "index.sync"):
-                ready = live.sync_unless_building()
-            if ready:
-                trace.vector_lag = live.pending_for(chosen.where)
-            else:
-                trace.vector_index_busy = True
-                live = None
         if wants_keyword and live is not None:
             # SQLite's FTS scoring and numpy's product both release the GIL: on two cores
-            # the two signals genuinely overlap.
+            # the two signals genuinely overlap (and keyword search need not wait for the
+            # vector side's turn with the index).
             pending = _RECALL_POOL.submit(run_keyword)
             vector = run_vector(live)
             keyword = pending.result()

@@ -5,8 +5,7 @@ Both take the preselected ``ChunkFilter`` and apply it inside their index.
 
 from __future__ import annotations
 
-from cairn.retrieval.indexer import Indexer
-from cairn.search.catalog import FloatArray
+from cairn.retrieval.indexer import Indexer, VectorRead
 from cairn.search.fts import DEFAULT_STOPWORDS, fts_tokens, select_terms
 from cairn.store.base import ChunkFilter, KeywordQuery, Store
 
@@ -93,7 +92,7 @@ def keyword_recall(store: Store, query: str, where: ChunkFilter, k: int) -> list
     return store.keyword_search(match, where, k)
 
 
-def vector_recall(
-    indexer: Indexer, query_vector: FloatArray, where: ChunkFilter, k: int
-) -> list[tuple[int, float]]:
-    return indexer.search(query_vector, where, k)
+def vector_recall(indexer: Indexer, query: str, where: ChunkFilter, k: int) -> VectorRead:
+    """The ``k`` chunks ``where`` admits nearest ``query``, with how many it admits still wait
+    for a vector, or a busy index (``Indexer.read``: record and timeline search alike)."""
+    return indexer.read(query, where, k)

@@ -119,8 +119,9 @@ class Trace(BaseModel):
     dropped_by_validation: dict[str, int] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     vector_lag: int = 0
-    #: the vector index was busy in another thread (its first build or load, or a save):
-    #: the read did not wait for it and had no vector recall
+    #: the vector index was busy in another thread (its first build or load, a save, or a
+    #: turn longer than the read's patience): the read did not wait for it and had no
+    #: vector recall
     vector_index_busy: bool = False
     #: the time the query named, when ranking weighed it: its words, start and end
     time_window: dict[str, str] | None = None

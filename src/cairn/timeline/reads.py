@@ -198,8 +198,9 @@ def teleport(
     """Keyword and vector search over node summaries and each segment bullet's stretch of
     conversation, trimmed to what the reader may see inside the index, fused by rank; a node
     found by several of its entries counts once, at its best. While another thread builds,
-    loads or saves the vector index, keyword search answers alone and a warning says so; a
-    warning also counts the entries the reader may see that wait for a vector."""
+    loads or saves the vector index, or holds it past the read's patience, keyword search
+    answers alone and a warning says so; a warning also counts the entries the reader may
+    see that wait for a vector."""
     if not 1 <= k <= 100:
         raise InvalidInput("k must be between 1 and 100", field="k")
     where = ChunkFilter(
@@ -212,19 +213,17 @@ def teleport(
         source_before=until,
     )
     depth = k * 4
-    # The index is brought up to date first, then keyword search runs: an entry committed
-    # in between is seen by both, or waits for its vector and is counted below.
-    live = indexer if indexer is not None and indexer.sync_unless_building() else None
+    # Keyword search runs first, then the vector side brings the index up to date: an
+    # entry keyword search found is then in the index, found by vector search too or
+    # counted among those that wait for a vector (rolled up a moment ago, the background
+    # worker embeds them; only what the reader may see is counted).
     ranked = {"keyword": [str(c) for c, _ in keyword_recall(store, query, where, depth)]}
-    waiting = 0
-    if live is not None:
-        vector = live.embedder.embed_query(query)
-        ranked["vector"] = [str(c) for c, _ in vector_recall(live, vector, where, depth)]
-        # Entries rolled up a moment ago wait for the background worker's vectors: keyword
-        # search finds them meanwhile, and the reader is told the answer is partial (only
-        # what it may see is counted).
-        waiting = live.pending_for(where)
-    warnings = vector_warnings(waiting=waiting, busy=indexer is not None and live is None)
+    warnings: tuple[str, ...] = ()
+    if indexer is not None:
+        recalled = vector_recall(indexer, query, where, depth)
+        if not recalled.busy:
+            ranked["vector"] = [str(c) for c, _ in recalled.hits]
+        warnings = vector_warnings(waiting=recalled.waiting, busy=recalled.busy)
     # Checked once more on the store's own rows, as a search checks what it returns.
     found = {int(key) for keys in ranked.values() for key in keys}
     kept = admitted(where, store.chunk_metas(sorted(found)), store.heads_readable)
