@@ -5,10 +5,14 @@ Both take the preselected ``ChunkFilter`` and apply it inside their index.
 
 from __future__ import annotations
 
-from cairn.retrieval.indexer import Indexer
-from cairn.search.catalog import FloatArray
+from typing import TYPE_CHECKING
+
 from cairn.search.fts import DEFAULT_STOPWORDS, fts_tokens, select_terms
 from cairn.store.base import ChunkFilter, KeywordQuery, Store
+
+if TYPE_CHECKING:
+    from cairn.retrieval.indexer import Indexer
+    from cairn.search.catalog import FloatArray
 
 __all__ = [
     "FULL_QUERY_REACH",
