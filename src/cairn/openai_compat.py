@@ -6,9 +6,10 @@ are, and the chat model two of them ask."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Required, TypedDict
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "DEFAULT_CHAT_MODEL",
@@ -29,6 +30,10 @@ def endpoint_client(
     timeout: float,
     transport: httpx.BaseTransport | None = None,
 ) -> httpx.Client:
+    # httpx is imported only when an endpoint is configured: every store opens this module
+    # (the reranker's settings), and most CLI commands would otherwise pay for it at start-up.
+    import httpx
+
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     return httpx.Client(
         base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport

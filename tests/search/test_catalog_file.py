@@ -26,7 +26,7 @@ from cairn.memory import Memory
 from cairn.memory.indexing import INDEX_FOLDER
 from cairn.model import Acl, Content, ContentPatch, Principal, PrincipalKind, Sensitivity, Status
 from cairn.retrieval import indexer as indexer_module
-from cairn.retrieval.indexer import VECTOR_INDEX_BUSY
+from cairn.retrieval.types import VECTOR_INDEX_BUSY
 from cairn.search import catalog_file
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from cairn.openai_compat import ChatEndpoint
 
 __all__ = ["ChatAnswerer", "Completion", "LlmUnavailable"]
@@ -48,6 +46,8 @@ class ChatAnswerer(ChatEndpoint):
         return cls(base_url=url, model=model, timeout=timeout, api_key=api_key)
 
     def complete(self, messages: list[dict[str, str]], *, max_tokens: int) -> Completion:
+        import httpx  # loaded with the client (openai_compat.endpoint_client), not at import
+
         try:
             raw, text = self.chat(messages, max_tokens=max_tokens)
         except httpx.TimeoutException:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 __all__ = ["load_schema", "meta_errors", "validator"]
 
@@ -21,6 +22,10 @@ def load_schema(name: str) -> dict[str, Any]:
 
 @functools.cache
 def validator(name: str) -> Draft202012Validator:
+    # jsonschema is imported on the first check, not with the kernel: most CLI commands
+    # never validate a graph fixture or an answer's meta, and it costs them start-up time.
+    from jsonschema import Draft202012Validator
+
     schema = load_schema(name)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from cairn.closing import Closing
 from cairn.errors import NotFound
@@ -37,14 +37,18 @@ from cairn.model import RecordView, utcnow
 from cairn.options import check_names
 from cairn.retrieval.chunking import chunks_for
 from cairn.retrieval.endpoint_rerank import EndpointReranker
-from cairn.retrieval.indexer import Indexer, IndexWorker
 from cairn.retrieval.settings import RetrievalSettings
-from cairn.search.embedder import Embedder
 from cairn.search.vector_cache import DiskVectorCache
 from cairn.store.base import Store
 from cairn.store.factory import open_store
 from cairn.timeline.settings import TimelineSettings
 from cairn.timeline.verbs import TimelineVerbs
+
+if TYPE_CHECKING:
+    # The dense index (numpy, hnswlib) loads when a command first needs vectors (see
+    # IndexVerbs.indexer), not with the kernel: most commands never do.
+    from cairn.retrieval.indexer import Indexer, IndexWorker
+    from cairn.search.embedder import Embedder
 
 __all__ = [
     "DB_FILE",

@@ -6,12 +6,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cairn.errors import InvalidInput
 from cairn.memory.core import MemoryCore
-from cairn.retrieval.indexer import Indexer, IndexWorker
-from cairn.search.embedder import Embedder, make_embedder
 from cairn.search.vector_cache import DiskVectorCache
+
+if TYPE_CHECKING:
+    from cairn.retrieval.indexer import Indexer, IndexWorker
+    from cairn.search.embedder import Embedder
 
 __all__ = ["INDEX_FOLDER", "IndexVerbs"]
 
@@ -34,6 +37,12 @@ class IndexVerbs(MemoryCore):
     def indexer(self) -> Indexer | None:
         """The dense indexer, or None when this memory runs keyword-only."""
         if self._indexer is None and self._embedder_spec is not None:
+            # The dense index's modules (numpy, hnswlib) are imported here, when a command
+            # first needs vectors, not with the kernel: most CLI commands never do, and
+            # every one would pay for them at start-up.
+            from cairn.retrieval.indexer import Indexer
+            from cairn.search.embedder import make_embedder
+
             spec = self._embedder_spec
             if isinstance(spec, str):
                 if self._vector_cache_file is not None:
@@ -68,6 +77,8 @@ class IndexVerbs(MemoryCore):
         if indexer is None:
             return None
         if self._worker is None:
+            from cairn.retrieval.indexer import IndexWorker  # loaded with Indexer (above)
+
             self._worker = IndexWorker(indexer, poll=poll).start()
             self._worker.notify()
         return self._worker

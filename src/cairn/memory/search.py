@@ -4,21 +4,23 @@ retrieved validated within a token budget, or recalled unranked (for replaying r
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from cairn.errors import InvalidInput
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.indexing import IndexVerbs
 from cairn.model import Principal, VersionPin
 from cairn.options import DEFAULT_MODE, KernelReadFilters, check_names
-from cairn.retrieval.endpoint_rerank import EndpointReranker
-from cairn.retrieval.indexer import Indexer
 from cairn.retrieval.pipeline import Recall, SearchPlan, run_candidates, run_retrieve, run_search
 from cairn.retrieval.preselect import ReadRequest
 from cairn.retrieval.ranking import RankingConfig
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
 from cairn.retrieval.weights import check_weights
 from cairn.retrieval.when import query_window
+
+if TYPE_CHECKING:
+    from cairn.retrieval.endpoint_rerank import EndpointReranker
+    from cairn.retrieval.indexer import Indexer
 
 __all__ = ["SearchVerbs"]
 

@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-import httpx
-
 from cairn.openai_compat import EndpointOptions, ModelEndpoint
 from cairn.retrieval.types import Hit
 
@@ -65,6 +63,8 @@ class EndpointReranker(ModelEndpoint):
     def rerank(self, query: str, hits: Sequence[Hit], k: int) -> Reranked:
         """The best ``k`` of ``hits`` (fusion's order) as the endpoint orders its first
         ``top``; fusion's order, cut to ``k``, when it cannot."""
+        import httpx  # loaded with the client (openai_compat.endpoint_client), not at import
+
         started = time.perf_counter()
         head = list(hits[: self.top])
         try:

@@ -31,12 +31,10 @@ __all__ = [
     "SAVED_FROM_ROWS",
     "SAVE_GROWTH",
     "SYNC_BATCH",
-    "VECTOR_INDEX_BUSY",
     "IndexWorker",
     "Indexer",
     "Progress",
     "VectorRead",
-    "vector_warnings",
 ]
 
 BATCH = 256
@@ -69,21 +67,6 @@ _K = TypeVar("_K", int, str)
 def _decoded(stored: Mapping[_K, bytes]) -> dict[_K, FloatArray]:
     """Stored vectors (float32 bytes) as arrays, by the same keys."""
     return {key: np.frombuffer(blob, dtype=np.float32) for key, blob in stored.items()}
-
-
-# What a read says when it answered without vectors because the index was busy.
-VECTOR_INDEX_BUSY = (
-    "the vector index is busy (being built, saved or brought up to date): keyword search "
-    "answered alone"
-)
-
-
-def vector_warnings(*, waiting: int, busy: bool) -> tuple[str, ...]:
-    """What a read says of its vector side: ``waiting`` of the chunks it may see still wait
-    for a vector (keyword search found them, vector search could not), or the index was
-    ``busy`` and keyword search answered alone."""
-    said = [f"{waiting} chunks are not embedded yet (keyword search sees them)"] if waiting else []
-    return (*said, VECTOR_INDEX_BUSY) if busy else tuple(said)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from cairn.governance import access
 from cairn.limits import is_id
@@ -19,7 +20,6 @@ from cairn.model import Principal, VersionPin
 from cairn.retrieval.budget import BudgetResult, apply_budget, estimate_item_tokens
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.fuse import max_fused_score
-from cairn.retrieval.indexer import Indexer, vector_warnings
 from cairn.retrieval.preselect import Preselection, ReadRequest, preselect
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, rank
 from cairn.retrieval.recall import keyword_recall, vector_recall
@@ -31,11 +31,15 @@ from cairn.retrieval.types import (
     RetrievalResult,
     SearchResult,
     Trace,
+    vector_warnings,
 )
 from cairn.retrieval.validate import validate
 from cairn.retrieval.when import TimeWindow
 from cairn.store.base import ChunkRow, Store
 from cairn.store.filters import admitted
+
+if TYPE_CHECKING:
+    from cairn.retrieval.indexer import Indexer
 
 __all__ = [
     "Recall",

@@ -5,9 +5,13 @@ Both take the preselected ``ChunkFilter`` and apply it inside their index.
 
 from __future__ import annotations
 
-from cairn.retrieval.indexer import Indexer, VectorRead
+from typing import TYPE_CHECKING
+
 from cairn.search.fts import DEFAULT_STOPWORDS, fts_tokens, select_terms
 from cairn.store.base import ChunkFilter, KeywordQuery, Store
+
+if TYPE_CHECKING:
+    from cairn.retrieval.indexer import Indexer, VectorRead
 
 __all__ = [
     "FULL_QUERY_REACH",

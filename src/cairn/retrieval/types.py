@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cairn.model import CairnModel, Provenance, VersionPin
 
 __all__ = [
+    "VECTOR_INDEX_BUSY",
     "Citation",
     "Contradiction",
     "Excerpt",
@@ -21,6 +22,7 @@ __all__ = [
     "SearchResult",
     "Trace",
     "Why",
+    "vector_warnings",
 ]
 
 Mode = Literal["hybrid", "keyword", "vector"]
@@ -128,6 +130,21 @@ class Trace(BaseModel):
     #: the reranking endpoint that ordered the hits (``openai:MODEL``), or why it did not
     #: (``fallback: timeout``); None when no reranker is configured
     reranker: str | None = None
+
+
+# What a read says when it answered without vectors because the index was busy.
+VECTOR_INDEX_BUSY = (
+    "the vector index is busy (being built, saved or brought up to date): keyword search "
+    "answered alone"
+)
+
+
+def vector_warnings(*, waiting: int, busy: bool) -> tuple[str, ...]:
+    """What a read says of its vector side: ``waiting`` of the chunks it may see still wait
+    for a vector (keyword search found them, vector search could not), or the index was
+    ``busy`` and keyword search answered alone."""
+    said = [f"{waiting} chunks are not embedded yet (keyword search sees them)"] if waiting else []
+    return (*said, VECTOR_INDEX_BUSY) if busy else tuple(said)
 
 
 class SearchResult(CairnModel):

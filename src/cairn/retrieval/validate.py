@@ -18,13 +18,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from cairn.model import Confidence, Record, Status, Version
 from cairn.retrieval.types import Citation, Contradiction, Hit, Item, Scores, Why
-from cairn.search.catalog import FloatArray
 from cairn.search.fts import fts_tokens
+
+if TYPE_CHECKING:
+    from cairn.search.catalog import FloatArray
 
 __all__ = [
     "CONTRADICTION_KINDS",
@@ -161,7 +162,7 @@ def _similar(
     if not wa or not wb or len(wa & wb) / len(wa | wb) < SIMILAR_JACCARD:
         return False
     va, vb = vector_of(a), vector_of(b)
-    return va is None or vb is None or float(np.dot(va, vb)) >= SIMILAR_COSINE
+    return va is None or vb is None or float(va.dot(vb)) >= SIMILAR_COSINE
 
 
 def find_contradictions(

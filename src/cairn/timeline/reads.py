@@ -12,14 +12,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cairn.errors import InvalidInput, NotFound
 from cairn.limits import MAX_COUNTER, is_id
 from cairn.model import Event, EventCursor, Grip, TocLevel, TocNode
 from cairn.retrieval.budget import estimate_item_tokens
-from cairn.retrieval.indexer import Indexer, vector_warnings
 from cairn.retrieval.recall import keyword_recall, vector_recall
+from cairn.retrieval.types import vector_warnings
 from cairn.search.fts import fts_tokens
 from cairn.search.fusion import rrf
 from cairn.store.base import (
@@ -42,6 +42,9 @@ from cairn.timeline.views import (
     TeleportHit,
     TimelineHits,
 )
+
+if TYPE_CHECKING:
+    from cairn.retrieval.indexer import Indexer
 
 __all__ = [
     "Reader",
