@@ -110,7 +110,22 @@ def verify_sha256(path: Path, expected: str, what: str) -> None:
     """Refuse to run a file whose content is not the pinned one (tampering or corruption)."""
     if not path.is_file():
         raise ModelIntegrityError(f"{what} not found at {path}", path=str(path))
-    actual = sha256_file(path)
+    _check_sha256(path, sha256_file(path), expected, what)
+
+
+def read_verified(path: Path, expected: str, what: str) -> bytes:
+    """The bytes of a small file whose content must be the pinned one, read once: what is
+    checked is exactly what is used (a file changed between a check and a second read
+    would not be), and the file is not read twice."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ModelIntegrityError(f"{what} not found at {path}", path=str(path)) from None
+    _check_sha256(path, hashlib.sha256(data).hexdigest(), expected, what)
+    return data
+
+
+def _check_sha256(path: Path, actual: str, expected: str, what: str) -> None:
     if actual != expected:
         raise ModelIntegrityError(
             f"{what} at {path} has sha256 {actual}, expected {expected}: "
@@ -333,6 +348,7 @@ __all__ = [
     "first_row",
     "l2_normalise",
     "make_embedder",
+    "read_verified",
     "sha256_file",
     "verify_sha256",
 ]

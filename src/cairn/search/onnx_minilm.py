@@ -26,6 +26,7 @@ from cairn.search.embedder import (
     Vectors,
     first_row,
     l2_normalise,
+    read_verified,
     verify_sha256,
 )
 
@@ -63,6 +64,19 @@ def default_tokenizer_path() -> Path:
     if not TOKENIZER_FILE.is_file():
         raise ModelIntegrityError(f"the MiniLM tokenizer is missing from cairn: {TOKENIZER_FILE}")
     return TOKENIZER_FILE
+
+
+def load_tokenizer(path: Path, sha256: str, max_tokens: int) -> Any:
+    """The MiniLM ``tokenizers.Tokenizer`` from ``path``, whose content must hash to
+    ``sha256``, truncating to ``max_tokens`` and not padding."""
+    from tokenizers import Tokenizer
+
+    text = read_verified(path, sha256, "MiniLM tokenizer.json").decode("utf-8")
+    tokenizer = Tokenizer.from_str(text)
+    tokenizer.enable_truncation(max_length=max_tokens)
+    # The shipped file pads every text to 128; we pad per batch instead (see _run_batch).
+    tokenizer.no_padding()
+    return tokenizer
 
 
 class OnnxMiniLMEmbedder:
@@ -131,15 +145,7 @@ class OnnxMiniLMEmbedder:
         return self._tokenizer.get()
 
     def _load_tokenizer(self) -> Any:
-        from tokenizers import Tokenizer
-
-        path = self.tokenizer_path
-        verify_sha256(path, self._tokenizer_sha256, "MiniLM tokenizer.json")
-        tokenizer = Tokenizer.from_file(str(path))
-        tokenizer.enable_truncation(max_length=self.max_tokens)
-        # The shipped file pads every text to 128; we pad per batch instead (see _run_batch).
-        tokenizer.no_padding()
-        return tokenizer
+        return load_tokenizer(self.tokenizer_path, self._tokenizer_sha256, self.max_tokens)
 
     def _load_session(self) -> Any:
         import onnxruntime as ort
@@ -203,4 +209,5 @@ __all__ = [
     "OnnxMiniLMEmbedder",
     "default_model_path",
     "default_tokenizer_path",
+    "load_tokenizer",
 ]

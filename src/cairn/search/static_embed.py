@@ -19,6 +19,7 @@ whose sidecar does not match is rebuilt, never trusted.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import threading
@@ -38,7 +39,12 @@ from cairn.search.embedder import (
     l2_normalise,
     sha256_file,
 )
-from cairn.search.onnx_minilm import MODEL_SHA256, TOKENIZER_SHA256, OnnxMiniLMEmbedder
+from cairn.search.onnx_minilm import (
+    MODEL_SHA256,
+    TOKENIZER_SHA256,
+    OnnxMiniLMEmbedder,
+    load_tokenizer,
+)
 
 RECIPE_VERSION = 1
 #: First id of a whole word in BERT uncased WordPiece ("the"); before it are [PAD], [unusedN],
@@ -227,13 +233,18 @@ class StaticEmbedder:
         except (OSError, ValueError):
             return None
         table_sha = stored.pop("table_sha256", None)
-        # Rebuild rather than trust a table made from other files or edited since.
-        if stored != self._meta(minilm) or table_sha != sha256_file(self.table_path):
+        if stored != self._meta(minilm):
             return None
-        table = np.load(self.table_path, allow_pickle=False)
+        # Read once, and the bytes checked are the bytes used (a second read for the array
+        # could see a file changed since). Rebuild rather than trust a table made from
+        # other files or edited since.
+        data = self.table_path.read_bytes()
+        if table_sha != hashlib.sha256(data).hexdigest():
+            return None
+        table = _npy_view(data, self.table_path)
         if table.dtype != np.float32 or table.ndim != 2 or table.shape[1] != self.dim:
             raise ModelIntegrityError(f"static table {self.table_path} has the wrong shape")
-        return np.asarray(table, dtype=np.float32)
+        return table
 
     def _write_cached(self, table: npt.NDArray[np.float32], minilm: OnnxMiniLMEmbedder) -> None:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -249,13 +260,31 @@ class StaticEmbedder:
 
 
 def _static_tokenizer(minilm: OnnxMiniLMEmbedder) -> Any:
-    from tokenizers import Tokenizer
+    # A tokenizer of its own: the static path takes longer texts than the 256 tokens MiniLM
+    # can see (and MiniLM's own, with its model, is never loaded to embed statically).
+    return load_tokenizer(minilm.tokenizer_path, minilm.tokenizer_sha256, MAX_TOKENS)
 
-    # A fresh copy: the static path takes longer texts than the 256 tokens MiniLM can see.
-    tokenizer = Tokenizer.from_str(minilm.tokenizer.to_str())
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    tokenizer.no_padding()
-    return tokenizer
+
+# The ``.npy`` header readers numpy makes public, by format version (``np.save`` writes 1.0
+# for a table of this size).
+_NPY_HEADERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
+
+def _npy_view(data: bytes, path: Path) -> npt.NDArray[Any]:
+    """The array an ``.npy`` file's bytes hold, read in place (``np.load`` would read the
+    file again, or copy the bytes)."""
+    stream = io.BytesIO(data)
+    read_header = _NPY_HEADERS.get(np.lib.format.read_magic(stream))
+    if read_header is None:
+        raise ModelIntegrityError(f"static table {path} is in an .npy format cairn never writes")
+    shape, fortran_order, dtype = read_header(stream)
+    if fortran_order or dtype.hasobject:
+        raise ModelIntegrityError(f"static table {path} is not a plain C-ordered array")
+    count = int(np.prod(shape))
+    return np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell()).reshape(shape)
 
 
 __all__ = [
