@@ -16,5 +16,4 @@ def test_auth_quick_writes_json(tmp_path: Path) -> None:
     # Not parsing an unchanged file again must show, as a ratio within the run (parsing
     # took ~100 times longer than a cached check; 2 leaves room for a noisy machine).
     assert run["vs_cairn"]["pure-Python YAML, every call"] > 2
-    assert run["vs_cairn"]["cairn"] == 1.0
     assert "Authenticating one request" in printed

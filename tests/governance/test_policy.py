@@ -66,6 +66,7 @@ def test_first_matching_rule_wins_and_globs_match_scopes() -> None:
         ("defualt: queue", "defualt"),
         ("retention: {draft_days: -1}", "retention.draft_days"),
         ("rules: [ {name: a", "not valid YAML"),
+        ("retention: {draft_days: 2001-13-45}", "not valid YAML"),
         ("- just\n- a list", "top level"),
     ],
 )

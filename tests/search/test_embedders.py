@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -203,6 +204,48 @@ def test_static_rebuilds_a_tampered_table_and_reports_progress(
     assert calls, "a tampered table must be distilled again, not trusted"
     assert calls[-1][0] == calls[-1][1]
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+
+
+def test_static_refuses_a_tampered_or_missing_tokenizer_even_with_its_table_cached(
+    static: StaticEmbedder, static_dir: Path, minilm: OnnxMiniLMEmbedder, tmp_path: Path
+) -> None:
+    # With the table cached, the static path never loads MiniLM's own tokenizer: its own
+    # load is where the tokenizer file must be checked.
+    tampered = tmp_path / "tokenizer.json"
+    tampered.write_text(minilm.tokenizer_path.read_text().replace('"the"', '"teh"', 1))
+    for path, message in ((tampered, "sha256"), (tmp_path / "absent.json", "not found")):
+        again = StaticEmbedder(
+            cache_dir=static_dir,
+            recipe=TEST_RECIPE,
+            minilm_factory=lambda path=path: OnnxMiniLMEmbedder(tokenizer_path=path),
+        )
+        with pytest.raises(ModelIntegrityError, match=message):
+            again.embed([CLOSE_A])
+
+
+@pytest.mark.parametrize("damage", ["fortran order", "cut short", "not npy"])
+def test_a_table_whose_hash_matches_but_cannot_be_read_is_refused(
+    static: StaticEmbedder, minilm: OnnxMiniLMEmbedder, tmp_path: Path, damage: str
+) -> None:
+    """A sidecar that vouches for a table cairn cannot use (written by hand, say): refused
+    by name rather than read wrongly or failing with numpy's own error."""
+    recipe = Recipe(vocab_limit=4_000)
+    first = StaticEmbedder(cache_dir=tmp_path, recipe=recipe, minilm_factory=lambda: minilm)
+    first.embed([CLOSE_A])
+    table = np.load(first.table_path)
+    if damage == "fortran order":
+        np.save(first.table_path, np.asfortranarray(table))
+    elif damage == "cut short":
+        first.table_path.write_bytes(first.table_path.read_bytes()[:-4])
+    else:
+        first.table_path.write_bytes(b"not an npy file at all" * 4)
+    sidecar = first.table_path.with_suffix(".json")
+    meta = json.loads(sidecar.read_text())
+    meta["table_sha256"] = hashlib.sha256(first.table_path.read_bytes()).hexdigest()
+    sidecar.write_text(json.dumps(meta))
+    again = StaticEmbedder(cache_dir=tmp_path, recipe=recipe, minilm_factory=lambda: minilm)
+    with pytest.raises(ModelIntegrityError, match="static table"):
+        again.embed([CLOSE_A])
 
 
 # -- the cache ------------------------------------------------------------------------------

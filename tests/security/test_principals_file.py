@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cairn.auth import load_principals
-from cairn.errors import Unauthenticated
+from cairn.errors import PolicyError, Unauthenticated
 from cairn.workspace import Workspace
 
 
@@ -46,3 +46,19 @@ def test_an_edit_that_keeps_size_and_time_still_revokes_the_key_at_once(tmp_path
     with pytest.raises(Unauthenticated):
         workspace.authenticate(keys["agent"])
     assert workspace.authenticate(keys["curator"]).id != agent.id  # the others' keys still work
+
+
+def test_a_date_yaml_cannot_read_is_a_policy_error_that_quotes_nothing(tmp_path: Path) -> None:
+    """A hand-edited file with a date YAML reads as a timestamp but no calendar has: a
+    clean error naming the file, not a crash on every request, and no text from the file."""
+    workspace = Workspace(tmp_path / ".cairn")
+    keys = workspace.init().keys
+    path = workspace.principals_path
+    text = path.read_text(encoding="utf-8")
+    assert "created_at: '" in text
+    broken = text.replace("created_at: '", "created_at: 2001-13-45 #'", 1)
+    path.write_text(broken, encoding="utf-8")
+    with pytest.raises(PolicyError) as caught:
+        workspace.authenticate(keys["agent"])
+    message = str(caught.value)
+    assert message.startswith(f"{path}: not valid YAML") and "2001" not in message

@@ -328,16 +328,24 @@ def yaml_problem(path: Path | str, exc: yaml.YAMLError) -> str:
 
 
 # libyaml's parser where PyYAML was built with it: the same documents as the pure-Python
-# parser (its error messages are worded a little differently, at the same line and column),
-# about nine times faster on a principals file, which a server reads on every request.
+# parser (its error messages, and sometimes the line and column they name, differ a little),
+# several times faster on a principals file, which a server reads on every request.
 _SAFE_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
     yaml, "CSafeLoader", yaml.SafeLoader
 )
 
 
 def load_yaml(text: str) -> Any:
-    """``yaml.safe_load``, through libyaml where it is available."""
-    return yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader either way
+    """``yaml.safe_load``, through libyaml where it is available. Every way the text can be
+    unreadable is a ``yaml.YAMLError``, which ``yaml_problem`` describes."""
+    try:
+        return yaml.load(text, Loader=_SAFE_LOADER)  # a safe loader either way
+    except ValueError:
+        # PyYAML builds a typed value (a date such as 2001-13-45) and lets the type's own
+        # ValueError out; its text may quote the file, so it is not passed on.
+        raise yaml.constructor.ConstructorError(
+            problem="a date or number in it is out of range or malformed"
+        ) from None
 
 
 def parse_policy(text: str, *, source: str = "policy") -> Policy:

@@ -117,10 +117,9 @@ def read_verified(path: Path, expected: str, what: str) -> bytes:
     """The bytes of a small file whose content must be the pinned one, read once: what is
     checked is exactly what is used (a file changed between a check and a second read
     would not be), and the file is not read twice."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ModelIntegrityError(f"{what} not found at {path}", path=str(path)) from None
+    if not path.is_file():
+        raise ModelIntegrityError(f"{what} not found at {path}", path=str(path))
+    data = path.read_bytes()
     _check_sha256(path, hashlib.sha256(data).hexdigest(), expected, what)
     return data
 

@@ -277,14 +277,17 @@ def _npy_view(data: bytes, path: Path) -> npt.NDArray[Any]:
     """The array an ``.npy`` file's bytes hold, read in place (``np.load`` would read the
     file again, or copy the bytes)."""
     stream = io.BytesIO(data)
-    read_header = _NPY_HEADERS.get(np.lib.format.read_magic(stream))
-    if read_header is None:
-        raise ModelIntegrityError(f"static table {path} is in an .npy format cairn never writes")
-    shape, fortran_order, dtype = read_header(stream)
-    if fortran_order or dtype.hasobject:
-        raise ModelIntegrityError(f"static table {path} is not a plain C-ordered array")
-    count = int(np.prod(shape))
-    return np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell()).reshape(shape)
+    try:
+        read_header = _NPY_HEADERS.get(np.lib.format.read_magic(stream))
+        if read_header is None:
+            raise ModelIntegrityError(f"static table {path} is in an .npy format not written here")
+        shape, fortran_order, dtype = read_header(stream)
+        if fortran_order or dtype.hasobject:
+            raise ModelIntegrityError(f"static table {path} is not a plain C-ordered array")
+        count = int(np.prod(shape))
+        return np.frombuffer(data, dtype=dtype, count=count, offset=stream.tell()).reshape(shape)
+    except ValueError:  # a broken header, or fewer bytes than the header says
+        raise ModelIntegrityError(f"static table {path} is not a readable .npy file") from None
 
 
 __all__ = [
