@@ -229,21 +229,20 @@ def test_a_table_whose_hash_matches_but_cannot_be_read_is_refused(
 ) -> None:
     """A sidecar that vouches for a table cairn cannot use (written by hand, say): refused
     by name rather than read wrongly or failing with numpy's own error."""
-    recipe = Recipe(vocab_limit=4_000)
-    first = StaticEmbedder(cache_dir=tmp_path, recipe=recipe, minilm_factory=lambda: minilm)
-    first.embed([CLOSE_A])
-    table = np.load(first.table_path)
+    # A copy of the module's table and sidecar, damaged (distilling one takes seconds).
+    table_path = tmp_path / static.table_path.name
+    sidecar = table_path.with_suffix(".json")
+    sidecar.write_bytes(static.table_path.with_suffix(".json").read_bytes())
     if damage == "fortran order":
-        np.save(first.table_path, np.asfortranarray(table))
+        np.save(table_path, np.asfortranarray(np.load(static.table_path)))
     elif damage == "cut short":
-        first.table_path.write_bytes(first.table_path.read_bytes()[:-4])
+        table_path.write_bytes(static.table_path.read_bytes()[:-4])
     else:
-        first.table_path.write_bytes(b"not an npy file at all" * 4)
-    sidecar = first.table_path.with_suffix(".json")
+        table_path.write_bytes(b"not an npy file at all" * 4)
     meta = json.loads(sidecar.read_text())
-    meta["table_sha256"] = hashlib.sha256(first.table_path.read_bytes()).hexdigest()
+    meta["table_sha256"] = hashlib.sha256(table_path.read_bytes()).hexdigest()
     sidecar.write_text(json.dumps(meta))
-    again = StaticEmbedder(cache_dir=tmp_path, recipe=recipe, minilm_factory=lambda: minilm)
+    again = StaticEmbedder(cache_dir=tmp_path, recipe=TEST_RECIPE, minilm_factory=lambda: minilm)
     with pytest.raises(ModelIntegrityError, match="static table"):
         again.embed([CLOSE_A])
 
