@@ -85,6 +85,13 @@ class VectorRead:
 _BUSY = VectorRead(hits=(), busy=True)
 
 
+def _scored(found: list[tuple[int, float]] | Finalists) -> list[tuple[int, float]]:
+    """A shortlist's hits, best first. Finalists of a graph over fewer dimensions are re-read
+    from the store here, after the caller let go of the lock, so that a slow read (a busy
+    PostgreSQL pool) holds no other search or sync up."""
+    return found.scored() if isinstance(found, Finalists) else found
+
+
 class Indexer:
     """The dense index of a store: embeds what waits for a vector, mirrors the store's
     chunks into an in-memory catalog and searches it.
@@ -214,9 +221,7 @@ class Indexer:
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         with self._lock:
             found = self.catalog.shortlist(query, where, k)
-        # Finalists of a graph over fewer dimensions are re-read from the store: after the
-        # lock, so that a slow read (a busy PostgreSQL pool) holds no other search or sync up.
-        return found.scored() if isinstance(found, Finalists) else found
+        return _scored(found)
 
     def sync(self) -> None:
         """Mirror chunk inserts and state changes committed since the last sync (by anyone)."""
@@ -256,9 +261,7 @@ class Indexer:
             found = self.catalog.shortlist(query_vector, where, k)
         finally:
             self._lock.release()
-        # As in ``search``: finalists are re-read from the store after the lock.
-        hits = found.scored() if isinstance(found, Finalists) else found
-        return VectorRead(hits=tuple(hits), waiting=waiting)
+        return VectorRead(hits=tuple(_scored(found)), waiting=waiting)
 
     def _changes(self, since_seq: int, want: int = 0) -> list[ChunkMeta]:
         """Changes after ``since_seq``, ending on a whole seq group: the chunks of one
