@@ -270,7 +270,7 @@ def serve(
         timeout_graceful_shutdown=10,
         lifespan="on",
     )
-    listeners = [config.bind_socket()] if tcp else []
+    listeners = [bind_tcp_listener(config)] if tcp else []
     if socket is not None:
         listeners.append(bind_private_socket(socket))
     try:
@@ -281,6 +281,17 @@ def serve(
         if socket is not None:
             with contextlib.suppress(FileNotFoundError):
                 socket.unlink()
+
+
+def bind_tcp_listener(config: uvicorn.Config) -> socket_module.socket:
+    """The TCP listener uvicorn binds, re-opened so that it reports its protocol.
+
+    uvicorn creates it with ``proto`` 0, accepted connections inherit that, and asyncio turns
+    on ``TCP_NODELAY`` only for a socket that says it is TCP (uvicorn issue 3149). Without it
+    every response after the first on a keep-alive connection waited ~40 ms for the client's
+    delayed ACK. Opening the same descriptor again lets the kernel fill in the protocol."""
+    bound = config.bind_socket()
+    return socket_module.socket(fileno=bound.detach())
 
 
 def bind_private_socket(path: Path) -> socket_module.socket:
