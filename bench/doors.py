@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +41,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._report import report
+from tests.doors.conftest import free_port, stop_server, wait_ready
 
 from cairn.workspace import Workspace
 
@@ -52,41 +50,11 @@ QUERY = "which release moved the connector to the new queue"
 WAYS = ("keep-alive", "new connection")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _serve(store: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "cairn", "--store", str(store), "serve"]
     options = ["--port", str(port), "--embedder", "static", "--log-level", "warning"]
     with log.open("ab") as sink:
         return subprocess.Popen([*command, *options], stdout=subprocess.DEVNULL, stderr=sink)
-
-
-def _wait_ready(url: str, server: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"cairn serve exited early with status {server.returncode}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # pacing the poll, not synchronisation
-    raise SystemExit(f"cairn serve never answered on {url}")
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(timeout=20)
-    finally:
-        if server.poll() is None:
-            server.kill()
 
 
 def _seed(url: str, key: str, records: int) -> str:
@@ -143,10 +111,10 @@ def measure(records: int, requests: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / ".cairn"
         keys = Workspace(store).init().keys
-        url = f"http://127.0.0.1:{_free_port()}"
+        url = f"http://127.0.0.1:{free_port()}"
         server = _serve(store, int(url.rsplit(":", 1)[1]), Path(folder) / "server.log")
         try:
-            _wait_ready(url, server)
+            wait_ready(url, server, timeout=60)
             first = _seed(url, keys["curator"], records)
             headers = {"Authorization": f"Bearer {keys['agent']}"}
             search = {"query": QUERY, "scope": SCOPE, "top_k": 5}
@@ -182,7 +150,7 @@ def measure(records: int, requests: int) -> dict[str, Any]:
             fresh.close()
             mcp = asyncio.run(_mcp_calls(url, keys["agent"], requests))
         finally:
-            _stop(server)
+            stop_server(server)
     rows = []
     for request, ways in timings.items():
         figures = {way: _summary(values) for way, values in ways.items()}
@@ -214,7 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     records, requests = (50, 15) if args.quick else (args.records, args.requests)
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
     return report(measure(records, requests), show, Console(), args.json)
 
 
