@@ -71,6 +71,18 @@ def test_context_chunks_add_evidence_to_their_version() -> None:
     assert hits[0].text == "text"
 
 
+def test_an_own_chunk_found_after_the_context_replaces_the_whole_version_citation() -> None:
+    # b is met first through a context chunk (cited whole), then through its own chunks
+    _, hits = _ranked(("b", "context~1"), ("a", "body"), ("b", "s1"), ("b", "s2"))
+    first = next(h for h in hits if h.record_id == "rec_b")
+    assert [(c.chunk_key, c.excerpt is not None) for c in first.citations] == [
+        ("s1", True),
+        ("s2", True),
+    ]
+    assert first.chunk_ids == (3, 4)  # the chunks cited, in the same order
+    assert all(c.scope == SCOPES[1] for c in first.citations)
+
+
 def test_more_sections_of_a_document_do_not_add_up() -> None:
     _, hits = _ranked(("short", "body"), ("long", "s1"), ("long", "s2"), ("long", "s3"))
     assert [h.record_id for h in hits] == ["rec_short", "rec_long"]

@@ -67,14 +67,15 @@ class _Group:
     context_weight: float = DEFAULT_CONTEXT_WEIGHT  # what each matching context chunk adds
     ranks: dict[str, int] = field(default_factory=dict)
     raw: dict[str, float] = field(default_factory=dict)
-    citations: list[Citation] = field(default_factory=list)
-    chunk_ids: list[int] = field(default_factory=list)
+    # the chunks to cite, as rows: citations are built only for the hits kept, since most
+    # groups fall below the limit and validating their models was a tenth of a search's CPU
+    cited: list[ChunkRow] = field(default_factory=list)
 
     @property
     def score(self) -> float:
         return (self.own or 0.0) + self.context_weight * self.context
 
-    def add(self, row: ChunkRow, hit: FusedHit, scope: str) -> None:
+    def add(self, row: ChunkRow, hit: FusedHit) -> None:
         for signal, rank in hit.ranks.items():
             if signal not in self.ranks:  # best first: the first rank seen is the best
                 self.ranks[signal] = rank
@@ -82,18 +83,15 @@ class _Group:
                     self.raw[signal] = hit.raw_scores[signal]
         if is_context_key(row.chunk_key):
             self.context += hit.score
-            if not self.citations:
-                self.citations.append(_citation(row, scope))
-                self.chunk_ids.append(row.meta.id)
+            if not self.cited:
+                self.cited.append(row)
             return
         if self.own is None:
             self.own, self.row = hit.score, row
             # an own chunk is the better citation: drop the whole-version one of the context
-            self.citations.clear()
-            self.chunk_ids.clear()
-        if len(self.citations) < CITED_CHUNKS_PER_HIT:
-            self.citations.append(_citation(row, scope))
-            self.chunk_ids.append(row.meta.id)
+            self.cited.clear()
+        if len(self.cited) < CITED_CHUNKS_PER_HIT:
+            self.cited.append(row)
 
 
 def _citation(row: ChunkRow, scope: str) -> Citation:
@@ -128,10 +126,9 @@ def collapse(
         if row is None:
             continue
         group = groups.get(row.meta.version_id)
-        scope = scopes.get(row.meta.scope_id, "")
         if group is None:
             group = groups[row.meta.version_id] = _Group(row=row, context_weight=context_weight)
-        group.add(row, hit, scope)
+        group.add(row, hit)
     # ties break by version id so the order never depends on dict order
     ranked = sorted(groups.values(), key=lambda g: (-g.score, g.row.meta.version_id))
     return [_hit(group, scopes) for group in ranked[:limit]]
@@ -139,6 +136,7 @@ def collapse(
 
 def _hit(group: _Group, scopes: Mapping[int, str]) -> Hit:
     row = group.row
+    scope = scopes.get(row.meta.scope_id, "")
     why: list[Why] = []
     if "keyword" in group.ranks:
         why.append("keyword_match")
@@ -149,12 +147,12 @@ def _hit(group: _Group, scopes: Mapping[int, str]) -> Hit:
         version_id=row.meta.version_id,
         version=row.version_no,
         kind=row.meta.kind,
-        scope=scopes.get(row.meta.scope_id, ""),
+        scope=scope,
         status=row.meta.status,
         title=row.title,
         text="" if is_context_key(row.chunk_key) else row.text,
-        chunk_ids=tuple(group.chunk_ids),
-        citations=tuple(group.citations),
+        chunk_ids=tuple(cited.meta.id for cited in group.cited),
+        citations=tuple(_citation(cited, scope) for cited in group.cited),
         why_included=tuple(why),
         scores=Scores(
             fused=group.score,
