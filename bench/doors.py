@@ -85,17 +85,54 @@ def _timed(call: Callable[[], httpx.Response]) -> float:
 
 
 async def _mcp_calls(url: str, key: str, calls: int) -> list[float]:
-    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
     timings = []
-    async with Client(streamable_http_client(f"{url}/mcp", http_client=client)) as session:
-        arguments = {"query": QUERY, "scope": SCOPE, "top_k": 5}
-        await session.call_tool("recall", arguments)  # the session's first call warms up
-        for _ in range(calls):
-            start = time.perf_counter()
-            answer = await session.call_tool("recall", arguments)
-            timings.append((time.perf_counter() - start) * 1000)
-            if answer.is_error:
-                raise SystemExit(f"the MCP recall tool failed: {answer.content}")
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=30) as client:
+        transport = streamable_http_client(f"{url}/mcp", http_client=client)
+        async with Client(transport) as session:
+            arguments = {"query": QUERY, "scope": SCOPE, "top_k": 5}
+            await session.call_tool("recall", arguments)  # the session's first call warms up
+            for _ in range(calls):
+                start = time.perf_counter()
+                answer = await session.call_tool("recall", arguments)
+                timings.append((time.perf_counter() - start) * 1000)
+                if answer.is_error:
+                    raise SystemExit(f"the MCP recall tool failed: {answer.content}")
+    return timings
+
+
+def _http_calls(url: str, key: str, first: str, requests: int) -> dict[str, dict[str, list[float]]]:
+    """Each HTTP request ``requests`` times each way, the ways in turns."""
+    headers = {"Authorization": f"Bearer {key}"}
+    search = {"query": QUERY, "scope": SCOPE, "top_k": 5}
+    # "Connection: close" makes the server end each connection after its answer, so the
+    # client opens a new one for the next request (a client built anew for each request
+    # would time building an SSL context as well).
+    closing = {**headers, "Connection": "close"}
+    with (
+        httpx.Client(base_url=url, headers=headers, timeout=30) as kept,
+        httpx.Client(base_url=url, headers=closing, timeout=30) as fresh,
+    ):
+        calls: dict[str, dict[str, Callable[[], httpx.Response]]] = {
+            "GET /v1/records/{id}": {
+                WAYS[0]: lambda: kept.get(f"/v1/records/{first}"),
+                WAYS[1]: lambda: fresh.get(f"/v1/records/{first}"),
+            },
+            "POST /v1/search": {
+                WAYS[0]: lambda: kept.post("/v1/search", json=search),
+                WAYS[1]: lambda: fresh.post("/v1/search", json=search),
+            },
+        }
+        for by_way in calls.values():  # one of each first: imports, caches, the index
+            for call in by_way.values():
+                _timed(call)
+        timings: dict[str, dict[str, list[float]]] = {
+            request: {way: [] for way in WAYS} for request in calls
+        }
+        for _ in range(requests):
+            for request, by_way in calls.items():
+                for way, call in by_way.items():
+                    timings[request][way].append(_timed(call))
     return timings
 
 
@@ -111,49 +148,19 @@ def measure(records: int, requests: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         store = Path(folder) / ".cairn"
         keys = Workspace(store).init().keys
-        url = f"http://127.0.0.1:{free_port()}"
-        server = _serve(store, int(url.rsplit(":", 1)[1]), Path(folder) / "server.log")
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        server = _serve(store, port, Path(folder) / "server.log")
         try:
             wait_ready(url, server, timeout=60)
             first = _seed(url, keys["curator"], records)
-            headers = {"Authorization": f"Bearer {keys['agent']}"}
-            search = {"query": QUERY, "scope": SCOPE, "top_k": 5}
-            kept = httpx.Client(base_url=url, headers=headers, timeout=30)
-
-            # "Connection: close" makes the server end each connection after its answer, so
-            # the client opens a new one for the next request (a client built anew for each
-            # request would time building an SSL context as well).
-            closing = {**headers, "Connection": "close"}
-            fresh = httpx.Client(base_url=url, headers=closing, timeout=30)
-
-            calls: dict[str, dict[str, Callable[[], httpx.Response]]] = {
-                "GET /v1/records/{id}": {
-                    WAYS[0]: lambda: kept.get(f"/v1/records/{first}"),
-                    WAYS[1]: lambda: fresh.get(f"/v1/records/{first}"),
-                },
-                "POST /v1/search": {
-                    WAYS[0]: lambda: kept.post("/v1/search", json=search),
-                    WAYS[1]: lambda: fresh.post("/v1/search", json=search),
-                },
-            }
-            timings: dict[str, dict[str, list[float]]] = {
-                request: {way: [] for way in WAYS} for request in calls
-            }
-            for ways in calls.values():  # one of each first: imports, caches, the index
-                for call in ways.values():
-                    _timed(call)
-            for _ in range(requests):
-                for request, ways in calls.items():
-                    for way, call in ways.items():
-                        timings[request][way].append(_timed(call))
-            kept.close()
-            fresh.close()
+            timings = _http_calls(url, keys["agent"], first, requests)
             mcp = asyncio.run(_mcp_calls(url, keys["agent"], requests))
         finally:
             stop_server(server)
     rows = []
-    for request, ways in timings.items():
-        figures = {way: _summary(values) for way, values in ways.items()}
+    for request, by_way in timings.items():
+        figures = {way: _summary(values) for way, values in by_way.items()}
         ratio = figures[WAYS[0]]["p50_ms"] / figures[WAYS[1]]["p50_ms"]
         rows.append({"request": request, **figures, "keep_alive_vs_new_p50": ratio})
     return {"records": records, "requests": requests, "http": rows, "mcp_recall": _summary(mcp)}

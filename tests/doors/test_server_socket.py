@@ -1,17 +1,22 @@
 """The TCP listener ``cairn serve`` hands to uvicorn: every connection it accepts sends small
 answers at once (``TCP_NODELAY``). Without it each response after the first on a keep-alive
-connection waited ~40 ms for the client's delayed ACK: five times the whole request."""
+connection waited ~40 ms for the client's delayed ACK: several times the whole request. And
+the addresses the server gives out for itself, IPv6 included."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
 import uvicorn
 
 from cairn.doors import server as server_module
+from cairn.doors._net import host_port, http_base
 from cairn.workspace import Workspace
 
 
@@ -41,12 +46,33 @@ async def _nodelay_of_a_connection_to(listener: socket.socket) -> int:
         return flag
 
 
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("host", "family"),
+    [
+        ("127.0.0.1", socket.AF_INET),
+        pytest.param(
+            "::1",
+            socket.AF_INET6,
+            marks=pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback here"),
+        ),
+    ],
+)
 def test_the_listener_serve_binds_accepts_connections_with_nodelay(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    host: str, family: socket.AddressFamily, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     workspace = Workspace(tmp_path / ".cairn")
     workspace.init()
     seen: list[tuple[int, int]] = []
+    cards: list[str] = []
 
     def run_instead(self: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
         # The very socket objects serve hands uvicorn (a copy of the descriptor would report
@@ -58,12 +84,32 @@ def test_the_listener_serve_binds_accepts_connections_with_nodelay(
             async with app.router.lifespan_context(app):
                 for listener in sockets or []:
                     seen.append((listener.family, await _nodelay_of_a_connection_to(listener)))
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                    card = (await client.get("/.well-known/agent-card.json")).json()
+                    cards.extend(i["url"] for i in card["supportedInterfaces"])
 
         asyncio.run(served())
 
     monkeypatch.setattr(uvicorn.Server, "run", run_instead)
-    # the server's log configuration would outlive the test in this process
-    monkeypatch.setattr(server_module, "configure_logging", lambda level: None)
-    server_module.serve(workspace, host="127.0.0.1", port=0, embedder="static")
+    # serve sets up the process's logging (and the MCP SDK and uvicorn add to it): put it
+    # back afterwards, since this process goes on to run other tests
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "a2a"):
+        named = logging.getLogger(name)
+        monkeypatch.setattr(named, "handlers", list(named.handlers))
+        monkeypatch.setattr(named, "propagate", named.propagate)
+    server_module.serve(workspace, host=host, port=0, embedder="static")
 
-    assert seen == [(socket.AF_INET, 1)]
+    assert seen == [(family, 1)]
+    # the agent card names this server by a URL whose host reads back as the one bound
+    assert cards and all(urlsplit(url).hostname == host for url in cards)
+
+
+def test_an_ipv6_address_is_written_in_brackets() -> None:
+    assert http_base("127.0.0.1", 8765) == "http://127.0.0.1:8765"
+    assert http_base("::1", 8765) == "http://[::1]:8765"
+    assert host_port("::", 50051) == "[::]:50051"
+    assert host_port("localhost", 50051) == "localhost:50051"

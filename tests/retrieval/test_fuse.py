@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from cairn.retrieval import fuse as fuse_module
 from cairn.retrieval.fuse import CITED_CHUNKS_PER_HIT, RRF_K, collapse, fuse, max_fused_score
 from cairn.retrieval.types import Hit
 from cairn.retrieval.weights import DEFAULT_CONTEXT_WEIGHT
@@ -105,3 +106,20 @@ def test_limit_keeps_the_best_versions() -> None:
     hits = collapse(fuse(_keyword_only([5, 4, 3, 2, 1]), [], mode="keyword"), rows, SCOPES, 2)
     assert [h.record_id for h in hits] == ["rec_v5", "rec_v4"]
     assert hits[0].why_included == ("keyword_match",)
+
+
+def test_citations_are_built_only_for_the_hits_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # forty versions with two chunks each, one hit kept: a search's candidates are mostly
+    # dropped by the limit, and building their citation models was a share of its CPU
+    rows = {i: _row(i, f"v{(i - 1) // 2}", f"s{i % 2}") for i in range(1, 81)}
+    built: list[str] = []
+    real = fuse_module._citation
+
+    def counted(row: ChunkRow, scope: str) -> object:
+        built.append(row.meta.version_id)
+        return real(row, scope)
+
+    monkeypatch.setattr(fuse_module, "_citation", counted)
+    (hit,) = collapse(fuse(_keyword_only(list(rows)), [], mode="keyword"), rows, SCOPES, 1)
+    assert hit.version_id == "ver_v0" and len(hit.citations) == 2
+    assert built == ["ver_v0", "ver_v0"]

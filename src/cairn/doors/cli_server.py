@@ -17,6 +17,7 @@ from cairn.capture.local import socket_path
 from cairn.config import Settings, load_settings
 from cairn.doors import _render as render
 from cairn.doors._cli_common import KeyOpt, api_key, db_url, store_path, want_json
+from cairn.doors._net import host_port, http_base
 from cairn.errors import InvalidInput, NotFound, Unauthenticated
 from cairn.workspace import Workspace
 
@@ -85,16 +86,16 @@ def serve_command(
         raise NotFound(f"no cairn store in {workspace.folder}: run 'cairn init'", field="store")
     if not tcp and not socket:
         raise InvalidInput("--no-tcp needs --socket: nothing to serve", field="tcp")
-    base = f"http://{settings.host}:{settings.port}"
+    base = http_base(settings.host, settings.port)
     capture = socket_path(workspace.folder) if socket else None
     if capture is not None:
         typer.echo(f"cairn listens for coding-agent hooks on {capture}", err=True)
-    grpc_line = (
-        f"  gRPC       {settings.host}:{settings.grpc_port}  cairn.timeline.v1.TimelineService, "
-        "health, reflection\n"
-        if settings.grpc_port is not None
-        else ""
-    )
+    grpc_line = ""
+    if settings.grpc_port is not None:
+        grpc_address = host_port(settings.host, settings.grpc_port)
+        grpc_line = (
+            f"  gRPC       {grpc_address}  cairn.timeline.v1.TimelineService, health, reflection\n"
+        )
     if tcp:
         typer.echo(
             f"cairn serves {workspace.folder} on {base}\n"

@@ -16,6 +16,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from cairn.doors._net import host_port
 from cairn.doors.grpc_gen import timeline_pb2_grpc
 from cairn.doors.grpc_timeline import SERVICE_NAME, TimelineService
 from cairn.limits import MAX_REQUEST_BYTES
@@ -49,10 +50,6 @@ class GrpcDoor:
         log.info("grpc stopped", extra={"fields": {"address": self.address}})
 
 
-def _address(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 def start_grpc_door(workspace: Workspace, memory: Memory, *, host: str, port: int) -> GrpcDoor:
     """Serve the timeline, health and reflection on ``host:port`` (0: any free port).
 
@@ -75,7 +72,7 @@ def start_grpc_door(workspace: Workspace, memory: Memory, *, host: str, port: in
     reflection.enable_server_reflection(
         (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    address = _address(host, port)
+    address = host_port(host, port)
     try:
         bound = server.add_insecure_port(address)
     except RuntimeError as exc:
@@ -83,5 +80,5 @@ def start_grpc_door(workspace: Workspace, memory: Memory, *, host: str, port: in
     for service in (health.OVERALL_HEALTH, SERVICE_NAME):
         checks.set(service, health_pb2.HealthCheckResponse.SERVING)
     server.start()
-    log.info("grpc listening", extra={"fields": {"address": _address(host, bound)}})
-    return GrpcDoor(server, checks, _address(host, bound), bound)
+    log.info("grpc listening", extra={"fields": {"address": host_port(host, bound)}})
+    return GrpcDoor(server, checks, host_port(host, bound), bound)

@@ -39,6 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cairn.background import BackgroundWorker
 from cairn.doors._asgi import HttpMiddleware
+from cairn.doors._net import http_base
 from cairn.doors.a2a_agent import build_a2a_routes
 from cairn.doors.grpc_server import GrpcDoor, start_grpc_door
 from cairn.doors.http import authenticate_http, create_app, error_response
@@ -151,7 +152,7 @@ def build_server_app(
     hooks' spool when it starts.
     """
     memory = workspace.open_memory(embedder=embedder)
-    base_url = f"http://{host}:{port}"
+    base_url = http_base(host, port)
     config = {
         "store": str(workspace.folder),
         "host": host,
