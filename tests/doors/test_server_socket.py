@@ -6,7 +6,9 @@ the addresses the server gives out for itself, IPv6 included."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -44,6 +46,30 @@ async def _nodelay_of_a_connection_to(listener: socket.socket) -> int:
         flag = await asyncio.wait_for(seen, timeout=10)
         writer.close()
         return flag
+
+
+@pytest.fixture(autouse=True)
+def _logging_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """serve sets up the process's logging (and the MCP SDK and uvicorn add to it): put it
+    back afterwards, since this process goes on to run other tests."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", list(root.handlers))
+    monkeypatch.setattr(root, "level", root.level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "a2a"):
+        named = logging.getLogger(name)
+        monkeypatch.setattr(named, "handlers", list(named.handlers))
+        monkeypatch.setattr(named, "propagate", named.propagate)
+
+
+def _open_files_under(folder: Path) -> list[str]:
+    """This process's open descriptors on files inside ``folder`` (Linux: /proc)."""
+    opened = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(str(folder)):
+                opened.append(target)
+    return opened
 
 
 def _has_ipv6_loopback() -> bool:
@@ -92,15 +118,6 @@ def test_the_listener_serve_binds_accepts_connections_with_nodelay(
         asyncio.run(served())
 
     monkeypatch.setattr(uvicorn.Server, "run", run_instead)
-    # serve sets up the process's logging (and the MCP SDK and uvicorn add to it): put it
-    # back afterwards, since this process goes on to run other tests
-    root = logging.getLogger()
-    monkeypatch.setattr(root, "handlers", list(root.handlers))
-    monkeypatch.setattr(root, "level", root.level)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "a2a"):
-        named = logging.getLogger(name)
-        monkeypatch.setattr(named, "handlers", list(named.handlers))
-        monkeypatch.setattr(named, "propagate", named.propagate)
     server_module.serve(workspace, host=host, port=0, embedder="static")
 
     assert seen == [(family, 1)]
@@ -113,3 +130,17 @@ def test_an_ipv6_address_is_written_in_brackets() -> None:
     assert http_base("::1", 8765) == "http://[::1]:8765"
     assert host_port("::", 50051) == "[::]:50051"
     assert host_port("localhost", 50051) == "localhost:50051"
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs Linux /proc")
+def test_a_taken_port_stops_serve_with_the_store_closed(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path / ".cairn")
+    workspace.init()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit):
+            server_module.serve(workspace, host="127.0.0.1", port=port, embedder="static")
+    # serve opened the store before binding; with no server to shut it down, it closed it
+    assert _open_files_under(workspace.folder) == []

@@ -219,6 +219,8 @@ def build_server_app(
             log.info("stopped", extra={"fields": {"store": str(workspace.folder)}})
 
     app = create_app(workspace, memory=memory, lifespan=lifespan)
+    # for serve to close when the server never starts (its lifespan is what closes it)
+    app.state.memory = memory
     for route in mcp_app.routes:
         if isinstance(route, Route) and route.path == MCP_PATH:
             app.router.routes.append(Route(MCP_PATH, endpoint=BearerGate(route.app, workspace)))
@@ -271,9 +273,17 @@ def serve(
         timeout_graceful_shutdown=10,
         lifespan="on",
     )
-    listeners = [bind_tcp_listener(config)] if tcp else []
-    if socket is not None:
-        listeners.append(bind_private_socket(socket))
+    listeners: list[socket_module.socket] = []
+    try:
+        if tcp:
+            listeners.append(bind_tcp_listener(config))
+        if socket is not None:
+            listeners.append(bind_private_socket(socket))
+    except BaseException:  # uvicorn exits the process when the port is taken
+        for listener in listeners:
+            listener.close()
+        app.state.memory.close()
+        raise  # a socket another daemon answers on is left to it, never unlinked
     try:
         uvicorn.Server(config).run(sockets=listeners)
     finally:
