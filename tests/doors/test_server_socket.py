@@ -55,7 +55,7 @@ def _logging_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
     root = logging.getLogger()
     monkeypatch.setattr(root, "handlers", list(root.handlers))
     monkeypatch.setattr(root, "level", root.level)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "a2a"):
+    for name in server_module.LIBRARY_LOGGERS:
         named = logging.getLogger(name)
         monkeypatch.setattr(named, "handlers", list(named.handlers))
         monkeypatch.setattr(named, "propagate", named.propagate)
@@ -66,9 +66,9 @@ def _open_files_under(folder: Path) -> list[str]:
     opened = []
     for fd in os.listdir("/proc/self/fd"):
         with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
-            target = os.readlink(f"/proc/self/fd/{fd}")
-            if target.startswith(str(folder)):
-                opened.append(target)
+            target = Path(os.readlink(f"/proc/self/fd/{fd}"))
+            if target.is_relative_to(folder):
+                opened.append(str(target))
     return opened
 
 

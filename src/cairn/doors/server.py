@@ -50,11 +50,20 @@ from cairn.memory import DEFAULT_EMBEDDER
 from cairn.model import Principal
 from cairn.workspace import Workspace
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "build_server_app", "configure_logging", "serve"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "LIBRARY_LOGGERS",
+    "build_server_app",
+    "configure_logging",
+    "serve",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
+# the libraries' loggers that configure_logging sends through cairn's own lines
+LIBRARY_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "a2a")
 
 log = logging.getLogger("cairn.server")
 
@@ -84,7 +93,7 @@ def configure_logging(level: str = "info") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "mcp", "a2a"):
+    for name in LIBRARY_LOGGERS:
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
 
