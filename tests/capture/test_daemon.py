@@ -67,6 +67,40 @@ def test_the_socket_is_owner_only_and_in_the_store_folder(project: Project) -> N
     assert project.store.stat().st_mode & 0o777 == 0o700
 
 
+def _deep_project(project: Project, state: Path) -> Project:
+    """The same project moved below folders long enough that its store's socket path no
+    longer fits a Unix socket address."""
+    deep = project.root.parent / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    project.root.rename(deep / "proj")
+    state.mkdir(parents=True, exist_ok=True)
+    return Project(root=deep / "proj", state=state)
+
+
+def test_a_deep_project_s_socket_moves_to_the_state_folder(project: Project) -> None:
+    moved = _deep_project(project, project.state)
+    moved.start_daemon()
+    try:
+        path = socket_path(moved.store)
+        assert len(os.fsencode(moved.store / "capture.sock")) > 100
+        assert path.parent == moved.state / "cairn" / "run"
+        assert path.stat().st_mode & 0o777 == 0o600
+        assert DaemonClient(path).health()["pid"] == daemon.status(moved.store).pid
+    finally:
+        moved.stop_daemon()
+
+
+def test_a_socket_path_too_long_everywhere_names_the_setting_that_shortens_it(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = project.root.parent / ("s" * 60) / ("t" * 60)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    moved = _deep_project(project, state)
+    with pytest.raises(daemon.DaemonError, match="XDG_STATE_HOME to a shorter folder"):
+        moved.start_daemon()
+    assert not daemon.status(moved.store).running
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "PRINCIPALS_FILE",
+    "SOCKET_PATH_MAX",
     "STORE_FOLDER",
     "CaptureSettings",
     "default_scope",
@@ -37,7 +38,7 @@ __all__ = [
 STORE_FOLDER = ".cairn"
 PRINCIPALS_FILE = "principals.yaml"  # what marks a folder as a store (cairn.memory's name)
 CONFIG_FILE = "config.toml"
-_SOCKET_MAX = 100  # bytes; Unix socket paths are limited to 104-108 depending on the system
+SOCKET_PATH_MAX = 100  # bytes; Unix socket paths are limited to 104-108 depending on the system
 _CWD_MAX = 4096  # characters: PATH_MAX on Linux, above macOS's 1024
 
 
@@ -113,7 +114,7 @@ def spool_path(store: Path) -> Path:
 
 def socket_path(store: Path) -> Path:
     inside = store.resolve() / "capture.sock"
-    if len(os.fsencode(inside)) <= _SOCKET_MAX:
+    if len(os.fsencode(inside)) <= SOCKET_PATH_MAX:
         return inside
     return state_folder() / "run" / f"{_store_hash(store)}.sock"
 

@@ -317,6 +317,15 @@ def bind_tcp_listener(config: uvicorn.Config) -> socket_module.socket:
 def bind_private_socket(path: Path) -> socket_module.socket:
     """A listening Unix socket at ``path`` that only this user can connect to. A file left
     there by a daemon that died is replaced; a socket another live daemon answers on is not."""
+    from cairn.capture.local import SOCKET_PATH_MAX, private_folder
+
+    if (size := len(os.fsencode(path))) > SOCKET_PATH_MAX:
+        # The store folder's socket moves to the state folder when its path is too long;
+        # when that one is too long as well, say which setting shortens it.
+        raise CairnError(
+            f"the capture socket path {path} is {size} bytes, more than the "
+            f"{SOCKET_PATH_MAX} a Unix socket allows: set XDG_STATE_HOME to a shorter folder"
+        )
     if path.exists():
         probe = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
         try:
@@ -328,8 +337,6 @@ def bind_private_socket(path: Path) -> socket_module.socket:
         finally:
             probe.close()
     # every folder on the way owner-only, as the state folder's ``run`` fallback needs
-    from cairn.capture.local import private_folder
-
     private_folder(path.parent)
     listener = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
     old = os.umask(0o177)  # created 0600: never a moment when others could connect
