@@ -17,26 +17,7 @@ from cairn.model import Content, Principal, PrincipalKind
 from cairn.store.base import Store
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
-
-# Creating a file on this machine's disk (ext4) costs ~0.3 ms of kernel time once a run has
-# deleted many (the inode allocator walks the recently freed ones), 14x what it costs in
-# memory; a CREATE DATABASE makes ~300 files, and the suite makes tens of thousands of stores
-# and folders. So the suite's temporary files (pytest's tmp_path, every store, the
-# PostgreSQL clusters, the servers it starts, which inherit TMPDIR) go to a folder in
-# /dev/shm when it is a memory file system with room to spare; a TMPDIR the user set wins.
-SHM = Path("/dev/shm")
-ROOM_NEEDED = 4 << 30  # a full run keeps ~0.9 GB at its peak
-
-
-def _temporary_root() -> str | None:
-    """A fresh folder in /dev/shm for this run's temporary files, or None to keep the
-    system's default (TMPDIR set, or no memory file system with room for a run)."""
-    if "TMPDIR" in os.environ or not os.access(SHM, os.W_OK | os.X_OK):
-        return None
-    room = os.statvfs(SHM)
-    if room.f_bavail * room.f_frsize < ROOM_NEEDED:
-        return None
-    return tempfile.mkdtemp(prefix="cairn-tests-", dir=SHM)
+from tests.temporary import memory_root
 
 
 def _removed_at_exit(folder: str) -> str:
@@ -44,8 +25,9 @@ def _removed_at_exit(folder: str) -> str:
     return folder
 
 
-# The first pytest process (the xdist controller) chooses; its workers inherit TMPDIR.
-if (root := _temporary_root()) is not None:
+# Temporary files in memory when there is room (tests/temporary.py says why). The first
+# pytest process (the xdist controller) chooses; its workers inherit TMPDIR.
+if (root := memory_root()) is not None:
     os.environ["TMPDIR"] = _removed_at_exit(root)
     tempfile.tempdir = None  # gettempdir() may have answered already: ask again
 

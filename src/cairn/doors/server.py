@@ -323,8 +323,9 @@ def bind_private_socket(path: Path) -> socket_module.socket:
         # The store folder's socket moves to the state folder when its path is too long;
         # when that one is too long as well, say which setting shortens it.
         raise CairnError(
-            f"the capture socket path {path} is {size} bytes, more than the "
-            f"{SOCKET_PATH_MAX} a Unix socket allows: set XDG_STATE_HOME to a shorter folder"
+            f"the capture socket path {path} is {size} bytes, more than the {SOCKET_PATH_MAX} "
+            "cairn allows for a Unix socket (systems allow 103 to 107): set XDG_STATE_HOME to "
+            "a shorter folder"
         )
     if path.exists():
         probe = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
