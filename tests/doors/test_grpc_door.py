@@ -118,6 +118,17 @@ def _trailing(error: grpc.RpcError) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """The module's world: no test may change what it holds or has embedded."""
+    yield from _world(tmp_path_factory)
+
+
+@pytest.fixture
+def own_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """A world of the test's own, for a test that embeds what the shared one holds."""
+    yield from _world(tmp_path_factory)
+
+
+def _world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     store = tmp_path_factory.mktemp("grpc") / ".cairn"
     workspace = Workspace(store)
     keys = dict(workspace.init().keys)
@@ -370,9 +381,10 @@ def test_index_status_is_for_curators_of_every_scope(world: World) -> None:
         assert error.code() is grpc.StatusCode.PERMISSION_DENIED
 
 
-def test_a_busy_vector_index_is_said_over_grpc(world: World) -> None:
+def test_a_busy_vector_index_is_said_over_grpc(own_world: World) -> None:
     """While another thread mirrors the store into a new index (as a server's worker does
     after a restart), a query answers by keyword alone and says so, and so does the status."""
+    world = own_world
     world.memory._indexer = None  # a new process's index: nothing mirrored yet
     indexer = world.memory.indexer
     assert indexer is not None
