@@ -3,7 +3,7 @@
 No PyPI package ships static (model2vec "potion") weights, so we make our own once:
 
 1. run every WordPiece vocabulary token through MiniLM as ``[CLS] token [SEP]`` and mean-pool
-   the output, giving one 384-d vector per token (~10 s on 2 cores for the 30k vocabulary);
+   the output, giving one 384-d vector per token (~30 s on 2 cores for the 30k vocabulary);
 2. centre and PCA-reduce the table (removes the direction shared by all tokens, which
    otherwise dominates every mean, and shrinks the table);
 3. weight each token by SIF, ``a / (a + p(token))``, with ``p`` from a Zipf law over the
