@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 SHM = Path("/dev/shm")
-ROOM_NEEDED = 4 << 30  # bytes, free in /dev/shm and in memory; a run keeps ~0.9 GB at its peak
+ROOM_NEEDED = 4 << 30  # bytes, free in /dev/shm and in memory; a run keeps ~1.1 GB at its peak
 PREFIX = "cairn-tests-"
 
 
