@@ -22,7 +22,6 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "PRINCIPALS_FILE",
-    "SOCKET_PATH_MAX",
     "STORE_FOLDER",
     "CaptureSettings",
     "default_scope",
@@ -31,6 +30,7 @@ __all__ = [
     "private_folder",
     "sha256_hex",
     "socket_path",
+    "socket_path_problem",
     "spool_path",
     "state_folder",
 ]
@@ -38,7 +38,7 @@ __all__ = [
 STORE_FOLDER = ".cairn"
 PRINCIPALS_FILE = "principals.yaml"  # what marks a folder as a store (cairn.memory's name)
 CONFIG_FILE = "config.toml"
-SOCKET_PATH_MAX = 100  # bytes; Unix socket paths are limited to 104-108 depending on the system
+_SOCKET_MAX = 100  # bytes; Unix socket paths are limited to 104-108 depending on the system
 _CWD_MAX = 4096  # characters: PATH_MAX on Linux, above macOS's 1024
 
 
@@ -114,9 +114,23 @@ def spool_path(store: Path) -> Path:
 
 def socket_path(store: Path) -> Path:
     inside = store.resolve() / "capture.sock"
-    if len(os.fsencode(inside)) <= SOCKET_PATH_MAX:
+    if socket_path_problem(inside) is None:
         return inside
     return state_folder() / "run" / f"{_store_hash(store)}.sock"
+
+
+def socket_path_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be the daemon's socket (too long for a Unix socket address on
+    every system cairn runs on), or None. ``socket_path`` moves a store's socket to the state
+    folder for this reason; when that path fails too, the setting to change is named."""
+    size = len(os.fsencode(path))
+    if size <= _SOCKET_MAX:
+        return None
+    return (
+        f"the capture socket path {path} is {size} bytes, more than the {_SOCKET_MAX} cairn "
+        "allows for a Unix socket (systems allow 103 to 107): set XDG_STATE_HOME to a "
+        "shorter folder"
+    )
 
 
 def default_scope(store: Path) -> str:

@@ -317,16 +317,10 @@ def bind_tcp_listener(config: uvicorn.Config) -> socket_module.socket:
 def bind_private_socket(path: Path) -> socket_module.socket:
     """A listening Unix socket at ``path`` that only this user can connect to. A file left
     there by a daemon that died is replaced; a socket another live daemon answers on is not."""
-    from cairn.capture.local import SOCKET_PATH_MAX, private_folder
+    from cairn.capture.local import private_folder, socket_path_problem
 
-    if (size := len(os.fsencode(path))) > SOCKET_PATH_MAX:
-        # The store folder's socket moves to the state folder when its path is too long;
-        # when that one is too long as well, say which setting shortens it.
-        raise CairnError(
-            f"the capture socket path {path} is {size} bytes, more than the {SOCKET_PATH_MAX} "
-            "cairn allows for a Unix socket (systems allow 103 to 107): set XDG_STATE_HOME to "
-            "a shorter folder"
-        )
+    if (problem := socket_path_problem(path)) is not None:
+        raise CairnError(problem)
     if path.exists():
         probe = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
         try:
