@@ -12,10 +12,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Acl, Principal, PrincipalKind
+from cairn.retrieval import indexer as indexer_module
+from cairn.retrieval.types import vector_warnings
+from cairn.search.catalog import VectorCatalog
 from cairn.search.embedder import Embedder, Vectors, make_embedder
 from cairn.store.base import Store
 from cairn.store.sqlite import SqliteStore
@@ -80,6 +84,65 @@ def test_a_read_after_a_big_write_embeds_nothing(store: Store, tmp_path: Path) -
     again = memory.retrieve("kafka note", principal=agent, mode="hybrid")
     assert again.trace.vector_lag == 0 and not again.warnings
     assert any("vector_match" in i.why_included for i in again.items)
+
+
+def test_the_count_of_waiting_chunks_is_exact_past_what_the_catalog_holds(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """During a large import the catalog holds only ``park_limit`` waiting chunks and
+    passes the rest over; a read still counts every chunk it may see that waits (once
+    each), and none it may not."""
+    embedder = Watched()
+    memory = _memory(store, tmp_path, embedder)
+    indexer = memory.indexer
+    assert indexer is not None
+    indexer.catalog = VectorCatalog(embedder.dim, park_limit=4)
+    agent = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+    hidden = Acl(roles=("x",))
+    memory.remember_many(
+        [content(f"Shared note {n}", body=f"visible kafka note {n}") for n in range(30)]
+        + [content(f"Hidden note {n}", body=f"hidden kafka note {n}", acl=hidden)
+           for n in range(20)],
+        principal=CURATOR,
+    )  # fmt: skip
+    first = memory.retrieve("kafka note", principal=agent, mode="hybrid")
+    assert indexer.catalog.parked == 4 and indexer.catalog.rescan_from is not None
+    assert first.trace.vector_lag == 30
+    assert "30 chunks are not embedded yet (keyword search sees them)" in first.warnings
+    # One embedded (the first written), then one more written: the catalog holds it, after
+    # the point where it began passing chunks over, and counts it once.
+    assert indexer.catch_up(limit=1) == 1
+    memory.remember(content("Shared note 30", body="visible kafka note 30"), principal=CURATOR)
+    second = memory.retrieve("kafka note", principal=agent, mode="hybrid")
+    after = indexer.catalog.rescan_from
+    assert after is not None
+    assert any(m.seq > after for metas in indexer.catalog.pending.values() for m in metas)
+    assert second.trace.vector_lag == 30
+    stranger = agent.model_copy(update={"id": "eve", "scopes": ("other/*",)})
+    assert memory.retrieve("kafka note", principal=stranger, mode="hybrid").trace.vector_lag == 0
+    # A read counts in a bounded part of a large import, and says when it stopped short.
+    monkeypatch.setattr(indexer_module, "WAITING_SCAN", 10)
+    partial = memory.retrieve("kafka note", principal=agent, mode="hybrid")
+    assert partial.trace.vector_lag_at_least and 0 < partial.trace.vector_lag < 30
+    (said,) = partial.warnings
+    assert said.startswith(f"at least {partial.trace.vector_lag} chunks are not embedded yet")
+    memory.index_pending()
+    done = memory.retrieve("kafka note", principal=agent, mode="hybrid")
+    assert done.trace.vector_lag == 0 and not done.trace.vector_lag_at_least and not done.warnings
+
+
+def test_a_partial_count_says_at_least() -> None:
+    assert vector_warnings(waiting=12, busy=False, at_least=True) == (
+        "at least 12 chunks are not embedded yet (keyword search sees them)",
+    )
+    assert vector_warnings(waiting=7, busy=False) == (
+        "7 chunks are not embedded yet (keyword search sees them)",
+    )
+    # None counted in the part looked at: some may wait past it
+    assert vector_warnings(waiting=0, busy=False, at_least=True) == (
+        "some chunks are not embedded yet (keyword search sees them)",
+    )
+    assert vector_warnings(waiting=0, busy=False) == ()
 
 
 def test_the_background_worker_embeds_what_is_written(store: Store, tmp_path: Path) -> None:

@@ -135,6 +135,7 @@ def run_recall(
         with _timed(trace, "recall.vector"):
             found = vector_recall(live, plan.query, chosen.where, depth)
         trace.vector_lag, trace.vector_index_busy = found.waiting, found.busy
+        trace.vector_lag_at_least = found.waiting_at_least
         return list(found.hits)
 
     if plan.query.strip():
@@ -338,7 +339,11 @@ def run_retrieve(
         )
     with _timed(trace, "compose"):
         items, excluded = compose(budget)
-    warnings = vector_warnings(waiting=trace.vector_lag, busy=trace.vector_index_busy)
+    warnings = vector_warnings(
+        waiting=trace.vector_lag,
+        busy=trace.vector_index_busy,
+        at_least=trace.vector_lag_at_least,
+    )
     return RetrievalResult(
         query=plan.query,
         mode=plan.mode,

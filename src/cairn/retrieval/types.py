@@ -120,7 +120,12 @@ class Trace(BaseModel):
     withheld: dict[str, int] = Field(default_factory=dict)
     dropped_by_validation: dict[str, int] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    #: how many chunks the reader may see still wait for a vector (keyword search found
+    #: them, vector search could not)
     vector_lag: int = 0
+    #: ``vector_lag`` is a lower bound: during a large import the read counted only the
+    #: first part of what waits, so that counting stays cheap
+    vector_lag_at_least: bool = False
     #: the vector index was busy in another thread (its first build or load, a save, or a
     #: turn longer than the read's patience): the read did not wait for it and had no
     #: vector recall
@@ -139,12 +144,16 @@ VECTOR_INDEX_BUSY = (
 )
 
 
-def vector_warnings(*, waiting: int, busy: bool) -> tuple[str, ...]:
+def vector_warnings(*, waiting: int, busy: bool, at_least: bool = False) -> tuple[str, ...]:
     """What a read says of its vector side: ``waiting`` of the chunks it may see still wait
-    for a vector (keyword search found them, vector search could not), or the index was
-    ``busy`` and keyword search answered alone."""
-    said = [f"{waiting} chunks are not embedded yet (keyword search sees them)"] if waiting else []
-    return (*said, VECTOR_INDEX_BUSY) if busy else tuple(said)
+    for a vector (keyword search found them, vector search could not; ``at_least``: a
+    large import was counted only in part), or the index was ``busy`` and keyword search
+    answered alone."""
+    if not waiting and not at_least:
+        return (VECTOR_INDEX_BUSY,) if busy else ()
+    count = (f"at least {waiting}" if waiting else "some") if at_least else str(waiting)
+    said = f"{count} chunks are not embedded yet (keyword search sees them)"
+    return (said, VECTOR_INDEX_BUSY) if busy else (said,)
 
 
 class SearchResult(CairnModel):

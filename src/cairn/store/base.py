@@ -699,6 +699,14 @@ class IndexStore(Protocol):
 
     def vector_lag(self, model: str) -> int: ...
 
+    def count_unembedded(
+        self, model: str, where: ChunkFilter, after_seq: int, scan: int
+    ) -> tuple[int, bool]:
+        """How many chunks changed after ``after_seq`` that ``where`` admits have no vector
+        for ``model`` yet, looking at no more than ``scan + 1`` of them in seq order, and
+        whether chunks were left unlooked at (then the count is a lower bound)."""
+        ...
+
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
         """Cache embeddings by content hash. Derived data, not memory: no audit entry."""
         ...

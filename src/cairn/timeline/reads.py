@@ -226,7 +226,9 @@ def teleport(
         recalled = vector_recall(indexer, query, where, depth)
         if not recalled.busy:
             ranked["vector"] = [str(c) for c, _ in recalled.hits]
-        warnings = vector_warnings(waiting=recalled.waiting, busy=recalled.busy)
+        warnings = vector_warnings(
+            waiting=recalled.waiting, busy=recalled.busy, at_least=recalled.waiting_at_least
+        )
     # Checked once more on the store's own rows, as a search checks what it returns.
     found = {int(key) for keys in ranked.values() for key in keys}
     kept = admitted(where, store.chunk_metas(sorted(found)), store.heads_readable)
