@@ -10,18 +10,19 @@ import threading
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import Acl, Principal, PrincipalKind
+from cairn.model import Acl, ContentPatch, Principal, PrincipalKind, Status
 from cairn.retrieval import indexer as indexer_module
-from cairn.retrieval.types import vector_warnings
+from cairn.retrieval.types import UNCOUNTED_WAITING, VECTOR_INDEX_BUSY, vector_warnings
 from cairn.search.catalog import VectorCatalog
 from cairn.search.embedder import Embedder, Vectors, make_embedder
-from cairn.store.base import Store
+from cairn.store.base import ChunkFilter, Store
 from cairn.store.sqlite import SqliteStore
 from tests.conftest import content
 from tests.factories import CURATOR
@@ -91,7 +92,7 @@ def test_the_count_of_waiting_chunks_is_exact_past_what_the_catalog_holds(
 ) -> None:
     """During a large import the catalog holds only ``park_limit`` waiting chunks and
     passes the rest over; a read still counts every chunk it may see that waits (once
-    each), and none it may not."""
+    each), and none it may not, or, past what it may count, says only that some wait."""
     embedder = Watched()
     memory = _memory(store, tmp_path, embedder)
     indexer = memory.indexer
@@ -107,12 +108,17 @@ def test_the_count_of_waiting_chunks_is_exact_past_what_the_catalog_holds(
     )  # fmt: skip
     first = memory.retrieve("kafka note", principal=agent, mode="hybrid")
     assert indexer.catalog.parked == 4 and indexer.catalog.rescan_from is not None
-    assert first.trace.vector_lag == 30
-    assert "30 chunks are not embedded yet (keyword search sees them)" in first.warnings
+    assert first.trace.vector_lag == 30 and not first.trace.vector_lag_uncounted
+    assert first.warnings == ("30 chunks are not embedded yet (keyword search sees them)",)
     # One embedded (the first written), then one more written: the catalog holds it, after
     # the point where it began passing chunks over, and counts it once.
     assert indexer.catch_up(limit=1) == 1
     memory.remember(content("Shared note 30", body="visible kafka note 30"), principal=CURATOR)
+    # A chunk passed over whose text already has a vector does not wait.
+    memory.remember(
+        content("Shared note 0", body="visible kafka note 0", scope="acme/copy"),
+        principal=CURATOR,
+    )
     second = memory.retrieve("kafka note", principal=agent, mode="hybrid")
     after = indexer.catalog.rescan_from
     assert after is not None
@@ -120,29 +126,85 @@ def test_the_count_of_waiting_chunks_is_exact_past_what_the_catalog_holds(
     assert second.trace.vector_lag == 30
     stranger = agent.model_copy(update={"id": "eve", "scopes": ("other/*",)})
     assert memory.retrieve("kafka note", principal=stranger, mode="hybrid").trace.vector_lag == 0
-    # A read counts in a bounded part of a large import, and says when it stopped short.
-    monkeypatch.setattr(indexer_module, "WAITING_SCAN", 10)
+    # The count looks at no more chunks passed over than it may: at the bound it still
+    # counts, one short of it it says only that some wait (never a number that would
+    # depend on where others' chunks lie).
+    passed_over = sum(1 for c in store.chunk_changes(0) if c.seq > after)
+    monkeypatch.setattr(indexer_module, "WAITING_SCAN", passed_over)
+    assert memory.retrieve("kafka note", principal=agent, mode="hybrid").trace.vector_lag == 30
+    monkeypatch.setattr(indexer_module, "WAITING_SCAN", passed_over - 1)
     partial = memory.retrieve("kafka note", principal=agent, mode="hybrid")
-    assert partial.trace.vector_lag_at_least and 0 < partial.trace.vector_lag < 30
-    (said,) = partial.warnings
-    assert said.startswith(f"at least {partial.trace.vector_lag} chunks are not embedded yet")
+    assert partial.trace.vector_lag_uncounted and partial.trace.vector_lag == 0
+    assert partial.warnings == (UNCOUNTED_WAITING,)
     memory.index_pending()
     done = memory.retrieve("kafka note", principal=agent, mode="hybrid")
-    assert done.trace.vector_lag == 0 and not done.trace.vector_lag_at_least and not done.warnings
+    assert done.trace.vector_lag == 0 and not done.trace.vector_lag_uncounted
+    assert not done.warnings
 
 
-def test_a_partial_count_says_at_least() -> None:
-    assert vector_warnings(waiting=12, busy=False, at_least=True) == (
-        "at least 12 chunks are not embedded yet (keyword search sees them)",
-    )
-    assert vector_warnings(waiting=7, busy=False) == (
-        "7 chunks are not embedded yet (keyword search sees them)",
-    )
-    # None counted in the part looked at: some may wait past it
-    assert vector_warnings(waiting=0, busy=False, at_least=True) == (
-        "some chunks are not embedded yet (keyword search sees them)",
-    )
-    assert vector_warnings(waiting=0, busy=False) == ()
+@pytest.mark.parametrize("written_before", [0, 2])
+def test_an_older_version_waiting_is_counted_whether_held_or_passed_over(
+    store: Store, tmp_path: Path, written_before: int
+) -> None:
+    """A read pinned to an older version counts its waiting chunk by the same rule whether
+    the catalog holds it or passed it over, which others' writes decide (here two records
+    written before it fill the catalog's two places)."""
+    memory = _memory(store, tmp_path, Watched())
+    indexer = memory.indexer
+    assert indexer is not None
+    indexer.catalog = VectorCatalog(indexer.embedder.dim, park_limit=2)
+    hidden = Acl(roles=("x",))
+    for n in range(written_before):
+        memory.remember(content(f"Hidden {n}", body=f"hidden kafka {n}", acl=hidden),
+                        principal=CURATOR)  # fmt: skip
+    first = memory.remember(content("Pinned", body="kafka pinned v1"), principal=CURATOR)
+    assert first.record is not None
+    record_id, old_version = first.record.id, first.record.current_version_id
+    memory.update(record_id, ContentPatch(body="kafka pinned v2"), principal=CURATOR)
+    acl_ids = frozenset(c.acl_id for c in store.chunk_changes(0) if c.record_id == record_id)
+    where = ChunkFilter(acl_ids=acl_ids, statuses=frozenset({"active"}),
+                        version_ids=frozenset({old_version}), include_superseded=True)  # fmt: skip
+    assert indexer.read("kafka", where, 5).waiting == 1
+
+
+def test_a_change_between_the_reads_turn_and_its_count_is_not_counted_twice(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held chunks are taken while the read has the index, the passed-over ones are
+    counted in the store after it let go: a held draft published in between (its chunk's
+    seq moves past the point where the catalog passed chunks over) is counted once."""
+    memory = _memory(store, tmp_path, Watched())
+    indexer = memory.indexer
+    assert indexer is not None
+    indexer.catalog = VectorCatalog(indexer.embedder.dim, park_limit=4)
+    drafts = [content(f"Draft {n}", body=f"visible kafka draft {n}") for n in range(10)]
+    memory.remember_many(drafts, draft=True, principal=CURATOR)
+
+    def waiting() -> int:
+        found = memory.retrieve("kafka", principal=CURATOR, mode="hybrid", include_drafts=True)
+        return found.trace.vector_lag
+
+    assert waiting() == 10
+    held = min((m for metas in indexer.catalog.pending.values() for m in metas),
+               key=lambda m: m.seq)  # fmt: skip
+    count = store.count_unembedded
+
+    def publishing_first(*args: Any) -> int | None:
+        monkeypatch.setattr(store, "count_unembedded", count)
+        memory.transition(held.record_id, Status.ACTIVE, principal=CURATOR)
+        return count(*args)
+
+    monkeypatch.setattr(store, "count_unembedded", publishing_first)
+    assert waiting() == 10
+    assert waiting() == 10
+
+
+def test_what_a_read_says_of_chunks_waiting_for_a_vector() -> None:
+    said = "7 chunks are not embedded yet (keyword search sees them)"
+    assert vector_warnings(waiting=7, uncounted=False, busy=False) == (said,)
+    assert vector_warnings(waiting=0, uncounted=False, busy=False) == ()
+    assert vector_warnings(waiting=0, uncounted=True, busy=False) == (UNCOUNTED_WAITING,)
+    assert vector_warnings(waiting=7, uncounted=False, busy=True) == (said, VECTOR_INDEX_BUSY)
 
 
 def test_the_background_worker_embeds_what_is_written(store: Store, tmp_path: Path) -> None:

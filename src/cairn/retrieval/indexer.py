@@ -22,7 +22,7 @@ from cairn.search.catalog import CatalogState, Finalists, FloatArray, VectorCata
 from cairn.search.catalog_file import Fingerprint, load_catalog, save_catalog
 from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
-from cairn.store.filters import admitter
+from cairn.store.filters import admitted
 
 __all__ = [
     "BATCH",
@@ -54,16 +54,17 @@ SAVE_GROWTH = 0.5
 # answers by keyword alone. A search or a catch-up's batch holds it for moments; a sync
 # that takes in a large import (hundreds of thousands of changes) can hold it for seconds,
 # and no read should wait that long. A read waits once: it then keeps its turn for its
-# sync, its count of what waits for a vector and its search (``Indexer.read``).
+# sync, its search and a snapshot of what waits for a vector (``Indexer.read``).
 READ_PATIENCE = 1.0
 # Chunks whose stored row a saved catalog's fingerprint names (evenly spread, first and last
 # included).
 _FINGERPRINT_CHUNKS = 17
 Progress = Callable[[int, int], None]
 log = logging.getLogger("cairn.indexer")
-# How many chunks past those the catalog holds a read looks at to count what waits for a
-# vector: 15-25 ms on SQLite (measured during a 200,000-chunk import), whatever the size
-# of the import; 50,000 took 65-90 ms.
+# How many chunks passed over by the catalog a read counts at most to tell how many of
+# them wait for a vector: 17-33 ms on SQLite and 7-23 ms on PostgreSQL, measured on a
+# busy two-core machine (50,000 took 65-90 ms on SQLite). Past it the read says only that
+# some wait.
 WAITING_SCAN = 10_000
 _K = TypeVar("_K", int, str)
 
@@ -76,15 +77,25 @@ def _decoded(stored: Mapping[_K, bytes]) -> dict[_K, FloatArray]:
 @dataclass(frozen=True)
 class VectorRead:
     """A read's vector side (``Indexer.read``): ``hits``, ``(chunk id, score)`` best first;
-    ``waiting``, how many of the chunks the reader may see still wait for a vector (a lower
-    bound when ``waiting_at_least``); ``busy``,
-    the index was busy (no hits, nothing counted: keyword search answers alone). What the
-    read says of it: ``vector_warnings(waiting=, busy=)``."""
+    ``waiting``, how many of the chunks the reader may see still wait for a vector, or
+    ``uncounted``, too many chunks of a large import wait to count them on a read;
+    ``busy``, the index was busy (no hits, nothing counted: keyword search answers alone).
+    What the read says of it: ``vector_warnings(waiting=, uncounted=, busy=)``."""
 
     hits: tuple[tuple[int, float], ...]
     waiting: int = 0
-    waiting_at_least: bool = False
+    uncounted: bool = False
     busy: bool = False
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    """What a read saw of the chunks that wait for a vector, under the lock (see
+    ``Indexer._waiting_snapshot``)."""
+
+    held: list[ChunkMeta]
+    passed_over_after: int | None
+    mirrored_to: int
 
 
 # The answer of a read that found the index busy.
@@ -217,32 +228,41 @@ class Indexer:
                 self._rescan(drain=limit is None)
             return done
 
-    def _waiting_held(self, where: ChunkFilter) -> tuple[int, int | None]:
-        """The chunks ``where`` admits that wait for a vector in the catalog's ``pending``
-        (the caller holds the lock), and the seq after which the catalog passed chunks over
-        unheld (None: it holds every waiting chunk). Held chunks after that seq are left
-        out: ``_waiting`` counts them in the store with the rest."""
-        admitted_by = admitter(where)
+    def _waiting_snapshot(self) -> _Waiting:
+        """What a read needs to count the chunks that wait for a vector, taken while it
+        holds the lock: the held chunks (those of ``pending`` up to the seq after which the
+        catalog passed chunks over, all of them when it passed none over) and how far the
+        catalog has mirrored the store."""
         after = self.catalog.rescan_from
-        held = sum(
-            1
+        held = [
+            m
             for metas in self.catalog.pending.values()
             for m in metas
-            if admitted_by(m) and (after is None or m.seq <= after)
-        )
-        return held, after
+            if after is None or m.seq <= after
+        ]
+        return _Waiting(held=held, passed_over_after=after, mirrored_to=self.catalog.seq)
 
-    def _waiting(self, where: ChunkFilter, held: int, after: int | None) -> tuple[int, bool]:
-        """How many chunks ``where`` admits still wait for a vector, and whether that is a
-        lower bound: those held in pending, plus, when pending was full, those passed over,
-        counted in the store among the next ``WAITING_SCAN`` chunks (without the lock, so
-        that no search or sync waits on the count). Only what the reader may see is
-        counted, so the number says nothing about other principals' writes; ``at least``
-        says only that some import is too large to count at once."""
+    def _waiting(self, where: ChunkFilter, seen: _Waiting) -> int | None:
+        """How many chunks ``where`` admits still wait for a vector, counted without the
+        lock (no search or sync waits on the count): the held ones, and, when the catalog
+        passed chunks over, those the store holds past that point up to what the catalog
+        has mirrored. None when those are more than ``WAITING_SCAN``: too many to count
+        on a read.
+
+        The number depends only on the chunks the reader may see: the held ones and the
+        passed-over ones are counted by the same rule (``admitted``, the store's for older
+        versions too), and a partial count is never given, since where a scan stops depends
+        on everyone's writes. That the count was skipped says only that some import is too
+        large to count at once."""
+        held = {m.id: m for m in seen.held}
+        waiting = len(admitted(where, held, self.store.heads_readable)) if held else 0
+        after = seen.passed_over_after
         if after is None:
-            return held, False
-        unheld, more = self.store.count_unembedded(self.model, where, after, WAITING_SCAN)
-        return held + unheld, more
+            return waiting
+        passed_over = self.store.count_unembedded(
+            self.model, where, (after, seen.mirrored_to), WAITING_SCAN
+        )
+        return None if passed_over is None else waiting + passed_over
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         with self._lock:
@@ -271,8 +291,9 @@ class Indexer:
         a lock it holds: a search, a sync or a catch-up holds the lock for moments, and a
         read waits for those rather than going on without vectors, up to ``read_patience``
         (a sync taking in a large import holds it for seconds), then is ``busy`` too. It
-        waits once: the sync, the count and the search share one turn, since a large sync
-        that took its turn between two of them would hold the read for its whole length."""
+        waits once: the sync, the search and the snapshot of what waits for a vector share
+        one turn, since a large sync that took its turn between two of them would hold the
+        read for its whole length; the count itself is made after the turn."""
         if self.busy:  # known already: no query embedded for nothing
             return _BUSY
         # Before the lock: searches and syncs do not wait on the model (or an endpoint).
@@ -283,13 +304,15 @@ class Indexer:
             if self.busy:  # a large store's first pass is the worker's
                 return _BUSY
             self._sync()
-            held, after = self._waiting_held(where)
+            seen = self._waiting_snapshot()
             found = self.catalog.shortlist(query_vector, where, k)
         finally:
             self._lock.release()
         hits = tuple(_scored(found))
-        waiting, at_least = self._waiting(where, held, after)
-        return VectorRead(hits=hits, waiting=waiting, waiting_at_least=at_least)
+        waiting = self._waiting(where, seen)
+        if waiting is None:
+            return VectorRead(hits=hits, uncounted=True)
+        return VectorRead(hits=hits, waiting=waiting)
 
     def _changes(self, since_seq: int, want: int = 0) -> list[ChunkMeta]:
         """Changes after ``since_seq``, ending on a whole seq group: the chunks of one

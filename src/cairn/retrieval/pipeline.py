@@ -135,7 +135,7 @@ def run_recall(
         with _timed(trace, "recall.vector"):
             found = vector_recall(live, plan.query, chosen.where, depth)
         trace.vector_lag, trace.vector_index_busy = found.waiting, found.busy
-        trace.vector_lag_at_least = found.waiting_at_least
+        trace.vector_lag_uncounted = found.uncounted
         return list(found.hits)
 
     if plan.query.strip():
@@ -341,8 +341,8 @@ def run_retrieve(
         items, excluded = compose(budget)
     warnings = vector_warnings(
         waiting=trace.vector_lag,
+        uncounted=trace.vector_lag_uncounted,
         busy=trace.vector_index_busy,
-        at_least=trace.vector_lag_at_least,
     )
     return RetrievalResult(
         query=plan.query,

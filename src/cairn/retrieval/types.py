@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cairn.model import CairnModel, Provenance, VersionPin
 
 __all__ = [
+    "UNCOUNTED_WAITING",
     "VECTOR_INDEX_BUSY",
     "Citation",
     "Contradiction",
@@ -123,9 +124,9 @@ class Trace(BaseModel):
     #: how many chunks the reader may see still wait for a vector (keyword search found
     #: them, vector search could not)
     vector_lag: int = 0
-    #: ``vector_lag`` is a lower bound: during a large import the read counted only the
-    #: first part of what waits, so that counting stays cheap
-    vector_lag_at_least: bool = False
+    #: a large import is still being embedded, too large to count on a read: chunks the
+    #: reader may see may wait for a vector beyond ``vector_lag`` (then 0)
+    vector_lag_uncounted: bool = False
     #: the vector index was busy in another thread (its first build or load, a save, or a
     #: turn longer than the read's patience): the read did not wait for it and had no
     #: vector recall
@@ -144,16 +145,24 @@ VECTOR_INDEX_BUSY = (
 )
 
 
-def vector_warnings(*, waiting: int, busy: bool, at_least: bool = False) -> tuple[str, ...]:
+# What a read says when too many chunks of a large import wait to count them.
+UNCOUNTED_WAITING = (
+    "a large import is still being embedded: vector search may miss chunks you may see "
+    "(keyword search sees them)"
+)
+
+
+def vector_warnings(*, waiting: int, uncounted: bool, busy: bool) -> tuple[str, ...]:
     """What a read says of its vector side: ``waiting`` of the chunks it may see still wait
-    for a vector (keyword search found them, vector search could not; ``at_least``: a
-    large import was counted only in part), or the index was ``busy`` and keyword search
-    answered alone."""
-    if not waiting and not at_least:
-        return (VECTOR_INDEX_BUSY,) if busy else ()
-    count = (f"at least {waiting}" if waiting else "some") if at_least else str(waiting)
-    said = f"{count} chunks are not embedded yet (keyword search sees them)"
-    return (said, VECTOR_INDEX_BUSY) if busy else (said,)
+    for a vector (keyword search found them, vector search could not), or ``uncounted``:
+    too many chunks of a large import wait to count them on a read; and whether the index
+    was ``busy`` and keyword search answered alone."""
+    said: tuple[str, ...] = ()
+    if uncounted:
+        said = (UNCOUNTED_WAITING,)
+    elif waiting:
+        said = (f"{waiting} chunks are not embedded yet (keyword search sees them)",)
+    return (*said, VECTOR_INDEX_BUSY) if busy else said
 
 
 class SearchResult(CairnModel):

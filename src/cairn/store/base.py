@@ -700,11 +700,11 @@ class IndexStore(Protocol):
     def vector_lag(self, model: str) -> int: ...
 
     def count_unembedded(
-        self, model: str, where: ChunkFilter, after_seq: int, scan: int
-    ) -> tuple[int, bool]:
-        """How many chunks changed after ``after_seq`` that ``where`` admits have no vector
-        for ``model`` yet, looking at no more than ``scan + 1`` of them in seq order, and
-        whether chunks were left unlooked at (then the count is a lower bound)."""
+        self, model: str, where: ChunkFilter, seqs: tuple[int, int], most: int
+    ) -> int | None:
+        """How many chunks with a seq in ``(seqs[0], seqs[1]]`` that ``where`` admits have
+        no vector for ``model`` yet; None when the range holds more than ``most`` chunks
+        (whoever may see them), which a read does not count."""
         ...
 
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:

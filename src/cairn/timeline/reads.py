@@ -227,7 +227,7 @@ def teleport(
         if not recalled.busy:
             ranked["vector"] = [str(c) for c, _ in recalled.hits]
         warnings = vector_warnings(
-            waiting=recalled.waiting, busy=recalled.busy, at_least=recalled.waiting_at_least
+            waiting=recalled.waiting, uncounted=recalled.uncounted, busy=recalled.busy
         )
     # Checked once more on the store's own rows, as a search checks what it returns.
     found = {int(key) for keys in ranked.values() for key in keys}
