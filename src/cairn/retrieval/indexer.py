@@ -62,10 +62,10 @@ _FINGERPRINT_CHUNKS = 17
 Progress = Callable[[int, int], None]
 log = logging.getLogger("cairn.indexer")
 # How many chunks passed over by the catalog a read counts at most to tell how many of
-# them wait for a vector: 17-33 ms on SQLite and 7-23 ms on PostgreSQL, measured on a
-# busy two-core machine (50,000 took 65-90 ms on SQLite). Past it the read says only that
-# some wait.
-WAITING_SCAN = 10_000
+# them wait for a vector; past it the read says only that some wait. At 5,000 the count
+# cost 0.3-1.0 of a keyword read on SQLite and 0.2-0.7 on PostgreSQL, at 10,000 0.6-1.3 on
+# SQLite (bench/waiting_count.py on a busy two-core machine, docs/benchmarks.md).
+WAITING_SCAN = 5_000
 _K = TypeVar("_K", int, str)
 
 
