@@ -3,15 +3,14 @@ import, next to what a keyword read of the same store costs in the same run.
 
     python bench/waiting_count.py [--records 100000] [--db postgresql://…] [--json OUT]
 
-The in-memory vector index holds at most 20,000 waiting chunks and passes the rest of an
-import over; a read counts those in the store (``count_unembedded``), looking at no more than
-``--scan`` of them (the kernel's bound by default). A store of ``--records`` records, none
-embedded, is built through the gate; then three readers are timed: one who may see every
-scope, one who may see one scope of ten, one whose ACLs admit nothing. Each is timed on the
-whole backlog (more than the bound: the count is skipped, and the read says only that some
-chunks wait) and on a range of exactly ``--scan`` chunks (counted). The baseline is a
-keyword read (``Memory.search``, keyword mode, a query matching one record in 200) by a
-curator, in the same run.
+A read counts them in the store (``count_unembedded``), from the oldest chunk that waits on,
+looking at no more than ``--scan`` chunks (the kernel's bound by default). A store of
+``--records`` records, none embedded, is built through the gate; then three readers are
+timed: one who may see every scope, one who may see one scope of ten, one whose ACLs admit
+nothing. Each is timed on the whole backlog (more than the bound: the count is skipped, and
+the read says only that many chunks wait) and on the last ``--scan`` chunks (counted). The
+baseline is a keyword read (``Memory.search``, keyword mode, a query matching one record in
+200) by a curator, in the same run.
 """
 
 from __future__ import annotations
@@ -107,9 +106,9 @@ def measure(records: int, scan: int, db: str | None, console: Console) -> dict[s
             )
             counts = []
             for reader, where in _readers(store).items():
-                for case, seqs in (("whole backlog", (0, top)), ("one bound", (top - scan, top))):
+                for case, after in (("whole backlog", 0), ("one bound", top - scan)):
                     ms, found = _median_ms(
-                        lambda w=where, s=seqs: store.count_unembedded(MODEL, w, s, scan)
+                        lambda w=where, a=after: store.count_unembedded(MODEL, w, a, scan)
                     )
                     counts.append({"reader": reader, "range": case, "count": found, "ms": ms})
         finally:

@@ -126,13 +126,16 @@ def test_the_count_of_waiting_chunks_is_exact_past_what_the_catalog_holds(
     assert second.trace.vector_lag == 30
     stranger = agent.model_copy(update={"id": "eve", "scopes": ("other/*",)})
     assert memory.retrieve("kafka note", principal=stranger, mode="hybrid").trace.vector_lag == 0
-    # The count looks at no more chunks passed over than it may: at the bound it still
-    # counts, one short of it it says only that some wait (never a number that would
-    # depend on where others' chunks lie).
-    passed_over = sum(1 for c in store.chunk_changes(0) if c.seq > after)
-    monkeypatch.setattr(indexer_module, "WAITING_SCAN", passed_over)
+    # The count looks at no more chunks than it may, from the oldest that waits on: at the
+    # bound it still counts, one short of it it says only that many wait (never a number
+    # that would depend on where others' chunks lie).
+    chunks = store.chunk_changes(0)
+    embedded = store.get_vectors(indexer.model, [c.text_hash for c in chunks])
+    oldest = min(c.seq for c in chunks if c.text_hash not in embedded)
+    looked_at = sum(1 for c in chunks if c.seq >= oldest)
+    monkeypatch.setattr(indexer_module, "WAITING_SCAN", looked_at)
     assert memory.retrieve("kafka note", principal=agent, mode="hybrid").trace.vector_lag == 30
-    monkeypatch.setattr(indexer_module, "WAITING_SCAN", passed_over - 1)
+    monkeypatch.setattr(indexer_module, "WAITING_SCAN", looked_at - 1)
     partial = memory.retrieve("kafka note", principal=agent, mode="hybrid")
     assert partial.trace.vector_lag_uncounted and partial.trace.vector_lag == 0
     assert partial.warnings == (UNCOUNTED_WAITING,)
@@ -167,12 +170,12 @@ def test_an_older_version_waiting_is_counted_whether_held_or_passed_over(
     assert indexer.read("kafka", where, 5).waiting == 1
 
 
-def test_a_change_between_the_reads_turn_and_its_count_is_not_counted_twice(
+def test_a_change_between_the_reads_turn_and_its_count_is_counted_once(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The held chunks are taken while the read has the index, the passed-over ones are
-    counted in the store after it let go: a held draft published in between (its chunk's
-    seq moves past the point where the catalog passed chunks over) is counted once."""
+    """The read looks at what waits while it has the index and counts it in the store after
+    it let go: a waiting draft published in between (its chunk's seq moves on) is counted
+    once, in its new state."""
     memory = _memory(store, tmp_path, Watched())
     indexer = memory.indexer
     assert indexer is not None

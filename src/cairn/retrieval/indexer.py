@@ -22,7 +22,6 @@ from cairn.search.catalog import CatalogState, Finalists, FloatArray, VectorCata
 from cairn.search.catalog_file import Fingerprint, load_catalog, save_catalog
 from cairn.search.embedder import CachedEmbedder, Embedder
 from cairn.store.base import ChunkFilter, ChunkMeta, Store
-from cairn.store.filters import admitted
 
 __all__ = [
     "BATCH",
@@ -54,15 +53,15 @@ SAVE_GROWTH = 0.5
 # answers by keyword alone. A search or a catch-up's batch holds it for moments; a sync
 # that takes in a large import (hundreds of thousands of changes) can hold it for seconds,
 # and no read should wait that long. A read waits once: it then keeps its turn for its
-# sync, its search and a snapshot of what waits for a vector (``Indexer.read``).
+# sync, its search and a look at what waits for a vector (``Indexer.read``).
 READ_PATIENCE = 1.0
 # Chunks whose stored row a saved catalog's fingerprint names (evenly spread, first and last
 # included).
 _FINGERPRINT_CHUNKS = 17
 Progress = Callable[[int, int], None]
 log = logging.getLogger("cairn.indexer")
-# How many chunks passed over by the catalog a read counts at most to tell how many of
-# them wait for a vector; past it the read says only that some wait. At 5,000 the count
+# How many chunks a read looks at, at most, to count those that wait for a vector (from the
+# oldest that waits on); past it the read says only that many wait. At 5,000 the count
 # cost 0.3-1.0 of a keyword read on SQLite and 0.2-0.7 on PostgreSQL, at 10,000 0.6-1.3 on
 # SQLite (bench/waiting_count.py on a busy two-core machine, docs/benchmarks.md).
 WAITING_SCAN = 5_000
@@ -86,16 +85,6 @@ class VectorRead:
     waiting: int = 0
     uncounted: bool = False
     busy: bool = False
-
-
-@dataclass(frozen=True)
-class _Waiting:
-    """What a read saw of the chunks that wait for a vector, under the lock (see
-    ``Indexer._waiting_snapshot``)."""
-
-    held: list[ChunkMeta]
-    passed_over_after: int | None
-    mirrored_to: int
 
 
 # The answer of a read that found the index busy.
@@ -228,41 +217,30 @@ class Indexer:
                 self._rescan(drain=limit is None)
             return done
 
-    def _waiting_snapshot(self) -> _Waiting:
-        """What a read needs to count the chunks that wait for a vector, taken while it
-        holds the lock: the held chunks (those of ``pending`` up to the seq after which the
-        catalog passed chunks over, all of them when it passed none over) and how far the
-        catalog has mirrored the store."""
-        after = self.catalog.rescan_from
-        held = [
-            m
-            for metas in self.catalog.pending.values()
-            for m in metas
-            if after is None or m.seq <= after
-        ]
-        return _Waiting(held=held, passed_over_after=after, mirrored_to=self.catalog.seq)
+    def _waiting_since(self) -> int | None:
+        """The seq after which every chunk that waits for a vector lies, as far as this
+        catalog has seen (the caller holds the lock): just before the oldest chunk it holds
+        in ``pending``, or the point after which it passed chunks over, whichever is first.
+        None when nothing waits."""
+        catalog = self.catalog
+        oldest = min((m.seq for metas in catalog.pending.values() for m in metas), default=None)
+        points = [p for p in (catalog.rescan_from, None if oldest is None else oldest - 1)
+                  if p is not None]  # fmt: skip
+        return min(points, default=None)
 
-    def _waiting(self, where: ChunkFilter, seen: _Waiting) -> int | None:
-        """How many chunks ``where`` admits still wait for a vector, counted without the
-        lock (no search or sync waits on the count): the held ones, and, when the catalog
-        passed chunks over, those the store holds past that point up to what the catalog
-        has mirrored. None when those are more than ``WAITING_SCAN``: too many to count
-        on a read.
+    def _waiting(self, where: ChunkFilter, since: int | None) -> int | None:
+        """How many chunks ``where`` admits still wait for a vector, counted in the store
+        among the chunks after ``since`` (``_waiting_since``) without the lock, so that no
+        search or sync waits on the count. None when more than ``WAITING_SCAN`` chunks lie
+        there: too many to count on a read.
 
-        The number depends only on the chunks the reader may see: the held ones and the
-        passed-over ones are counted by the same rule (``admitted``, the store's for older
-        versions too), and a partial count is never given, since where a scan stops depends
-        on everyone's writes. That the count was skipped says only that some import is too
-        large to count at once."""
-        held = {m.id: m for m in seen.held}
-        waiting = len(admitted(where, held, self.store.heads_readable)) if held else 0
-        after = seen.passed_over_after
-        if after is None:
-            return waiting
-        passed_over = self.store.count_unembedded(
-            self.model, where, (after, seen.mirrored_to), WAITING_SCAN
-        )
-        return None if passed_over is None else waiting + passed_over
+        The number depends only on the chunks the reader may see (the store's own rule,
+        older versions included), and a partial count is never given, since where a scan
+        stops depends on everyone's writes. That the count was skipped says only that many
+        chunks wait, or have since the oldest one that does."""
+        if since is None:
+            return 0
+        return self.store.count_unembedded(self.model, where, since, WAITING_SCAN)
 
     def search(self, query: FloatArray, where: ChunkFilter, k: int) -> list[tuple[int, float]]:
         with self._lock:
@@ -291,9 +269,9 @@ class Indexer:
         a lock it holds: a search, a sync or a catch-up holds the lock for moments, and a
         read waits for those rather than going on without vectors, up to ``read_patience``
         (a sync taking in a large import holds it for seconds), then is ``busy`` too. It
-        waits once: the sync, the search and the snapshot of what waits for a vector share
-        one turn, since a large sync that took its turn between two of them would hold the
-        read for its whole length; the count itself is made after the turn."""
+        waits once: the sync, the search and a look at what waits for a vector share one
+        turn, since a large sync that took its turn between two of them would hold the read
+        for its whole length; the count itself is made in the store after the turn."""
         if self.busy:  # known already: no query embedded for nothing
             return _BUSY
         # Before the lock: searches and syncs do not wait on the model (or an endpoint).
@@ -304,12 +282,12 @@ class Indexer:
             if self.busy:  # a large store's first pass is the worker's
                 return _BUSY
             self._sync()
-            seen = self._waiting_snapshot()
+            since = self._waiting_since()
             found = self.catalog.shortlist(query_vector, where, k)
         finally:
             self._lock.release()
         hits = tuple(_scored(found))
-        waiting = self._waiting(where, seen)
+        waiting = self._waiting(where, since)
         if waiting is None:
             return VectorRead(hits=hits, uncounted=True)
         return VectorRead(hits=hits, waiting=waiting)

@@ -124,8 +124,8 @@ class Trace(BaseModel):
     #: how many chunks the reader may see still wait for a vector (keyword search found
     #: them, vector search could not)
     vector_lag: int = 0
-    #: a large import is still being embedded, too large to count on a read: chunks the
-    #: reader may see may wait for a vector beyond ``vector_lag`` (then 0)
+    #: too many chunks wait for a vector (a large import) to count them on a read: chunks
+    #: the reader may see may wait beyond ``vector_lag`` (then 0)
     vector_lag_uncounted: bool = False
     #: the vector index was busy in another thread (its first build or load, a save, or a
     #: turn longer than the read's patience): the read did not wait for it and had no
@@ -145,18 +145,18 @@ VECTOR_INDEX_BUSY = (
 )
 
 
-# What a read says when too many chunks of a large import wait to count them.
+# What a read says when too many chunks wait for a vector to count them on a read.
 UNCOUNTED_WAITING = (
-    "a large import is still being embedded: vector search may miss chunks you may see "
-    "(keyword search sees them)"
+    "too many chunks wait for a vector to count them here (a large import): vector search "
+    "may miss some you may see (keyword search sees them)"
 )
 
 
 def vector_warnings(*, waiting: int, uncounted: bool, busy: bool) -> tuple[str, ...]:
     """What a read says of its vector side: ``waiting`` of the chunks it may see still wait
     for a vector (keyword search found them, vector search could not), or ``uncounted``:
-    too many chunks of a large import wait to count them on a read; and whether the index
-    was ``busy`` and keyword search answered alone."""
+    too many chunks wait to count them on a read; and whether the index was ``busy`` and
+    keyword search answered alone."""
     said: tuple[str, ...] = ()
     if uncounted:
         said = (UNCOUNTED_WAITING,)

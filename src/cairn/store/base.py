@@ -700,11 +700,11 @@ class IndexStore(Protocol):
     def vector_lag(self, model: str) -> int: ...
 
     def count_unembedded(
-        self, model: str, where: ChunkFilter, seqs: tuple[int, int], most: int
+        self, model: str, where: ChunkFilter, after_seq: int, most: int
     ) -> int | None:
-        """How many chunks with a seq in ``(seqs[0], seqs[1]]`` that ``where`` admits have
-        no vector for ``model`` yet; None when the range holds more than ``most`` chunks
-        (whoever may see them), which a read does not count."""
+        """How many chunks with a seq after ``after_seq`` that ``where`` admits have no
+        vector for ``model`` yet; None when more than ``most`` chunks (whoever may see them)
+        lie there, which a read does not count."""
         ...
 
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:

@@ -389,19 +389,18 @@ class SqlReads(SqlPart):
         )
 
     def count_unembedded(
-        self, model: str, where: ChunkFilter, seqs: tuple[int, int], most: int
+        self, model: str, where: ChunkFilter, after_seq: int, most: int
     ) -> int | None:
-        # The scan stops after ``most`` chunks of the range, whatever the reader may see,
-        # so that a read during a large import costs a bounded look, not one that grows
-        # with the backlog; one more row is read to tell whether it stopped short.
+        # The scan stops after ``most`` chunks, whatever the reader may see, so that a read
+        # during a large import costs a bounded look, not one that grows with the backlog;
+        # one more row is read to tell whether it stopped short.
         sql, params = to_sql(where, self.dialect)
         (found,) = self._read(
             "SELECT COUNT(*) AS scanned, coalesce(SUM(CASE WHEN "
             f"{sql} AND NOT EXISTS (SELECT 1 FROM vectors x "
             "WHERE x.text_hash = c.text_hash AND x.model = ?) THEN 1 ELSE 0 END), 0) AS n "
-            f"FROM (SELECT {rows.META_COLUMNS} FROM chunks c WHERE c.seq > ? AND c.seq <= ? "
-            "LIMIT ?) AS c",
-            [*params, model, *seqs, most + 1],
+            f"FROM (SELECT {rows.META_COLUMNS} FROM chunks c WHERE c.seq > ? LIMIT ?) AS c",
+            [*params, model, after_seq, most + 1],
         )
         return None if int(found["scanned"]) > most else int(found["n"])
 
