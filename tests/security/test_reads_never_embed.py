@@ -202,6 +202,30 @@ def test_a_change_between_the_reads_turn_and_its_count_is_counted_once(
     assert waiting() == 10
 
 
+def test_a_chunk_passed_over_before_every_held_one_is_counted(store: Store, tmp_path: Path) -> None:
+    """Where the catalog began passing chunks over can lie before the oldest chunk it still
+    holds (the held ones were published since, and moved on): the count starts from there."""
+    memory = _memory(store, tmp_path, Watched())
+    indexer = memory.indexer
+    assert indexer is not None
+    indexer.catalog = VectorCatalog(indexer.embedder.dim, park_limit=4)
+    drafts = [content(f"Draft {n}", body=f"visible kafka draft {n}") for n in range(5)]
+    outcomes = memory.remember_many(drafts, draft=True, principal=CURATOR)
+
+    def waiting() -> int:
+        found = memory.retrieve("kafka", principal=CURATOR, mode="hybrid", include_drafts=True)
+        return found.trace.vector_lag
+
+    assert waiting() == 5
+    catalog = indexer.catalog
+    for outcome in outcomes[:4]:
+        assert outcome.record is not None
+        memory.transition(outcome.record.id, Status.ACTIVE, principal=CURATOR)
+    assert waiting() == 5
+    oldest_held = min(m.seq for metas in catalog.pending.values() for m in metas)
+    assert catalog.rescan_from is not None and catalog.rescan_from < oldest_held - 1
+
+
 def test_what_a_read_says_of_chunks_waiting_for_a_vector() -> None:
     said = "7 chunks are not embedded yet (keyword search sees them)"
     assert vector_warnings(waiting=7, uncounted=False, busy=False) == (said,)

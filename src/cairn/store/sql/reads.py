@@ -393,13 +393,15 @@ class SqlReads(SqlPart):
     ) -> int | None:
         # The scan stops after ``most`` chunks, whatever the reader may see, so that a read
         # during a large import costs a bounded look, not one that grows with the backlog;
-        # one more row is read to tell whether it stopped short.
+        # one more row is read to tell whether it stopped short. The order makes PostgreSQL
+        # walk the seq index from ``after_seq`` (without it, it may scan the whole table).
         sql, params = to_sql(where, self.dialect)
         (found,) = self._read(
             "SELECT COUNT(*) AS scanned, coalesce(SUM(CASE WHEN "
             f"{sql} AND NOT EXISTS (SELECT 1 FROM vectors x "
             "WHERE x.text_hash = c.text_hash AND x.model = ?) THEN 1 ELSE 0 END), 0) AS n "
-            f"FROM (SELECT {rows.META_COLUMNS} FROM chunks c WHERE c.seq > ? LIMIT ?) AS c",
+            f"FROM (SELECT {rows.META_COLUMNS} FROM chunks c WHERE c.seq > ? ORDER BY c.seq "
+            "LIMIT ?) AS c",
             [*params, model, after_seq, most + 1],
         )
         return None if int(found["scanned"]) > most else int(found["n"])
