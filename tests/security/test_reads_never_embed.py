@@ -228,10 +228,10 @@ def test_a_chunk_passed_over_before_every_held_one_is_counted(store: Store, tmp_
 
 def test_what_a_read_says_of_chunks_waiting_for_a_vector() -> None:
     said = "7 chunks are not embedded yet (keyword search sees them)"
-    assert vector_warnings(waiting=7, uncounted=False, busy=False) == (said,)
-    assert vector_warnings(waiting=0, uncounted=False, busy=False) == ()
-    assert vector_warnings(waiting=0, uncounted=True, busy=False) == (UNCOUNTED_WAITING,)
-    assert vector_warnings(waiting=7, uncounted=False, busy=True) == (said, VECTOR_INDEX_BUSY)
+    assert vector_warnings(waiting=7, busy=False) == (said,)
+    assert vector_warnings(waiting=0, busy=False) == ()
+    assert vector_warnings(waiting=None, busy=False) == (UNCOUNTED_WAITING,)
+    assert vector_warnings(waiting=7, busy=True) == (said, VECTOR_INDEX_BUSY)
 
 
 def test_the_background_worker_embeds_what_is_written(store: Store, tmp_path: Path) -> None:

@@ -76,14 +76,13 @@ def _decoded(stored: Mapping[_K, bytes]) -> dict[_K, FloatArray]:
 @dataclass(frozen=True)
 class VectorRead:
     """A read's vector side (``Indexer.read``): ``hits``, ``(chunk id, score)`` best first;
-    ``waiting``, how many of the chunks the reader may see still wait for a vector, or
-    ``uncounted``, too many chunks of a large import wait to count them on a read;
-    ``busy``, the index was busy (no hits, nothing counted: keyword search answers alone).
-    What the read says of it: ``vector_warnings(waiting=, uncounted=, busy=)``."""
+    ``waiting``, how many of the chunks the reader may see still wait for a vector (None:
+    too many chunks of a large import wait to count them on a read); ``busy``, the index
+    was busy (no hits, nothing counted: keyword search answers alone). What the read says
+    of it: ``vector_warnings(waiting=, busy=)``."""
 
     hits: tuple[tuple[int, float], ...]
-    waiting: int = 0
-    uncounted: bool = False
+    waiting: int | None = 0
     busy: bool = False
 
 
@@ -223,10 +222,10 @@ class Indexer:
         in ``pending``, or the point after which it passed chunks over, whichever is first.
         None when nothing waits."""
         catalog = self.catalog
-        oldest = min((m.seq for metas in catalog.pending.values() for m in metas), default=None)
-        points = [p for p in (catalog.rescan_from, None if oldest is None else oldest - 1)
-                  if p is not None]  # fmt: skip
-        return min(points, default=None)
+        held = [m.seq - 1 for metas in catalog.pending.values() for m in metas]
+        if catalog.rescan_from is not None:
+            held.append(catalog.rescan_from)
+        return min(held, default=None)
 
     def _waiting(self, where: ChunkFilter, since: int | None) -> int | None:
         """How many chunks ``where`` admits still wait for a vector, counted in the store
@@ -286,11 +285,7 @@ class Indexer:
             found = self.catalog.shortlist(query_vector, where, k)
         finally:
             self._lock.release()
-        hits = tuple(_scored(found))
-        waiting = self._waiting(where, since)
-        if waiting is None:
-            return VectorRead(hits=hits, uncounted=True)
-        return VectorRead(hits=hits, waiting=waiting)
+        return VectorRead(hits=tuple(_scored(found)), waiting=self._waiting(where, since))
 
     def _changes(self, since_seq: int, want: int = 0) -> list[ChunkMeta]:
         """Changes after ``since_seq``, ending on a whole seq group: the chunks of one

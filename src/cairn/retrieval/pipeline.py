@@ -134,8 +134,8 @@ def run_recall(
         # by keyword and says so.
         with _timed(trace, "recall.vector"):
             found = vector_recall(live, plan.query, chosen.where, depth)
-        trace.vector_lag, trace.vector_index_busy = found.waiting, found.busy
-        trace.vector_lag_uncounted = found.uncounted
+        trace.vector_lag, trace.vector_index_busy = found.waiting or 0, found.busy
+        trace.vector_lag_uncounted = found.waiting is None
         return list(found.hits)
 
     if plan.query.strip():
@@ -339,11 +339,8 @@ def run_retrieve(
         )
     with _timed(trace, "compose"):
         items, excluded = compose(budget)
-    warnings = vector_warnings(
-        waiting=trace.vector_lag,
-        uncounted=trace.vector_lag_uncounted,
-        busy=trace.vector_index_busy,
-    )
+    waiting = None if trace.vector_lag_uncounted else trace.vector_lag
+    warnings = vector_warnings(waiting=waiting, busy=trace.vector_index_busy)
     return RetrievalResult(
         query=plan.query,
         mode=plan.mode,

@@ -152,13 +152,13 @@ UNCOUNTED_WAITING = (
 )
 
 
-def vector_warnings(*, waiting: int, uncounted: bool, busy: bool) -> tuple[str, ...]:
+def vector_warnings(*, waiting: int | None, busy: bool) -> tuple[str, ...]:
     """What a read says of its vector side: ``waiting`` of the chunks it may see still wait
-    for a vector (keyword search found them, vector search could not), or ``uncounted``:
-    too many chunks wait to count them on a read; and whether the index was ``busy`` and
-    keyword search answered alone."""
+    for a vector (keyword search found them, vector search could not; None: too many wait
+    to count them on a read), and whether the index was ``busy`` and keyword search
+    answered alone."""
     said: tuple[str, ...] = ()
-    if uncounted:
+    if waiting is None:
         said = (UNCOUNTED_WAITING,)
     elif waiting:
         said = (f"{waiting} chunks are not embedded yet (keyword search sees them)",)

@@ -226,9 +226,7 @@ def teleport(
         recalled = vector_recall(indexer, query, where, depth)
         if not recalled.busy:
             ranked["vector"] = [str(c) for c, _ in recalled.hits]
-        warnings = vector_warnings(
-            waiting=recalled.waiting, uncounted=recalled.uncounted, busy=recalled.busy
-        )
+        warnings = vector_warnings(waiting=recalled.waiting, busy=recalled.busy)
     # Checked once more on the store's own rows, as a search checks what it returns.
     found = {int(key) for keys in ranked.values() for key in keys}
     kept = admitted(where, store.chunk_metas(sorted(found)), store.heads_readable)
