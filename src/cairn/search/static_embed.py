@@ -45,6 +45,7 @@ from cairn.search.onnx_minilm import (
     OnnxMiniLMEmbedder,
     load_tokenizer,
 )
+from cairn.search.pieces import PieceTokenizer
 
 RECIPE_VERSION = 1
 #: First id of a whole word in BERT uncased WordPiece ("the"); before it are [PAD], [unusedN],
@@ -162,7 +163,7 @@ class StaticEmbedder:
         self.progress = progress
         self._minilm_factory = minilm_factory or (lambda: OnnxMiniLMEmbedder(threads=threads))
         self._table: npt.NDArray[np.float32] | None = None
-        self._tokenizer: Any = None
+        self._tokenizer: PieceTokenizer | None = None
         self._lock = threading.Lock()
 
     @property
@@ -188,7 +189,7 @@ class StaticEmbedder:
             if table is None:
                 table = distil_table(minilm, self.recipe, self.progress)
                 self._write_cached(table, minilm)
-            self._tokenizer = _static_tokenizer(minilm)
+            self._tokenizer = PieceTokenizer(_static_tokenizer(minilm), MAX_TOKENS)
             self._table = table
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -201,19 +202,15 @@ class StaticEmbedder:
         # One text at a time: gathering every token's row of a batch at once (then
         # ``reduceat``) made a (tokens x dim) array, ~58 MB for 256 long chat turns, whose
         # allocation and pass cost ~15x the sums themselves; a text's own rows stay in cache.
-        for i, encoding in enumerate(self._encode(list(texts))):
-            if encoding.ids:
-                table[encoding.ids].sum(axis=0, out=sums[i])
+        assert self._tokenizer is not None
+        for i, ids in enumerate(self._tokenizer.ids(texts)):
+            if len(ids):
+                table[ids].sum(axis=0, out=sums[i])
         # The mean's scale vanishes under L2 normalisation, so the sum is enough.
         return l2_normalise(sums)
 
     def embed_query(self, text: str) -> Vectors:
         return first_row(self.embed([text]))
-
-    def _encode(self, texts: list[str]) -> list[Any]:
-        # encode_batch_fast skips character offsets we do not need (tokenizers >= 0.21).
-        encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
-        return list(encode(texts, add_special_tokens=False))
 
     def _meta(self, minilm: OnnxMiniLMEmbedder) -> dict[str, Any]:
         # The pinned hashes, not the files': distillation only ever runs a model whose file
