@@ -24,10 +24,18 @@ from cairn.search.embedder import (
     LRUBytesCache,
     ModelIntegrityError,
     Vectors,
+    l2_normalise,
     make_embedder,
 )
-from cairn.search.onnx_minilm import OnnxMiniLMEmbedder, default_model_path
+from cairn.search.onnx_minilm import (
+    TOKENIZER_SHA256,
+    OnnxMiniLMEmbedder,
+    default_model_path,
+    default_tokenizer_path,
+    load_tokenizer,
+)
 from cairn.search.openai_embed import OpenAIEmbedder
+from cairn.search.static_embed import MAX_TOKENS as STATIC_MAX_TOKENS
 from cairn.search.static_embed import Recipe, StaticEmbedder
 from tests.factories import CountingEmbedder, tampered_copy
 
@@ -154,6 +162,23 @@ def test_static_gives_unit_vectors_of_documented_dim(static: StaticEmbedder) -> 
 def test_static_ranks_close_sentences_above_unrelated(static: StaticEmbedder) -> None:
     close, unrelated = cosines(static.embed([CLOSE_A, CLOSE_B, UNRELATED]))
     assert close > unrelated + 0.2
+
+
+def test_static_vectors_are_the_mean_of_the_tokenizers_own_tokens(static: StaticEmbedder) -> None:
+    # The embedder keeps token ids per piece of text (cairn.search.pieces); its vectors must
+    # be exactly those of tokenising each whole text, twice over (the second time from the
+    # cache of pieces).
+    texts = [CLOSE_A, "Café naïve, “quoted” half\x1cway\ttab\r\nline 東京 " * 3, UNRELATED]
+    static.load()
+    table = static._table  # white-box: the distilled rows, summed as the embedder should
+    assert table is not None
+    tokenizer = load_tokenizer(default_tokenizer_path(), TOKENIZER_SHA256, STATIC_MAX_TOKENS)
+    sums = np.zeros((len(texts), static.dim), dtype=np.float32)
+    for i, encoding in enumerate(tokenizer.encode_batch(texts, add_special_tokens=False)):
+        table[encoding.ids].sum(axis=0, out=sums[i])
+    expected = l2_normalise(sums)
+    np.testing.assert_array_equal(static.embed(texts), expected)
+    np.testing.assert_array_equal(static.embed(texts), expected)
 
 
 def test_static_text_without_tokens_is_a_zero_row(static: StaticEmbedder) -> None:

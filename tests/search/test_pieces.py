@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cairn.search.onnx_minilm import TOKENIZER_SHA256, default_tokenizer_path, load_tokenizer
-from cairn.search.pieces import PieceTokenizer
+from cairn.search.pieces import MAX_KEPT_CHARS, PieceTokenizer
 
 MAX_TOKENS = 4096
 
@@ -89,6 +90,22 @@ def test_any_ascii_text_gets_the_tokenizers_ids(tokenizer: Any, texts: list[str]
     assert as_lists(pieces.ids(texts)) == reference(tokenizer, texts)
 
 
+# Words around WordPiece's 100-character limit (longer ones become [UNK]), with characters
+# BERT deletes or splits at inside and between them.
+WORDS = st.text(alphabet=st.sampled_from("ab,é\x00\x1c\x85\u0301東"), min_size=1, max_size=120)
+SPACES = st.text(alphabet=st.sampled_from(" \t\n\r\x0b\u3000"), min_size=1, max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(WORDS, SPACES), max_size=12))
+def test_long_words_and_deleted_characters_get_the_tokenizers_ids(
+    tokenizer: Any, parts: list[tuple[str, str]]
+) -> None:
+    text = "".join(word + space for word, space in parts)
+    pieces = PieceTokenizer(tokenizer, MAX_TOKENS)
+    assert as_lists(pieces.ids([text, text])) == reference(tokenizer, [text, text])
+
+
 def test_long_texts_are_cut_at_the_token_limit(tokenizer: Any) -> None:
     texts = ["alpha beta, gamma " * 40, "one two three"]
     pieces = PieceTokenizer(tokenizer, 16)
@@ -104,3 +121,45 @@ def test_the_cache_stays_within_its_bound_and_stays_exact(tokenizer: Any) -> Non
         batch = texts[start : start + 20]
         assert as_lists(pieces.ids(batch)) == reference(tokenizer, batch)
         assert len(pieces) <= 50
+    # one call bringing more new pieces than the bound
+    crowd = [" ".join(f"w{n}" for n in range(500))]
+    assert as_lists(pieces.ids(crowd)) == reference(tokenizer, crowd)
+    assert len(pieces) <= 50
+
+
+def test_long_pieces_are_tokenised_but_not_kept(tokenizer: Any) -> None:
+    pieces = PieceTokenizer(tokenizer, MAX_TOKENS)
+    long = "x" * (MAX_KEPT_CHARS + 1)
+    texts = [f"short {long} https://example.org/{'a' * 40}"]
+    assert as_lists(pieces.ids(texts)) == reference(tokenizer, texts)
+    assert len(pieces) == 1  # "short"
+
+
+def test_a_tokenizer_that_cuts_pieces_short_is_refused() -> None:
+    # each piece is encoded on its own, so one truncated before the text's limit would lose
+    # ids the whole text keeps
+    short = load_tokenizer(default_tokenizer_path(), TOKENIZER_SHA256, 8)
+    with pytest.raises(ValueError, match="8 tokens"):
+        PieceTokenizer(short, 16)
+    PieceTokenizer(short, 8)
+
+
+def test_threads_sharing_a_small_cache_all_get_exact_ids(tokenizer: Any) -> None:
+    pieces = PieceTokenizer(tokenizer, MAX_TOKENS, max_pieces=40)
+    batches = [[f"t{t} item {n} of {n * t} " * 3 for n in range(30)] for t in range(6)]
+    wrong: list[int] = []
+    start = threading.Barrier(len(batches))
+
+    def work(t: int) -> None:
+        start.wait()
+        for _ in range(20):
+            if as_lists(pieces.ids(batches[t])) != reference(tokenizer, batches[t]):
+                wrong.append(t)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(len(batches))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+    assert len(pieces) <= 40

@@ -28,12 +28,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_PIECES", "PieceTokenizer"]
+__all__ = ["MAX_KEPT_CHARS", "MAX_PIECES", "PieceTokenizer"]
 
-#: How many pieces are kept (about 150 bytes each, 30 MB in all): a chat corpus's common
-#: pieces fit many times over; past it the cache starts again, and the common pieces come
-#: back at the next call.
+#: How many pieces are kept: a chat corpus's common pieces fit many times over (~150 bytes
+#: each, 27 MB measured for 182,000); past it the cache starts again, and the common pieces
+#: come back at the next call.
 MAX_PIECES = 200_000
+#: Longer pieces (a URL, base64, minified JSON) are tokenised every time, never kept: they
+#: seldom come again, and kept they would make the cache's size depend on what is written
+#: (a 40 kB piece holds ~17 kB of ids). So the cache stays near 100 MB at the very most,
+#: whatever the text (measured: 518 bytes a piece of 32 CJK characters, each its own token).
+MAX_KEPT_CHARS = 32
 _ID = np.dtype(np.int32)
 
 # Only these four: Unicode's other spaces are whitespace to BERT too, but some characters
@@ -56,11 +61,24 @@ class PieceTokenizer:
     gives, each truncated to ``max_tokens``, from a cache of pieces.
 
     ``tokenizer`` is a ``tokenizers.Tokenizer`` whose normaliser and pre-tokeniser are
-    BERT's (or any that never join characters across whitespace). Thread-safe: each call
-    works on its own copy of what it needs.
+    BERT's (or any that never join characters across whitespace), keeping at least the first
+    ``max_tokens`` tokens of a text, or all: each piece is encoded on its own, and a piece cut
+    shorter than the whole text would be gives other ids.
+
+    Thread-safe: calls share the cache, whose every read and write is one dict operation;
+    the lock keeps a clearing and the refill after it together, and each call answers from
+    its own mapping of the pieces it needs.
     """
 
     def __init__(self, tokenizer: Any, max_tokens: int, *, max_pieces: int = MAX_PIECES) -> None:
+        truncation = tokenizer.truncation
+        if truncation is not None and (
+            truncation["max_length"] < max_tokens or truncation["direction"] != "right"
+        ):
+            raise ValueError(
+                f"the tokenizer keeps {truncation['max_length']} tokens from the "
+                f"{truncation['direction']}: a piece must keep at least its first {max_tokens}"
+            )
         self._tokenizer = tokenizer
         self._max_bytes = max_tokens * _ID.itemsize
         self._max_pieces = max_pieces
@@ -97,10 +115,11 @@ class PieceTokenizer:
                 for piece, enc in zip(missing, encoded, strict=True)
             }
             found.update(new)
+            kept = [(piece, ids) for piece, ids in new.items() if len(piece) <= MAX_KEPT_CHARS]
             with self._lock:
-                if len(known) + len(new) > self._max_pieces:
+                if len(known) + len(kept) > self._max_pieces:
                     known.clear()
-                known.update(new)
+                known.update(kept[: self._max_pieces])
         limit = self._max_bytes
         return [
             np.frombuffer(b"".join(map(found.__getitem__, pieces))[:limit], dtype=_ID)
