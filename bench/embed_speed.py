@@ -44,10 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._data import load_longmemeval
 from bench.embedders import query_latency_ms
 
-from cairn.search.embedder import CachedEmbedder, Embedder, Vectors, l2_normalise, make_embedder
+from cairn.search.embedder import CachedEmbedder, Embedder, Vectors, make_embedder
 from cairn.search.nano_e5 import available as e5_available
 from cairn.search.onnx_minilm import OnnxMiniLMEmbedder
-from cairn.search.static_embed import MAX_TOKENS, StaticEmbedder
+from cairn.search.static_embed import StaticEmbedder
 from cairn.search.vector_cache import DiskVectorCache
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared/data"
@@ -78,14 +78,11 @@ class StaticEveryText(StaticEmbedder):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
-        assert self._table is not None and self._tokenizer is not None
-        tokenizer = self._tokenizer.tokenizer
-        sums = np.zeros((len(texts), self.dim), dtype=np.float32)
-        encodings = tokenizer.encode_batch_fast(list(texts), add_special_tokens=False)
-        for i, encoding in enumerate(encodings):
-            if encoding.ids:
-                self._table[encoding.ids[:MAX_TOKENS]].sum(axis=0, out=sums[i])
-        return l2_normalise(sums)
+        assert self._tokenizer is not None
+        encodings = self._tokenizer.tokenizer.encode_batch_fast(
+            list(texts), add_special_tokens=False
+        )
+        return self._vectors([encoding.ids for encoding in encodings])
 
 
 @dataclass

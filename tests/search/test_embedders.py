@@ -181,6 +181,28 @@ def test_static_vectors_are_the_mean_of_the_tokenizers_own_tokens(static: Static
     np.testing.assert_array_equal(static.embed(texts), expected)
 
 
+def test_a_static_query_neither_reads_nor_fills_the_cache_of_documents_pieces(
+    static: StaticEmbedder,
+) -> None:
+    # The piece cache fills with every principal's documents; a query answered from it
+    # would be faster for words some unreadable document holds (a timing leak). So a query
+    # is tokenised on its own: a poisoned entry for one of its pieces changes nothing, and
+    # its new pieces are not kept.
+    static.embed([CLOSE_B])  # the documents' side learns "running", "the", ...
+    pieces = static._tokenizer  # white-box: the embedder's cache of pieces
+    assert pieces is not None
+    query = "How do I run the tests? zebrafish"
+    honest = static.embed([query])[0]
+    held = len(pieces)
+    pieces._known["run"] = np.asarray([1037], dtype=np.int32).tobytes()  # "a", not "run"
+    try:
+        np.testing.assert_array_equal(static.embed_query(query), honest)
+        assert len(pieces) == held
+        assert not np.array_equal(static.embed([query])[0], honest)  # documents do read it
+    finally:
+        pieces._known.clear()
+
+
 def test_static_text_without_tokens_is_a_zero_row(static: StaticEmbedder) -> None:
     vectors = static.embed(["", CLOSE_A])
     assert not vectors[0].any()

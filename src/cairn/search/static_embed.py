@@ -196,21 +196,32 @@ class StaticEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.load()
+        assert self._tokenizer is not None
+        return self._vectors(self._tokenizer.ids(texts))
+
+    def embed_query(self, text: str) -> Vectors:
+        # A query is tokenised on its own, never through the cache of pieces: that cache
+        # fills with the pieces of every principal's documents, and a query answered faster
+        # for pieces seen there would tell a reader, whose trace times each stage, that some
+        # document it may not read holds them (the vector cache keeps queries apart too).
+        self.load()
+        assert self._tokenizer is not None
+        encoding = self._tokenizer.tokenizer.encode(text, add_special_tokens=False)
+        return first_row(self._vectors([encoding.ids]))
+
+    def _vectors(self, rows: Sequence[Sequence[int] | npt.NDArray[np.int32]]) -> Vectors:
+        """Each row of token ids as the normalised sum of its tokens' rows of the table."""
         assert self._table is not None
         table = self._table
-        sums = np.zeros((len(texts), self.dim), dtype=np.float32)
+        sums = np.zeros((len(rows), self.dim), dtype=np.float32)
         # One text at a time: gathering every token's row of a batch at once (then
         # ``reduceat``) made a (tokens x dim) array, ~58 MB for 256 long chat turns, whose
         # allocation and pass cost ~15x the sums themselves; a text's own rows stay in cache.
-        assert self._tokenizer is not None
-        for i, ids in enumerate(self._tokenizer.ids(texts)):
+        for i, ids in enumerate(rows):
             if len(ids):
                 table[ids].sum(axis=0, out=sums[i])
         # The mean's scale vanishes under L2 normalisation, so the sum is enough.
         return l2_normalise(sums)
-
-    def embed_query(self, text: str) -> Vectors:
-        return first_row(self.embed([text]))
 
     def _meta(self, minilm: OnnxMiniLMEmbedder) -> dict[str, Any]:
         # The pinned hashes, not the files': distillation only ever runs a model whose file
