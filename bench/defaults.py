@@ -57,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--lme-limit", type=int, help="the --limit the LongMemEval capture was made with"
     )
+    parser.add_argument(
+        "--lme-every", type=int, default=1, help="the --every the LongMemEval capture was made with"
+    )
     parser.add_argument("--lme-folds", type=int, default=3)
     parser.add_argument(
         "--stages",
@@ -83,15 +86,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     conversations = load_locomo(args.locomo)
     questions = [q for q in load_longmemeval(args.lme) if not q.abstention]
-    if args.lme_limit:
-        questions = questions[: args.lme_limit]
+    if args.lme_every < 1:
+        console.print("[red]--lme-every must be 1 or more[/red]")
+        return 2
+    questions = longmemeval.sample(questions, every=args.lme_every, limit=args.lme_limit)
     locomo_captures, lme_captures = _load(args.locomo_capture), _load(args.lme_capture)
     asked = sum(len(conv.questions) for conv in conversations)
     if len(locomo_captures) != asked or len(lme_captures) != len(questions):
         console.print(
             "[red]a capture does not match its questions[/red] (LoCoMo "
             f"{len(locomo_captures)} captured, {asked} asked; LongMemEval {len(lme_captures)} "
-            f"captured, {len(questions)} asked: is --lme-limit the capture's --limit?)"
+            f"captured, {len(questions)} asked: are --lme-limit and --lme-every the capture's?)"
         )
         return 2
 
@@ -215,6 +220,7 @@ def _figures(
             "locomo_capture": str(args.locomo_capture),
             "lme_capture": str(args.lme_capture),
             "lme_limit": args.lme_limit,
+            "lme_every": args.lme_every,
             "lme_folds": args.lme_folds,
             "stages": list(stages),
             "grid": len(grid),

@@ -84,6 +84,16 @@ METRICS = (
 )
 
 
+def sample(questions: list[LmeQuestion], *, every: int, limit: int | None) -> list[LmeQuestion]:
+    """Every ``every``-th question from the first, then the first ``limit`` of those: the
+    data file lists its questions in runs of one type, so a stride keeps their mix where a
+    limit alone would not."""
+    if every < 1:
+        raise ValueError("every must be 1 or more")
+    chosen = questions[::every]
+    return chosen[:limit] if limit else chosen
+
+
 def to_turns(question: LmeQuestion) -> list[Turn]:
     return [
         Turn(
@@ -129,6 +139,13 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help=f"first {QUICK_QUESTIONS} questions only"
     )
     parser.add_argument("--limit", type=int, help="first N questions only")
+    parser.add_argument(
+        "--every",
+        type=int,
+        default=1,
+        help="every Nth question only: a sample that keeps the mix of question types, "
+        "which the data file lists in runs",
+    )
     parser.add_argument("--embedder", default="static", help="the kernel's embedder (static)")
     parser.add_argument(
         "--weights",
@@ -172,9 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         questions = load_longmemeval(args.path)
     if not args.include_abstention:
         questions = [q for q in questions if not q.abstention]
-    limit = QUICK_QUESTIONS if args.quick else args.limit
-    if limit:
-        questions = questions[:limit]
+    if args.every < 1:
+        console.print("[red]--every must be 1 or more[/red]")
+        return 2
+    questions = sample(
+        questions, every=args.every, limit=QUICK_QUESTIONS if args.quick else args.limit
+    )
     if args.cv or args.replay:
         return run_cv(args, console, questions)
     recipe = replace(
@@ -338,6 +358,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
         meta = {
             "data": str(args.path),
             "questions": len(captures),
+            "every": args.every,
             "folds": args.folds,
             "grid": len(grid),
             "objective": CV_OBJECTIVE,

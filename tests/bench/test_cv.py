@@ -108,3 +108,22 @@ def test_the_time_boost_replays_as_the_kernel_ranks() -> None:
     assert [f"D1:{h.record_id.removeprefix('rec-')}" for h in kernel] == boosted.turns
     # asked at no known moment, the boost does nothing
     assert replay(captured, [timed], mode="keyword")[0].turns == plain.turns
+
+
+def test_a_longmemeval_sample_takes_every_nth_question_then_the_limit() -> None:
+    from bench._data import LmeQuestion
+    from bench.longmemeval import sample
+
+    # the data file lists its questions in runs of one type: a stride keeps every type
+    types = ["multi-session"] * 6 + ["temporal-reasoning"] * 6
+    questions = [
+        LmeQuestion(f"q{i}", kind, "?", "", "2023/05/20 (Sat) 07:47", (), frozenset())
+        for i, kind in enumerate(types)
+    ]
+    every_third = sample(questions, every=3, limit=None)
+    assert [q.question_id for q in every_third] == ["q0", "q3", "q6", "q9"]
+    assert {q.question_type for q in every_third} == set(types)
+    assert [q.question_id for q in sample(questions, every=3, limit=2)] == ["q0", "q3"]
+    assert sample(questions, every=1, limit=None) == questions
+    with pytest.raises(ValueError, match="every"):
+        sample(questions, every=0, limit=None)
