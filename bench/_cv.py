@@ -366,6 +366,15 @@ def replay_modes(
     return values
 
 
+def captures_match(captures: Sequence[Captured], questions: Sequence[str]) -> bool:
+    """Whether ``captures`` were made for ``questions``, one each and in order: a capture
+    keeps its question's text, so a capture of other questions (another ``--limit``,
+    ``--every`` or ``--offset``) is caught even where the counts agree."""
+    return len(captures) == len(questions) and all(
+        captured.query == question for captured, question in zip(captures, questions, strict=True)
+    )
+
+
 def hash_folds(ids: Sequence[str], folds: int) -> list[int]:
     """A fold number per id from its SHA-256: stable across runs and machines."""
     return [int(hashlib.sha256(i.encode()).hexdigest(), 16) % folds for i in ids]

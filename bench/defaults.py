@@ -60,6 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--lme-every", type=int, default=1, help="the --every the LongMemEval capture was made with"
     )
+    parser.add_argument(
+        "--lme-offset",
+        type=int,
+        default=0,
+        help="the --offset the LongMemEval capture was made with",
+    )
     parser.add_argument("--lme-folds", type=int, default=3)
     parser.add_argument(
         "--stages",
@@ -86,17 +92,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     conversations = load_locomo(args.locomo)
     questions = [q for q in load_longmemeval(args.lme) if not q.abstention]
-    if args.lme_every < 1:
-        console.print("[red]--lme-every must be 1 or more[/red]")
+    try:
+        questions = longmemeval.sample(
+            questions, every=args.lme_every, limit=args.lme_limit, offset=args.lme_offset
+        )
+    except ValueError as error:
+        console.print(f"[red]--lme-every / --lme-offset: {error}[/red]")
         return 2
-    questions = longmemeval.sample(questions, every=args.lme_every, limit=args.lme_limit)
     locomo_captures, lme_captures = _load(args.locomo_capture), _load(args.lme_capture)
     asked = sum(len(conv.questions) for conv in conversations)
-    if len(locomo_captures) != asked or len(lme_captures) != len(questions):
+    locomo_questions = [q.question for conv in conversations for q in conv.questions]
+    if not _cv.captures_match(locomo_captures, locomo_questions) or not _cv.captures_match(
+        lme_captures, [q.question for q in questions]
+    ):
         console.print(
             "[red]a capture does not match its questions[/red] (LoCoMo "
             f"{len(locomo_captures)} captured, {asked} asked; LongMemEval {len(lme_captures)} "
-            f"captured, {len(questions)} asked: are --lme-limit and --lme-every the capture's?)"
+            f"captured, {len(questions)} asked: are --lme-limit, --lme-every and --lme-offset "
+            "the capture's?)"
         )
         return 2
 
@@ -221,6 +234,7 @@ def _figures(
             "lme_capture": str(args.lme_capture),
             "lme_limit": args.lme_limit,
             "lme_every": args.lme_every,
+            "lme_offset": args.lme_offset,
             "lme_folds": args.lme_folds,
             "stages": list(stages),
             "grid": len(grid),

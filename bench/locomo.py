@@ -316,7 +316,7 @@ def run_cv(
         if args.capture:
             with args.capture.open("wb") as handle:
                 pickle.dump(captures, handle)
-    if len(captures) != len(questions):
+    if not _cv.captures_match(captures, [q.question for _, q in questions]):
         console.print("[red]the capture does not match these questions[/red]")
         return 2
     grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES)

@@ -84,13 +84,18 @@ METRICS = (
 )
 
 
-def sample(questions: list[LmeQuestion], *, every: int, limit: int | None) -> list[LmeQuestion]:
-    """Every ``every``-th question from the first, then the first ``limit`` of those: the
-    data file lists its questions in runs of one type, so a stride keeps their mix where a
-    limit alone would not."""
+def sample(
+    questions: list[LmeQuestion], *, every: int, limit: int | None, offset: int = 0
+) -> list[LmeQuestion]:
+    """Every ``every``-th question from number ``offset`` (counting from 0), then the first
+    ``limit`` of those: the data file lists its questions in runs of one type, so a stride
+    keeps their mix where a limit alone would not, and the offsets 0 to ``every`` - 1 split
+    the questions into parts that can be run apart."""
     if every < 1:
         raise ValueError("every must be 1 or more")
-    chosen = questions[::every]
+    if not 0 <= offset < every:
+        raise ValueError("offset must be from 0 to every - 1")
+    chosen = questions[offset::every]
     return chosen[:limit] if limit else chosen
 
 
@@ -146,6 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         help="every Nth question only: a sample that keeps the mix of question types, "
         "which the data file lists in runs",
     )
+    parser.add_argument(
+        "--offset",
+        type=int,
+        default=0,
+        help="with --every N: start at question number OFFSET (0 to N-1), so that the N parts "
+        "can be run apart",
+    )
     parser.add_argument("--embedder", default="static", help="the kernel's embedder (static)")
     parser.add_argument(
         "--weights",
@@ -189,12 +201,16 @@ def main(argv: list[str] | None = None) -> int:
         questions = load_longmemeval(args.path)
     if not args.include_abstention:
         questions = [q for q in questions if not q.abstention]
-    if args.every < 1:
-        console.print("[red]--every must be 1 or more[/red]")
+    try:
+        questions = sample(
+            questions,
+            every=args.every,
+            limit=QUICK_QUESTIONS if args.quick else args.limit,
+            offset=args.offset,
+        )
+    except ValueError as error:
+        console.print(f"[red]--every / --offset: {error}[/red]")
         return 2
-    questions = sample(
-        questions, every=args.every, limit=QUICK_QUESTIONS if args.quick else args.limit
-    )
     if args.cv or args.replay:
         return run_cv(args, console, questions)
     recipe = replace(
@@ -330,7 +346,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
         if args.capture:
             with args.capture.open("wb") as handle:
                 pickle.dump(captures, handle)
-    if len(captures) != len(questions):
+    if not _cv.captures_match(captures, [q.question for q in questions]):
         console.print("[red]the capture does not match these questions[/red]")
         return 2
     grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES)
@@ -359,6 +375,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
             "data": str(args.path),
             "questions": len(captures),
             "every": args.every,
+            "offset": args.offset,
             "folds": args.folds,
             "grid": len(grid),
             "objective": CV_OBJECTIVE,

@@ -127,3 +127,25 @@ def test_a_longmemeval_sample_takes_every_nth_question_then_the_limit() -> None:
     assert sample(questions, every=1, limit=None) == questions
     with pytest.raises(ValueError, match="every"):
         sample(questions, every=0, limit=None)
+    # the offsets split the questions into parts that meet nowhere and miss nothing
+    parts = [sample(questions, every=3, limit=None, offset=n) for n in range(3)]
+    assert [q.question_id for q in parts[1]] == ["q1", "q4", "q7", "q10"]
+    assert sorted((q.question_id for part in parts for q in part), key=lambda i: int(i[1:])) == [
+        q.question_id for q in questions
+    ]
+    for offset in (-1, 3):
+        with pytest.raises(ValueError, match="offset"):
+            sample(questions, every=3, limit=None, offset=offset)
+
+
+def test_a_capture_of_other_questions_is_caught_even_when_the_counts_agree() -> None:
+    from bench._cv import captures_match
+
+    def captured(query: str) -> Captured:
+        return Captured(query, [], [], {}, {}, {})
+
+    made = [captured("where did I park?"), captured("who won?")]
+    assert captures_match(made, ["where did I park?", "who won?"])
+    assert not captures_match(made, ["where did I park?", "what did I cook?"])
+    assert not captures_match(made, ["who won?", "where did I park?"])  # order counts
+    assert not captures_match(made, ["where did I park?"])
