@@ -100,16 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(f"[red]--lme-every / --lme-offset: {error}[/red]")
         return 2
     locomo_captures, lme_captures = _load(args.locomo_capture), _load(args.lme_capture)
-    asked = sum(len(conv.questions) for conv in conversations)
     locomo_questions = [q.question for conv in conversations for q in conv.questions]
     if not _cv.captures_match(locomo_captures, locomo_questions) or not _cv.captures_match(
         lme_captures, [q.question for q in questions]
     ):
         console.print(
             "[red]a capture does not match its questions[/red] (LoCoMo "
-            f"{len(locomo_captures)} captured, {asked} asked; LongMemEval {len(lme_captures)} "
-            f"captured, {len(questions)} asked: are --lme-limit, --lme-every and --lme-offset "
-            "the capture's?)"
+            f"{len(locomo_captures)} captured, {len(locomo_questions)} asked; LongMemEval "
+            f"{len(lme_captures)} captured, {len(questions)} asked: are --lme-limit, "
+            "--lme-every and --lme-offset the capture's?)"
         )
         return 2
 
