@@ -125,22 +125,24 @@ def stack(
     node = year
     while node.children:
         node = memory.timeline_node(node.children[0], principal=AGENT)
-    app = build_server_app(Workspace(folder, db=db), embedder="static")
     command = typer.main.get_command(cli_app)
     try:
-        with (
-            pytest.MonkeyPatch.context() as patch,
-            TestClient(
+        with pytest.MonkeyPatch.context() as patch:
+            # No background rollup in the served app: it would build the timeline whenever
+            # it woke, inside any test, and these tests count what each door's call changed
+            # (the background rollup has tests of its own).
+            patch.setenv("CAIRN_TIMELINE__ROLLUP_EVERY_SECONDS", "0")
+            app = build_server_app(Workspace(folder, db=db), embedder="static")
+            with TestClient(
                 app, raise_server_exceptions=False, base_url="http://127.0.0.1:8765"
-            ) as client,
-        ):
-            patch.setattr(typer.testing, "_get_command", lambda _app: command)
-            session = open_mcp_session(client, key)
-            yield Stack(
-                request.param, folder, db, memory, store, client, key, session, CliRunner(),
-                year.node_id, node.node_id, node.bullets[0].grip_ids[0],
-                {"agent": key, "curator": keys["curator"], "scoped curator": scoped_key},
-            )  # fmt: skip
+            ) as client:
+                patch.setattr(typer.testing, "_get_command", lambda _app: command)
+                session = open_mcp_session(client, key)
+                yield Stack(
+                    request.param, folder, db, memory, store, client, key, session,
+                    CliRunner(), year.node_id, node.node_id, node.bullets[0].grip_ids[0],
+                    {"agent": key, "curator": keys["curator"], "scoped curator": scoped_key},
+                )  # fmt: skip
     finally:
         memory.close()
         if url:
@@ -568,15 +570,14 @@ def test_building_and_counting_are_for_curators_on_every_door(
     before = _state(stack)
     assert before[0] == 1
     # a door must not count before the kernel has said who may: the CLI read the store's
-    # lag for its progress bar before the rollup refused the caller. The served app's own
-    # background rollup (its "cairn-rollup" thread, as the system) reads the lag whenever
-    # it wakes, which may fall inside this test: those reads are not a door's.
+    # lag for its progress bar before the rollup refused the caller
     lag_reads: list[str] = []
+    # (with no background rollup in the served app, every read of the lag is a door's)
+    assert "cairn-rollup" not in {thread.name for thread in threading.enumerate()}
 
     def reading(real: Any) -> Any:
         def outbox_lag(store: Any, consumer: str) -> int:
-            if threading.current_thread().name != "cairn-rollup":
-                lag_reads.append(consumer)
+            lag_reads.append(consumer)
             return int(real(store, consumer))
 
         return outbox_lag
