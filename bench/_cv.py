@@ -20,10 +20,12 @@ import hashlib
 import itertools
 import json
 import math
+import pickle
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -48,10 +50,13 @@ __all__ = [
     "Part",
     "Setting",
     "candidates_for",
+    "captures_match",
     "cross_validate",
     "cross_validate_joint",
     "evaluate",
     "hash_folds",
+    "interleave",
+    "load_captures",
     "make_grid",
     "nan_as_null",
     "percent",
@@ -373,6 +378,35 @@ def captures_match(captures: Sequence[Captured], questions: Sequence[str]) -> bo
     return len(captures) == len(questions) and all(
         captured.query == question for captured, question in zip(captures, questions, strict=True)
     )
+
+
+def interleave(parts: Sequence[Sequence[T]]) -> list[T]:
+    """The whole list back from its ``len(parts)`` strided parts, part ``k`` holding items
+    ``k, k + n, k + 2n, ...`` (``--every n --offset k``): so that a capture too long for one
+    session can be made a part at a time and replayed whole. Refuses parts whose lengths no
+    strided split gives (a part missing, repeated or out of order is caught afterwards by
+    :func:`captures_match`, from the question texts)."""
+    if not parts:
+        raise ValueError("no parts to interleave")
+    first = len(parts[0])
+    lengths = [len(part) for part in parts]
+    if any(not first - 1 <= n <= first for n in lengths) or lengths != sorted(
+        lengths, reverse=True
+    ):
+        raise ValueError(f"parts of lengths {lengths} are not the offsets of one stride, in order")
+    stride = len(parts)
+    return [parts[i % stride][i // stride] for i in range(sum(lengths))]
+
+
+def load_captures(paths: Sequence[Path]) -> list[Captured]:
+    """The captures saved by ``--capture`` at ``paths``: one file as it is, several as the
+    strided parts of one (``--every n`` with ``--offset`` 0 to n - 1, in that order),
+    interleaved back into the whole (:func:`interleave`)."""
+    parts: list[list[Captured]] = []
+    for path in paths:
+        with path.open("rb") as handle:
+            parts.append(pickle.load(handle))
+    return parts[0] if len(parts) == 1 else interleave(parts)
 
 
 def hash_folds(ids: Sequence[str], folds: int) -> list[int]:

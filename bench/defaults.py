@@ -6,6 +6,10 @@
     python bench/defaults.py --locomo-capture locomo.pkl --lme-capture lme.pkl --lme-limit 120 \\
         [--stages fusion,sessions,rerank] [--json defaults.json]
 
+A LongMemEval capture too long for one session can be made in parts (``--every 3 --offset 0``,
+then 1, then 2, each with its own ``--capture``) and given whole: ``--lme-capture lme-0.pkl
+lme-1.pkl lme-2.pkl`` interleaves them back into every question, in the data file's order.
+
 A default serves every store, so it is chosen on both benchmarks together: each fold of each
 benchmark (a LoCoMo conversation; a third of the LongMemEval questions, by a hash of their
 id) is left out in turn, the setting of the grid with the best objective on everything else
@@ -22,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,7 +34,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._adapter import Captured
 from bench._data import SHARED_DATA, load_locomo, load_longmemeval
 from rich.console import Console
 from rich.table import Table
@@ -42,18 +44,19 @@ LOCOMO_HEADLINE = ("turn_recall@10", "session_recall@10", "turn_recall@5")
 LME_HEADLINE = ("session_recall_any@5", "session_recall@5", "turn_recall@10")
 
 
-def _load(path: Path) -> list[Captured]:
-    with path.open("rb") as handle:
-        captures: list[Captured] = pickle.load(handle)
-    return captures
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locomo", type=Path, default=locomo.DEFAULT_PATH)
     parser.add_argument("--lme", type=Path, default=longmemeval.DEFAULT_PATH)
     parser.add_argument("--locomo-capture", type=Path, required=True)
-    parser.add_argument("--lme-capture", type=Path, required=True)
+    parser.add_argument(
+        "--lme-capture",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="the LongMemEval capture; several files are the parts of one made with "
+        "--every N --offset 0 to N-1, given in offset order",
+    )
     parser.add_argument(
         "--lme-limit", type=int, help="the --limit the LongMemEval capture was made with"
     )
@@ -99,7 +102,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         console.print(f"[red]--lme-every / --lme-offset: {error}[/red]")
         return 2
-    locomo_captures, lme_captures = _load(args.locomo_capture), _load(args.lme_capture)
+    try:
+        lme_captures = _cv.load_captures(args.lme_capture)
+    except ValueError as error:
+        console.print(f"[red]--lme-capture: {error}[/red]")
+        return 2
+    locomo_captures = _cv.load_captures([args.locomo_capture])
     locomo_questions = [q.question for conv in conversations for q in conv.questions]
     if not _cv.captures_match(locomo_captures, locomo_questions) or not _cv.captures_match(
         lme_captures, [q.question for q in questions]
@@ -230,7 +238,7 @@ def _figures(
         "chosen_on_both": grid[chosen].label(),
         "meta": {
             "locomo_capture": str(args.locomo_capture),
-            "lme_capture": str(args.lme_capture),
+            "lme_capture": [str(path) for path in args.lme_capture],
             "lme_limit": args.lme_limit,
             "lme_every": args.lme_every,
             "lme_offset": args.lme_offset,

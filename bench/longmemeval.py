@@ -181,7 +181,11 @@ def main(argv: list[str] | None = None) -> int:
         "--capture", type=Path, help="--cv: also save the recalled candidates to this file"
     )
     parser.add_argument(
-        "--replay", type=Path, help="--cv: use candidates saved by --capture (no ingest)"
+        "--replay",
+        type=Path,
+        nargs="+",
+        help="--cv: use candidates saved by --capture (no ingest); several files are the "
+        "parts of one made with --every N --offset 0 to N-1, given in offset order",
     )
     parser.add_argument(
         "--vector-cache",
@@ -321,11 +325,14 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
     timings: dict[str, float] = {}
     weights = parse_weights(args.weights)
     if args.replay:
-        with args.replay.open("rb") as handle:
-            captures: list[Captured] = pickle.load(handle)
+        try:
+            captures = _cv.load_captures(args.replay)
+        except ValueError as error:
+            console.print(f"[red]--replay: {error}[/red]")
+            return 2
     else:
         kernel = _kernel(args)
-        captures = []
+        captures: list[Captured] = []
         start = time.perf_counter()
         with _progress.bar(console) as progress:
             task = progress.add_task("ingest + recall", total=len(questions))

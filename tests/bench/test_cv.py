@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,3 +150,47 @@ def test_a_capture_of_other_questions_is_caught_even_when_the_counts_agree() -> 
     assert not captures_match(made, ["where did I park?", "what did I cook?"])
     assert not captures_match(made, ["who won?", "where did I park?"])  # order counts
     assert not captures_match(made, ["where did I park?"])
+
+
+def test_parts_made_with_offsets_interleave_back_into_every_question() -> None:
+    from bench._cv import captures_match, interleave
+    from bench._data import LmeQuestion
+    from bench.longmemeval import sample
+
+    questions = [
+        LmeQuestion(f"q{i}", "single-session-user", f"question {i}?", "", "", (), frozenset())
+        for i in range(11)  # 11 = 4 + 4 + 3: the last part is one short
+    ]
+    parts = [
+        [
+            Captured(q.question, [], [], {}, {}, {})
+            for q in sample(questions, every=3, limit=None, offset=n)
+        ]
+        for n in range(3)
+    ]
+    whole = interleave(parts)
+    assert captures_match(whole, [q.question for q in questions])
+    # parts out of offset order keep their lengths, and the question texts catch them
+    assert not captures_match(
+        interleave([parts[1], parts[0], parts[2]]), [q.question for q in questions]
+    )
+    # lengths no strided split gives are refused before any text is read
+    for wrong in ([parts[2], parts[0], parts[1]], [parts[0], parts[1][:2], parts[2]], []):
+        with pytest.raises(ValueError):
+            interleave(wrong)
+
+
+def test_load_captures_reads_one_file_as_it_is_and_parts_interleaved(tmp_path: Path) -> None:
+    import pickle
+
+    from bench._cv import load_captures
+
+    def saved(name: str, queries: list[str]) -> Path:
+        path = tmp_path / name
+        path.write_bytes(pickle.dumps([Captured(q, [], [], {}, {}, {}) for q in queries]))
+        return path
+
+    one = saved("all.pkl", ["a", "b", "c"])
+    assert [c.query for c in load_captures([one])] == ["a", "b", "c"]
+    halves = [saved("even.pkl", ["a", "c", "e"]), saved("odd.pkl", ["b", "d"])]
+    assert [c.query for c in load_captures(halves)] == ["a", "b", "c", "d", "e"]
