@@ -380,33 +380,35 @@ def captures_match(captures: Sequence[Captured], questions: Sequence[str]) -> bo
     )
 
 
-def interleave(parts: Sequence[Sequence[T]]) -> list[T]:
-    """The whole list back from its ``len(parts)`` strided parts, part ``k`` holding items
-    ``k, k + n, k + 2n, ...`` (``--every n --offset k``): so that a capture too long for one
-    session can be made a part at a time and replayed whole. Refuses parts whose lengths no
-    strided split gives (a part missing, repeated or out of order is caught afterwards by
-    :func:`captures_match`, from the question texts)."""
-    if not parts:
-        raise ValueError("no parts to interleave")
-    first = len(parts[0])
-    lengths = [len(part) for part in parts]
-    if any(not first - 1 <= n <= first for n in lengths) or lengths != sorted(
-        lengths, reverse=True
-    ):
-        raise ValueError(f"parts of lengths {lengths} are not the offsets of one stride, in order")
-    stride = len(parts)
-    return [parts[i % stride][i // stride] for i in range(sum(lengths))]
-
-
-def load_captures(paths: Sequence[Path]) -> list[Captured]:
+def load_captures(
+    paths: Sequence[Path], *, every: int = 1, offsets: Sequence[int] = (0,)
+) -> list[Captured]:
     """The captures saved by ``--capture`` at ``paths``: one file as it is, several as the
-    strided parts of one (``--every n`` with ``--offset`` 0 to n - 1, in that order),
-    interleaved back into the whole (:func:`interleave`)."""
+    parts made with ``--every every``, one per offset of ``offsets`` and in that order, put
+    back in the data file's order (:func:`interleave`)."""
+    if len(paths) > 1 and len(paths) != len(offsets):
+        raise ValueError(f"{len(paths)} capture files for {len(offsets)} offsets: give one each")
     parts: list[list[Captured]] = []
     for path in paths:
         with path.open("rb") as handle:
             parts.append(pickle.load(handle))
-    return parts[0] if len(parts) == 1 else interleave(parts)
+    return parts[0] if len(parts) == 1 else interleave(parts, every=every, offsets=offsets)
+
+
+def interleave(parts: Sequence[Sequence[T]], *, every: int, offsets: Sequence[int]) -> list[T]:
+    """Strided parts back in their first order: part ``k`` holds the items numbered
+    ``offsets[k]``, ``offsets[k] + every``, ``offsets[k] + 2 * every``, ... (``--every``,
+    ``--offset``), so that a capture too long for one session can be made a part at a time
+    and replayed together. A part missing, short or given out of order is caught afterwards
+    by :func:`captures_match`, from the question texts."""
+    if len(parts) != len(offsets) or not parts:
+        raise ValueError(f"{len(parts)} parts for {len(offsets)} offsets")
+    numbered = [
+        (offset + n * every, item)
+        for offset, part in zip(offsets, parts, strict=True)
+        for n, item in enumerate(part)
+    ]
+    return [item for _, item in sorted(numbered, key=lambda pair: pair[0])]
 
 
 def hash_folds(ids: Sequence[str], folds: int) -> list[int]:

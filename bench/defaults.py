@@ -7,8 +7,9 @@
         [--stages fusion,sessions,rerank] [--json defaults.json]
 
 A LongMemEval capture too long for one session can be made in parts (``--every 3 --offset 0``,
-then 1, then 2, each with its own ``--capture``) and given whole: ``--lme-capture lme-0.pkl
-lme-1.pkl lme-2.pkl`` interleaves them back into every question, in the data file's order.
+then 1, then 2, each with its own ``--capture``) and given together: ``--lme-every 3
+--lme-offset 0,1,2 --lme-capture lme-0.pkl lme-1.pkl lme-2.pkl`` puts them back in the data
+file's order (every question, here).
 
 A default serves every store, so it is chosen on both benchmarks together: each fold of each
 benchmark (a LoCoMo conversation; a third of the LongMemEval questions, by a hash of their
@@ -54,8 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         nargs="+",
         required=True,
-        help="the LongMemEval capture; several files are the parts of one made with "
-        "--every N --offset 0 to N-1, given in offset order",
+        help="the LongMemEval capture; several files are parts made with --every N, one per "
+        "offset of --lme-offset, in that order",
     )
     parser.add_argument(
         "--lme-limit", type=int, help="the --limit the LongMemEval capture was made with"
@@ -65,9 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--lme-offset",
-        type=int,
-        default=0,
-        help="the --offset the LongMemEval capture was made with",
+        type=longmemeval.parse_offsets,
+        default=(0,),
+        help="the --offset the LongMemEval capture was made with (several, comma-separated: "
+        "one per file of --lme-capture)",
     )
     parser.add_argument("--lme-folds", type=int, default=3)
     parser.add_argument(
@@ -97,13 +99,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     questions = [q for q in load_longmemeval(args.lme) if not q.abstention]
     try:
         questions = longmemeval.sample(
-            questions, every=args.lme_every, limit=args.lme_limit, offset=args.lme_offset
+            questions, every=args.lme_every, limit=args.lme_limit, offsets=args.lme_offset
         )
     except ValueError as error:
         console.print(f"[red]--lme-every / --lme-offset: {error}[/red]")
         return 2
     try:
-        lme_captures = _cv.load_captures(args.lme_capture)
+        lme_captures = _cv.load_captures(
+            args.lme_capture, every=args.lme_every, offsets=args.lme_offset
+        )
     except ValueError as error:
         console.print(f"[red]--lme-capture: {error}[/red]")
         return 2
@@ -241,7 +245,7 @@ def _figures(
             "lme_capture": [str(path) for path in args.lme_capture],
             "lme_limit": args.lme_limit,
             "lme_every": args.lme_every,
-            "lme_offset": args.lme_offset,
+            "lme_offset": list(args.lme_offset),
             "lme_folds": args.lme_folds,
             "stages": list(stages),
             "grid": len(grid),

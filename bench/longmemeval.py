@@ -33,6 +33,7 @@ import math
 import pickle
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -85,18 +86,36 @@ METRICS = (
 
 
 def sample(
-    questions: list[LmeQuestion], *, every: int, limit: int | None, offset: int = 0
+    questions: list[LmeQuestion],
+    *,
+    every: int,
+    limit: int | None,
+    offsets: Sequence[int] = (0,),
 ) -> list[LmeQuestion]:
-    """Every ``every``-th question from number ``offset`` (counting from 0), then the first
-    ``limit`` of those: the data file lists its questions in runs of one type, so a stride
-    keeps their mix where a limit alone would not, and the offsets 0 to ``every`` - 1 split
-    the questions into parts that can be run apart."""
+    """The questions whose number (counting from 0) leaves one of ``offsets`` over when
+    divided by ``every``, in the data file's order, then the first ``limit`` of those: the
+    data file lists its questions in runs of one type, so a stride keeps their mix where a
+    limit alone would not, and the offsets 0 to ``every`` - 1 split the questions into parts
+    that can be run apart (and replayed together: ``--offset 0,1,2``)."""
     if every < 1:
         raise ValueError("every must be 1 or more")
-    if not 0 <= offset < every:
-        raise ValueError("offset must be from 0 to every - 1")
-    chosen = questions[offset::every]
+    if not offsets or any(not 0 <= o < every for o in offsets):
+        raise ValueError("each offset must be from 0 to every - 1")
+    if len(set(offsets)) != len(offsets):
+        raise ValueError("an offset is given twice")
+    kept = set(offsets)
+    chosen = [q for n, q in enumerate(questions) if n % every in kept]
     return chosen[:limit] if limit else chosen
+
+
+def parse_offsets(text: str) -> tuple[int, ...]:
+    """``--offset``: one number or several, comma-separated ("0" or "0,1,2")."""
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"offsets are whole numbers, comma-separated, not {text!r}"
+        ) from None
 
 
 def to_turns(question: LmeQuestion) -> list[Turn]:
@@ -153,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--offset",
-        type=int,
-        default=0,
+        type=parse_offsets,
+        default=(0,),
         help="with --every N: start at question number OFFSET (0 to N-1), so that the N parts "
-        "can be run apart",
+        "can be run apart; several, comma-separated, to replay parts together",
     )
     parser.add_argument("--embedder", default="static", help="the kernel's embedder (static)")
     parser.add_argument(
@@ -184,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         "--replay",
         type=Path,
         nargs="+",
-        help="--cv: use candidates saved by --capture (no ingest); several files are the "
-        "parts of one made with --every N --offset 0 to N-1, given in offset order",
+        help="--cv: use candidates saved by --capture (no ingest); several files are parts "
+        "made with --every N, one per --offset, given in the order of --offset's list",
     )
     parser.add_argument(
         "--vector-cache",
@@ -210,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             questions,
             every=args.every,
             limit=QUICK_QUESTIONS if args.quick else args.limit,
-            offset=args.offset,
+            offsets=args.offset,
         )
     except ValueError as error:
         console.print(f"[red]--every / --offset: {error}[/red]")
@@ -326,7 +345,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
     weights = parse_weights(args.weights)
     if args.replay:
         try:
-            captures = _cv.load_captures(args.replay)
+            captures = _cv.load_captures(args.replay, every=args.every, offsets=args.offset)
         except ValueError as error:
             console.print(f"[red]--replay: {error}[/red]")
             return 2
@@ -382,7 +401,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
             "data": str(args.path),
             "questions": len(captures),
             "every": args.every,
-            "offset": args.offset,
+            "offset": list(args.offset),
             "folds": args.folds,
             "grid": len(grid),
             "objective": CV_OBJECTIVE,

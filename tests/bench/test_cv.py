@@ -129,14 +129,18 @@ def test_a_longmemeval_sample_takes_every_nth_question_then_the_limit() -> None:
     with pytest.raises(ValueError, match="every"):
         sample(questions, every=0, limit=None)
     # the offsets split the questions into parts that meet nowhere and miss nothing
-    parts = [sample(questions, every=3, limit=None, offset=n) for n in range(3)]
+    parts = [sample(questions, every=3, limit=None, offsets=(n,)) for n in range(3)]
     assert [q.question_id for q in parts[1]] == ["q1", "q4", "q7", "q10"]
     assert sorted((q.question_id for part in parts for q in part), key=lambda i: int(i[1:])) == [
         q.question_id for q in questions
     ]
-    for offset in (-1, 3):
+    # several offsets keep their questions in the data file's order
+    assert [q.question_id for q in sample(questions, every=3, limit=None, offsets=(2, 0))] == [
+        "q0", "q2", "q3", "q5", "q6", "q8", "q9", "q11"
+    ]  # fmt: skip
+    for offsets in ((-1,), (3,), (), (1, 1)):
         with pytest.raises(ValueError, match="offset"):
-            sample(questions, every=3, limit=None, offset=offset)
+            sample(questions, every=3, limit=None, offsets=offsets)
 
 
 def test_a_capture_of_other_questions_is_caught_even_when_the_counts_agree() -> None:
@@ -152,7 +156,7 @@ def test_a_capture_of_other_questions_is_caught_even_when_the_counts_agree() -> 
     assert not captures_match(made, ["where did I park?"])
 
 
-def test_parts_made_with_offsets_interleave_back_into_every_question() -> None:
+def test_parts_made_with_offsets_go_back_in_the_data_files_order() -> None:
     from bench._cv import captures_match, interleave
     from bench._data import LmeQuestion
     from bench.longmemeval import sample
@@ -161,26 +165,29 @@ def test_parts_made_with_offsets_interleave_back_into_every_question() -> None:
         LmeQuestion(f"q{i}", "single-session-user", f"question {i}?", "", "", (), frozenset())
         for i in range(11)  # 11 = 4 + 4 + 3: the last part is one short
     ]
-    parts = [
-        [
-            Captured(q.question, [], [], {}, {}, {})
-            for q in sample(questions, every=3, limit=None, offset=n)
-        ]
-        for n in range(3)
-    ]
-    whole = interleave(parts)
+
+    def part(offset: int) -> list[Captured]:
+        chosen = sample(questions, every=3, limit=None, offsets=(offset,))
+        return [Captured(q.question, [], [], {}, {}, {}) for q in chosen]
+
+    parts = [part(n) for n in range(3)]
+    whole = interleave(parts, every=3, offsets=(0, 1, 2))
     assert captures_match(whole, [q.question for q in questions])
-    # parts out of offset order keep their lengths, and the question texts catch them
-    assert not captures_match(
-        interleave([parts[1], parts[0], parts[2]]), [q.question for q in questions]
-    )
-    # lengths no strided split gives are refused before any text is read
-    for wrong in ([parts[2], parts[0], parts[1]], [parts[0], parts[1][:2], parts[2]], []):
-        with pytest.raises(ValueError):
-            interleave(wrong)
+    # two parts of three: the questions those two offsets keep
+    two = interleave([parts[2], parts[0]], every=3, offsets=(2, 0))
+    kept = sample(questions, every=3, limit=None, offsets=(0, 2))
+    assert captures_match(two, [q.question for q in kept])
+    # parts given in another order than their offsets: the question texts catch it
+    swapped = interleave([parts[1], parts[0], parts[2]], every=3, offsets=(0, 1, 2))
+    assert not captures_match(swapped, [q.question for q in questions])
+    # a part short of a question: caught too
+    short = interleave([parts[0], parts[1][:-1], parts[2]], every=3, offsets=(0, 1, 2))
+    assert not captures_match(short, [q.question for q in questions])
+    with pytest.raises(ValueError, match="parts"):
+        interleave(parts, every=3, offsets=(0, 1))
 
 
-def test_load_captures_reads_one_file_as_it_is_and_parts_interleaved(tmp_path: Path) -> None:
+def test_load_captures_reads_one_file_as_it_is_and_parts_in_order(tmp_path: Path) -> None:
     import pickle
 
     from bench._cv import load_captures
@@ -193,4 +200,6 @@ def test_load_captures_reads_one_file_as_it_is_and_parts_interleaved(tmp_path: P
     one = saved("all.pkl", ["a", "b", "c"])
     assert [c.query for c in load_captures([one])] == ["a", "b", "c"]
     halves = [saved("even.pkl", ["a", "c", "e"]), saved("odd.pkl", ["b", "d"])]
-    assert [c.query for c in load_captures(halves)] == ["a", "b", "c", "d", "e"]
+    assert [c.query for c in load_captures(halves, every=2, offsets=(0, 1))] == list("abcde")
+    with pytest.raises(ValueError, match="one each"):
+        load_captures(halves, every=3, offsets=(0, 1, 2))

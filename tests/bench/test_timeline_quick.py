@@ -23,8 +23,11 @@ def test_timeline_quick_writes_json(tmp_path: Path) -> None:
     figures = json.loads(out.read_text())
     scale = figures["scale"]
     assert scale["events"] == 3000 and scale["backend"] == "sqlite"
-    # a batch is one transaction: it must beat one per event (a ratio in the same run)
-    assert scale["append_batched_per_s"] > 2 * scale["append_single_per_s"] > 0
+    # a batch is one transaction and one permission check: it must beat one call per event
+    # (a ratio in the same run). Not by a fixed factor: the suite's stores sit on tmpfs,
+    # where a commit costs no fsync, and there a batch was measured 1.6x one at a time (a
+    # median of 0.09 against 0.15 ms an event), too close to 2x to hold on a busy machine.
+    assert scale["append_batched_per_s"] > scale["append_single_per_s"] > 0
     assert set(scale["nodes"]) == {"segment", "day", "week", "month", "year"}
     assert scale["rollup_incremental_s"] < scale["rollup_full_s"]
     reads = {"toc_root", "node", "browse", "events_by_range", "expand_grip", "teleport_search",
