@@ -287,9 +287,9 @@ def run_cv(
     """Capture each question's recall once, replay the grid, cross-validate (bench/_cv.py)."""
     questions = [(conv.sample_id, q) for conv in conversations for q in conv.questions]
     timings: dict[str, float] = {}
+    captures: list[Captured]
     if args.replay:
-        with args.replay.open("rb") as handle:
-            captures: list[Captured] = pickle.load(handle)
+        captures = _cv.load_captures([args.replay])
     else:
         kernel = KernelRetriever(embedder, weights=weights, db=args.db)
         start = time.perf_counter()
