@@ -20,8 +20,8 @@ __all__ = [
 
 # These defaults, and the ranking knobs' (retrieval/ranking.py), are what cross-validation
 # chose on two benchmarks at once (bench/defaults.py), with LongMemEval embedded by the
-# static embedder. With MiniLM the same procedure leans to keyword 0.5 but scores no better
-# held out, so these stay until all of LongMemEval is measured with it (docs/retrieval.md,
+# static embedder. Measured again with MiniLM on every question of both, the procedure
+# proposes keyword 0.5 but scores no better held out, so these stay (docs/retrieval.md,
 # docs/benchmarks.md).
 DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.3, "keyword": 0.7}
 #: How much a matching context chunk (the turns around a turn) adds to its record's score.
