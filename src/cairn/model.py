@@ -799,7 +799,7 @@ class RecordQuery(CairnModel):
     created_before: Timestamp | None = None
     metadata: Metadata = Field(default_factory=dict)
     limit: int = Field(default=100, ge=1, le=10_000)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=MAX_COUNTER)
     # Keyset paging: only records whose id sorts after this one (the last id of a page).
     after: Id | None = None
 

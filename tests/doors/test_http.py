@@ -88,6 +88,11 @@ def test_errors_are_json_with_stable_codes(live: Live) -> None:
             assert (refused.status_code, refused.json()["code"]) == (422, "invalid_input")
         twice = client.get("/v1/records?limit=1&limit=2")
         assert (twice.status_code, twice.json()["code"]) == (422, "invalid_input")
+        # an offset past what the database's integers hold is bad input, not a server error
+        for listing in ("/v1/records", "/v1/proposals"):
+            huge = client.get(f"{listing}?offset={2**63}")
+            assert (huge.status_code, huge.json()["code"]) == (422, "invalid_input"), listing
+            assert "offset" in huge.text
         wrong = client.put("/v1/records")
         assert wrong.status_code == 405
         assert set(wrong.headers["allow"].split(", ")) >= {"GET", "POST"}

@@ -236,6 +236,9 @@ async def _exercise(client: Client, tag: str, live: Live) -> None:
     page = await calls.ok("list", {"scope": "acme/mcp", "kind": ["skill"], "limit": 1})
     assert page["next_after"] == page["records"][0]["id"]
     assert {r["kind"] for r in page["records"]} == {"skill"}
+    # an offset past the database's integers is refused by the tool's schema, not a crash
+    huge = await calls.refused("list", {"offset": 2**63})
+    assert "[invalid_input] offset" in huge
 
     checked = await calls.ok("check", {"ids": ["rec_nope", record_id], "text": "MCP stored this."})
     assert [(c["record_id"], c["valid"]) for c in checked["records"]["records"]] == [

@@ -369,3 +369,31 @@ def test_an_older_store_keeps_its_supersession_links(store: Store, tmp_path: Pat
         assert [n.record_id for n in walk.nodes] == [new.id, old]
     finally:
         reopened.close()
+
+
+def test_a_link_into_a_scope_a_curator_does_not_hold_is_left_to_one_who_does(
+    memory: Memory,
+) -> None:
+    # an agent of every scope proposes linking a record of acme to one of globex; a curator
+    # of acme alone would see the globex record's id in the proposal and again in the
+    # error of deciding it, so the proposal is not shown to it at all
+    roaming = AGENT.model_copy(update={"scopes": ("*",)})
+    mine, theirs = _record(memory, "Ours"), _record(memory, "Theirs", scope="globex/secret")
+    queued = memory.link(EdgeDraft(type="SUPPORTS", src=mine, dst=theirs), principal=roaming)
+    assert queued.proposal.status is ProposalStatus.PENDING
+    of_acme = CURATOR.model_copy(update={"id": "cur-acme", "scopes": ("acme/*",)})
+    shown = memory.proposals(principal=of_acme)
+    assert queued.proposal.id not in {p.id for p in shown}
+    assert theirs not in repr(shown)
+    for action in (
+        lambda: memory.proposal(queued.proposal.id, principal=of_acme),
+        lambda: memory.decide(queued.proposal.id, approve=True, principal=of_acme),
+    ):
+        with pytest.raises(NotFound) as caught:
+            action()
+        assert theirs not in str(caught.value)
+    # its author and a curator of both scopes see it, and the curator decides it
+    assert memory.proposal(queued.proposal.id, principal=roaming).id == queued.proposal.id
+    assert queued.proposal.id in {p.id for p in memory.proposals(principal=CURATOR)}
+    decided = memory.decide(queued.proposal.id, approve=True, principal=CURATOR)
+    assert decided.edge is not None and decided.edge.dst == theirs

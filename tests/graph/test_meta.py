@@ -219,7 +219,9 @@ def test_each_answer_keeps_its_trace_files(lite: Memory, mini: dict[str, str]) -
     asked = why(lite, STAFF)
     trace = lite.trace(asked["trace_id"], principal=STAFF)
     assert trace["view"] == "asker"
-    assert set(trace["files"]) == ASKED_FILES
+    # staff may not take bundle_full, so its copy holds only the view bundle's files
+    assert set(trace["files"]) == ASKED_FILES & set(BUNDLE_FILES["bundle_view"])
+    assert set(lite.trace(asked["trace_id"], principal=CURATOR)["files"]) == ASKED_FILES
     assert trace["files"]["_meta.json"] == asked["_meta"]
     assert trace["files"]["envelope.json"] == asked["envelope"]
     assert trace["files"]["evidence_canonical.json"]["items"] == asked["evidence"]
@@ -246,6 +248,10 @@ def test_staff_may_take_the_view_bundle_but_not_the_full_one(
     with pytest.raises(PermissionDenied) as caught:
         lite.trace_download(trace_id, "bundle_full", principal=STAFF)
     assert "acl:role_missing" in str(caught.value)
+    # nor does showing the trace hand out what only the full bundle holds
+    shown = lite.trace(trace_id, principal=STAFF)["files"]
+    assert not set(shown) - set(BUNDLE_FILES["bundle_view"])
+    assert "evidence_pre.json" not in shown and "evidence_post.json" not in shown
     view = unzip(lite.trace_download(trace_id, "bundle_view", principal=STAFF))
     assert list(view) == [f for f in BUNDLE_FILES["bundle_view"]]
     assert view["_meta.json"] == body["_meta"]  # the asker's copy: handles, not ids
@@ -266,7 +272,7 @@ def test_directors_may_take_the_full_bundle(lite: Memory, mini: dict[str, str]) 
     assert again == lite.trace_download(body["trace_id"], "bundle_full", principal=DIRECTOR)
 
 
-def test_only_the_asker_and_curators_of_the_scope_read_a_trace(
+def test_only_the_asker_and_curators_of_every_scope_read_a_trace(
     lite: Memory, mini: dict[str, str]
 ) -> None:
     body = why(lite, STAFF)
@@ -276,7 +282,13 @@ def test_only_the_asker_and_curators_of_the_scope_read_a_trace(
         id="cur-other", kind=PrincipalKind.HUMAN, roles=("curator",), scopes=("other/*",),
         labels=("*",), sensitivity=Sensitivity.HIGH,
     )  # fmt: skip
-    for who in (stranger, elsewhere, DIRECTOR):
+    # a curator of the anchor's scope but not of every scope: the audit copy holds evidence
+    # and withheld ids from scopes it may not curate, so it is "not found" to it too
+    of_acme = Principal(
+        id="cur-acme", kind=PrincipalKind.HUMAN, roles=("curator",), scopes=("acme/*",),
+        labels=("*",), sensitivity=Sensitivity.HIGH,
+    )  # fmt: skip
+    for who in (stranger, elsewhere, of_acme, DIRECTOR):
         with pytest.raises(NotFound):
             lite.trace(trace_id, principal=who)
         with pytest.raises(NotFound):
@@ -284,7 +296,7 @@ def test_only_the_asker_and_curators_of_the_scope_read_a_trace(
     for missing in ("trc_01HZZZZZZZZZZZZZZZZZZZZZZZ", "../../etc/passwd", "trc_"):
         with pytest.raises(NotFound):
             lite.trace(missing, principal=STAFF)
-    # a curator of the anchor's scope gets the audit copy, with the real ids
+    # a curator of every scope gets the audit copy, with the real ids
     audit = lite.trace(trace_id, principal=CURATOR)
     assert audit["view"] == "audit"
     policy_trace = audit["files"]["_meta.json"]["policy_trace"]

@@ -13,6 +13,7 @@ from cairn.errors import NotFound
 from cairn.graph.passport import parse_passport, view_for
 from cairn.graph.preselect import CandidateSet, PolicyTrace, preselect
 from cairn.graph.roles import GraphPolicy
+from cairn.graph.why import WhyRequest
 from cairn.memory import Memory
 from cairn.model import Principal
 from tests.graph.conftest import (
@@ -26,7 +27,7 @@ from tests.graph.conftest import (
     stored_edges,
 )
 from tests.graph.graphs import hop_graph, reasons_graph
-from tests.graph.mini import mini_graph
+from tests.graph.mini import SECRET_RATIONALE, mini_graph, vertex, write_graph
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -177,3 +178,74 @@ def test_a_per_type_cap_keeps_the_same_edges_every_time(gmemory: Memory, tmp_pat
     assert len(trace.capped) == 4  # six causal neighbours, two taken
     again, _ = walk(gmemory, ids, "r-anchor", DIRECTOR, policy=capped)
     assert [c.id for c in again.neighbours] == [c.id for c in first.neighbours]
+
+
+def test_asking_as_a_lower_role_never_reads_what_the_key_may_not(
+    gmemory: Memory, tmp_path: Path
+) -> None:
+    # a staff-only event beside a decision every role reads: ACLs list roles without ranks,
+    # so a manager key may not read it, and asking as staff must not open it
+    folder = mini_graph(tmp_path / "mini")
+    write_graph(folder, {
+        "events/rota.json": vertex(
+            "event", "e-staff-rota", "acme/region_emea", roles=["staff"],
+            summary="Staff-only shift rota of the EMEA support desk", led_to=["emea-sunset"],
+        ),
+    })  # fmt: skip
+    ids = ingest(gmemory, folder)
+    as_staff = view_for(gmemory.policy_in_force.graph, MANAGER, role="staff")
+    assert as_staff.role == "staff"
+    found, trace = preselect(
+        store_of(gmemory), ids["emea-sunset"], as_staff, now=NOW, asked="emea-sunset"
+    )
+    assert "e-staff-rota" not in keys_of(found)
+    # its edge carries its ACL, so the walk stops there, for the reason the key lacks
+    assert reasons(trace, ids, gmemory)["e-staff-rota~led_to~emea-sunset"] == "acl:role_missing"
+    # the anchor itself is "not found" to the manager asking as staff
+    with pytest.raises(NotFound):
+        gmemory.why(WhyRequest(anchor="e-staff-rota"), principal=MANAGER, role="staff")
+    # a key that holds staff reads it, as staff and by its own role
+    both = asker("manager", roles=("manager", "staff"))
+    held = view_for(gmemory.policy_in_force.graph, both, role="staff")
+    found, _ = preselect(store_of(gmemory), ids["emea-sunset"], held, now=NOW, asked="emea-sunset")
+    assert "e-staff-rota" in keys_of(found)
+    assert gmemory.why(WhyRequest(anchor="e-staff-rota"), principal=STAFF)["evidence"]
+
+
+def test_an_alias_edge_the_reader_may_not_read_never_shows_through_its_field(
+    gmemory: Memory, tmp_path: Path
+) -> None:
+    # the corporate alias edge is made exec-only, and the director reaches the decision at
+    # its source another way: the alias event's field must not name it from the hidden edge
+    folder = mini_graph(tmp_path / "mini")
+    write_graph(folder, {
+        "edges/aliases/a1.json": {
+            "id": "alias-corp-prod", "type": "alias_event", "decision_id": "corp-divest",
+            "event_id": "e-corp-alias", "domain_from": "acme/corporate",
+            "domain_to": "acme/product", "sensitivity": "high", "roles_allowed": ["exec"],
+        },
+        "decisions/corp.json": vertex(
+            "decision", "corp-divest", "acme/corporate", roles=["director", "exec"],
+            sensitivity="high", namespaces=["internal", "confidential"],
+            option="Divest the appliance line", rationale=SECRET_RATIONALE,
+            decision_maker="CEO", timestamp="2024-01-10T09:00:00Z",
+            supported_by=["e-corp-alias"],
+        ),
+    })  # fmt: skip
+    ids = ingest(gmemory, folder)
+    director = asker("director", labels=("internal", "confidential"))
+    view = view_for(gmemory.policy_in_force.graph, director)
+    found, trace = preselect(
+        store_of(gmemory), ids["e-corp-alias"], view, now=NOW, asked="e-corp-alias"
+    )
+    assert "corp-divest" in keys_of(found)  # reached through its supporting edge
+    assert reasons(trace, ids, gmemory)["alias-corp-prod"] == "acl:role_missing"
+    assert "alias_of_decision" not in (found.anchor.fields.get("x-extra") or {})
+    assert trace.masked[ids["e-corp-alias"]] == ["x-extra.alias_of_decision"]
+    # an exec reads the edge, and the field names the decision
+    found, _ = preselect(
+        store_of(gmemory), ids["e-corp-alias"],
+        view_for(gmemory.policy_in_force.graph, asker("exec", labels=("internal", "confidential"))),
+        now=NOW, asked="e-corp-alias",
+    )  # fmt: skip
+    assert (found.anchor.fields.get("x-extra") or {}).get("alias_of_decision") == "corp-divest"

@@ -17,6 +17,7 @@ from cairn.graph.why import WhyBudgets, WhyRequest
 from cairn.memory import Memory
 from cairn.model import Principal
 from cairn.retrieval.budget import estimate_item_tokens
+from tests.factories import CURATOR
 from tests.graph.conftest import DIRECTOR, EXEC, MANAGER, STAFF, Asked, echo_answerer, ingest
 from tests.graph.graphs import CORP_SECRETS, OPEN_ACL, headers_graph, hop_graph
 from tests.graph.mini import ALL, SECRET_RATIONALE, vertex, write_graph
@@ -244,7 +245,8 @@ def test_a_query_prompt_holds_only_what_the_budget_let_in(
     finally:
         lite._answerer = None
     assert body["_meta"]["response"]["mode"] == "llm"
-    prompt = json.dumps(lite.trace(body["trace_id"], principal=STAFF)["files"]["prompt.json"])
+    # the prompt is a bundle_full file, which staff may not take: read the audit copy
+    prompt = json.dumps(lite.trace(body["trace_id"], principal=CURATOR)["files"]["prompt.json"])
     for kept in whole[:2]:
         assert kept["title"] in body["answer"] and kept["title"] in prompt
     for clipped in whole[2:]:

@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 from cairn.errors import Conflict, InvalidInput, PermissionDenied
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
-from cairn.model import AuditQuery, EventDraft, EventRole, Principal, PrincipalKind
+from cairn.model import (
+    Acl,
+    AuditQuery,
+    EventDraft,
+    EventRole,
+    Principal,
+    PrincipalKind,
+    Sensitivity,
+)
 from cairn.store.base import EventFilter, Store
 from cairn.store.pg_migrations import PG_MIGRATIONS
 from cairn.store.postgres import PostgresStore
@@ -258,3 +266,37 @@ def test_an_older_store_identifies_its_events_by_scope_once_upgraded(
         assert reopened.outbox_lag("timeline") == lag + 1
     finally:
         reopened.close()
+
+
+def test_appending_never_tells_what_an_unreadable_event_holds(store: Store, tmp_path: Path) -> None:
+    # events are read under a confidential ACL: an agent without that label may append but
+    # not read, and its appends must not confirm a guess at someone else's event
+    policy = parse_policy(DEFAULT_POLICY_YAML)
+    policy = policy.model_copy(
+        update={"events": policy.events.model_copy(
+            update={"acl": Acl(labels=("confidential",), sensitivity=Sensitivity.HIGH)}
+        )}
+    )  # fmt: skip
+    memory = Memory(store, policy, root=tmp_path)
+    insider = Principal(
+        id="ina", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",),
+        labels=("confidential",), sensitivity=Sensitivity.HIGH,
+    )  # fmt: skip
+    secret = _event("deal", 1, text="the acquisition target is Globex")
+    memory.append_events([secret], principal=insider)
+    assert _ids(memory, AGENT) == []  # the agent may not read it
+    answers = []
+    for guess in ("the acquisition target is Initech", "the acquisition target is Globex"):
+        with pytest.raises(Conflict) as caught:
+            memory.append_events([_event("deal", 1, text=guess)], principal=AGENT)
+        answers.append(str(caught.value))
+    assert answers[0] == answers[1]  # a right guess and a wrong one get the same answer
+    assert "Globex" not in answers[1]
+    # its own events stay idempotent, read or not
+    memory.append_events([_event("mine", 2)], principal=AGENT)
+    again = memory.append_events([_event("mine", 2)], principal=AGENT)
+    assert again.duplicates == ("mine",)
+    with pytest.raises(Conflict, match="other content"):
+        memory.append_events([_event("mine", 2, text="rewritten")], principal=AGENT)
+    # the insider, who reads it, still gets the usual answers
+    assert memory.append_events([secret], principal=insider).duplicates == ("deal",)

@@ -290,6 +290,12 @@ def test_only_curators_build_and_nobody_sends_nodes(memory: Memory, store: Store
         Gate(store, memory.policy_in_force).write_timeline([], CURATOR)
     with pytest.raises(PermissionDenied):
         memory.timeline_status(principal=READER)
+    # a curator of some scopes neither reads the status nor builds: both report counts of
+    # every scope's events
+    scoped = CURATOR.model_copy(update={"id": "cur-acme", "scopes": ("acme/*",)})
+    for verb in (memory.timeline_status, memory.rollup, memory.rebuild_timeline):
+        with pytest.raises(PermissionDenied, match="curator of every scope"):
+            verb(principal=scoped)
     status = memory.timeline_status(principal=CURATOR)
     assert status.lag == 3 and status.nodes == {}
     memory.rollup(principal=CURATOR)

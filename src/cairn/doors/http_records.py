@@ -110,7 +110,7 @@ class RecordFilters:
     created_after: Timestamp | None = None
     created_before: Timestamp | None = None
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100
-    offset: Annotated[int, Query(ge=0)] = 0
+    offset: Annotated[int, Query(ge=0, le=MAX_COUNTER)] = 0
     after: Annotated[
         Id | None, Query(description="the last id of the previous page (keyset paging)")
     ] = None

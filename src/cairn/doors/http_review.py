@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import Field, StrictBool
 
 from cairn.doors.http_common import ProposalId, StrictBody, Who, api_router
+from cairn.limits import MAX_COUNTER
 from cairn.memory import Memory
 from cairn.model import (
     Baseline,
@@ -54,7 +55,7 @@ def review_router(memory: Memory) -> APIRouter:
         who: Who,
         status: ProposalStatus | None = ProposalStatus.PENDING,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_COUNTER)] = 0,
         after: Annotated[
             Id | None, Query(description="the last id of the previous page (keyset paging)")
         ] = None,

@@ -46,7 +46,7 @@ from pydantic import AnyUrl, BaseModel, ConfigDict, Field, ValidationError
 
 from cairn.errors import CairnError, InvalidInput, NotFound
 from cairn.graph.why import WhyRequest
-from cairn.limits import MAX_TIMELINE_HITS
+from cairn.limits import MAX_COUNTER, MAX_TIMELINE_HITS
 from cairn.memory import Memory, RecordView
 from cairn.model import (
     Content,
@@ -785,7 +785,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         created_after: Annotated[Timestamp | None, Field(description="RFC 3339")] = None,
         created_before: Annotated[Timestamp | None, Field(description="RFC 3339")] = None,
         limit: Annotated[int, Field(ge=1, le=10_000, description="records per page")] = 100,
-        offset: Annotated[int, Field(ge=0, description="records to skip")] = 0,
+        offset: Annotated[int, Field(ge=0, le=MAX_COUNTER, description="records to skip")] = 0,
         after: Annotated[
             str | None, Field(description="next_after of the previous page, for the next one")
         ] = None,

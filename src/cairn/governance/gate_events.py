@@ -71,7 +71,10 @@ class EventGate(GateCore):
         """The events by (scope, id), refusing an appender without an append role, a scope
         it may not write, and an id sent twice to a scope or stored there before with other
         content; and which of them are stored already, as sent. Only the caller's own
-        scopes are looked at: an id taken in a scope it may not write is no concern of its."""
+        scopes are looked at: an id taken in a scope it may not write is no concern of its.
+        An id taken by someone else's event that the caller may not read is refused the same
+        way whatever the content, so an append is never an oracle for what that event says
+        (that the id is taken cannot be hidden without losing the caller's event)."""
         rules = self.policy.events
         if not set(principal.roles) & set(rules.append_roles):
             raise PermissionDenied(
@@ -100,6 +103,17 @@ class EventGate(GateCore):
             for start in range(0, len(ids), MAX_EVENT_BATCH):
                 part = ids[start : start + MAX_EVENT_BATCH]
                 for event_id, known in self.store.get_events(interned[scope], part).items():
+                    if known.appended_by != principal.id and not access.can_read(
+                        principal, scope, known.acl
+                    ):
+                        # someone else's event the caller may not read: the same answer
+                        # whatever content was sent, so that appending never tells whether
+                        # a guess matches what it holds
+                        raise Conflict(
+                            f"event id {event_id} is taken in {scope}: send the event under "
+                            "another id",
+                            field="event_id",
+                        )
                     if known.digest() != sent[(scope, event_id)].digest():
                         raise Conflict(
                             f"event {event_id} was appended before with other content; events "

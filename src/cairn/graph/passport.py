@@ -11,7 +11,10 @@ is the lowest of the principal's, the role's and the header's.
 The view's ``reader`` is a principal narrowed to exactly the role (no curator or admin
 role survives, so the curators' "read everything in my scope" never reaches a graph
 answer), the namespaces and the ceiling: the pre-selector reads every vertex and edge
-through it with the kernel's one read rule.
+through it with the kernel's one read rule. A caller may ask as a role ranked below its
+own that its key does not hold (a manager asking what staff would see); record ACLs list
+roles without ranks, so the key's own principal (``holder``) must admit a vertex or edge
+as well (``GraphView.reads``): asking as another role never reads what the key may not.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cairn.errors import InvalidInput, PermissionDenied
+from cairn.governance import access
 from cairn.graph.roles import MAX_GRAPH_HOPS, EdgeRule, GraphPolicy, RoleProfile, glob_within
-from cairn.model import Principal, PrincipalKind, Sensitivity
+from cairn.model import Acl, Principal, PrincipalKind, Sensitivity
 
 __all__ = [
     "OPTIONAL_HEADERS",
@@ -79,12 +83,27 @@ class GraphView:
     policy_key: str
     policy_version: str
     user_id: str
+    holder: Principal  # the key's principal: the view never reads what it may not
     request_id: str | None = None
     trace_id: str | None = None
 
     def in_domain(self, scope: str) -> bool:
         return self.profile.in_domain(scope) and (
             not self.domains or any(glob_within(scope, glob) for glob in self.domains)
+        )
+
+    def holder_admits(self, acl: Acl) -> bool:
+        """Whether the key's own principal may read what ``acl`` guards (the role's reader
+        must be admitted too: ``reads``)."""
+        return access.acl_allows(self.holder, acl)
+
+    def reads(self, scope: str, acl: Acl) -> bool:
+        """Whether one request of this view may read a vertex or edge of ``scope`` under
+        ``acl``: inside the view's domains, admitted to the role's reader and to the key."""
+        return (
+            self.in_domain(scope)
+            and access.can_read(self.reader, scope, acl)
+            and self.holder_admits(acl)
         )
 
 
@@ -282,6 +301,7 @@ def view_for(
         policy_key=key,
         policy_version=policy.version,
         user_id=principal.id,
+        holder=principal,
         request_id=passport.request_id if passport else None,
         trace_id=passport.trace_id if passport else None,
     )

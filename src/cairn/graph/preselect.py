@@ -277,11 +277,12 @@ def _with_references(
             continue
         edges = store.list_edges(None, node_id=cid, limit=MAX_EDGES_PER_VERTEX)
         for name, relation in KEY_REFERENCES.items():
-            sources = sorted(
-                e.src for e in edges if e.type == relation and e.dst == cid and _live(e, now)
-            )
-            if not sources:
+            keeping = [e for e in edges if e.type == relation and e.dst == cid and _live(e, now)]
+            if not keeping:
                 continue
+            # named only through an edge the view may read: an alias edge withheld from the
+            # reader must not show through the field it keeps (the field is masked instead)
+            sources = sorted(e.src for e in keeping if _edge_reason(e, view) is None)
             named = next((found[s].key for s in sources if s in found and found[s].key), None)
             shown = any(_related(name, allowed) for allowed in view.profile.x_extra)
             if named is not None and shown:
@@ -296,7 +297,22 @@ def _with_references(
 def _vertex_reason(record: Record, view: GraphView) -> str | None:
     if not (access.in_scope(view.reader, record.scope) and view.in_domain(record.scope)):
         return "scope:out_of_domain"
-    return acl_reason(view.reader, record.content.acl)
+    return _view_acl_reason(view, record.content.acl)
+
+
+def _view_acl_reason(view: GraphView, acl: Acl) -> str | None:
+    """Why the view may not read what ``acl`` guards: the role's reader is not admitted,
+    or (asking as a lower role the key does not hold) the key's own principal is not."""
+    reason = acl_reason(view.reader, acl)
+    if reason is None and not view.holder_admits(acl):
+        return "acl:role_missing"
+    return reason
+
+
+def _edge_reason(edge: Edge, view: GraphView) -> str | None:
+    if not access.in_scope(view.reader, edge.scope):
+        return "scope:out_of_domain"
+    return _view_acl_reason(view, edge.acl)
 
 
 def _rule_for(
@@ -367,11 +383,7 @@ def preselect(
             if _rule_for(view, edge, outward, src, dst) is None:
                 trace.withhold_edge(edge.id, "edge:not_allowed")
                 continue
-            edge_reason = None
-            if not access.in_scope(view.reader, edge.scope):
-                edge_reason = "scope:out_of_domain"
-            else:
-                edge_reason = acl_reason(view.reader, edge.acl)
+            edge_reason = _edge_reason(edge, view)
             if edge_reason is not None:
                 trace.withhold_edge(edge.id, edge_reason)
                 continue

@@ -229,9 +229,7 @@ class GraphVerbs:
             raise NotFound(f"no decision or event {anchor!r}", field="anchor")
         found = self._graph_records(anchor, view.reader.scopes)
         for record in found:
-            if view.in_domain(record.scope) and access.can_read(
-                view.reader, record.scope, record.content.acl
-            ):
+            if view.reads(record.scope, record.content.acl):
                 return record.id
         raise NotFound(f"no decision or event {anchor!r}", field="anchor")
 
@@ -265,7 +263,7 @@ class GraphVerbs:
         etag = self._snapshot_etag(anchor_id)
         cache_key = (
             anchor_id, etag, view.policy_key, view.reader.labels, view.reader.sensitivity,
-            view.reader.scopes, view.domains, view.edges, request.hops,
+            view.reader.scopes, view.domains, view.edges, request.hops, view.holder.roles,
         )  # fmt: skip
 
         def cached() -> tuple[CandidateSet, PolicyTrace] | None:
@@ -302,11 +300,13 @@ class GraphVerbs:
 
     def _trace_files(self, trace_id: str, principal: Principal) -> tuple[dict[str, Any], bool]:
         """The trace's files and whether the principal reads it as an auditor (a curator of
-        the anchor's scope): the asker gets its own copy, anyone else "not found"."""
+        every scope): the asker gets its own copy, anyone else "not found". The audit copy
+        names withheld ids and holds evidence from every scope the asker could read, so a
+        curator of only some scopes (the anchor's among them) is not given it."""
         found = self._traces.load(trace_id) if self._traces is not None else None
         if found is None:
             raise NotFound(f"no trace {trace_id!r}", field="trace_id")
-        auditor = access.is_curator(principal) and access.in_scope(principal, found.scope)
+        auditor = access.sees_everything(principal)
         if not auditor and found.owner != principal.id:
             raise NotFound(f"no trace {trace_id!r}", field="trace_id")
         files = dict(found.files)
@@ -316,9 +316,19 @@ class GraphVerbs:
         return files, auditor
 
     def trace(self, trace_id: str, *, principal: Principal) -> dict[str, Any]:
-        """An answer's trace files: the asker's copy to the asker, the audit copy (which
-        names withheld ids in its policy trace) to a curator of the anchor's scope."""
+        """An answer's trace files: the audit copy (which names withheld ids in its policy
+        trace) to a curator of every scope; to the asker, its own copy, holding only the
+        files of the downloads its answer allows (no ``bundle_full`` files where that
+        download is refused)."""
         files, auditor = self._trace_files(trace_id, principal)
+        if not auditor:
+            allowed = {"_meta.json"} | {
+                member
+                for artifact in files["_meta.json"]["downloads"]["artifacts"]
+                if artifact["allowed"]
+                for member in BUNDLE_FILES.get(artifact["name"], ())
+            }
+            files = {name: body for name, body in files.items() if name in allowed}
         return {"trace_id": trace_id, "view": "audit" if auditor else "asker", "files": files}
 
     def trace_download(self, trace_id: str, name: str, *, principal: Principal) -> bytes:

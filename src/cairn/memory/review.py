@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance import access
-from cairn.governance.visible import visible_proposal
-from cairn.limits import MAX_BULK_DECISIONS
+from cairn.governance.visible import proposal_visible, visible_proposal
+from cairn.limits import MAX_BULK_DECISIONS, MAX_COUNTER
 from cairn.memory.core import MemoryCore
 from cairn.model import (
     AuditEntry,
@@ -42,6 +42,8 @@ class ReviewVerbs(MemoryCore):
         """The review queue: curators see the proposals of their scopes, anyone else only
         their own. A page, by id, bounded in the store (``after``: the last id seen);
         ``narrow`` filters it by change, kind, scope, author, rule and age."""
+        if not 0 <= offset <= MAX_COUNTER:
+            raise InvalidInput(f"offset must be from 0 to {MAX_COUNTER}", field="offset")
         curates = access.is_curator(principal)
         found = self._store.list_proposals(
             status=status,
@@ -52,7 +54,7 @@ class ReviewVerbs(MemoryCore):
             scope_globs=principal.scopes if curates else None,
             narrow=narrow,
         )
-        return [p for p in found if access.can_see_proposal(principal, p)]
+        return [p for p in found if proposal_visible(self._store, p, principal)]
 
     def is_stale(self, proposal: Proposal) -> bool:
         return self._gate.is_stale(proposal)

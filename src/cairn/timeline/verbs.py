@@ -75,7 +75,8 @@ class TimelineVerbs:
         on_progress: Callable[[RollupProgress], None] | None = None,
     ) -> RollupReport:
         """Bring the timeline up to date with the events appended since the last rollup
-        (a curator's or the system's job; it resumes where a stopped run left off)."""
+        (the system's job, or a curator of every scope's; it resumes where a stopped run
+        left off)."""
         _require_builder(principal)
         if not 1 <= piece <= 100_000:
             raise InvalidInput("piece must be between 1 and 100000", field="piece")
@@ -147,12 +148,9 @@ class TimelineVerbs:
     def timeline_status(self, *, principal: Principal) -> TimelineStatus:
         """How far the timeline lags the event log. It counts every scope's events and
         nodes, so only a curator of every scope (``"*"``) reads it, as for the audit log."""
-        access.require_curator(principal, "read the timeline's status")
-        if not access.sees_everything(principal):
-            raise PermissionDenied(
-                "the timeline's status counts every scope: only a curator of every scope "
-                "('*') may read it"
-            )
+        _require_curator_of_everything(
+            principal, "read the timeline's status", "the timeline's status counts every scope"
+        )
         indexer = self.indexer
         return TimelineStatus(
             lag=self._store.outbox_lag(CONSUMER),
@@ -252,8 +250,18 @@ class TimelineVerbs:
 
 
 def _require_builder(principal: Principal) -> None:
+    """A rollup or rebuild runs over every scope's events and reports what it did in
+    counts of them, so it is the system's job or a curator of every scope's."""
     if principal != SYSTEM_PRINCIPAL:
-        access.require_curator(principal, "build the timeline")
+        _require_curator_of_everything(
+            principal, "build the timeline", "a rollup reports counts of every scope's events"
+        )
+
+
+def _require_curator_of_everything(principal: Principal, action: str, why: str) -> None:
+    access.require_curator(principal, action)
+    if not access.sees_everything(principal):
+        raise PermissionDenied(f"{why}: only a curator of every scope ('*') may {action}")
 
 
 def _aware(moment: datetime | None, what: str) -> None:
