@@ -274,6 +274,9 @@ async def _exercise(client: Client, tag: str, live: Live) -> None:
         },
     )
     assert [e["event_id"] for e in rest["events"]] == [f"{session}-1"]
+    # the page cursor is bounded like the HTTP door's
+    long_scope = {"after_ts": last["ts"], "after_id": last["event_id"], "after_scope": "a" * 5000}
+    assert "[invalid_input] after_scope" in await calls.refused("timeline_events", long_scope)
     why = await calls.ok("graph_why", {"anchor": WHY_ANCHOR, "question": "why did it end?"})
     assert why["answer"] and why["_meta"]["request"]["intent"] == "why_decision"
 

@@ -52,6 +52,8 @@ from cairn.model import (
     Content,
     ContentPatch,
     Event,
+    Id,
+    Name,
     PinKind,
     Principal,
     ProposalOutcome,
@@ -984,10 +986,10 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             Timestamp | None, Field(description="the ts of the last event of the previous page")
         ] = None,
         after_id: Annotated[
-            str | None, Field(description="the event_id of the last event of the previous page")
+            Id | None, Field(description="the event_id of the last event of the previous page")
         ] = None,
         after_scope: Annotated[
-            str | None, Field(description="the scope of the last event of the previous page")
+            Name | None, Field(description="the scope of the last event of the previous page")
         ] = None,
         limit: Annotated[int, Field(ge=1, le=10_000, description="events per page")] = 100,
     ) -> EventPage:
