@@ -137,6 +137,77 @@ CORPUS: tuple[tuple[str, str, str], ...] = (
         "EndpointSuffix=core.windows.net",
         "Zm9vYmFyYmF6cXV1eGNvcmdlZ3JhdWx0Z2FycGx5d2FsZG8=",
     ),
+    # names that say "key" or "password" only by a short word after a separator
+    (
+        "key_assignment",
+        "RAILS_MASTER_KEY=9f2c1e4b7a8d6f3e0c5b2a1d4e7f8a9b",
+        "9f2c1e4b7a8d6f3e0c5b2a1d4e7f8a9b",
+    ),
+    (
+        "key_assignment",
+        "APP_KEY=base64:Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo=",
+        "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWo=",
+    ),
+    (
+        "key_assignment",
+        "users:\n- name: dev\n  user:\n    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVk=",
+        "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVk=",
+    ),
+    ("password_assignment", "DB_PWD=Pwd4DbUser!", "Pwd4DbUser!"),
+    ("password_assignment", "export MYSQL_PW='s3cr3t pass'", "s3cr3t pass"),
+    (
+        "docker_auth",
+        '{"auths": {"ghcr.io": {"auth": "dXNlcjpET0NLRVJNQVJLRVJzZWNyZXQ="}}}',
+        "dXNlcjpET0NLRVJNQVJLRVJzZWNyZXQ=",
+    ),
+    ("basic_auth_option", "curl -u admin:Curl4Pass99 https://api.example.com", "Curl4Pass99"),
+    (
+        "discord_webhook",
+        "curl -X POST https://discord.com/api/webhooks/123456789/AbCdEfGhIjKlMnOpQrStUvWxYz",
+        "AbCdEfGhIjKlMnOpQrStUvWxYz",
+    ),
+    (
+        "telegram_bot_token",
+        "BOT=1234567890:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw9",
+        "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw9",
+    ),
+    (
+        "url_secret_param",
+        "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sig=Zm9vYmFyJTJCYmF6%3D&se=2026",
+        "Zm9vYmFyJTJCYmF6",
+    ),
+    # tokens glued to a word by a terminal colour code or a JSON escape
+    (
+        "github_token",
+        "src/conf.py:\x1b[01;31m\x1b[Kghp_R2d2C3poBb8Luke4Leia5Han6Solo7Yoda8x\x1b[m\x1b[K",
+        "ghp_R2d2C3poBb8Luke4Leia5Han6Solo7Yoda8x",
+    ),
+    (
+        "github_token",
+        'text: {"result": "Deploy notes:\\nghp_R2d2C3poBb8Luke4Leia5Han6Solo7Yoda8x"}',
+        "ghp_R2d2C3poBb8Luke4Leia5Han6Solo7Yoda8x",
+    ),
+    (
+        "aws_access_key",
+        '{"stdout": "\\u001b[32mAKIAIOSFODNN7EXAMPLE\\u001b[0m"}',
+        "AKIAIOSFODNN7EXAMPLE",
+    ),
+    (
+        "aws_access_key",
+        '{"env": "region=eu-west-1\\nAKIAIOSFODNN7EXAMPLE"}',
+        "AKIAIOSFODNN7EXAMPLE",
+    ),
+    (
+        "secret_assignment",
+        '{"content": "DEBUG=1\\nDB_PASSWORD=hunter2hunter2"}',
+        "hunter2hunter2",
+    ),
+    # a field's value of any length: AWS's session tokens run past a thousand characters
+    (
+        "secret_field",
+        '"SessionToken": "IQoJb3JpZ2luX2VjEPr' + "Q" * 1200 + '"',
+        "IQoJb3JpZ2luX2VjEPr" + "Q" * 1200,
+    ),
 )
 
 # Ordinary text that looks a little like a secret and must come through unchanged.
@@ -152,4 +223,8 @@ HARMLESS = (
     "context_tokens = 1000",
     "tokenizer: gpt2\ntoken_type: bearer\ntoken_count: 12",
     "bypass=1 passthrough: yes",
+    # keys and passwords of code, not credentials
+    "rows.sort(key=lambda row: row[1]); id = Column(primary_key=True); sort_key=name",
+    "OLDPWD=/home/alice\ncd $PWD && git push -u origin main",
+    "https://example.com/search?key=a&sig=1",
 )

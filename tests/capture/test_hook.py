@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,28 @@ def test_spool_and_log_live_in_the_state_folder_owner_only(project: Project) -> 
         assert folder.stat().st_mode & 0o777 == 0o700
     line = json.loads(project.spool.read_text().splitlines()[0])
     assert line["events"][0]["text"] == "remember me"
+
+
+def test_an_agent_time_far_from_the_hooks_clock_gives_way_to_it() -> None:
+    # a hook reports what happens now: a time stamp of year 9999 would lead every "recent"
+    # context forever, so outside a day behind to minutes ahead the hook's time stands
+    gemini = adapter_for("gemini")
+    body = json.loads((Path(__file__).parent / "fixtures/gemini/after_agent.json").read_text())
+    at = datetime(2026, 3, 2, 10, 20, tzinfo=UTC)
+    near = hook.build_events(gemini, body, CaptureSettings(), "code/x", now=at)
+    assert {e["ts"] for e in near} == {"2026-03-02T10:15:19.002000+00:00"}
+    for far in ("9999-12-31T23:00:00Z", "0001-01-01T00:00:00Z", "2026-03-04T10:15:00Z"):
+        events = hook.build_events(
+            gemini, {**body, "timestamp": far}, CaptureSettings(), "code/x", now=at
+        )
+        assert {e["ts"] for e in events} == {at.isoformat()}, far
+        assert all(e["metadata"]["agent_ts"].startswith(far[:10]) for e in events)
+
+
+def test_a_long_metadata_string_is_cut_so_the_event_still_goes_in() -> None:
+    codex = adapter_for("codex")
+    body = json.loads((Path(__file__).parent / "fixtures/codex/stop_failure.json").read_text())
+    body["error"] = "upstream 500: " + "x" * 12_000
+    (event,) = hook.build_events(codex, body, CaptureSettings(), "code/x")
+    assert event["metadata"]["error"].startswith("upstream 500: ")
+    assert len(event["metadata"]["error"]) <= 2_000  # far below what the store refuses

@@ -187,3 +187,51 @@ def test_a_full_spool_refuses_and_the_hook_says_so(tmp_path: Path) -> None:
         [{"event_id": "big", "ts": "2026-01-01T00:00:00+00:00", "text": "x" * 400}]
     )
     assert len(spool.path.read_text().splitlines()) == 1
+
+
+# Appends under a file size limit (what a full disk does to a write), in a child process so
+# that the limit binds no other file of the test run.
+_UNDER_LIMIT = """
+import json, resource, sys
+from datetime import UTC, datetime
+from pathlib import Path
+from cairn.capture.spool import Spool
+
+spool = Spool(Path(sys.argv[1]))
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), int(sys.argv[2])))
+event = {"event_id": "big", "ts": datetime(2026, 1, 1, tzinfo=UTC).isoformat(), "text": "b" * 4000}
+print(json.dumps(spool.append([event])))
+"""
+
+
+def test_a_write_the_disk_cuts_short_leaves_nothing_and_loses_no_later_event(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    spool = Spool(tmp_path / "spool" / "x.jsonl")
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    assert spool.append([_event(0, start)])
+    size = spool.path.stat().st_size
+    limit = size + 2048  # room for half of the next line only
+    child = subprocess.run(
+        [sys.executable, "-c", _UNDER_LIMIT, str(spool.path), str(limit)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert json.loads(child.stdout) is False  # refused, so the hook logs it
+    assert spool.path.stat().st_size == size  # nothing of the cut line is left
+    # a line cut short some other way (a crash mid-write) does not swallow the next one
+    with spool.path.open("ab") as cut:
+        cut.write(b'{"v": 1, "events": [{"event_id": "half')
+    assert spool.append([_event(1, start + timedelta(seconds=1))])
+    sent: list[str] = []
+
+    def take(events: list[dict[str, Any]]) -> tuple[Outcome, str]:
+        sent.extend(e["event_id"] for e in events)
+        return Outcome.STORED, ""
+
+    report = spool.replay(take)
+    assert sent == ["e0", "e1"]
+    assert (report.stored, report.rejected) == (2, 1)
+    rejected = json.loads(spool.rejected_path.read_text())
+    assert rejected["raw"] == '{"v": 1, "events": [{"event_id": "half'  # kept, to read by hand

@@ -21,7 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,14 @@ _REDACT_SPAN = 1_000_000
 _MAX_SESSION = 256
 _LOG_MAX_BYTES = 1024 * 1024
 _REPLAY_PER_CALL = 200  # spooled events a hook call sends after its own (bounded work)
+# An agent's own time stamp is taken when it falls this close to the hook's clock: a hook
+# reports what happens now, and a time far off (year 9999) would sit at the head of every
+# "recent" context. Outside it the hook's time stands, and the agent's is kept in metadata.
+_TIME_BEHIND = timedelta(days=1)
+_TIME_AHEAD = timedelta(minutes=5)
+# A metadata string (a tool's error, a path) is cut to this many characters: the store
+# refuses longer ones, and the event would otherwise never reach the timeline.
+_MAX_METADATA_CHARS = 2_000
 
 
 def log_problem(problem: str, **fields: Any) -> None:
@@ -119,7 +127,7 @@ def build_events(
             continue
         redactor = Redactor(patterns)
         text = redactor.redact(_storable(captured.text[:_REDACT_SPAN]))
-        metadata = redactor.redact_json(_storable(dict(captured.metadata)))
+        metadata = _cut_strings(redactor.redact_json(_storable(dict(captured.metadata))))
         if len(text) > settings.max_event_chars:
             metadata["truncated_from"] = len(text)
             text = text[: settings.max_event_chars]
@@ -129,7 +137,12 @@ def build_events(
             metadata["redactions"] = dict(sorted(redactor.counts.items()))
         session = redactor.redact(_storable(captured.session_id))[:_MAX_SESSION]
         session = session or "unknown-session"
-        ts = (captured.ts or stamped).astimezone(UTC)
+        ts = stamped.astimezone(UTC)
+        if captured.ts is not None:
+            if stamped - _TIME_BEHIND <= captured.ts <= stamped + _TIME_AHEAD:
+                ts = captured.ts.astimezone(UTC)
+            else:
+                metadata["agent_ts"] = captured.ts.astimezone(UTC).isoformat()
         out.append(
             {
                 "event_id": _event_id(adapter.name, captured, payload.get("transcript_path")),
@@ -144,6 +157,17 @@ def build_events(
             }
         )
     return out
+
+
+def _cut_strings(value: Any) -> Any:
+    """``value`` with every string in it cut to ``_MAX_METADATA_CHARS``."""
+    if isinstance(value, str):
+        return value[:_MAX_METADATA_CHARS]
+    if isinstance(value, Mapping):
+        return {key: _cut_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cut_strings(item) for item in value]
+    return value
 
 
 def context_text(recent: Mapping[str, Any]) -> str | None:

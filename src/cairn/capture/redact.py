@@ -36,6 +36,12 @@ _SECRET_WORD = (
     r"|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)"
 )
 _SECRET_NAME = r"[A-Za-z0-9_.\-]{0,64}" + _SECRET_WORD + r"[A-Za-z0-9_.\-]{0,64}"
+# Where a token may start: at a word boundary, or right after an escape (``\n``, ``\t``,
+# ``\r``) of JSON text inside the text (a tool result that is itself JSON), where the
+# escape's letter glues the token to a word and ``\b`` alone would never hold.
+_START = r"(?:\b|(?<=\\[nrt]))"
+# The same for patterns that start where a run of name characters does.
+_AFTER_ESCAPE = r"|(?<=\\[nrt])"
 _KEY_BLOCK = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
 
 # (name, pattern, group): the match (or only its ``group``, when a name or prefix is kept
@@ -43,30 +49,39 @@ _KEY_BLOCK = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
 BUILT_IN: tuple[tuple[str, str, int], ...] = (
     # a whole key block; one whose end was cut off hides everything after its start
     ("private_key", _KEY_BLOCK + r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|.*\Z)", 0),
-    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b", 0),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b", 0),
-    ("gitlab_token", r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
-    ("slack_token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}", 0),
+    (
+        "aws_access_key",
+        _START + r"(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}\b",
+        0,
+    ),
+    (
+        "github_token",
+        _START + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+        0,
+    ),
+    ("gitlab_token", _START + r"glpat-[A-Za-z0-9_\-]{20,}", 0),
+    ("slack_token", _START + r"xox[abposre]-[A-Za-z0-9-]{10,}", 0),
     ("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+", 0),
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", 0),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", 0),
-    ("stripe_key", r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", 0),
-    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}", 0),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", 0),
-    ("pypi_token", r"\bpypi-[A-Za-z0-9_\-]{50,}", 0),
-    ("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", 0),
-    ("twilio_key", r"\bSK[0-9a-f]{32}\b", 0),
-    ("cairn_key", r"\bcairn_[A-Za-z0-9_\-]{40,}", 0),
+    ("anthropic_key", _START + r"sk-ant-[A-Za-z0-9_\-]{20,}", 0),
+    ("openai_key", _START + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", 0),
+    ("stripe_key", _START + r"(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}", 0),
+    ("google_api_key", _START + r"AIza[0-9A-Za-z_\-]{35}", 0),
+    ("huggingface_token", _START + r"hf_[A-Za-z0-9]{30,}", 0),
+    ("npm_token", _START + r"npm_[A-Za-z0-9]{36}\b", 0),
+    ("pypi_token", _START + r"pypi-[A-Za-z0-9_\-]{50,}", 0),
+    ("sendgrid_key", _START + r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}", 0),
+    ("twilio_key", _START + r"SK[0-9a-f]{32}\b", 0),
+    ("cairn_key", _START + r"cairn_[A-Za-z0-9_\-]{40,}", 0),
     # starts only where a run of token characters does: ``\b`` also holds after each ``-``
     # of ``eyJ-eyJ-…``, and retrying the scan from each of them is quadratic
     (
         "jwt",
-        r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        r"(?:(?<![A-Za-z0-9_\-])" + _AFTER_ESCAPE + r")"
+        r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         0,
     ),
     # an Azure storage or service bus connection string's key (its name has no secret word)
-    ("azure_key", r"(?i)\b(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/=]{16,})", 1),
+    ("azure_key", r"(?i)" + _START + r"(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/=]{16,})", 1),
     # credentials in a URL: keep the scheme and user, drop the password
     (
         "url_password",
@@ -86,7 +101,11 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
     # a secret; the name must be a whole word, so the match starts only where a word does
     (
         "secret_assignment",
-        r"(?i)(?<![A-Za-z0-9_.\-])" + _SECRET_NAME + r"[ \t]{0,8}[=:][ \t]{0,8}"
+        r"(?i)(?:(?<![A-Za-z0-9_.\-])"
+        + _AFTER_ESCAPE
+        + r")"
+        + _SECRET_NAME
+        + r"[ \t]{0,8}[=:][ \t]{0,8}"
         r"([^\s\"'`]\S*|\"[^\"\n]+\"|'[^'\n]+')",
         1,
     ),
@@ -97,9 +116,43 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
         r"(?i)" + _SECRET_WORD + r"[A-Za-z0-9_.\-]{0,64}[\"']?\s{0,8}[:=]\s{0,8}"
         # up to the quote that opened the value: a password may hold the other quote, or
         # its own quote escaped ("p'ss", "ab\"cd"), and none of it may be left behind
-        r"[\"']((?<=\")(?:[^\"\\\n]|\\.){4,512}(?=\")|(?<=')(?:[^'\\\n]|\\.){4,512}(?='))[\"']",
+        # (AWS's session tokens run to a thousand characters and more)
+        r"[\"']((?<=\")(?:[^\"\\\n]|\\.){4,8192}(?=\")|(?<=')(?:[^'\\\n]|\\.){4,8192}(?='))[\"']",
         1,
     ),
+    # NAME=value whose name ends in KEY after a separator (APP_KEY, RAILS_MASTER_KEY,
+    # kubeconfig's client-key-data): a key's value is a long run of key characters, which
+    # spares ``sort_key=name`` and ``primary_key=True`` in code
+    (
+        "key_assignment",
+        r"(?i)(?:(?<![A-Za-z0-9_.\-])" + _AFTER_ESCAPE + r")[A-Za-z0-9_.\-]{0,64}[_.\-]key"
+        r"(?:[_.\-]data)?[\"']?[ \t]{0,8}[=:][ \t]{0,8}[\"']?([A-Za-z0-9+/=_\-:.]{16,})",
+        1,
+    ),
+    # a password in a name that says so only by a short word after a separator (DB_PWD,
+    # MYSQL_PW); the shell's own PWD and OLDPWD are paths, not secrets
+    (
+        "password_assignment",
+        r"(?i)(?:(?<![A-Za-z0-9_.\-])" + _AFTER_ESCAPE + r")[A-Za-z0-9_.\-]{0,64}[_.\-]pwd?"
+        r"[\"']?[ \t]{0,8}[=:][ \t]{0,8}([^\s\"'`]\S*|\"[^\"\n]+\"|'[^'\n]+')",
+        1,
+    ),
+    # a registry login in Docker's config.json: base64 of user:password
+    ("docker_auth", r"\"auth\"\s{0,8}:\s{0,8}\"([A-Za-z0-9+/=]{8,})\"", 1),
+    # curl -u user:password (keep the user)
+    (
+        "basic_auth_option",
+        r"(?<![A-Za-z0-9_\-])(?:-u|--user)[ \t=]{1,4}['\"]?[^\s:'\"]{1,256}:([^\s'\"]{1,256})",
+        1,
+    ),
+    (
+        "discord_webhook",
+        r"https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]+",
+        0,
+    ),
+    ("telegram_bot_token", _START + r"[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}\b", 0),
+    # a key or signature in a URL's query (?key=…, an Azure SAS's &sig=…)
+    ("url_secret_param", r"(?i)[?&](?:key|sig|signature)=([^&\s#\"']{8,})", 1),
 )
 
 # Cheap first looks: a pattern can only match text holding one of its words (lower case),
@@ -155,10 +208,21 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "authorization": ("authorization", "bearer"),
     "secret_assignment": _SECRET_WORDS,
     "secret_field": _SECRET_WORDS,
+    "key_assignment": ("key",),
+    "password_assignment": ("_pw", "-pw", ".pw"),
+    "docker_auth": ('"auth"',),
+    "basic_auth_option": ("curl",),
+    "discord_webhook": ("discord",),
+    "telegram_bot_token": (":aa",),
+    "url_secret_param": ("key=", "sig=", "signature="),
 }
 
 # what the user marks as never to be stored; an unclosed tag hides everything after it
 _PRIVATE = re.compile(r"(?is)<private>.*?(?:</private>|\Z)")
+# A terminal's colour and cursor codes (``grep --color``, a test runner's output), as the
+# escape character or as JSON spells it: they end in a letter that would glue the next
+# token to a word, and say nothing worth keeping, so they are dropped before matching.
+_TERMINAL_CODES = re.compile(r"(?:\x1b|\\u001[bB])\[[0-9;?]{0,32}[A-Za-z]")
 
 
 class _Pattern(NamedTuple):
@@ -202,6 +266,7 @@ class Redactor:
     def redact(self, text: str) -> str:
         if not text:
             return text
+        text = _TERMINAL_CODES.sub("", text)
         text, hidden = _PRIVATE.subn("[private]", text)
         if hidden:
             self.counts["private"] = self.counts.get("private", 0) + hidden

@@ -83,21 +83,40 @@ class Spool:
             os.close(fd)  # closing releases the lock
 
     def _write_line(self, path: Path, line: bytes) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        """Append whole lines or nothing: a write the disk cuts short (full, over a size
+        limit) is undone and raised, since a line left half-written would swallow the next
+        one appended after it."""
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(fd, line)
-            os.fsync(fd)
+            start = os.fstat(fd).st_size
+            if start and os.pread(fd, 1, start - 1) != b"\n":
+                line = b"\n" + line  # whatever cut the last line short, keep this one apart
+            try:
+                rest = memoryview(line)
+                while rest:
+                    written = os.write(fd, rest)
+                    if written <= 0:
+                        raise OSError("the spool file took no more bytes")
+                    rest = rest[written:]
+                os.fsync(fd)
+            except OSError:
+                os.ftruncate(fd, start)
+                raise
         finally:
             os.close(fd)
 
     def append(self, events: list[dict[str, Any]]) -> bool:
-        """Add one hook call's events; False when the spool is full (the caller counts it)."""
+        """Add one hook call's events; False when the spool is full or the disk refused
+        the write, with nothing of the line left behind (the caller counts it)."""
         line = (json.dumps({"v": 1, "events": events}, ensure_ascii=False) + "\n").encode()
         with self._locked():
             size = self.path.stat().st_size if self.path.exists() else 0
             if size + len(line) > self.max_bytes:
                 return False
-            self._write_line(self.path, line)
+            try:
+                self._write_line(self.path, line)
+            except OSError:
+                return False
         return True
 
     def pending(self) -> bool:
@@ -172,7 +191,13 @@ class Spool:
                 events.extend(e for e in line["events"] if isinstance(e, dict))
             except (ValueError, KeyError, TypeError):
                 if raw.strip():
-                    self._reject([], f"line {number} of the spool is not a spooled hook call")
+                    # its bytes are kept (redacted before they were spooled), so that what
+                    # it held can still be read back by hand
+                    self._reject(
+                        [],
+                        f"line {number} of the spool is not a spooled hook call",
+                        raw=raw.decode(errors="replace"),
+                    )
                     report.rejected += 1
         good: list[dict[str, Any]] = []
         for event in events:
@@ -229,7 +254,10 @@ class Spool:
         claimed.unlink()
         return report
 
-    def _reject(self, events: list[dict[str, Any]], reason: str) -> None:
-        line = json.dumps({"reason": reason, "events": events}, ensure_ascii=False) + "\n"
+    def _reject(self, events: list[dict[str, Any]], reason: str, *, raw: str | None = None) -> None:
+        entry: dict[str, Any] = {"reason": reason, "events": events}
+        if raw is not None:
+            entry["raw"] = raw
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
         with self._locked():
             self._write_line(self.rejected_path, line.encode())
