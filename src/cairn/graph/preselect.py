@@ -378,6 +378,10 @@ def preselect(
             near = records[node]
             if far is None or far.status is not Status.ACTIVE:
                 continue  # an end that is gone or not current is no part of the graph
+            if not access.in_scope(view.holder, edge.scope):
+                # an edge of a scope the key may not read at all is not counted either:
+                # what a trace says was withheld is withheld from what the key could see
+                continue
             trace.neighbours_scanned += 1
             src, dst = (near, far) if outward else (far, near)
             if _rule_for(view, edge, outward, src, dst) is None:
