@@ -204,3 +204,17 @@ def test_why_answers_for_the_agents_own_role_only(live: Live) -> None:
     refused = _rpc(live, "message/send", higher, live.agent).json()["result"]
     assert refused["status"]["state"] == "failed"
     assert "may not ask as director" in str(refused["status"]["message"])
+
+
+def test_refuses_a_message_of_too_many_parts(live: Live) -> None:
+    """Each part costs the SDK a conversion on the server's event loop: a message of a
+    hundred thousand empty parts is refused before it gets there, in both versions."""
+    parts = [{"kind": "data", "data": {}}] * 100_000
+    message = {"kind": "message", "messageId": "m-many", "role": "user", "parts": parts}
+    error = _rpc(live, "message/send", {"message": message}, live.agent).json()["error"]
+    assert error["code"] == -32602 and "at most 256" in error["message"], error
+    params10 = {
+        "message": {"messageId": "m-many-10", "role": "ROLE_USER", "parts": [{"data": {}}] * 257}
+    }
+    error10 = _rpc10(live, "SendMessage", params10, live.agent).json()["error"]
+    assert error10["code"] == -32602 and "257 parts" in error10["message"], error10

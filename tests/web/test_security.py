@@ -201,3 +201,21 @@ def test_curator_flow_in_process(console: Console) -> None:
     assert console.proposal_status(drop) == "rejected"
     audit = client.get("/ui/audit").text
     assert keep in audit and drop in audit and "not true" in audit
+
+
+def test_bad_filters_and_numbers_are_bad_input_not_a_crash(console: Console) -> None:
+    # a NUL in a filter the page hands to the kernel's models, and numbers past what the
+    # database's integers hold: each a 422 page, as the API answers them
+    for key in (console.curator_key, console.agent_key):
+        client = console.client()
+        sign_in(client, key)
+        for path, params in (
+            ("/ui/queue", {"scope": "\x00"}),
+            ("/ui/queue", {"author": "a\x00"}),
+            ("/ui/audit", {"actor": "\x00"}),
+            ("/ui/audit", {"after_seq": str(2**63)}),
+            ("/ui/records/rec_01HZZZZZZZZZZZZZZZZZZZZZZZ", {"diff_from": str(2**63)}),
+        ):
+            answer = client.get(path, params=params)
+            assert answer.status_code in (403, 422), (path, params, answer.status_code)
+            assert "Internal error" not in answer.text

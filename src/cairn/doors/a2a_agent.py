@@ -466,6 +466,21 @@ _V03_REQUESTS: dict[str, type[BaseModel]] = {
 _SEND_METHODS = {"message/send", "message/stream", "SendMessage", "SendStreamingMessage"}
 
 
+# The most parts one message may have: a message is a turn of a conversation (a question,
+# a few files), and every part costs the SDK a conversion and the reply a copy, so a
+# message of 300,000 empty parts held the event loop, and every door, for half a minute.
+MAX_MESSAGE_PARTS = 256
+
+
+def _too_many_parts(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return None
+    count = len(_message_parts(body))
+    if count > MAX_MESSAGE_PARTS:
+        return f"params.message.parts: {count:,} parts; a message has at most {MAX_MESSAGE_PARTS}"
+    return None
+
+
 def _message_parts(body: dict[str, Any]) -> list[Any]:
     """The parts of a send request's message (0.3 and 1.0 alike), or [] for anything else."""
     if body.get("method") not in _SEND_METHODS:
@@ -605,7 +620,8 @@ class A2AEndpoint:
         except ValueError:
             return _rpc_error(None, -32700, "Parse error: the body is not valid JSON")
         why = (
-            _struct_too_deep(body)
+            _too_many_parts(body)
+            or _struct_too_deep(body)
             or _bad_text(body)
             or _bad_v03_params(body)
             or _inexact_integer(body)

@@ -8,8 +8,12 @@ creates nothing; a changed file becomes a new version through the gate.
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import glob as globlib
+import hashlib
 import os
+import stat
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ from cairn.model import CairnModel, Content, Origin, Provenance
 
 __all__ = [
     "INGESTED_EVIDENCE",
+    "MAX_HASHED_BYTES",
     "MAX_PATH_CHARS",
     "TEXT_SUFFIXES",
     "GitInfo",
@@ -33,6 +38,8 @@ __all__ = [
     "document_for",
     "expand",
     "git_info",
+    "hash_confined",
+    "open_confined",
     "read_text",
     "title_of",
 ]
@@ -163,9 +170,7 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
         root_real = (project / root).resolve()
         if store is not None and (project / relative).resolve().is_relative_to(store):
             raise _refuse(pattern, "ingest never reads the store folder")
-        matches = sorted(
-            globlib.glob(str(project / relative), recursive=True, include_hidden=False)
-        )
+        matches = _matches(project, relative)
         if not matches:
             raise NotFound(f"nothing matches {pattern!r}", field="paths")
         for match in matches:
@@ -178,6 +183,46 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
                     )
                 found.append(file.resolve())
     return list(dict.fromkeys(found))
+
+
+def _matches(project: Path, relative: PurePosixPath) -> list[str]:
+    """What a pattern names, in order. ``**`` is expanded by a walk that never follows a
+    symbolic link to a folder: the standard library's recursive glob does, and two links
+    to ``..`` make it run for ever."""
+    if "**" not in relative.parts:
+        return sorted(globlib.glob(str(project / relative), include_hidden=False))
+    first = relative.parts.index("**")
+    head, rest = relative.parts[:first], relative.parts[first:]
+    bases = sorted(globlib.glob(str(project.joinpath(*head)))) if head else [str(project)]
+    found: list[str] = []
+    for base in map(Path, bases):
+        if base.is_symlink() or not base.is_dir():
+            continue
+        for top, dirs, files in os.walk(base, followlinks=False):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            here = Path(top)
+            for name in [*dirs, *sorted(files)]:
+                path = here / name
+                if name.startswith(".") or (path.is_symlink() and path.is_dir()):
+                    continue
+                if _parts_match(path.relative_to(base).parts, rest):
+                    found.append(str(path))
+    return sorted(found)
+
+
+def _parts_match(names: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
+    """Whether path parts ``names`` match glob parts ``patterns``, ``**`` standing for any
+    number of parts (memoised: several ``**`` would otherwise retry exponentially)."""
+
+    @functools.cache
+    def match(i: int, j: int) -> bool:
+        if j == len(patterns):
+            return i == len(names)
+        if patterns[j] == "**":
+            return match(i, j + 1) or (i < len(names) and match(i + 1, j))
+        return i < len(names) and fnmatch.fnmatchcase(names[i], patterns[j]) and match(i + 1, j + 1)
+
+    return match(0, 0)
 
 
 def _relative_pattern(pattern: str, *projects: Path) -> PurePosixPath | None:
@@ -212,10 +257,76 @@ def confined_file(area: IngestArea, relative: str) -> Path | None:
     return path.resolve()
 
 
-def read_text(path: Path, limit: int) -> str | None:
-    """The file's text, or None when it is not UTF-8 or larger than ``limit`` characters
-    could be (read no further than that: a huge file costs nothing)."""
-    with path.open("rb") as handle:
+# The most of a linked file hashed for drift: a larger one is not tracked (hashing it on
+# every link or check would read without bound).
+MAX_HASHED_BYTES = 8 * 1024 * 1024
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _opened_path(fd: int, path: Path) -> Path:
+    """Where the open file really is: the kernel's own name for it on Linux, which no swap
+    of the path after the open can change."""
+    proc = Path(f"/proc/self/fd/{fd}")
+    return Path(os.readlink(proc)) if proc.is_symlink() else path.resolve()
+
+
+def open_confined(path: Path, area: IngestArea) -> int | None:
+    """An open descriptor of the regular file ``path`` when, as opened, it still lies under
+    one of ``area``'s roots, outside the store folder and its dot-files, and has no other
+    name (a hard link could be a store file or anything else of the user's); None for what
+    is not a regular file (a FIFO, a device: opened without blocking, never read).
+
+    Paths are checked before this too, but a file can be swapped for a link between that
+    check and the open: the open never follows a link in the last part of the path, and
+    the confinement is checked again on the file the descriptor holds."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return None  # gone, a link swapped in (ELOOP), not readable
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(fd)
+            return None
+        real = _opened_path(fd, path)
+        project = area.project.resolve()
+        store = area.store.resolve() if area.store is not None else None
+        roots = [(project / root).resolve() for root in area.roots]
+        if not any(_inside(real, root, store) for root in roots):
+            os.close(fd)
+            return None
+    except OSError:
+        os.close(fd)
+        return None
+    os.set_blocking(fd, True)
+    return fd
+
+
+def hash_confined(path: Path, area: IngestArea) -> str | None:
+    """The SHA-256 of a confined file (``open_confined``), read a piece at a time; None
+    when it may not be read or is over ``MAX_HASHED_BYTES``."""
+    fd = open_confined(path, area)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        digest = hashlib.sha256()
+        seen = 0
+        while piece := handle.read(1024 * 1024):
+            seen += len(piece)
+            if seen > MAX_HASHED_BYTES:
+                return None
+            digest.update(piece)
+    return digest.hexdigest()
+
+
+def read_text(path: Path, limit: int, area: IngestArea) -> str | None:
+    """The file's text, or None when it is not UTF-8, larger than ``limit`` characters
+    could be (read no further than that: a huge file costs nothing), or not a confined
+    regular file once opened (``open_confined``)."""
+    fd = open_confined(path, area)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit * 4 + 1)
     if len(data) > limit * 4:
         return None
@@ -239,14 +350,18 @@ def title_of(text: str, path: Path) -> str:
     return path.stem.replace("-", " ").replace("_", " ")
 
 
-def document_for(path: Path, text: str, *, scope: str, git: GitInfo, kind: str) -> Content:
+def document_for(
+    path: Path, text: str, *, scope: str, git: GitInfo, kind: str, origin: Origin
+) -> Content:
+    """A file as an evidence record: ``origin`` is who ingests it (an agent's ingest is
+    an agent's record, never the system's), ``provenance`` where it came from."""
     relative = path.relative_to(git.root).as_posix() if path.is_relative_to(git.root) else path.name
     return Content(
         kind=kind,
         scope=scope,
         title=title_of(text, path),
         body=text,
-        origin=Origin.SYSTEM,
+        origin=origin,
         provenance=Provenance(
             source="ingest",
             source_kind=INGESTED_EVIDENCE,

@@ -12,7 +12,6 @@ timeline's and the graph's, in their own packages).
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -25,7 +24,7 @@ from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy, load_policy
 from cairn.graph.settings import GraphSettings
 from cairn.graph.verbs import GraphVerbs
-from cairn.ingest.files import IngestArea, confined_file
+from cairn.ingest.files import IngestArea, confined_file, hash_confined
 from cairn.memory.context import ContextVerbs
 from cairn.memory.edges import MAX_HOPS, EdgeVerbs
 from cairn.memory.events import EventVerbs
@@ -77,7 +76,7 @@ def file_hasher(area: IngestArea) -> Callable[[str], str | None]:
 
     def digest(path: str) -> str | None:
         target = confined_file(area, path)
-        return hashlib.sha256(target.read_bytes()).hexdigest() if target else None
+        return hash_confined(target, area) if target else None
 
     return digest
 

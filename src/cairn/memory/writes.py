@@ -8,6 +8,7 @@ from typing import Unpack
 
 from cairn.errors import Conflict, InvalidInput
 from cairn.governance import access
+from cairn.governance.gate_core import ORIGIN_OF
 from cairn.ingest.files import (
     INGESTED_EVIDENCE,
     IngestArea,
@@ -180,23 +181,28 @@ class WriteVerbs(MemoryCore):
         """Ingest files as evidence records (see ``cairn.ingest.files``), from the ingest
         roots the policy opens to the principal's roles only."""
         check_input(scope, "scope", MAX_SCOPE_CHARS)
+        # before any file or record is looked at: matching files against what was ingested
+        # before must never reach into a scope the caller may not write
+        access.require_scope(principal, scope)
         report = IngestReport()
         area = IngestArea(self.root, self._policy.ingest_roots(principal.roles), self.folder)
         files = expand(paths, area)
         git = git_info(files[0].parent if files else self.root, self.root)
-        known = self._ingested_by_path(scope)
+        known = self._ingested_by_path(scope, principal)
         creates: list[CreateChange] = []
         for n, path in enumerate(files, start=1):
             if progress:
                 progress(n, len(files), path.name)
             try:
-                text = read_text(path, MAX_BODY_CHARS)
+                text = read_text(path, MAX_BODY_CHARS, area)
             except OSError:
                 text = None
             if text is None:  # not UTF-8 text, or larger than a record's body may be
                 report.skipped.append(path.relative_to(self.root).as_posix())
                 continue
-            content = document_for(path, text, scope=scope, git=git, kind=kind)
+            content = document_for(
+                path, text, scope=scope, git=git, kind=kind, origin=ORIGIN_OF[principal.kind]
+            )
             relative = content.provenance.path or path.name
             existing = known.get(relative)
             if existing is None:
@@ -223,13 +229,17 @@ class WriteVerbs(MemoryCore):
             _file_outcome(report, outcome, updated=False)
         return report
 
-    def _ingested_by_path(self, scope: str) -> dict[str, Record]:
+    def _ingested_by_path(self, scope: str, principal: Principal) -> dict[str, Record]:
+        """The records ingested before in ``scope`` that ``principal`` may read, by path: one
+        it may not read is no match (answering "unchanged" or naming it would tell it what
+        a hidden record holds)."""
         linked = [link.record_id for link in self._store.list_path_links()]
         found: dict[str, Record] = {}
         for record in self._store.get_records(linked).values():
             path = record.content.provenance.path
             if (
                 record.scope == scope
+                and access.can_read(principal, record.scope, record.content.acl)
                 and path
                 and record.content.provenance.source_kind == INGESTED_EVIDENCE
                 and record.status not in (Status.ARCHIVED, Status.REJECTED)

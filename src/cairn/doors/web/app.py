@@ -25,7 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cairn.doors._errors import error_body
@@ -48,6 +48,7 @@ from cairn.doors.web.views import (
 )
 from cairn.errors import CairnError, InvalidInput, PermissionDenied, Unauthenticated
 from cairn.graph.why import WhyRequest
+from cairn.limits import MAX_COUNTER
 from cairn.memory import Memory
 from cairn.model import (
     AuditQuery,
@@ -237,9 +238,13 @@ def build_web_app(
         )  # fmt: skip
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+    @app.exception_handler(ValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError | ValidationError) -> Response:
+        # a filter the page passes on to the kernel's own models (a NUL in a scope) is bad
+        # input too, not a crash: those models' errors carry no request location to drop
+        skip = 1 if isinstance(exc, RequestValidationError) else 0
         detail = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ())[1:])}: {e.get('msg')}"
+            f"{'.'.join(str(p) for p in e.get('loc', ())[skip:])}: {e.get('msg')}"
             for e in exc.errors()
         )
         return page(
@@ -408,9 +413,11 @@ def build_web_app(
     def record(
         record_id: str,
         who: Who,
-        diff_from: Annotated[int | None, Query(ge=1)] = None,
-        diff_to: Annotated[int | None, Query(ge=1)] = None,
-        upto: Annotated[int | None, Query(ge=1, description="newest version listed")] = None,
+        diff_from: Annotated[int | None, Query(ge=1, le=MAX_COUNTER)] = None,
+        diff_to: Annotated[int | None, Query(ge=1, le=MAX_COUNTER)] = None,
+        upto: Annotated[
+            int | None, Query(ge=1, le=MAX_COUNTER, description="newest version listed")
+        ] = None,
     ) -> HTMLResponse:
         view = memory.get(record_id, principal=who.principal)
         head = view.version.number
@@ -511,7 +518,7 @@ def build_web_app(
     def audit(
         who: Who,
         chosen: Annotated[AuditFilters, Query()],
-        after_seq: Annotated[int | None, Query(ge=0)] = None,
+        after_seq: Annotated[int | None, Query(ge=0, le=MAX_COUNTER)] = None,
     ) -> HTMLResponse:
         filters = chosen.given()
         query = AuditQuery(

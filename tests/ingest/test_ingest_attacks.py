@@ -1,0 +1,121 @@
+"""Ingest under attack from an agent: it never tells what a hidden record holds, never
+reads a file swapped in after its path was checked, a hard link or a special file, never
+walks a link loop for ever, and stamps the agent's records as the agent's."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from cairn.errors import PermissionDenied
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
+from cairn.ingest.files import MAX_HASHED_BYTES, IngestArea, hash_confined, read_text
+from cairn.memory import Memory
+from cairn.model import Origin, Principal, PrincipalKind
+from cairn.store.sqlite import SqliteStore
+from tests.factories import CURATOR
+
+AGENT = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("team/a",))
+OPEN_TO_AGENTS = DEFAULT_POLICY_YAML.replace(
+    "    - path: .\n      roles: [curator, admin]\n",
+    "    - path: .\n      roles: [curator, admin, agent]\n",
+)
+
+
+def _memory(root: Path) -> Memory:
+    assert OPEN_TO_AGENTS != DEFAULT_POLICY_YAML
+    store = SqliteStore(root / ".cairn" / "cairn.db")
+    return Memory(store, parse_policy(OPEN_TO_AGENTS), root=root, folder=root / ".cairn",
+                  embedder=None)  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / ".cairn").mkdir()
+    (tmp_path / ".cairn" / "principals.yaml").write_text("keys: the store's own file\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "board.md").write_text("# Board\n\nThe board's minutes.\n")
+    return tmp_path
+
+
+def test_ingest_never_matches_a_record_the_agent_may_not_see(project: Path) -> None:
+    memory = _memory(project)
+    (hidden,) = memory.ingest(["docs/board.md"], principal=CURATOR, scope="exec/board").created
+    # a scope the agent may not write is refused before any file or record is looked at:
+    # no "unchanged" naming the curator's record, no answer that differs with its content
+    with pytest.raises(PermissionDenied) as caught:
+        memory.ingest(["docs/board.md"], principal=AGENT, scope="exec/board")
+    assert hidden not in str(caught.value)
+    (project / "docs" / "board.md").write_text("# Board\n\nA guess at the minutes.\n")
+    with pytest.raises(PermissionDenied) as again:
+        memory.ingest(["docs/board.md"], principal=AGENT, scope="exec/board")
+    assert str(again.value) == str(caught.value)
+
+
+def test_an_agents_ingested_record_is_the_agents(project: Path) -> None:
+    memory = _memory(project)
+    report = memory.ingest(["docs/board.md"], principal=AGENT, scope="team/a")
+    (pending,) = report.queued
+    proposal = memory.proposal(pending, principal=AGENT)
+    assert proposal.change.content.origin is Origin.AGENT  # type: ignore[union-attr]
+
+
+def _area(project: Path) -> IngestArea:
+    return IngestArea(project, ("docs",), project / ".cairn")
+
+
+def test_a_hard_link_or_a_special_file_is_never_read(project: Path) -> None:
+    os.link(project / ".cairn" / "principals.yaml", project / "docs" / "keys.md")
+    assert read_text(project / "docs" / "keys.md", 10_000, _area(project)) is None
+    os.mkfifo(project / "docs" / "pipe.md")
+    # opened without blocking and never read: a FIFO with no writer would hang a thread
+    assert read_text(project / "docs" / "pipe.md", 10_000, _area(project)) is None
+    assert read_text(project / "docs" / "board.md", 10_000, _area(project)) is not None
+
+
+def test_a_file_swapped_for_a_link_after_its_check_is_never_read(project: Path) -> None:
+    # the race, played out: a writer keeps swapping the file for a link into the store
+    target = project / "docs" / "r.md"
+    target.write_text("# R\n\nplain\n")
+    stop = threading.Event()
+
+    def swap() -> None:
+        link = project / "docs" / "link.tmp"
+        plain = project / "docs" / "plain.tmp"
+        while not stop.is_set():
+            link.symlink_to(project / ".cairn" / "principals.yaml")
+            os.replace(link, target)
+            plain.write_text("# R\n\nplain\n")
+            os.replace(plain, target)
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        texts = [read_text(target, 10_000, _area(project)) for _ in range(2_000)]
+    finally:
+        stop.set()
+        swapper.join()
+    assert not any(text and "the store's own file" in text for text in texts)
+
+
+def test_a_link_loop_under_a_recursive_glob_ends(project: Path) -> None:
+    (project / "docs" / "up").symlink_to("..")
+    (project / "docs" / "again").symlink_to("..")
+    memory = _memory(project)
+    report = memory.ingest(["docs/**/*.md"], principal=CURATOR, scope="team/a")
+    assert len(report.created) == 1  # board.md once; the links to folders are not walked
+
+
+def test_a_linked_file_is_hashed_a_piece_at_a_time_and_only_up_to_a_bound(
+    project: Path,
+) -> None:
+    area = IngestArea(project, (".",), project / ".cairn")
+    big = project / "docs" / "big.bin"
+    with big.open("wb") as out:
+        out.truncate(MAX_HASHED_BYTES + 1)  # sparse: no disk used
+    assert hash_confined(big, area) is None
+    assert hash_confined(project / "docs" / "board.md", area) is not None
+    assert hash_confined(project / ".cairn" / "principals.yaml", area) is None
