@@ -15,6 +15,7 @@ from cairn.errors import (
 )
 from cairn.memory import Memory
 from cairn.model import (
+    Acl,
     AuditQuery,
     Confidence,
     ContentPatch,
@@ -364,3 +365,27 @@ def test_supersede_with_a_patch_of_the_current_content(
         ).content.body
     )  # type: ignore[union-attr]
     assert memory.resolve(old, principal=curator).id == outcome.record.id
+
+
+def test_superseding_never_tells_how_hidden_records_are_linked(
+    memory: Memory, curator: Principal, agent: Principal
+) -> None:
+    # B is superseded by a record the agent may not read, which in one world is itself
+    # superseded by A: proposing "A by B" must get the same answer in both worlds
+    answers = []
+    for linked in (True, False):
+        a = _active(memory, curator, f"Record A {linked}")
+        b = _active(memory, curator, f"Record B {linked}")
+        secret = Acl(labels=("secret",))
+        hidden = memory.remember(
+            content(f"Hidden H {linked}", acl=secret), principal=curator
+        ).record
+        assert hidden is not None
+        memory.supersede(b, by=hidden.id, principal=curator)
+        if linked:
+            memory.supersede(hidden.id, by=a, principal=curator)  # B -> H -> A
+        with pytest.raises(SupersessionCycle) as caught:
+            memory.supersede(a, by=b, principal=agent)
+        answers.append(str(caught.value).replace(b, "B"))
+        assert hidden.id not in str(caught.value)
+    assert answers[0] == answers[1]

@@ -198,15 +198,16 @@ class GateChecks(GateCore):
         if change.by == old.id:
             raise SupersessionCycle("a record cannot supersede itself", field="by")
         replacement = self._visible(change.by, principal)
-        seen = {old.id}
-        cursor: Record | None = replacement
-        while cursor is not None:
-            if cursor.id in seen:
-                raise SupersessionCycle(
-                    f"superseding {old.id} by {replacement.id} would make a cycle", field="by"
-                )
-            seen.add(cursor.id)
-            cursor = self.store.get_record(cursor.superseded_by) if cursor.superseded_by else None
+        # A replacement must be current. That alone rules out a cycle (``old`` is current,
+        # so a chain back to it would have to start at a superseded replacement), without
+        # walking a successor chain whose records the caller may not read: a "would make a
+        # cycle" found through them would tell it how hidden records are linked.
+        if replacement.superseded_by is not None:
+            raise SupersessionCycle(
+                f"{replacement.id} is itself superseded: supersede by the record that "
+                "replaced it",
+                field="by",
+            )
 
     def _check_publish(self, change: PublishChange, principal: Principal) -> None:
         access.require_curator(principal, "publish")
