@@ -204,8 +204,7 @@ class GateChecks(GateCore):
         # cycle" found through them would tell it how hidden records are linked.
         if replacement.superseded_by is not None:
             raise SupersessionCycle(
-                f"{replacement.id} is itself superseded: supersede by the record that "
-                "replaced it",
+                f"{replacement.id} is itself superseded: supersede by the record that replaced it",
                 field="by",
             )
 
