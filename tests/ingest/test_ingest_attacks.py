@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.errors import PermissionDenied
+from cairn.errors import InvalidInput, PermissionDenied
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.ingest.files import MAX_HASHED_BYTES, IngestArea, hash_confined, read_text
 from cairn.memory import Memory
@@ -119,3 +119,19 @@ def test_a_linked_file_is_hashed_a_piece_at_a_time_and_only_up_to_a_bound(
     assert hash_confined(big, area) is None
     assert hash_confined(project / "docs" / "board.md", area) is not None
     assert hash_confined(project / ".cairn" / "principals.yaml", area) is None
+
+
+def test_too_many_files_are_refused_before_any_is_read(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cairn.ingest.files as files
+    import cairn.memory.writes as writes
+
+    for n in range(5):
+        (project / "docs" / f"n{n}.md").write_text(f"# Note {n}\n")
+    monkeypatch.setattr(files, "MAX_RECORD_BATCH", 3)  # the batch limit, made small
+    read: list[Path] = []
+    monkeypatch.setattr(writes, "read_text", lambda path, *a: read.append(path))
+    with pytest.raises(InvalidInput, match="more than 3 files match"):
+        _memory(project).ingest(["docs"], principal=CURATOR, scope="team/a")
+    assert read == []

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import Field
 
 from cairn.errors import InvalidInput, NotFound, PermissionDenied
-from cairn.limits import LimitExceeded, check_text
+from cairn.limits import MAX_RECORD_BATCH, LimitExceeded, check_text
 from cairn.model import CairnModel, Content, Origin, Provenance
 
 __all__ = [
@@ -182,6 +182,13 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
                         pattern, "a file it names lies outside its root (a symbolic link?)"
                     )
                 found.append(file.resolve())
+                if len(found) > MAX_RECORD_BATCH:
+                    # refused as soon as it is too many, before any file is read: one ingest
+                    # is one batch, and a batch holds at most this many records
+                    raise InvalidInput(
+                        f"more than {MAX_RECORD_BATCH:,} files match: ingest them in parts",
+                        field="paths",
+                    )
     return list(dict.fromkeys(found))
 
 
