@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cairn.capture import daemon
 from cairn.capture.local import spool_path
+from cairn.capture.spool import Outcome
 from cairn.memory import Memory
 from cairn.model import Event, Principal
 from cairn.workspace import Workspace
@@ -100,3 +101,13 @@ def make_project(root: Path, state: Path) -> Iterator[Project]:
     yield project
     if daemon.status(project.store).running:
         project.stop_daemon()
+
+
+def storing(sent: list[str]) -> Callable[[list[dict[str, Any]]], tuple[Outcome, str]]:
+    """A replay's sender that stores everything, noting the event ids it was sent."""
+
+    def send(events: list[dict[str, Any]]) -> tuple[Outcome, str]:
+        sent.extend(e["event_id"] for e in events)
+        return Outcome.STORED, ""
+
+    return send

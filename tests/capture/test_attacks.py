@@ -22,7 +22,7 @@ from cairn.capture.local import CaptureSettings, find_store
 from cairn.capture.redact import Redactor
 from cairn.capture.spool import Outcome, Spool
 from cairn.errors import InvalidInput
-from tests.capture.project import Project, payload
+from tests.capture.project import Project, payload, storing
 
 # ---- redaction never stalls the hook ----------------------------------------------------
 
@@ -170,12 +170,7 @@ def test_a_spooled_time_without_a_zone_does_not_stop_every_replay(tmp_path: Path
     spool.append([_event(2, "2026-01-01T09:00:00")])
     spool.append([_event(3, "2026-01-01T11:00:00+00:00")])
     sent: list[str] = []
-
-    def send(events: list[dict[str, Any]]) -> tuple[Outcome, str]:
-        sent.extend(e["event_id"] for e in events)
-        return Outcome.STORED, ""
-
-    report = spool.replay(send)
+    report = spool.replay(storing(sent))
     assert sent == ["hk_1", "hk_3"]
     assert (report.stored, report.rejected, report.kept) == (2, 1, 0)
     assert "hk_2" in spool.rejected_path.read_text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
@@ -14,7 +15,7 @@ import pytest
 
 from cairn.capture import hook
 from cairn.capture.spool import Outcome, Spool
-from tests.capture.project import Project, payload
+from tests.capture.project import Project, payload, storing
 
 
 def _hook_in_process(monkeypatch: pytest.MonkeyPatch, body: dict[str, Any]) -> None:
@@ -207,8 +208,6 @@ print(json.dumps(spool.append([event])))
 def test_a_write_the_disk_cuts_short_leaves_nothing_and_loses_no_later_event(
     tmp_path: Path,
 ) -> None:
-    import subprocess
-
     spool = Spool(tmp_path / "spool" / "x.jsonl")
     start = datetime(2026, 1, 1, tzinfo=UTC)
     assert spool.append([_event(0, start)])
@@ -225,12 +224,7 @@ def test_a_write_the_disk_cuts_short_leaves_nothing_and_loses_no_later_event(
         cut.write(b'{"v": 1, "events": [{"event_id": "half')
     assert spool.append([_event(1, start + timedelta(seconds=1))])
     sent: list[str] = []
-
-    def take(events: list[dict[str, Any]]) -> tuple[Outcome, str]:
-        sent.extend(e["event_id"] for e in events)
-        return Outcome.STORED, ""
-
-    report = spool.replay(take)
+    report = spool.replay(storing(sent))
     assert sent == ["e0", "e1"]
     assert (report.stored, report.rejected) == (2, 1)
     rejected = json.loads(spool.rejected_path.read_text())

@@ -36,12 +36,19 @@ _SECRET_WORD = (
     r"|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)"
 )
 _SECRET_NAME = r"[A-Za-z0-9_.\-]{0,64}" + _SECRET_WORD + r"[A-Za-z0-9_.\-]{0,64}"
-# Where a token may start: at a word boundary, or right after an escape (``\n``, ``\t``,
-# ``\r``) of JSON text inside the text (a tool result that is itself JSON), where the
-# escape's letter glues the token to a word and ``\b`` alone would never hold.
-_START = r"(?:\b|(?<=\\[nrt]))"
-# The same for patterns that start where a run of name characters does.
-_AFTER_ESCAPE = r"|(?<=\\[nrt])"
+
+
+def _starts_after(boundary: str) -> str:
+    r"""Where a match may start: where ``boundary`` holds, or right after an escape (``\n``,
+    ``\t``, ``\r``) of JSON text inside the text (a tool result that is itself JSON), where
+    the escape's letter glues the token to a word and the boundary alone never holds."""
+    return r"(?:" + boundary + r"|(?<=\\[nrt]))"
+
+
+# A token's start: a word boundary (or after an escape).
+_START = _starts_after(r"\b")
+# A name's start: not inside a run of name characters (or after an escape).
+_NAME_START = _starts_after(r"(?<![A-Za-z0-9_.\-])")
 _KEY_BLOCK = r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
 
 # (name, pattern, group): the match (or only its ``group``, when a name or prefix is kept
@@ -76,8 +83,8 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
     # of ``eyJ-eyJ-…``, and retrying the scan from each of them is quadratic
     (
         "jwt",
-        r"(?:(?<![A-Za-z0-9_\-])" + _AFTER_ESCAPE + r")"
-        r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        _starts_after(r"(?<![A-Za-z0-9_\-])")
+        + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         0,
     ),
     # an Azure storage or service bus connection string's key (its name has no secret word)
@@ -101,11 +108,7 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
     # a secret; the name must be a whole word, so the match starts only where a word does
     (
         "secret_assignment",
-        r"(?i)(?:(?<![A-Za-z0-9_.\-])"
-        + _AFTER_ESCAPE
-        + r")"
-        + _SECRET_NAME
-        + r"[ \t]{0,8}[=:][ \t]{0,8}"
+        r"(?i)" + _NAME_START + _SECRET_NAME + r"[ \t]{0,8}[=:][ \t]{0,8}"
         r"([^\s\"'`]\S*|\"[^\"\n]+\"|'[^'\n]+')",
         1,
     ),
@@ -125,7 +128,7 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
     # spares ``sort_key=name`` and ``primary_key=True`` in code
     (
         "key_assignment",
-        r"(?i)(?:(?<![A-Za-z0-9_.\-])" + _AFTER_ESCAPE + r")[A-Za-z0-9_.\-]{0,64}[_.\-]key"
+        r"(?i)" + _NAME_START + r"[A-Za-z0-9_.\-]{0,64}[_.\-]key"
         r"(?:[_.\-]data)?[\"']?[ \t]{0,8}[=:][ \t]{0,8}[\"']?([A-Za-z0-9+/=_\-:.]{16,})",
         1,
     ),
@@ -133,7 +136,7 @@ BUILT_IN: tuple[tuple[str, str, int], ...] = (
     # MYSQL_PW); the shell's own PWD and OLDPWD are paths, not secrets
     (
         "password_assignment",
-        r"(?i)(?:(?<![A-Za-z0-9_.\-])" + _AFTER_ESCAPE + r")[A-Za-z0-9_.\-]{0,64}[_.\-]pwd?"
+        r"(?i)" + _NAME_START + r"[A-Za-z0-9_.\-]{0,64}[_.\-]pwd?"
         r"[\"']?[ \t]{0,8}[=:][ \t]{0,8}([^\s\"'`]\S*|\"[^\"\n]+\"|'[^'\n]+')",
         1,
     ),

@@ -22,6 +22,7 @@ __all__ = [
     "in_scope",
     "is_curator",
     "require_curator",
+    "require_curator_of_every_scope",
     "require_op",
     "require_scope",
     "sees_everything",
@@ -68,6 +69,15 @@ def sees_everything(principal: Principal) -> bool:
 def require_curator(principal: Principal, action: str) -> None:
     if not is_curator(principal):
         raise PermissionDenied(f"only a curator may {action}; {principal.id} is not one")
+
+
+def require_curator_of_every_scope(principal: Principal, action: str, why: str) -> None:
+    """Refuse ``action`` to anyone but a curator of every scope (``"*"``), saying ``why``:
+    for what names or counts things of every scope (the audit log, the timeline's status
+    and its builds)."""
+    require_curator(principal, action)
+    if not sees_everything(principal):
+        raise PermissionDenied(f"{why}: only a curator of every scope ('*') may {action}")
 
 
 def require_op(principal: Principal, op: str) -> None:

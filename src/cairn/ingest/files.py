@@ -291,22 +291,25 @@ def open_confined(path: Path, area: IngestArea) -> int | None:
     except OSError:
         return None  # gone, a link swapped in (ELOOP), not readable
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            os.close(fd)
-            return None
-        real = _opened_path(fd, path)
-        project = area.project.resolve()
-        store = area.store.resolve() if area.store is not None else None
-        roots = [(project / root).resolve() for root in area.roots]
-        if not any(_inside(real, root, store) for root in roots):
-            os.close(fd)
-            return None
+        confined = _confined(fd, path, area)
     except OSError:
+        confined = False
+    if not confined:
         os.close(fd)
         return None
     os.set_blocking(fd, True)
     return fd
+
+
+def _confined(fd: int, path: Path, area: IngestArea) -> bool:
+    """Whether the open ``fd`` is a regular file with one name, inside a root of ``area``."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        return False
+    real = _opened_path(fd, path)
+    project = area.project.resolve()
+    store = area.store.resolve() if area.store is not None else None
+    return any(_inside(real, (project / root).resolve(), store) for root in area.roots)
 
 
 def hash_confined(path: Path, area: IngestArea) -> str | None:

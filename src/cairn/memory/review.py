@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cairn.errors import InvalidInput, PermissionDenied
+from cairn.errors import InvalidInput
 from cairn.governance import access
 from cairn.governance.visible import proposal_visible, visible_proposal
 from cairn.limits import MAX_BULK_DECISIONS, MAX_COUNTER
@@ -100,9 +100,7 @@ class ReviewVerbs(MemoryCore):
     def audit(self, query: AuditQuery, *, principal: Principal) -> list[AuditEntry]:
         """The audit log names records, proposals and baselines of every scope, so only a
         curator of every scope (``"*"``) reads it."""
-        access.require_curator(principal, "read the audit log")
-        if not access.sees_everything(principal):
-            raise PermissionDenied(
-                "the audit log covers every scope: only a curator of every scope ('*') may read it"
-            )
+        access.require_curator_of_every_scope(
+            principal, "read the audit log", "the audit log covers every scope"
+        )
         return self._store.list_audit(query)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Unpack
 
-from cairn.errors import InvalidInput, PermissionDenied
+from cairn.errors import InvalidInput
 from cairn.governance import access
 from cairn.limits import MAX_QUERY_CHARS, MAX_SCOPE_CHARS, check_input, check_timeline_k
 from cairn.model import SYSTEM_PRINCIPAL, Principal, TocNode
@@ -148,7 +148,7 @@ class TimelineVerbs:
     def timeline_status(self, *, principal: Principal) -> TimelineStatus:
         """How far the timeline lags the event log. It counts every scope's events and
         nodes, so only a curator of every scope (``"*"``) reads it, as for the audit log."""
-        _require_curator_of_everything(
+        access.require_curator_of_every_scope(
             principal, "read the timeline's status", "the timeline's status counts every scope"
         )
         indexer = self.indexer
@@ -253,15 +253,9 @@ def _require_builder(principal: Principal) -> None:
     """A rollup or rebuild runs over every scope's events and reports what it did in
     counts of them, so it is the system's job or a curator of every scope's."""
     if principal != SYSTEM_PRINCIPAL:
-        _require_curator_of_everything(
+        access.require_curator_of_every_scope(
             principal, "build the timeline", "a rollup reports counts of every scope's events"
         )
-
-
-def _require_curator_of_everything(principal: Principal, action: str, why: str) -> None:
-    access.require_curator(principal, action)
-    if not access.sees_everything(principal):
-        raise PermissionDenied(f"{why}: only a curator of every scope ('*') may {action}")
 
 
 def _aware(moment: datetime | None, what: str) -> None:
