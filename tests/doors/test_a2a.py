@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from a2a.server.context import ServerCallContext
+from a2a.types.a2a_pb2 import Task
+from a2a.utils.errors import InvalidParamsError
 
+from cairn.doors.a2a_agent import PRINCIPAL_STATE, MemoryTaskStore
+from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.graph.fixtures import example_fixtures, plan_graph
+from cairn.memory import MAX_TASK_BYTES, Memory
+from cairn.store.sqlite import SqliteStore
 from cairn.workspace import Workspace
 from tests.doors.conftest import Live
+from tests.factories import CURATOR
 
 
 def _rpc(live: Live, method: str, params: dict[str, Any], key: str | None) -> httpx.Response:
@@ -218,3 +229,43 @@ def test_refuses_a_message_of_too_many_parts(live: Live) -> None:
     }
     error10 = _rpc10(live, "SendMessage", params10, live.agent).json()["error"]
     assert error10["code"] == -32602 and "257 parts" in error10["message"], error10
+
+
+def test_a_message_that_would_grow_its_task_past_the_limit_is_invalid_params(live: Live) -> None:
+    """Messages that each fit a request could together grow a task past what a task holds:
+    the one that would not fit is refused as the caller's error (-32602) before it runs,
+    and the task is left as it was."""
+    first = _rpc(live, "message/send", _message("Hello"), live.agent).json()["result"]
+    assert first["status"]["state"] == "input-required"
+    bulk = "x" * (5 * 1024 * 1024)
+
+    def follow(index: int) -> dict[str, Any]:
+        message = _message(bulk, taskId=first["id"], contextId=first["contextId"])
+        message["message"]["messageId"] = f"m-bulk-{index}"
+        return _rpc(live, "message/send", message, live.agent).json()  # type: ignore[no-any-return]
+
+    assert follow(1)["result"]["status"]["state"] == "input-required"
+    error = follow(2)["error"]
+    assert error["code"] == -32602, error
+    assert "start a new task" in error["message"]
+    kept = _rpc(live, "tasks/get", {"id": first["id"]}, live.agent).json()["result"]
+    assert [m["messageId"] for m in kept["history"] if m["role"] == "user"] == [
+        "m-Hello",
+        "m-bulk-1",
+    ]
+
+
+def test_a_reply_that_grows_its_task_past_the_limit_is_invalid_params(tmp_path: Path) -> None:
+    """Should a reply itself take a task past its limit, saving it fails as the caller's
+    error (the SDK answers -32602), not as the server's."""
+    memory = Memory(SqliteStore(tmp_path / "cairn.db"), parse_policy(DEFAULT_POLICY_YAML))
+    store = MemoryTaskStore(memory)
+    context = ServerCallContext(state={PRINCIPAL_STATE: CURATOR})
+    task = Task(id="t-big", context_id="c-big")
+    task.artifacts.add().parts.add().text = "x" * (MAX_TASK_BYTES + 1)
+    with pytest.raises(InvalidParamsError, match="at most"):
+        asyncio.run(store.save(task, context))
+    task.artifacts[0].parts[0].text = "fits"
+    asyncio.run(store.save(task, context))
+    assert asyncio.run(store.get("t-big", context)) == task
+    memory.close()

@@ -52,6 +52,7 @@ from a2a.types.a2a_pb2 import (
     TaskState,
     TaskStatus,
 )
+from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToDict
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
@@ -63,7 +64,7 @@ from cairn.doors.http import authenticate_http, error_response
 from cairn.errors import CairnError, InvalidInput, PermissionDenied
 from cairn.graph.why import WhyRequest
 from cairn.limits import MAX_REQUEST_DEPTH, LimitExceeded, check_depth, load_json
-from cairn.memory import Memory
+from cairn.memory import MAX_TASK_BYTES, Memory
 from cairn.model import Content, Principal, Verdict
 from cairn.workspace import Workspace
 
@@ -137,13 +138,18 @@ class MemoryTaskStore(TaskStore):
         return principal
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        self.memory.save_task(
-            task.id,
-            task.context_id,
-            int(task.status.state),
-            task.SerializeToString(),
-            principal=self._principal(context),
-        )
+        try:
+            self.memory.save_task(
+                task.id,
+                task.context_id,
+                int(task.status.state),
+                task.SerializeToString(),
+                principal=self._principal(context),
+            )
+        except InvalidInput as exc:
+            # A task grown past its limit by the reply itself (the endpoint refuses a message
+            # that would take it there): the caller's input, so -32602 and not -32603.
+            raise InvalidParamsError(message=f"Invalid params: {exc}") from exc
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         body = self.memory.task(task_id, principal=self._principal(context))
@@ -586,11 +592,37 @@ class A2AEndpoint:
     """The JSON-RPC endpoint: authenticate, repair 0.3 param errors, hand to the SDK."""
 
     def __init__(
-        self, workspace: Workspace, dispatcher: JsonRpcDispatcher, anonymous: str | None = None
+        self,
+        workspace: Workspace,
+        memory: Memory,
+        dispatcher: JsonRpcDispatcher,
+        anonymous: str | None = None,
     ) -> None:
         self.workspace = workspace
+        self.memory = memory
         self.dispatcher = dispatcher
         self.anonymous = anonymous
+
+    def _task_too_large(self, body: Any, request_bytes: int, principal: Principal) -> str | None:
+        """Why a message may not join the task it names, or None.
+
+        A task keeps every message sent to it, so messages that each fit a request could
+        together grow it past what a task may hold; checked before anything runs, so that
+        a refused message has done nothing (a ``remember`` proposes no record)."""
+        if not isinstance(body, dict) or body.get("method") not in _SEND_METHODS:
+            return None
+        params = body.get("params")
+        message = params.get("message") if isinstance(params, dict) else None
+        task_id = message.get("taskId") if isinstance(message, dict) else None
+        if not isinstance(task_id, str):
+            return None
+        held = self.memory.task(task_id, principal=principal)
+        if held is None or len(held) + request_bytes <= MAX_TASK_BYTES:
+            return None
+        return (
+            f"params.message.taskId: the task holds {len(held):,} bytes and a task holds at "
+            f"most {MAX_TASK_BYTES:,}; this message would not fit: start a new task"
+        )
 
     def _principal(self, key: str | None) -> Principal:
         # A key, when sent, is always checked (a wrong key is refused even in anonymous mode);
@@ -625,6 +657,7 @@ class A2AEndpoint:
             or _bad_text(body)
             or _bad_v03_params(body)
             or _inexact_integer(body)
+            or self._task_too_large(body, len(raw), principal)
         )
         if why is not None:
             return _rpc_error(body.get("id"), -32602, f"Invalid params: {why}")
@@ -701,7 +734,7 @@ def build_a2a_routes(
     dispatcher = JsonRpcDispatcher(
         request_handler=handler, context_builder=_ContextBuilder(), enable_v0_3_compat=True
     )
-    endpoint = A2AEndpoint(workspace, dispatcher, anonymous)
+    endpoint = A2AEndpoint(workspace, memory, dispatcher, anonymous)
     routes = [
         *create_agent_card_routes(card, cache_control="public, max-age=300"),
         Route(A2A_RPC_PATH, endpoint=endpoint.handle, methods=["POST"], name="a2a_jsonrpc"),
