@@ -63,6 +63,7 @@ __all__ = [
     "is_id",
     "is_stored",
     "load_json",
+    "shown_id",
 ]
 
 # ---- the limits -------------------------------------------------------------------------
@@ -222,6 +223,12 @@ class TextLimit(_AfterCheck):
         if self.pattern is not None and not re.fullmatch(self.pattern, value):
             raise LimitExceeded(f"{name} must match {self.pattern}")
         return value
+
+
+def shown_id(value: str) -> str:
+    """``value`` quoted for an answer that names it (\"no record 'rec_…'\"): whole when it could
+    be an id, else its start only, so an answer never echoes a caller's megabyte back."""
+    return repr(value) if is_id(value) else repr(value[:MAX_ID_CHARS]) + " (not an id)"
 
 
 def is_id(value: str) -> bool:

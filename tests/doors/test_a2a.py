@@ -269,3 +269,69 @@ def test_a_reply_that_grows_its_task_past_the_limit_is_invalid_params(tmp_path: 
     asyncio.run(store.save(task, context))
     assert asyncio.run(store.get("t-big", context)) == task
     memory.close()
+
+
+def test_a_record_with_the_most_metadata_a_record_holds_goes_through(live: Live) -> None:
+    """The limit on values carried as Structs leaves room for a record's whole metadata."""
+    metadata = {f"k{i}": i for i in range(1000)}
+    data = {"skill": "remember", "content": "a record of wide metadata", "metadata": metadata}
+    message = {"kind": "message", "messageId": "m-wide-ok", "role": "user",
+               "parts": [{"kind": "data", "data": data}]}  # fmt: skip
+    task = _rpc(live, "message/send", {"message": message}, live.agent).json()["result"]
+    assert task["status"]["state"] == "completed", task["status"]
+    record_id = task["artifacts"][0]["parts"][0]["data"]["id"]
+    assert _stored_metadata(live, record_id) == metadata
+
+
+@pytest.mark.parametrize("where", ["data", "metadata", "nested"])
+def test_refuses_data_of_too_many_values(live: Live, where: str) -> None:
+    """A data part or metadata of a few hundred thousand keys fits a request but cost the
+    SDK seconds on the event loop that every door shares: refused by count first."""
+    wide: dict[str, Any] = {f"k{i}": 0 for i in range(5000)}
+    message: dict[str, Any] = {"kind": "message", "messageId": f"m-wide-{where}", "role": "user",
+                               "parts": [{"kind": "text", "text": "hello"}]}  # fmt: skip
+    if where == "data":
+        message["parts"].append({"kind": "data", "data": wide})
+    elif where == "metadata":
+        message["metadata"] = wide
+    else:  # many small lists spread over parts: the count is of the whole request
+        message["parts"] += [{"kind": "data", "data": {"x": [0] * 100}}] * 50
+    error = _rpc(live, "message/send", {"message": message}, live.agent).json()["error"]
+    assert error["code"] == -32602 and "4,096 values" in error["message"], error
+
+
+def test_a_task_gathers_a_bounded_number_of_parts(live: Live) -> None:
+    """Every part a task gathers is converted each time it is read: past the bound a message
+    is refused, and the task stays as it was."""
+    first = _rpc(live, "message/send", _message("Hello"), live.agent).json()["result"]
+    sent = 0
+    for index in range(10):
+        message = {"kind": "message", "messageId": f"m-parts-{index}", "role": "user",
+                   "taskId": first["id"], "contextId": first["contextId"],
+                   "parts": [{"kind": "text", "text": "hi"}] * 256}  # fmt: skip
+        answer = _rpc(live, "message/send", {"message": message}, live.agent).json()
+        if "error" in answer:
+            break
+        sent += 1
+    assert sent == 3, sent
+    assert answer["error"]["code"] == -32602 and "at most 1,024" in answer["error"]["message"]
+    kept = _rpc(live, "tasks/get", {"id": first["id"]}, live.agent).json()["result"]
+    assert sum(len(m["parts"]) for m in kept["history"]) <= 1024
+    assert "m-parts-3" not in {m["messageId"] for m in kept["history"]}
+
+
+def test_bad_page_tokens_and_history_lengths_are_invalid_params(live: Live) -> None:
+    for token in ("9" * 30, "\u00b2", "-1", "1e3"):
+        error = _rpc10(live, "ListTasks", {"pageToken": token}, live.agent).json()["error"]
+        assert error["code"] == -32602 and "pageToken" in error["message"], (token, error)
+    listed = _rpc10(live, "ListTasks", {"pageToken": "0"}, live.agent).json()
+    assert "result" in listed, listed
+    task = _rpc(live, "message/send", _message("Hello there"), live.agent).json()["result"]
+    for length in (2**31, -1):
+        got = _rpc(live, "tasks/get", {"id": task["id"], "historyLength": length}, live.agent)
+        error = got.json()["error"]
+        assert error["code"] == -32602 and "historyLength" in error["message"], (length, error)
+    sent = _message("Hello once more", taskId=task["id"])
+    sent["configuration"] = {"historyLength": 2**31}
+    error = _rpc(live, "message/send", sent, live.agent).json()["error"]
+    assert error["code"] == -32602 and "configuration.historyLength" in error["message"], error

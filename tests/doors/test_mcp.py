@@ -69,6 +69,8 @@ async def _protocol_edges(client: Client, record_id: str, tag: str) -> None:
         ("cairn://record/rec_nope", not_found),
         ("cairn://nothing/here", not_found),
         (f"cairn://record/{record_id}@x", -32602),
+        (f"cairn://record/{record_id}@9223372036854775808", -32602),
+        (f"cairn://record/{record_id}@9999999999999999", -32602),
     ]:
         with pytest.raises(MCPError) as caught:
             await client.read_resource(uri)
@@ -239,6 +241,21 @@ async def _exercise(client: Client, tag: str, live: Live) -> None:
     # an offset past the database's integers is refused by the tool's schema, not a crash
     huge = await calls.refused("list", {"offset": 2**63})
     assert "[invalid_input] offset" in huge
+    # so are a version number no record can have, and ids and paths past what HTTP takes
+    past = await calls.refused("read", {"record_id": record_id, "version": 2**63})
+    assert "[invalid_input] version" in past
+    long_id = "rec_" + "x" * 200_000
+    for name, arguments, answer in [
+        ("check", {"ids": [long_id]}, "[invalid_input] ids"),
+        ("check", {"ids": ["rec_\x00"]}, "[invalid_input] ids"),
+        ("recall", {"path": "a\x00b"}, "[invalid_input] path"),
+        ("recall", {"path": "a/" * 50_000}, "[invalid_input] path"),
+        # an id that cannot exist reads as not found, without echoing it back whole
+        ("read", {"record_id": long_id}, "[not_found] no record 'rec_xxx"),
+        ("timeline_expand", {"grip_id": long_id}, "[not_found] no grip 'rec_xxx"),
+    ]:
+        said = await calls.refused(name, arguments)
+        assert answer in said and len(said) < 2000, (name, said[:300])
 
     checked = await calls.ok("check", {"ids": ["rec_nope", record_id], "text": "MCP stored this."})
     assert [(c["record_id"], c["valid"]) for c in checked["records"]["records"]] == [

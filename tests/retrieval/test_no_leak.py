@@ -14,11 +14,12 @@ Checked for every example:
 - no withheld record's id, version id or marker word appears anywhere in what comes back
   (the query's own echo aside: the reader typed it);
 - the same read over a world holding only the visible records returns the same records,
-  the same candidate counts and exclusion count, and the same vector similarities: hidden
-  records change nothing a reader can count. (Keyword scores and the order they give are
-  left out on purpose: BM25's term weights are computed over the whole index, as in any
-  search engine with document-level security; docs/retrieval.md says so. k is
-  large enough here that no read is cut.)
+  the same candidate counts and exclusion count, the same vector similarities and the same
+  keyword scores (shown only to a reader who sees everything): hidden records change
+  nothing a reader can count. (The order keyword scores give is left out on purpose:
+  BM25's term weights are computed over the whole index, as in any search engine with
+  document-level security; docs/retrieval.md says so. k is large enough here that no read
+  is cut.)
 - ``validate`` answers a withheld id exactly as it answers an id that never existed.
 """
 
@@ -247,6 +248,8 @@ def _same_as_without_hidden(name: str, result: Any, seen: Any) -> None:
     assert result.trace.candidates == seen.trace.candidates, name
     if name != "search":
         assert result.excluded_count == seen.excluded_count, name
+    keyword = {e.title: e.scores.keyword for e in entries}
+    assert keyword == {e.title: e.scores.keyword for e in seen_entries}, name
     vector = {e.title: e.scores.vector for e in entries}
     for e in seen_entries:
         if e.scores.vector is None:
@@ -264,3 +267,36 @@ def _validate_hides(world: World, reader: Principal, hidden: dict[str, tuple[str
     dumped = report.model_dump_json()
     for _, version_id in hidden.values():
         assert version_id not in dumped
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_readers_own_keyword_score_does_not_count_hidden_records(
+    backend: str, pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """An agent's own draft holding a word of its choosing: were its keyword score shown,
+    it would fall as curator-only records holding the word are added, counting them. Only a
+    reader who sees everything is shown keyword scores; the others get the rank."""
+    agent = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+    with _store(backend, tmp_path, pg_cluster) as store:
+        memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
+        try:
+            draft = Content(kind="fact", scope="acme/app", title="My note",
+                            body="zorbule is the word I chose")  # fmt: skip
+            memory.remember(draft, principal=agent, draft=True)
+            seen: list[tuple[float | None, int | None]] = []
+            for hidden in range(3):
+                secret = Content(kind="fact", scope="acme/app", title=f"Secret {hidden}",
+                                 body=f"zorbule plan number {hidden}",
+                                 acl=Acl(roles=("curator",)))  # fmt: skip
+                memory.remember(secret, principal=CURATOR)
+                (hit,) = memory.search(
+                    "zorbule", principal=agent, mode="keyword", include_drafts=True
+                ).hits
+                seen.append((hit.scores.keyword, hit.scores.keyword_rank))
+                everything = memory.search(
+                    "zorbule", principal=CURATOR, mode="keyword", include_drafts=True
+                )
+                assert all(h.scores.keyword is not None for h in everything.hits)
+            assert seen == [(None, 1)] * 3
+        finally:
+            memory.close()

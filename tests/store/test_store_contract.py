@@ -7,6 +7,7 @@ with change sets: all-or-nothing commits, preconditions, ordering and filters.
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -261,6 +262,34 @@ def test_query_records_filters_and_orders_by_id(store: Store) -> None:
     # GLOB is case-sensitive and treats '_' and '%' literally
     assert ids(RecordQuery(scope="ACME/*")) == []
     assert ids(RecordQuery(scope="acme_app")) == []
+
+
+# Scope names with characters that mean something to LIKE, to regular expressions or to
+# bracket expressions, and patterns SQLite takes literally, never matches, or reads as a class.
+ODD_SCOPES = ("acme/a", "acme/b", "acme/-", "acme/]", "acme/^", "acme/\\", "acme/%", "acme/_",
+              "acme/[x", "acme/:", "acme/é", "acme/z")  # fmt: skip
+ODD_GLOBS = ("acme/[ab]", "acme/[^ab]", "acme/[]]", "acme/[^]]", "acme/[]a]", "acme/[a-]",
+             "acme/[-a]", "acme/[z-a]", "acme/[a-c-e]", "acme/[[:alpha:]]", "acme/[[.x.]]*",
+             "acme/[[=a=]]*", "acme/[^]*", "acme/[\\]", "acme/[%_]", "acme/[x",
+             "acme/[*", "acme[/a", "acme/[:]", "acme/[é]", "acme/[a-é]", "acme/[^a-y]",
+             "acme/[\\d]", "acme/[.]", "acme/?", "acme/[?]", "acme/[*]")  # fmt: skip
+
+
+def test_scope_globs_match_as_sqlite_glob_does(store: Store) -> None:
+    """Every backend matches a scope glob exactly as SQLite's GLOB does (asked here of SQLite
+    itself), classes included: nothing refused, nothing taken for a regular expression."""
+    made = {scope: _create(store, f"in {scope}", scope=scope).id for scope in ODD_SCOPES}
+    with sqlite3.connect(":memory:") as oracle:
+        for glob in ODD_GLOBS:
+            expected = sorted(
+                made[scope]
+                for scope in ODD_SCOPES
+                if oracle.execute("SELECT ? GLOB ?", (scope, glob)).fetchone()[0]
+            )
+            got = [r.id for r in store.query_records(RecordQuery(scope=glob), scope_globs=())]
+            assert got == expected, glob
+            through = store.query_records(RecordQuery(), scope_globs=(glob, "none/*"))
+            assert [r.id for r in through] == expected, glob
 
 
 def test_reads_by_id_hash_and_batches(store: Store) -> None:

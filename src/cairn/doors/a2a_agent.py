@@ -137,36 +137,62 @@ class MemoryTaskStore(TaskStore):
             raise PermissionDenied("no principal for this task")
         return principal
 
+    # The store's reads and writes and the (de)serialising of a task, up to 8 MiB, run on a
+    # worker thread: on the event loop they would hold every door of the server meanwhile.
+
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        try:
+        principal = self._principal(context)
+
+        def save() -> None:
             self.memory.save_task(
                 task.id,
                 task.context_id,
                 int(task.status.state),
                 task.SerializeToString(),
-                principal=self._principal(context),
+                principal=principal,
             )
+
+        try:
+            await asyncio.to_thread(save)
         except InvalidInput as exc:
             # A task grown past its limit by the reply itself (the endpoint refuses a message
             # that would take it there): the caller's input, so -32602 and not -32603.
             raise InvalidParamsError(message=f"Invalid params: {exc}") from exc
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        body = self.memory.task(task_id, principal=self._principal(context))
-        return Task.FromString(body) if body is not None else None
+        principal = self._principal(context)
+
+        def get() -> Task | None:
+            body = self.memory.task(task_id, principal=principal)
+            return Task.FromString(body) if body is not None else None
+
+        return await asyncio.to_thread(get)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        principal = self._principal(context)
         size = params.page_size or 50
-        start = int(params.page_token) if params.page_token.isdigit() else 0
-        bodies = self.memory.tasks(
-            principal=self._principal(context),
-            context_id=params.context_id or None,
-            state=int(params.status) if params.status else None,
-            limit=min(size + 1, 1000),
-            offset=start,
-        )
-        tasks = [Task.FromString(body) for body in bodies[:size]]
-        more = len(bodies) > size
+        if params.page_token and not _PAGE_TOKEN.fullmatch(params.page_token):
+            raise InvalidParamsError(
+                message="Invalid params: pageToken is the nextPageToken of the page before"
+            )
+        start = int(params.page_token or 0)
+
+        def page() -> list[Task]:
+            bodies = self.memory.tasks(
+                principal=principal,
+                context_id=params.context_id or None,
+                state=int(params.status) if params.status else None,
+                limit=min(size + 1, 1000),
+                offset=start,
+            )
+            return [Task.FromString(body) for body in bodies]
+
+        try:
+            found = await asyncio.to_thread(page)
+        except InvalidInput as exc:
+            raise InvalidParamsError(message=f"Invalid params: {exc}") from exc
+        tasks = found[:size]
+        more = len(found) > size
         return ListTasksResponse(
             tasks=tasks,
             next_page_token=str(start + size) if more else "",
@@ -175,13 +201,21 @@ class MemoryTaskStore(TaskStore):
         )
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        self.memory.delete_task(task_id, principal=self._principal(context))
+        principal = self._principal(context)
+        await asyncio.to_thread(self.memory.delete_task, task_id, principal=principal)
+
+
+# A page token is the offset ``list`` handed out: ASCII digits, never past a page offset's
+# bound (``str.isdigit`` would take "²", which ``int`` refuses).
+_PAGE_TOKEN = re.compile(r"[0-9]{1,15}")
 
 
 # ---- the executor ---------------------------------------------------------------------------
 
 # Every integer up to 2**53 has an exact double; past it a double skips integers.
 EXACT_INTEGERS = 2**53
+# The protocol's counts (a history length, a page size) are protobuf int32 fields.
+INT32_MAX = 2**31 - 1
 
 
 def _json_numbers(value: Any) -> Any:
@@ -476,6 +510,14 @@ _SEND_METHODS = {"message/send", "message/stream", "SendMessage", "SendStreaming
 # a few files), and every part costs the SDK a conversion and the reply a copy, so a
 # message of 300,000 empty parts held the event loop, and every door, for half a minute.
 MAX_MESSAGE_PARTS = 256
+# The most parts a task may gather over its messages and answers, for the same reason: a task
+# is converted whole each time it is read or answered to.
+MAX_TASK_PARTS = 4 * MAX_MESSAGE_PARTS
+# The most JSON values (object members and array items, at any depth) a request may carry as
+# protobuf Structs (data parts and metadata): the SDK converts each one on the event loop,
+# so a single data part of 300,000 keys held every door for 13 s. A record's metadata holds
+# at most 1,000 keys, so this leaves room for a whole record and its lists.
+A2A_MAX_STRUCT_VALUES = 4_096
 
 
 def _too_many_parts(body: Any) -> str | None:
@@ -484,6 +526,27 @@ def _too_many_parts(body: Any) -> str | None:
     count = len(_message_parts(body))
     if count > MAX_MESSAGE_PARTS:
         return f"params.message.parts: {count:,} parts; a message has at most {MAX_MESSAGE_PARTS}"
+    return None
+
+
+def _struct_too_wide(body: Any) -> str | None:
+    """Why a send request carries too many JSON values as Structs, or None. An explicit
+    stack, never recursion, that stops as soon as the count passes the limit."""
+    if not isinstance(body, dict):
+        return None
+    count = 0
+    stack = [value for _, value in _carried_as_structs(body)]
+    while stack:
+        value = stack.pop()
+        if not isinstance(value, dict | list):
+            continue
+        count += len(value)
+        if count > A2A_MAX_STRUCT_VALUES:
+            return (
+                "params.message: data parts and metadata hold more than "
+                f"{A2A_MAX_STRUCT_VALUES:,} values in all (object members and array items)"
+            )
+        stack.extend(value.values() if isinstance(value, dict) else value)
     return None
 
 
@@ -560,6 +623,18 @@ def _bad_v03_params(body: Any) -> str | None:
         return "; ".join(
             ".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()[:5]
         )
+    # The SDK's 0.3 models take any integer where the protocol's is 32 bits, so a larger one
+    # failed later, inside the conversion, as an internal error.
+    params = body.get("params")
+    if not isinstance(params, dict):
+        params = {}
+    lengths = [("params.historyLength", params.get("historyLength"))]
+    configuration = params.get("configuration")
+    if isinstance(configuration, dict):
+        lengths.append(("params.configuration.historyLength", configuration.get("historyLength")))
+    for where, length in lengths:
+        if isinstance(length, int) and not 0 <= length <= INT32_MAX:
+            return f"{where}: a history length is from 0 to {INT32_MAX:,}"
     # In 0.3 ``kind`` is what says a part is text, file or data. The SDK's model defaults a
     # missing ``kind`` to text, so {"type": "image", "text": …} would pass as a text part:
     # refuse it instead of guessing what the caller meant.
@@ -603,12 +678,13 @@ class A2AEndpoint:
         self.dispatcher = dispatcher
         self.anonymous = anonymous
 
-    def _task_too_large(self, body: Any, request_bytes: int, principal: Principal) -> str | None:
+    def _task_too_full(self, body: Any, request_bytes: int, principal: Principal) -> str | None:
         """Why a message may not join the task it names, or None.
 
         A task keeps every message sent to it, so messages that each fit a request could
-        together grow it past what a task may hold; checked before anything runs, so that
-        a refused message has done nothing (a ``remember`` proposes no record)."""
+        together grow it past what a task may hold, in bytes or in parts (each part costs
+        the SDK a conversion whenever the task is read); checked before anything runs, so
+        that a refused message has done nothing (a ``remember`` proposes no record)."""
         if not isinstance(body, dict) or body.get("method") not in _SEND_METHODS:
             return None
         params = body.get("params")
@@ -617,12 +693,22 @@ class A2AEndpoint:
         if not isinstance(task_id, str):
             return None
         held = self.memory.task(task_id, principal=principal)
-        if held is None or len(held) + request_bytes <= MAX_TASK_BYTES:
-            return None
-        return (
-            f"params.message.taskId: the task holds {len(held):,} bytes and a task holds at "
-            f"most {MAX_TASK_BYTES:,}; this message would not fit: start a new task"
-        )
+        if held is None:
+            return None  # the SDK answers for a task that is not there (or not the caller's)
+        start_anew = "this message would not fit: start a new task"
+        if len(held) + request_bytes > MAX_TASK_BYTES:
+            return (
+                f"params.message.taskId: the task holds {len(held):,} bytes and a task holds "
+                f"at most {MAX_TASK_BYTES:,}; {start_anew}"
+            )
+        task = Task.FromString(held)
+        parts = sum(len(m.parts) for m in task.history) + sum(len(a.parts) for a in task.artifacts)
+        if parts + len(_message_parts(body)) > MAX_TASK_PARTS:
+            return (
+                f"params.message.taskId: the task holds {parts:,} parts and a task holds at "
+                f"most {MAX_TASK_PARTS:,}; {start_anew}"
+            )
+        return None
 
     def _principal(self, key: str | None) -> Principal:
         # A key, when sent, is always checked (a wrong key is refused even in anonymous mode);
@@ -642,6 +728,13 @@ class A2AEndpoint:
         if media and media != "application/json" and not media.endswith("+json"):
             return _rpc_error(None, -32005, f"Content type not supported: {media}")
         raw = await request.body()  # cached by Starlette: the SDK reads it again
+        # Reading and checking up to 8 MiB of JSON takes a while: on a worker thread, so
+        # the event loop, which every door shares, keeps answering meanwhile.
+        refused = await asyncio.to_thread(self._refusal, raw, principal)
+        return refused or await self.dispatcher.handle_requests(request)
+
+    def _refusal(self, raw: bytes, principal: Principal) -> Response | None:
+        """The error answer for a request the SDK must not see, or None."""
         try:
             # A request may nest MAX_REQUEST_DEPTH levels: a data part's metadata at the
             # kernel's limit and the envelope around it. Deeper JSON, and numbers JSON has no
@@ -656,12 +749,14 @@ class A2AEndpoint:
             or _struct_too_deep(body)
             or _bad_text(body)
             or _bad_v03_params(body)
+            or _struct_too_wide(body)
             or _inexact_integer(body)
-            or self._task_too_large(body, len(raw), principal)
+            or self._task_too_full(body, len(raw), principal)
         )
         if why is not None:
-            return _rpc_error(body.get("id"), -32602, f"Invalid params: {why}")
-        return await self.dispatcher.handle_requests(request)
+            request_id = body.get("id") if isinstance(body, dict) else None
+            return _rpc_error(request_id, -32602, f"Invalid params: {why}")
+        return None
 
 
 # A data part (and a message's or a part's metadata) travels inside the SDK as a protobuf

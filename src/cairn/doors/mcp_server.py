@@ -59,6 +59,7 @@ from cairn.model import (
     ProposalOutcome,
     Record,
     RecordQuery,
+    RepoPath,
     Status,
     Timestamp,
     Verdict,
@@ -109,7 +110,8 @@ RECORD_VERSION_URI = "cairn://record/{id}@{version}"
 RESOURCE_NOT_FOUND = -32002
 # The spec caps one completion answer at 100 values.
 COMPLETION_CAP = 100
-_VERSION_NUMBER = re.compile(r"[0-9]+")
+# A version number in a resource URI: at most 16 digits, so never past 2**53 as parsed.
+_VERSION_NUMBER = re.compile(r"[0-9]{1,16}")
 _GLOB = re.compile(r"[*?\[]")
 
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -663,7 +665,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
             str | None, Field(description="what you are looking for, in words or as a question")
         ] = None,
         path: Annotated[
-            str | None,
+            RepoPath | None,
             Field(description="a repository file or folder: the memory linked to it"),
         ] = None,
         symbol: Annotated[
@@ -758,10 +760,11 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         record_id: Annotated[str, Field(description="the record's id, e.g. rec_01J…")],
         ctx: Context,
         version: Annotated[
-            int | None, Field(ge=1, description="a version number, 1 for the first")
+            int | None,
+            Field(ge=1, le=MAX_COUNTER, description="a version number, 1 for the first"),
         ] = None,
         version_id: Annotated[
-            str | None, Field(description="a version id from a citation, e.g. ver_01J…")
+            Id | None, Field(description="a version id from a citation, e.g. ver_01J…")
         ] = None,
     ) -> RecordView:
         def call(principal: Principal) -> RecordView:
@@ -881,7 +884,7 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
     def check(
         ctx: Context,
         ids: Annotated[
-            list[str] | None,
+            list[Id] | None,
             Field(max_length=1000, description="record ids you cite or rely on"),
         ] = None,
         text: Annotated[

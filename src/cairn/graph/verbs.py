@@ -18,7 +18,7 @@ from cairn.graph.passport import GraphView, Passport, view_for
 from cairn.graph.preselect import CandidateSet, PolicyTrace
 from cairn.graph.settings import GraphSettings
 from cairn.graph.traces import BUNDLE_FILES, TraceFolder, make_zip
-from cairn.limits import is_id
+from cairn.limits import is_id, shown_id
 from cairn.model import (
     CairnModel,
     Content,
@@ -305,10 +305,10 @@ class GraphVerbs:
         curator of only some scopes (the anchor's among them) is not given it."""
         found = self._traces.load(trace_id) if self._traces is not None else None
         if found is None:
-            raise NotFound(f"no trace {trace_id!r}", field="trace_id")
+            raise NotFound(f"no trace {shown_id(trace_id)}", field="trace_id")
         auditor = access.sees_everything(principal)
         if not auditor and found.owner != principal.id:
-            raise NotFound(f"no trace {trace_id!r}", field="trace_id")
+            raise NotFound(f"no trace {shown_id(trace_id)}", field="trace_id")
         files = dict(found.files)
         asker = files.pop("_meta.asker.json", None)
         if not auditor:

@@ -15,6 +15,7 @@ from cairn.governance import access
 from cairn.governance.gate import Gate
 from cairn.governance.policy import Policy
 from cairn.governance.visible import readable_record
+from cairn.limits import shown_id
 from cairn.model import Principal, ProposalOutcome, Record, RecordQuery, Status, Version
 from cairn.retrieval.preselect import ReadRequest, readable
 from cairn.store.base import ChunkFilter, Store
@@ -36,7 +37,7 @@ class MemoryCore:
     def _visible(self, record_id: str, principal: Principal) -> Record:
         record = readable_record(self._store, record_id, principal)
         if record is None:
-            raise NotFound(f"no record {record_id!r}", field="record_id")
+            raise NotFound(f"no record {shown_id(record_id)}", field="record_id")
         return record
 
     def _shown_record(self, record: Record, principal: Principal) -> Record:

@@ -36,6 +36,9 @@ class ReadVerbs(MemoryCore):
         version: int | None = None,
     ) -> RecordView:
         """One record at the version a selector (or an explicit version number) chooses."""
+        if version is not None and not 1 <= version <= MAX_COUNTER:
+            # Said before the record is looked at: a number no version can have.
+            raise InvalidInput(f"version is a number from 1 to {MAX_COUNTER}", field="version")
         record = self._visible(record_id, principal)
         selector = selector or VersionPin.head()
         chosen: Version | None

@@ -123,6 +123,8 @@ class SearchVerbs(IndexVerbs):
         lists and their chunk rows, permission-trimmed as ``search`` is. Read-only; for
         replaying ranking offline (``cairn.retrieval.ranking.rank`` on it gives ``search``'s
         hits for the same arguments, at the same moment, when no reranking endpoint is
-        configured: that stage is the endpoint's, not replayable)."""
+        configured: that stage is the endpoint's, not replayable; ``search`` then leaves
+        out the keyword scores for a reader who does not see everything). In-process only:
+        no door hands these lists out."""
         plan = self._plan(query, filters)
         return run_candidates(self._store, self._indexer_for(plan.mode), principal, plan)

@@ -258,6 +258,8 @@ def run_search(
         hits = reranked.hits
         trace.reranker = reranked.note
         trace.timings_ms["rerank"] = reranked.ms
+    if not access.sees_everything(principal):
+        hits = [_without_keyword_score(hit) for hit in hits]
     result = SearchResult(
         query=plan.query,
         mode=plan.mode,
@@ -267,6 +269,16 @@ def run_search(
         trace=trace,
     )
     return result, chosen
+
+
+def _without_keyword_score(hit: Hit) -> Hit:
+    """``hit`` with its keyword rank but not its keyword score. A keyword score weighs the
+    query's words by how many chunks of the whole index hold them, withheld ones included:
+    read exactly, the score of a reader's own record would count the withheld records
+    holding a word of the reader's choosing. Fused scores come from ranks alone."""
+    if hit.scores.keyword is None:
+        return hit
+    return hit.model_copy(update={"scores": hit.scores.model_copy(update={"keyword": None})})
 
 
 def compose(budget: BudgetResult[Item]) -> tuple[tuple[Item, ...], tuple[Excluded, ...]]:

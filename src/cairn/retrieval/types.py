@@ -49,6 +49,10 @@ class Citation(CairnModel):
 
 
 class Scores(CairnModel):
+    """Why an item ranked where it did. ``keyword`` (the BM25 score) is shown only to a
+    curator of every scope: its word weights count withheld records too. Every reader gets
+    the ranks, from which ``fused`` is computed."""
+
     fused: float = 0.0
     keyword: float | None = None
     keyword_rank: int | None = None

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 import time
 from array import array
@@ -136,7 +135,8 @@ def _json(value: Any) -> str:
 
 
 def glob_to_like(pattern: str) -> tuple[str, str]:
-    """Translate a SQLite ``GLOB`` pattern into (operator, PostgreSQL pattern).
+    """Translate a SQLite ``GLOB`` pattern into (operator, PostgreSQL pattern) that matches
+    exactly what SQLite's would.
 
     ``*``/``?`` become ``LIKE``'s ``%``/``_`` (so an index on a ``COLLATE "C"`` column can
     serve a prefix glob); a pattern with a ``[...]`` class needs a regular expression.
@@ -153,18 +153,50 @@ def glob_to_like(pattern: str) -> tuple[str, str]:
         elif ch == "?":
             out.append(".")
         elif ch == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("]", "^") else i + 1)
+            negated = pattern[i + 1 : i + 2] == "^"
+            first = i + 2 if negated else i + 1
+            # a "]" right after "[" or "[^" is a member, as in SQLite
+            end = pattern.find("]", first + 1 if pattern[first : first + 1] == "]" else first)
             if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = pattern[i + 1 : end].replace("\\", "\\\\")
-                out.append(f"[{body}]")
-                i = end
+                return "~", _NEVER  # SQLite: an unclosed class matches nothing
+            out.append(_glob_class(pattern[first:end], negated))
+            i = end
         else:
-            out.append(re.escape(ch))
+            out.append(_regex_char(ch))
         i += 1
     out.append("$")
     return "~", "".join(out)
+
+
+# Written by hand: no library translates SQLite's GLOB to PostgreSQL, whose bracket
+# expressions give meaning to text SQLite takes literally ("[:alpha:]", "[.x.]", "[=a=]",
+# backslashes) and refuse what SQLite just never matches (a reversed range, "[^]").
+# Every character is spelled as a code point escape, so nothing in a class is special.
+
+_NEVER = "^(?!)"  # a regular expression no text matches
+
+
+def _regex_char(ch: str) -> str:
+    return f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}"
+
+
+def _glob_class(members: str, negated: bool) -> str:
+    """A SQLite GLOB class's members (single characters and ``a-z`` ranges) as a regular
+    expression matching one character, as SQLite would."""
+    parts: list[str] = []
+    j = 0
+    while j < len(members):
+        if j + 2 < len(members) and members[j + 1] == "-":
+            low, high = members[j], members[j + 2]
+            # SQLite takes the first character as a member before it sees the range, so a
+            # reversed range holds that character alone
+            high = max(low, high)
+            parts.append(f"{_regex_char(low)}-{_regex_char(high)}")
+            j += 3
+        else:
+            parts.append(_regex_char(members[j]))
+            j += 1
+    return f"[{'^' if negated else ''}{''.join(parts)}]"
 
 
 class PostgresDialect(Dialect):

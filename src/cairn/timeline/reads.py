@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from cairn.errors import InvalidInput, NotFound
-from cairn.limits import MAX_COUNTER, is_id
+from cairn.limits import MAX_COUNTER, is_id, shown_id
 from cairn.model import Event, EventCursor, Grip, TocLevel, TocNode
 from cairn.retrieval.budget import estimate_item_tokens
 from cairn.retrieval.recall import keyword_recall, vector_recall
@@ -157,7 +157,7 @@ def expand_grip(
             raise InvalidInput(f"{what} must be between 0 and {MAX_CONTEXT_EVENTS}", field=what)
     found = store.grips([grip_id]).get(grip_id) if is_id(grip_id) else None
     if found is None or not reader.sees(found[1], found[2]):
-        raise NotFound(f"no grip {grip_id!r}", field="grip_id")
+        raise NotFound(f"no grip {shown_id(grip_id)}", field="grip_id")
     grip, scope_id, acl_id = found
     ends = store.get_events(scope_id, [grip.event_id_start, grip.event_id_end])
     start, end = ends[grip.event_id_start], ends[grip.event_id_end]
