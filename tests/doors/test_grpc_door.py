@@ -5,6 +5,7 @@ lists the services; and ``cairn serve --grpc-port`` starts it beside the HTTP AP
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -593,6 +594,51 @@ def test_a_message_over_the_size_limit_is_refused(world: World) -> None:
     over = ingest("x" * (MAX_REQUEST_BYTES + 1))
     assert over.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "big" not in _stored_ids(world)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protocol buffer field, spelled byte by byte (no message class
+    would write the bad messages below)."""
+
+    def varint(value: int) -> bytes:
+        out = b""
+        while True:
+            low, value = value & 0x7F, value >> 7
+            if not value:
+                return out + bytes([low])
+            out += bytes([low | 0x80])
+
+    return varint((number << 3) | 2) + varint(len(payload)) + payload
+
+
+def _nested_struct(levels: int) -> bytes:
+    struct = b""
+    for _ in range(levels):  # Struct{fields: {"a": Value{struct_value: Struct{...}}}}
+        struct = _field(1, _field(1, b"a") + _field(2, _field(5, struct)))
+    return struct
+
+
+@pytest.mark.parametrize(
+    ("rpc", "body"),
+    [
+        ("GetTocRoot", b"\xff\xff\xff"),  # not a message at all
+        ("GetTocRoot", _field(1, b"\xff\xfe")),  # a scope that is not UTF-8
+        # an event whose metadata nests past the decoder's 100 levels
+        ("IngestEvent", _field(1, _field(1, b"deep") + _field(9, _nested_struct(60)))),
+    ],
+)
+def test_a_request_that_cannot_be_decoded_is_invalid_argument(
+    world: World, rpc: str, body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As an HTTP door answers a body it cannot read: the caller's error, not the server's,
+    with or without a key, and no error in the server's log."""
+    raw = world.channel.unary_unary(f"/{SERVICE_NAME}/{rpc}")
+    for metadata in (_auth(world.keys["agent"]), ()):
+        error = _refused(raw, body, metadata)
+        assert error.code() is grpc.StatusCode.INVALID_ARGUMENT, (rpc, error.details())
+        assert "could not be decoded" in (error.details() or "")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "deep" not in _stored_ids(world)
 
 
 def test_an_unexpected_failure_says_nothing_of_itself(

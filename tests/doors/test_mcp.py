@@ -531,3 +531,35 @@ async def test_the_stock_agent_writes_into_its_projects_scope(live: Live) -> Non
         assert not made.is_error, made.content
         got = await client.call_tool("read", {"record_id": made.structured_content["id"]})
         assert got.structured_content["record"]["scope"] == expected
+
+
+def test_a_session_is_its_openers_alone(live: Live) -> None:
+    """Another key naming a session is answered as if the session did not exist, for a call
+    and for ending it; its owner goes on using it."""
+    accept = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+
+    def post(key: str, body: dict[str, Any], session: str | None = None) -> httpx.Response:
+        headers = {**live.headers(key), **accept}
+        if session is not None:
+            headers["mcp-session-id"] = session
+        return httpx.post(f"{live.url}/mcp", json=body, headers=headers, timeout=30)
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {},
+             "clientInfo": {"name": "owner", "version": "1"}}  # fmt: skip
+    opened = post(live.agent, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+    session = opened.headers["mcp-session-id"]
+    ready = post(live.agent, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    assert ready.status_code == 202, ready.text
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    never = post(live.curator, listing, "0" * 32)
+    assert never.status_code == 404
+    taken = post(live.curator, listing, session)
+    assert (taken.status_code, taken.text) == (never.status_code, never.text)
+    ended = httpx.delete(
+        f"{live.url}/mcp",
+        headers={**live.headers(live.curator), **accept, "mcp-session-id": session},
+        timeout=30,
+    )
+    assert ended.status_code == 404
+    mine = post(live.agent, listing, session)
+    assert mine.status_code == 200 and "remember" in mine.text

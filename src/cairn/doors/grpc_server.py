@@ -9,8 +9,10 @@ they tell whether the door is up and what the proto says, nothing about the stor
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -23,7 +25,7 @@ from cairn.limits import MAX_REQUEST_BYTES
 from cairn.memory import Memory
 from cairn.workspace import Workspace
 
-__all__ = ["GRACE_SECONDS", "GrpcDoor", "start_grpc_door"]
+__all__ = ["GRACE_SECONDS", "DecodeGuard", "GrpcDoor", "start_grpc_door"]
 
 # In-flight calls get this long to finish on shutdown; then they are cancelled.
 GRACE_SECONDS = 5.0
@@ -32,6 +34,65 @@ GRACE_SECONDS = 5.0
 WORKERS = 16
 
 log = logging.getLogger("cairn.grpc")
+
+
+class _Undecodable:
+    """Stands for a request that could not be decoded, so that its call can refuse it."""
+
+
+_UNDECODABLE = _Undecodable()
+_NOT_DECODED = (
+    "the request could not be decoded: it is not the method's protocol buffer message, "
+    "holds a string that is not UTF-8, or nests deeper than 100 levels"
+)
+
+
+class DecodeGuard(grpc.ServerInterceptor):
+    """Answer a request that cannot be decoded with INVALID_ARGUMENT, as the HTTP doors
+    answer a body they cannot read. Left to itself grpcio answers INTERNAL and logs an error
+    with a traceback, for anyone, key or none, who sends a few bad bytes."""
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        handler = continuation(handler_call_details)
+        if handler is None or handler.request_streaming or handler.request_deserializer is None:
+            return handler  # server reflection streams requests; it decodes them itself
+        decode = handler.request_deserializer
+
+        def tolerant(data: bytes) -> Any:
+            try:
+                return decode(data)
+            except Exception:  # a DecodeError, or the decoder's recursion limit
+                return _UNDECODABLE
+
+        def refuse(request: Any, context: grpc.ServicerContext) -> None:
+            if request is _UNDECODABLE:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, _NOT_DECODED)
+
+        if handler.unary_unary is not None:
+            unary = handler.unary_unary
+
+            def unary_call(request: Any, context: grpc.ServicerContext) -> Any:
+                refuse(request, context)
+                return unary(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_call, tolerant, handler.response_serializer
+            )
+        if handler.unary_stream is not None:
+            streaming = handler.unary_stream
+
+            def stream_call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                refuse(request, context)
+                yield from streaming(request, context)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream_call, tolerant, handler.response_serializer
+            )
+        return handler
 
 
 @dataclass(frozen=True)
@@ -56,6 +117,7 @@ def start_grpc_door(workspace: Workspace, memory: Memory, *, host: str, port: in
     Raises ``RuntimeError`` when the address cannot be bound (the port is taken)."""
     server = grpc.server(
         ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="cairn-grpc"),
+        interceptors=[DecodeGuard()],
         options=[
             # the same ceiling as every HTTP door's request body
             ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),

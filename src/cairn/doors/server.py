@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import socket as socket_module
 import sys
 import time
@@ -126,21 +127,61 @@ class AccessLog(HttpMiddleware):
             )
 
 
+_SESSION_HEADER = "mcp-session-id"
+# The MCP sessions whose owners a server keeps (a few hundred bytes each); past it the
+# oldest is forgotten, and refused from then on.
+MAX_SESSIONS = 100_000
+
+
 class BearerGate:
-    """Refuse a missing or wrong key with 401 before the wrapped ASGI app sees the request."""
+    """Refuse a missing or wrong key with 401 before the wrapped ASGI app (the MCP door)
+    sees the request, and keep each MCP session to the principal that opened it.
+
+    The SDK's sessions know nothing of keys: anyone holding a session's id could use it, or
+    end it (``DELETE``) under its owner. Here a request naming a session another principal
+    opened is handed on under an id no session has, so the SDK answers it exactly as it
+    answers a session that does not exist."""
 
     def __init__(self, app: ASGIApp, workspace: Workspace) -> None:
         self.app = app
         self.workspace = workspace
+        self.owners: dict[str, str] = {}  # session id -> the id of the principal that opened it
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
-            authenticate_http(self.workspace, bearer_key(headers))
+            principal = authenticate_http(self.workspace, bearer_key(headers))
         except CairnError as exc:
             await error_response(exc)(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        session = headers.get(_SESSION_HEADER)
+        # A session not opened through this gate (or forgotten, past MAX_SESSIONS) is no
+        # one's: refused as unknown, and the client opens a new one.
+        if session is not None and self.owners.get(session) != principal.id:
+            stranger = secrets.token_hex(16).encode()
+            scope = {
+                **scope,
+                "headers": [
+                    (k, stranger if k.lower() == _SESSION_HEADER.encode() else v)
+                    for k, v in scope["headers"]
+                ],
+            }
+            await self.app(scope, receive, send)
+            return
+
+        async def noting_the_owner(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                sent = {k.lower(): v for k, v in message.get("headers", ())}
+                opened = sent.get(_SESSION_HEADER.encode())
+                if session is None and opened is not None:
+                    self.owners[opened.decode("latin-1")] = principal.id
+                    if len(self.owners) > MAX_SESSIONS:
+                        del self.owners[next(iter(self.owners))]  # the oldest
+                elif session is not None and scope["method"] == "DELETE":
+                    self.owners.pop(session, None)
+            await send(message)
+
+        await self.app(scope, receive, noting_the_owner)
 
 
 def build_server_app(
