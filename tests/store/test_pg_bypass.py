@@ -4,6 +4,7 @@ tables and call ``cairn_commit``, and nothing else writes them."""
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -140,7 +141,8 @@ def test_a_superuser_url_still_serves_as_the_serving_role(db: str, curator: Prin
     _seeded(db, curator)
     store = PostgresStore(db)
     try:
-        # what any code inside the process could reach: every connection of the pool
+        # every connection of the pool, as cairn's own code gets it (code in the process
+        # could RESET ROLE: a superuser URL is no boundary, docs/operations.md says so)
         with store._pool.connection() as conn:
             assert conn.execute("SELECT current_user AS u").fetchone() == {"u": SERVING_ROLE}
             with pytest.raises(pg_errors.InsufficientPrivilege):
@@ -164,6 +166,32 @@ def test_commit_function_demands_an_audit_entry(
         )  # fmt: skip
         after = conn.execute("SELECT count(*) FROM cairn.audit").fetchone()
         assert before is not None and after is not None and after[0] == before[0] + 1
+
+
+def test_a_timeline_node_cannot_take_a_records_id(
+    db: str, pg_cluster: PgCluster, curator: Principal
+) -> None:
+    """A serving login writing a timeline node under a record's id would have taken the
+    record's chunks out of search for everyone: refused, and the record stays found."""
+    record_id = _seeded(db, curator)
+    at = "2026-01-01T00:00:00+00:00"
+    node = {"node_id": record_id, "version": 1, "level": "day", "node_key": "k",
+            "partition_key": "p", "scope": "acme/app",
+            "acl": {"roles": [], "labels": [], "sensitivity": "low"}, "agent": None,
+            "parent_id": None, "starts_at": at, "ends_at": at, "first_ts": at, "last_ts": at,
+            "event_count": 0, "body": {"title": "x"}, "digest": "d", "retired": False,
+            "built_at": at}  # fmt: skip
+    change = [{"audit": {"id": "aud_node", "at": at, "actor": "a", "actor_roles": [],
+                         "action": "note", "details": {}},
+               "writes": [{"t": "toc_node", "row": node, "chunks": []}]}]  # fmt: skip
+    with (
+        psycopg.connect(pg_cluster.login_url(db, LOGIN), autocommit=True) as conn,
+        pytest.raises(pg_errors.InvalidParameterValue, match="id of a record"),
+    ):
+        conn.execute("SELECT cairn.cairn_commit(%s::jsonb)", (json.dumps(change),))
+    with Memory(PostgresStore(db), parse_policy(DEFAULT_POLICY_YAML)) as memory:
+        hits = memory.search("seed", principal=curator, mode="keyword").hits
+        assert [hit.record_id for hit in hits] == [record_id]
 
 
 def test_history_is_append_only_even_for_the_owner(db: str, curator: Principal) -> None:

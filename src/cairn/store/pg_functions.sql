@@ -426,6 +426,10 @@ BEGIN
             WHEN 'toc_node' THEN
                 -- A timeline node's new version (never an update of an old one), its latest
                 -- pointer, its grips, and the chunks indexing it; earlier chunks leave the head.
+                IF EXISTS (SELECT 1 FROM records WHERE id = w -> 'row' ->> 'node_id') THEN
+                    RAISE EXCEPTION 'a timeline node may not take the id of a record'
+                        USING ERRCODE = '22023';
+                END IF;
                 v_scope_id := cairn_scope_id(w -> 'row' ->> 'scope');
                 v_acl_id := cairn_acl_id(w -> 'row' -> 'acl');
                 INSERT INTO toc_nodes (node_id, version, level, node_key, partition_key, scope,
@@ -453,9 +457,12 @@ BEGIN
                     g.event_id_end, g.event_id, g.ts, g.source, v_scope_id, v_acl_id
                 FROM jsonb_populate_recordset(NULL::grips, coalesce(w -> 'grips', '[]')) g
                 ON CONFLICT (grip_id) DO NOTHING;
+                -- only the node's own timeline chunks leave the head: a node id that named a
+                -- record must not take that record's chunks out of search
                 WITH left_head AS (
                     UPDATE chunks SET is_head = false
                     WHERE record_id = w -> 'row' ->> 'node_id' AND is_head
+                      AND source_kind = 'timeline'
                     RETURNING id
                 )
                 SELECT touched || coalesce(array_agg(id ORDER BY id), '{}') INTO touched

@@ -16,7 +16,9 @@ login roles are made members of):
     plain ``INSERT``/``UPDATE``/``DELETE`` on a memory table fails with
     ``insufficient_privilege``. ``cairn_put_vectors`` only adds to the embedding cache.
 
-Versions, the audit log and events are append-only for everyone, owner included (triggers).
+Versions, the audit log and events are append-only for every role's statements, the owner's
+included (triggers); the owner, who owns the triggers, could disable them, so the owner login
+stays out of serving processes (docs/operations.md).
 
 A step is SQL run as ``cairn_owner`` plus optional ``admin_sql`` run first as the connecting
 login (for what only a superuser may do, such as ``CREATE EXTENSION vector``). Steps hold
@@ -119,7 +121,7 @@ $do$;
 def _forbid_rewrite(
     table: str, *, rows: bool = True, truncate: bool = True, indent: str = ""
 ) -> str:
-    """Triggers that make ``table`` append-only for everyone, owner included: one refusing
+    """Triggers that make ``table`` append-only for every role's statements: one refusing
     to update or delete a row (``rows``), one refusing to empty it (``truncate``). Each is
     laid out at ``indent``, as the step that shipped it was: a step's SQL stays byte for
     byte what stores in the field have run."""

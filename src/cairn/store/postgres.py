@@ -396,7 +396,10 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
                     detail = json.loads(exc.diag.message_detail or "{}")
                     raise Conflict(exc.diag.message_primary or str(exc), **detail) from exc
                 if isinstance(exc, pg_errors.IntegrityError):
-                    raise Conflict(f"the change conflicts with stored data: {exc}") from exc
+                    # the constraint's words only: PostgreSQL's detail quotes the stored
+                    # row's key, which need not be the caller's to read
+                    said = exc.diag.message_primary or "a constraint refused it"
+                    raise Conflict(f"the change conflicts with stored data: {said}") from exc
                 if isinstance(exc, pg_errors.UntranslatableCharacter | pg_errors.DataError):
                     raise InvalidInput(f"PostgreSQL cannot store this value: {exc}") from exc
                 if isinstance(exc, _RETRYABLE) and attempt < RETRY_ATTEMPTS:
