@@ -46,6 +46,7 @@ from cairn.model import (
 from cairn.store.base import (
     ChangeSet,
     ChunkDraft,
+    ExpectNoCopies,
     ExpectProposal,
     ExpectRecord,
     PutEdge,
@@ -142,12 +143,15 @@ class Gate(BatchGate, GraphGate, EventGate):
             reason=reason,
         )
         self._validate(proposal, principal)
-        duplicate = self._duplicate_of(proposal, principal)
+        duplicate, no_copies = self._duplicate_of(proposal, principal)
         if duplicate is not None:
             self._reject_duplicate(proposal, principal, duplicate)
         decision, rule, why = self._ruling(proposal, principal, target)
         if decision is Verdict.APPROVE:
-            return self._accept(proposal, principal, rule=rule, reason=why, auto=True, stored=False)
+            return self._accept(
+                proposal, principal, rule=rule, reason=why, auto=True, stored=False,
+                also_expects=no_copies,
+            )  # fmt: skip
         if decision is Verdict.REJECT:
             return self._reject(proposal, principal, rule=rule, reason=why or "", stored=False)
         return self._queue(proposal, principal, rule=rule, reason=why)
@@ -163,10 +167,11 @@ class Gate(BatchGate, GraphGate, EventGate):
             if not reason or not reason.strip():
                 raise InvalidInput("a rejection needs a reason", field="reason")
             return self._reject(proposal, principal, rule="curator", reason=reason, stored=True)
-        self._check_approvable(proposal, principal)
+        no_copies = self._check_approvable(proposal, principal)
         return self._accept(
-            proposal, principal, rule="curator", reason=reason, auto=False, stored=True
-        )
+            proposal, principal, rule="curator", reason=reason, auto=False, stored=True,
+            also_expects=no_copies,
+        )  # fmt: skip
 
     def approve_many(
         self, proposal_ids: Sequence[str], *, principal: Principal, reason: str
@@ -192,6 +197,7 @@ class Gate(BatchGate, GraphGate, EventGate):
         # the first or duplicate it. Outcome: refused; approve such proposals one by one.
         targets: set[str] = set()
         contents: set[tuple[str, str]] = set()
+        no_copies: dict[str, ExpectNoCopies | None] = {}
         for proposal in proposals:
             if proposal.record_id is not None:
                 if proposal.record_id in targets:
@@ -209,22 +215,23 @@ class Gate(BatchGate, GraphGate, EventGate):
                         field="proposal_ids",
                     )
                 contents.add(key)
-            self._check_approvable(proposal, principal)
+            no_copies[proposal.id] = self._check_approvable(proposal, principal)
         now = self.clock()
         outcomes: list[ProposalOutcome] = []
         changesets: list[ChangeSet] = []
         for proposal in proposals:
             outcome, changeset = self._acceptance(
                 proposal, principal, rule="curator", reason=checked, auto=False, stored=True,
-                now=now, bulk=True,
+                now=now, bulk=True, also_expects=no_copies[proposal.id],
             )  # fmt: skip
             outcomes.append(outcome)
             changesets.append(changeset)
         self._write(changesets)
         return outcomes
 
-    def _check_approvable(self, proposal: Proposal, principal: Principal) -> None:
-        """Raise unless a curator may approve the pending ``proposal`` as it stands."""
+    def _check_approvable(self, proposal: Proposal, principal: Principal) -> ExpectNoCopies | None:
+        """Raise unless a curator may approve the pending ``proposal`` as it stands; what its
+        commit must still find (no copy of its content stored meanwhile)."""
         if self.is_stale(proposal):
             raise StaleProposal(
                 f"proposal {proposal.id} is stale: the version it was based on is no longer "
@@ -232,7 +239,7 @@ class Gate(BatchGate, GraphGate, EventGate):
                 proposal_id=proposal.id,
             )
         self._validate(proposal, principal)
-        duplicate = self._duplicate_of(proposal, principal)
+        duplicate, no_copies = self._duplicate_of(proposal, principal)
         if duplicate is not None:
             # Nothing is written: an automatic rejection would store the duplicate's id and
             # title in a reason the proposer reads, and the proposer may not see that record.
@@ -243,6 +250,7 @@ class Gate(BatchGate, GraphGate, EventGate):
                 proposal_id=proposal.id,
                 existing_record_id=duplicate.id,
             )
+        return no_copies
 
     def rebase(self, proposal_id: str, *, principal: Principal) -> ProposalOutcome:
         """Re-pin a stale proposal on the current version as a new, linked proposal."""

@@ -14,7 +14,14 @@ from cairn.governance.gate_outcomes import GateOutcomes, duplicate_feedback
 from cairn.governance.gate_rulings import GateRulings
 from cairn.limits import MAX_RECORD_BATCH
 from cairn.model import CreateChange, Principal, ProposalOutcome, Record, Verdict
-from cairn.store.base import PutBatch, PutProposal, Write
+from cairn.store.base import (
+    NOT_COPIES,
+    ExpectNoCopies,
+    Precondition,
+    PutBatch,
+    PutProposal,
+    Write,
+)
 
 __all__ = ["BatchGate"]
 
@@ -72,7 +79,7 @@ class BatchGate(GateOutcomes, GateRulings):
                 self.policy.check_kind(content.kind)
                 checked.add(("kind", content.kind))
         hashes = [change.content.content_hash() for change in changes]
-        stored = self._stored_duplicates(changes, hashes, principal)
+        stored, no_copies = self._stored_duplicates(changes, hashes, principal)
         made: dict[tuple[str, str], Record] = {}  # the batch's records, by scope and hash
         rulings: dict[Hashable, tuple[Verdict, str, str | None]] = {}
         now = self.clock()
@@ -110,21 +117,26 @@ class BatchGate(GateOutcomes, GateRulings):
                 "rules": _counts(o.proposal.rule or "" for o in outcomes),
             },
         )
-        self._commit(audit, [PutBatch.of(writes)])
+        self._commit(audit, [PutBatch.of(writes)], expects=no_copies)
         return outcomes
 
     def _stored_duplicates(
         self, changes: Sequence[CreateChange], hashes: Sequence[str], principal: Principal
-    ) -> dict[tuple[str, str], Record]:
+    ) -> tuple[dict[tuple[str, str], Record], list[Precondition]]:
         """For each (scope, content hash) of the batch, the stored record ``submit`` would
-        call its duplicate, if any: one query per scope."""
+        call its duplicate, if any: one query per scope; and, per scope, what the commit
+        must still find (no copy stored since this looked)."""
         wanted: dict[str, set[str]] = {}
         for change, content_hash in zip(changes, hashes, strict=True):
             wanted.setdefault(change.content.scope, set()).add(content_hash)
         found: dict[tuple[str, str], Record] = {}
+        no_copies: list[Precondition] = []
         for scope, scope_hashes in wanted.items():
-            for record in self.store.find_by_hashes(scope, sorted(scope_hashes)):
+            stored = self.store.find_by_hashes(scope, sorted(scope_hashes))
+            holders = frozenset(r.id for r in stored if r.status not in NOT_COPIES)
+            no_copies.append(ExpectNoCopies(scope, frozenset(scope_hashes), holders))
+            for record in stored:
                 key = (scope, record.content.content_hash())
                 if key not in found and is_live_duplicate(record, None, principal):
                     found[key] = record
-        return found
+        return found, no_copies

@@ -25,6 +25,7 @@ from cairn.model import (
     UnlinkChange,
     UpdateChange,
 )
+from cairn.store.base import NOT_COPIES, ExpectNoCopies
 
 __all__ = ["GateChecks", "is_live_duplicate"]
 
@@ -35,7 +36,7 @@ def is_live_duplicate(record: Record, proposal_record_id: str | None, principal:
     ``principal`` may read (one it may not read is never named: the check is no oracle)."""
     return (
         record.id != proposal_record_id
-        and record.status not in (Status.REJECTED, Status.ARCHIVED)
+        and record.status not in NOT_COPIES
         and access.can_read(principal, record.scope, record.content.acl)
     )
 
@@ -224,9 +225,12 @@ class GateChecks(GateCore):
                     field="pins",
                 )
 
-    def _duplicate_of(self, proposal: Proposal, principal: Principal) -> Record | None:
+    def _duplicate_of(
+        self, proposal: Proposal, principal: Principal
+    ) -> tuple[Record | None, ExpectNoCopies | None]:
         """An existing record with the same content in the scope, among those ``principal``
-        may read: a record it may not read is never named, so the check is no oracle."""
+        may read (a record it may not read is never named, so the check is no oracle), and
+        what the commit must still find: no copy stored since this check looked."""
         change = proposal.change
         if isinstance(change, CreateChange):
             content: Content | None = change.content
@@ -237,8 +241,12 @@ class GateChecks(GateCore):
         else:
             content = None
         if content is None:
-            return None
-        for record in self.store.find_by_hashes(content.scope, [content.content_hash()]):
+            return None, None
+        content_hash = content.content_hash()
+        found = self.store.find_by_hashes(content.scope, [content_hash])
+        holders = frozenset(record.id for record in found if record.status not in NOT_COPIES)
+        unchanged = ExpectNoCopies(content.scope, frozenset({content_hash}), holders)
+        for record in found:
             if is_live_duplicate(record, proposal.record_id, principal):
-                return record
-        return None
+                return record, unchanged
+        return None, unchanged

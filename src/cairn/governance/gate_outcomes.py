@@ -10,7 +10,14 @@ from cairn.errors import DuplicateContent
 from cairn.governance import links
 from cairn.governance.gate_plans import GatePlans, Plan
 from cairn.model import Principal, Proposal, ProposalOutcome, ProposalStatus, Record, Verdict
-from cairn.store.base import ChangeSet, ExpectProposal, PutEdge, PutProposal, Write
+from cairn.store.base import (
+    ChangeSet,
+    ExpectProposal,
+    Precondition,
+    PutEdge,
+    PutProposal,
+    Write,
+)
 
 __all__ = ["Acceptance", "GateOutcomes", "closed", "duplicate_feedback"]
 
@@ -200,9 +207,16 @@ class GateOutcomes(GatePlans):
         return outcome
 
     def _accept(
-        self, proposal: Proposal, principal: Principal, **how: Unpack[Acceptance]
+        self,
+        proposal: Proposal,
+        principal: Principal,
+        *,
+        also_expects: Precondition | None = None,
+        **how: Unpack[Acceptance],
     ) -> ProposalOutcome:
-        outcome, changeset = self._acceptance(proposal, principal, now=self.clock(), **how)
+        outcome, changeset = self._acceptance(
+            proposal, principal, now=self.clock(), also_expects=also_expects, **how
+        )
         self._write([changeset])
         return outcome
 
@@ -214,10 +228,12 @@ class GateOutcomes(GatePlans):
         now: datetime,
         bulk: bool = False,
         plan: Plan | None = None,
+        also_expects: Precondition | None = None,
         **how: Unpack[Acceptance],
     ) -> tuple[ProposalOutcome, ChangeSet]:
         """The accepted proposal's outcome and the change set (writes and audit) that
-        commits it; nothing is written here."""
+        commits it, if its plan's preconditions and ``also_expects`` (what the checks before
+        it saw) still hold; nothing is written here."""
         rule, reason = how["rule"], how["reason"]
         outcome, plan = self._accepted(
             proposal, principal, rule=rule, reason=reason, now=now, plan=plan
@@ -225,6 +241,8 @@ class GateOutcomes(GatePlans):
         expects = list(plan.expects)
         if how["stored"]:
             expects.append(ExpectProposal(proposal.id, ProposalStatus.PENDING))
+        if also_expects is not None:
+            expects.append(also_expects)
         details: dict[str, object] = {
             "op": proposal.change.op,
             "auto": how["auto"],

@@ -207,9 +207,13 @@ class GatePlans(GateCore):
         else:
             assert change.by is not None
             replacement = self._record(change.by)
+            # Both ends must still be current when this commits: two opposite supersessions
+            # at once would otherwise each pass, and make a cycle.
             plan = Plan(
                 writes=[],
-                expects=[ExpectRecord(replacement.id, replacement.current_version_id)],
+                expects=[
+                    ExpectRecord(replacement.id, replacement.current_version_id, unsuperseded=True)
+                ],
                 record=replacement,
             )
             new_id_ = replacement.id
@@ -225,7 +229,8 @@ class GatePlans(GateCore):
             proposal_id=proposal_id,
         )
         plan.writes += [PutRecord(retired), PutEdge(supersedes)]
-        plan.expects.append(ExpectRecord(old.id, old.current_version_id))
+        # and a record is superseded once: a second replacement at once is refused
+        plan.expects.append(ExpectRecord(old.id, old.current_version_id, unsuperseded=True))
         return plan
 
     def _plan_publish(self, change: PublishChange, proposal: Proposal, now: datetime) -> Plan:
@@ -234,8 +239,15 @@ class GatePlans(GateCore):
         if previous_id and not change.replace:
             previous = self.store.get_baseline(previous_id)
             pins.update(previous.pins if previous else {})
+        # A record pinned at its head must still be active, at that head, when this commits:
+        # an archive at the same moment would otherwise be published.
+        still_active: list[Precondition] = []
         for record_id, version_id in change.pins.items():
-            pins[record_id] = version_id or self._record(record_id).current_version_id
+            if version_id is None:
+                record = self._record(record_id)
+                version_id = record.current_version_id
+                still_active.append(ExpectRecord(record_id, version_id, Status.ACTIVE))
+            pins[record_id] = version_id
         baseline = Baseline(
             id=new_id("bsl"),
             scope=change.scope,
@@ -247,6 +259,6 @@ class GatePlans(GateCore):
         )
         return Plan(
             writes=[PutBaseline(baseline), SetPublished(change.scope, baseline.id)],
-            expects=[ExpectPublished(change.scope, previous_id)],
+            expects=[ExpectPublished(change.scope, previous_id), *still_active],
             subject=baseline.id,
         )

@@ -40,6 +40,7 @@ from cairn.options import TaskPage  # the kernel's task listing and the store's 
 
 __all__ = [
     "MAX_KEYWORD_TERMS",
+    "NOT_COPIES",
     "SCOPED_SEARCH_MAX_SCOPES",
     "SCOPED_SEARCH_MAX_SHARE",
     "AclRow",
@@ -56,6 +57,7 @@ __all__ = [
     "EventLog",
     "EventPage",
     "EventText",
+    "ExpectNoCopies",
     "ExpectProposal",
     "ExpectPublished",
     "ExpectRecord",
@@ -227,11 +229,30 @@ Write = (
 @dataclass(frozen=True)
 class ExpectRecord:
     """The record's head must still be ``version_id`` (``None``: it must not exist yet),
-    and, when given, its status must still be ``status``."""
+    when given, its status must still be ``status``, and with ``unsuperseded`` nothing may
+    have superseded it (a supersession changes neither head nor status)."""
 
     record_id: str
     version_id: str | None
     status: Status | None = None
+    unsuperseded: bool = False
+
+
+# A record in these states holds its content without counting as a copy of it: content
+# rejected or archived may be proposed again.
+NOT_COPIES: tuple[Status, ...] = (Status.REJECTED, Status.ARCHIVED)
+
+
+@dataclass(frozen=True)
+class ExpectNoCopies:
+    """No record of ``scope`` holding content of one of ``content_hashes`` may have come
+    since the duplicate check, which saw ``holders`` (records in ``NOT_COPIES`` states
+    aside): a copy committed meanwhile refuses the change. Which record it is, the error
+    never says: the caller may not be allowed to read it."""
+
+    scope: str
+    content_hashes: frozenset[str]
+    holders: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -246,7 +267,7 @@ class ExpectPublished:
     baseline_id: str | None
 
 
-Precondition = ExpectRecord | ExpectProposal | ExpectPublished
+Precondition = ExpectRecord | ExpectProposal | ExpectPublished | ExpectNoCopies
 
 
 @dataclass(frozen=True)

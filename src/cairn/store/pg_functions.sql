@@ -295,6 +295,7 @@ DECLARE
     next_seq bigint;
     cur_version text;
     cur_status text;
+    cur_successor text;
     cur_baseline text;
     touched bigint[] := '{}';  -- chunks inserted or re-filtered: stamped with seqs at the end
     appended bigint[] := '{}';  -- events stored by this commit: outbox rows at the end
@@ -316,7 +317,8 @@ BEGIN
         FOR e IN SELECT value FROM jsonb_array_elements(coalesce(cs -> 'expects', '[]')) LOOP
             CASE e ->> 't'
             WHEN 'record' THEN
-                SELECT current_version_id, status INTO cur_version, cur_status
+                SELECT current_version_id, status, superseded_by
+                    INTO cur_version, cur_status, cur_successor
                     FROM records WHERE id = e ->> 'record_id' FOR UPDATE;
                 IF e -> 'version_id' IS NULL OR e -> 'version_id' = 'null' THEN
                     IF FOUND THEN
@@ -334,6 +336,11 @@ BEGIN
                     RAISE EXCEPTION USING ERRCODE = 'CR409',
                         MESSAGE = format('record %s is now %s', e ->> 'record_id', cur_status),
                         DETAIL = jsonb_build_object('record_id', e ->> 'record_id')::text;
+                ELSIF coalesce((e ->> 'unsuperseded')::boolean, false)
+                      AND cur_successor IS NOT NULL THEN
+                    RAISE EXCEPTION USING ERRCODE = 'CR409',
+                        MESSAGE = format('record %s was superseded meanwhile', e ->> 'record_id'),
+                        DETAIL = jsonb_build_object('record_id', e ->> 'record_id')::text;
                 END IF;
             WHEN 'proposal' THEN
                 SELECT status INTO cur_status
@@ -343,6 +350,22 @@ BEGIN
                         MESSAGE = format('proposal %s was decided by someone else meanwhile',
                                          e ->> 'proposal_id'),
                         DETAIL = jsonb_build_object('proposal_id', e ->> 'proposal_id')::text;
+                END IF;
+            WHEN 'copies' THEN
+                -- One writer of new content per scope at a time, until it commits: a copy
+                -- another commits meanwhile is then seen here, not stored beside this one.
+                PERFORM pg_advisory_xact_lock(1667328372, hashtext(e ->> 'scope'));
+                IF EXISTS (
+                    SELECT 1 FROM records
+                    WHERE scope = e ->> 'scope'
+                      AND content_hash IN (SELECT jsonb_array_elements_text(e -> 'hashes'))
+                      AND status NOT IN (SELECT jsonb_array_elements_text(e -> 'not_copies'))
+                      AND id NOT IN (SELECT jsonb_array_elements_text(e -> 'holders'))
+                ) THEN
+                    RAISE EXCEPTION USING ERRCODE = 'CR409',
+                        MESSAGE = format('the same content was stored in %s meanwhile: read '
+                                         'again before proposing it', e ->> 'scope'),
+                        DETAIL = jsonb_build_object('scope', e ->> 'scope')::text;
                 END IF;
             WHEN 'published' THEN
                 PERFORM pg_advisory_xact_lock(1667328371, hashtext(e ->> 'scope'));

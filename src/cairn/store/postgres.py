@@ -677,9 +677,18 @@ def _expect_json(expect: base.Precondition) -> dict[str, Any]:
             "record_id": expect.record_id,
             "version_id": expect.version_id,
             "status": expect.status.value if expect.status else None,
+            "unsuperseded": expect.unsuperseded,
         }
     if isinstance(expect, base.ExpectProposal):
         return {"t": "proposal", "proposal_id": expect.proposal_id, "status": expect.status.value}
+    if isinstance(expect, base.ExpectNoCopies):
+        return {
+            "t": "copies",
+            "scope": expect.scope,
+            "hashes": sorted(expect.content_hashes),
+            "holders": sorted(expect.holders),
+            "not_copies": [status.value for status in base.NOT_COPIES],
+        }
     return {"t": "published", "scope": expect.scope, "baseline_id": expect.baseline_id}
 
 

@@ -39,11 +39,13 @@ from cairn.model import (
 from cairn.private_files import create_private_file
 from cairn.search.fts import match_expression, quote_term
 from cairn.store.base import (
+    NOT_COPIES,
     ChangeSet,
     ChunkDraft,
     Chunker,
     ChunkFilter,
     Dumped,
+    ExpectNoCopies,
     ExpectProposal,
     ExpectRecord,
     KeywordQuery,
@@ -732,10 +734,16 @@ _RECORD_STATE = (
 )  # fmt: skip
 
 
+_COPIED_MEANWHILE = (
+    "the same content was stored in {scope} meanwhile: read again before proposing it"
+)
+
+
 def _check(conn: sqlite3.Connection, expect: Precondition) -> None:
     if isinstance(expect, ExpectRecord):
         row = conn.execute(
-            "SELECT current_version_id, status FROM records WHERE id = ?", (expect.record_id,)
+            "SELECT current_version_id, status, superseded_by FROM records WHERE id = ?",
+            (expect.record_id,),
         ).fetchone()
         if expect.version_id is None:
             if row is not None:
@@ -748,6 +756,19 @@ def _check(conn: sqlite3.Connection, expect: Precondition) -> None:
             )
         if expect.status is not None and row["status"] != expect.status.value:
             raise Conflict(f"record {expect.record_id} is now {row['status']}")
+        if expect.unsuperseded and row["superseded_by"] is not None:
+            raise Conflict(f"record {expect.record_id} was superseded meanwhile")
+    elif isinstance(expect, ExpectNoCopies):
+        hashes = sorted(expect.content_hashes)
+        marks = ", ".join("?" * len(hashes))
+        skipped = ", ".join("?" * len(NOT_COPIES))
+        found = conn.execute(
+            f"SELECT id FROM records WHERE scope = ? AND content_hash IN ({marks}) "
+            f"AND status NOT IN ({skipped})",
+            (expect.scope, *hashes, *(status.value for status in NOT_COPIES)),
+        ).fetchall()
+        if any(row["id"] not in expect.holders for row in found):
+            raise Conflict(_COPIED_MEANWHILE.format(scope=expect.scope))
     elif isinstance(expect, ExpectProposal):
         row = conn.execute(
             "SELECT status FROM proposals WHERE id = ?", (expect.proposal_id,)
