@@ -12,7 +12,7 @@ from a2a.server.context import ServerCallContext
 from a2a.types.a2a_pb2 import Task
 from a2a.utils.errors import InvalidParamsError
 
-from cairn.doors.a2a_agent import PRINCIPAL_STATE, MemoryTaskStore
+from cairn.doors.a2a_agent import MAX_TASK_PARTS, PRINCIPAL_STATE, MemoryTaskStore
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.graph.fixtures import example_fixtures, plan_graph
 from cairn.memory import MAX_TASK_BYTES, Memory
@@ -268,6 +268,13 @@ def test_a_reply_that_grows_its_task_past_the_limit_is_invalid_params(tmp_path: 
     task.artifacts[0].parts[0].text = "fits"
     asyncio.run(store.save(task, context))
     assert asyncio.run(store.get("t-big", context)) == task
+    # and so is a task of too many parts, however they came (a reply's own included)
+    many = Task(id="t-many", context_id="c-big")
+    for _ in range(MAX_TASK_PARTS + 1):
+        many.artifacts.add().parts.add().text = "x"
+    with pytest.raises(InvalidParamsError, match="parts"):
+        asyncio.run(store.save(many, context))
+    assert asyncio.run(store.get("t-many", context)) is None
     memory.close()
 
 
@@ -283,7 +290,7 @@ def test_a_record_with_the_most_metadata_a_record_holds_goes_through(live: Live)
     assert _stored_metadata(live, record_id) == metadata
 
 
-@pytest.mark.parametrize("where", ["data", "metadata", "nested"])
+@pytest.mark.parametrize("where", ["data", "metadata", "nested", "params"])
 def test_refuses_data_of_too_many_values(live: Live, where: str) -> None:
     """A data part or metadata of a few hundred thousand keys fits a request but cost the
     SDK seconds on the event loop that every door shares: refused by count first."""
@@ -294,20 +301,27 @@ def test_refuses_data_of_too_many_values(live: Live, where: str) -> None:
         message["parts"].append({"kind": "data", "data": wide})
     elif where == "metadata":
         message["metadata"] = wide
-    else:  # many small lists spread over parts: the count is of the whole request
+    elif where == "nested":  # many small lists spread over parts: the count is of it all
         message["parts"] += [{"kind": "data", "data": {"x": [0] * 100}}] * 50
-    error = _rpc(live, "message/send", {"message": message}, live.agent).json()["error"]
+    params: dict[str, Any] = {"message": message}
+    if where == "params":  # the request's own metadata, of a send and of any other method
+        params["metadata"] = wide
+        cancel = {"id": "t-none", "metadata": wide}
+        error = _rpc10(live, "CancelTask", cancel, live.agent).json()["error"]
+        assert error["code"] == -32602 and "4,096 values" in error["message"], error
+    error = _rpc(live, "message/send", params, live.agent).json()["error"]
     assert error["code"] == -32602 and "4,096 values" in error["message"], error
 
 
-def test_a_task_gathers_a_bounded_number_of_parts(live: Live) -> None:
+@pytest.mark.parametrize("task_key", ["taskId", "task_id"])
+def test_a_task_gathers_a_bounded_number_of_parts(live: Live, task_key: str) -> None:
     """Every part a task gathers is converted each time it is read: past the bound a message
-    is refused, and the task stays as it was."""
+    is refused, and the task stays as it was (however the task's id is spelt)."""
     first = _rpc(live, "message/send", _message("Hello"), live.agent).json()["result"]
     sent = 0
     for index in range(10):
-        message = {"kind": "message", "messageId": f"m-parts-{index}", "role": "user",
-                   "taskId": first["id"], "contextId": first["contextId"],
+        message = {"kind": "message", "messageId": f"m-parts-{task_key}-{index}",
+                   "role": "user", task_key: first["id"], "contextId": first["contextId"],
                    "parts": [{"kind": "text", "text": "hi"}] * 256}  # fmt: skip
         answer = _rpc(live, "message/send", {"message": message}, live.agent).json()
         if "error" in answer:
@@ -317,7 +331,7 @@ def test_a_task_gathers_a_bounded_number_of_parts(live: Live) -> None:
     assert answer["error"]["code"] == -32602 and "at most 1,024" in answer["error"]["message"]
     kept = _rpc(live, "tasks/get", {"id": first["id"]}, live.agent).json()["result"]
     assert sum(len(m["parts"]) for m in kept["history"]) <= 1024
-    assert "m-parts-3" not in {m["messageId"] for m in kept["history"]}
+    assert f"m-parts-{task_key}-3" not in {m["messageId"] for m in kept["history"]}
 
 
 def test_bad_page_tokens_and_history_lengths_are_invalid_params(live: Live) -> None:

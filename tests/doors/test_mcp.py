@@ -538,28 +538,35 @@ def test_a_session_is_its_openers_alone(live: Live) -> None:
     and for ending it; its owner goes on using it."""
     accept = {"Accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
 
-    def post(key: str, body: dict[str, Any], session: str | None = None) -> httpx.Response:
-        headers = {**live.headers(key), **accept}
-        if session is not None:
-            headers["mcp-session-id"] = session
+    def post(key: str, body: dict[str, Any], *sessions: str) -> httpx.Response:
+        headers = [*live.headers(key).items(), *accept.items()]
+        headers += [("mcp-session-id", session) for session in sessions]
         return httpx.post(f"{live.url}/mcp", json=body, headers=headers, timeout=30)
+
+    def delete(key: str, *sessions: str) -> httpx.Response:
+        headers = [*live.headers(key).items(), *accept.items()]
+        headers += [("mcp-session-id", session) for session in sessions]
+        return httpx.delete(f"{live.url}/mcp", headers=headers, timeout=30)
 
     hello = {"protocolVersion": "2025-06-18", "capabilities": {},
              "clientInfo": {"name": "owner", "version": "1"}}  # fmt: skip
-    opened = post(live.agent, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
-    session = opened.headers["mcp-session-id"]
-    ready = post(live.agent, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-    assert ready.status_code == 202, ready.text
+
+    def opened(key: str) -> str:
+        made = post(key, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        session = made.headers["mcp-session-id"]
+        ready = post(key, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        assert ready.status_code == 202, ready.text
+        return session
+
+    session, own = opened(live.agent), opened(live.curator)
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     never = post(live.curator, listing, "0" * 32)
     assert never.status_code == 404
-    taken = post(live.curator, listing, session)
-    assert (taken.status_code, taken.text) == (never.status_code, never.text)
-    ended = httpx.delete(
-        f"{live.url}/mcp",
-        headers={**live.headers(live.curator), **accept, "mcp-session-id": session},
-        timeout=30,
-    )
-    assert ended.status_code == 404
+    # the agent's session, alone or first of two (the server reads the first)
+    for sessions in [(session,), (session, own)]:
+        taken = post(live.curator, listing, *sessions)
+        assert (taken.status_code, taken.text) == (never.status_code, never.text), sessions
+        assert delete(live.curator, *sessions).status_code == 404, sessions
     mine = post(live.agent, listing, session)
     assert mine.status_code == 200 and "remember" in mine.text
+    assert post(live.curator, listing, own).status_code == 200

@@ -267,12 +267,13 @@ def test_query_records_filters_and_orders_by_id(store: Store) -> None:
 # Scope names with characters that mean something to LIKE, to regular expressions or to
 # bracket expressions, and patterns SQLite takes literally, never matches, or reads as a class.
 ODD_SCOPES = ("acme/a", "acme/b", "acme/-", "acme/]", "acme/^", "acme/\\", "acme/%", "acme/_",
-              "acme/[x", "acme/:", "acme/é", "acme/z")  # fmt: skip
+              "acme/[x", "acme/:", "acme/é", "acme/z", "acme/`", "acme/[")  # fmt: skip
 ODD_GLOBS = ("acme/[ab]", "acme/[^ab]", "acme/[]]", "acme/[^]]", "acme/[]a]", "acme/[a-]",
              "acme/[-a]", "acme/[z-a]", "acme/[a-c-e]", "acme/[[:alpha:]]", "acme/[[.x.]]*",
              "acme/[[=a=]]*", "acme/[^]*", "acme/[\\]", "acme/[%_]", "acme/[x",
              "acme/[*", "acme[/a", "acme/[:]", "acme/[é]", "acme/[a-é]", "acme/[^a-y]",
-             "acme/[\\d]", "acme/[.]", "acme/?", "acme/[?]", "acme/[*]")  # fmt: skip
+             "acme/[\\d]", "acme/[.]", "acme/?", "acme/[?]", "acme/[*]", "acme/[]-a]",
+             "acme/[^]-a]", "acme/[]--]", "acme/[]-^]", "acme/[]-[]")  # fmt: skip
 
 
 def test_scope_globs_match_as_sqlite_glob_does(store: Store) -> None:

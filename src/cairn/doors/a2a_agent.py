@@ -142,6 +142,13 @@ class MemoryTaskStore(TaskStore):
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         principal = self._principal(context)
+        # The endpoint refuses a message that would take its task past this before it runs;
+        # here is where every way of growing a task meets, the reply's own parts included.
+        if _parts_of(task) > MAX_TASK_PARTS:
+            raise InvalidParamsError(
+                message=f"Invalid params: a task holds at most {MAX_TASK_PARTS:,} parts; "
+                "start a new task"
+            )
 
         def save() -> None:
             self.memory.save_task(
@@ -529,6 +536,11 @@ def _too_many_parts(body: Any) -> str | None:
     return None
 
 
+def _parts_of(task: Task) -> int:
+    """How many parts a task holds, over its messages and its answers."""
+    return sum(len(m.parts) for m in task.history) + sum(len(a.parts) for a in task.artifacts)
+
+
 def _struct_too_wide(body: Any) -> str | None:
     """Why a send request carries too many JSON values as Structs, or None. An explicit
     stack, never recursion, that stops as soon as the count passes the limit."""
@@ -543,7 +555,7 @@ def _struct_too_wide(body: Any) -> str | None:
         count += len(value)
         if count > A2A_MAX_STRUCT_VALUES:
             return (
-                "params.message: data parts and metadata hold more than "
+                "params: data parts and metadata hold more than "
                 f"{A2A_MAX_STRUCT_VALUES:,} values in all (object members and array items)"
             )
         stack.extend(value.values() if isinstance(value, dict) else value)
@@ -561,11 +573,14 @@ def _message_parts(body: dict[str, Any]) -> list[Any]:
 
 
 def _carried_as_structs(body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    """Where a send request holds JSON the SDK carries as a protobuf ``Struct`` or ``Value``
-    (path, value): the message's metadata, and each part's data and metadata."""
+    """Where a request holds JSON the SDK carries as a protobuf ``Struct`` or ``Value``
+    (path, value): the request's own metadata (a send's, a cancel's: any method's), and in a
+    send, the message's metadata and each part's data and metadata."""
+    params = body.get("params")
+    if isinstance(params, dict) and "metadata" in params:
+        yield "params.metadata", params["metadata"]
     if body.get("method") not in _SEND_METHODS:
         return
-    params = body.get("params")
     message = params.get("message") if isinstance(params, dict) else None
     if isinstance(message, dict) and "metadata" in message:
         yield "params.message.metadata", message["metadata"]
@@ -689,8 +704,11 @@ class A2AEndpoint:
             return None
         params = body.get("params")
         message = params.get("message") if isinstance(params, dict) else None
-        task_id = message.get("taskId") if isinstance(message, dict) else None
-        if not isinstance(task_id, str):
+        message = message if isinstance(message, dict) else None
+        # protobuf's JSON reader and the SDK's 0.3 models take the field's own name too
+        named = [message.get(key) for key in ("taskId", "task_id")] if message else []
+        task_id = next((name for name in named if isinstance(name, str)), None)
+        if task_id is None:
             return None
         held = self.memory.task(task_id, principal=principal)
         if held is None:
@@ -701,8 +719,7 @@ class A2AEndpoint:
                 f"params.message.taskId: the task holds {len(held):,} bytes and a task holds "
                 f"at most {MAX_TASK_BYTES:,}; {start_anew}"
             )
-        task = Task.FromString(held)
-        parts = sum(len(m.parts) for m in task.history) + sum(len(a.parts) for a in task.artifacts)
+        parts = _parts_of(Task.FromString(held))
         if parts + len(_message_parts(body)) > MAX_TASK_PARTS:
             return (
                 f"params.message.taskId: the task holds {parts:,} parts and a task holds at "
@@ -729,7 +746,8 @@ class A2AEndpoint:
             return _rpc_error(None, -32005, f"Content type not supported: {media}")
         raw = await request.body()  # cached by Starlette: the SDK reads it again
         # Reading and checking up to 8 MiB of JSON takes a while: on a worker thread, so
-        # the event loop, which every door shares, keeps answering meanwhile.
+        # that the event loop, which every door shares, is not held for all of it (it still
+        # waits on the interpreter's lock while the JSON parser runs).
         refused = await asyncio.to_thread(self._refusal, raw, principal)
         return refused or await self.dispatcher.handle_requests(request)
 

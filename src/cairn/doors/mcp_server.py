@@ -110,8 +110,9 @@ RECORD_VERSION_URI = "cairn://record/{id}@{version}"
 RESOURCE_NOT_FOUND = -32002
 # The spec caps one completion answer at 100 values.
 COMPLETION_CAP = 100
-# A version number in a resource URI: at most 16 digits, so never past 2**53 as parsed.
-_VERSION_NUMBER = re.compile(r"[0-9]{1,16}")
+# A version number in a resource URI: digits, few enough to read as a number at once (the
+# kernel says which numbers a version may have).
+_VERSION_NUMBER = re.compile(r"[0-9]{1,20}")
 _GLOB = re.compile(r"[*?\[]")
 
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
@@ -1041,7 +1042,8 @@ def build_mcp_server(memory: Memory, principal_for: PrincipalFor) -> MCPServer:
         if version is not None and not _VERSION_NUMBER.fullmatch(version):
             raise MCPError(
                 INVALID_PARAMS,
-                "[invalid_input] version must be a whole number, as in cairn://record/<id>@2",
+                "[invalid_input] version must be a whole number from 1 to 2**53, as in "
+                "cairn://record/<id>@2",
                 data={"uri": uri},
             )
         try:

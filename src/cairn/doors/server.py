@@ -23,7 +23,6 @@ import contextlib
 import json
 import logging
 import os
-import secrets
 import socket as socket_module
 import sys
 import time
@@ -34,6 +33,8 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -127,25 +128,18 @@ class AccessLog(HttpMiddleware):
             )
 
 
-_SESSION_HEADER = "mcp-session-id"
-# The MCP sessions whose owners a server keeps (a few hundred bytes each); past it the
-# oldest is forgotten, and refused from then on.
-MAX_SESSIONS = 100_000
-
-
 class BearerGate:
     """Refuse a missing or wrong key with 401 before the wrapped ASGI app (the MCP door)
-    sees the request, and keep each MCP session to the principal that opened it.
+    sees the request, and tell the SDK who the key's principal is.
 
-    The SDK's sessions know nothing of keys: anyone holding a session's id could use it, or
-    end it (``DELETE``) under its owner. Here a request naming a session another principal
-    opened is handed on under an id no session has, so the SDK answers it exactly as it
-    answers a session that does not exist."""
+    The SDK keeps each session to the credential that opened it and answers any other as
+    for a session that does not exist: named as the request's authenticated user, the
+    principal is that credential, so one principal can neither use nor end another's
+    session. (The SDK compares the very header value it then serves.)"""
 
     def __init__(self, app: ASGIApp, workspace: Workspace) -> None:
         self.app = app
         self.workspace = workspace
-        self.owners: dict[str, str] = {}  # session id -> the id of the principal that opened it
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
@@ -154,34 +148,9 @@ class BearerGate:
         except CairnError as exc:
             await error_response(exc)(scope, receive, send)
             return
-        session = headers.get(_SESSION_HEADER)
-        # A session not opened through this gate (or forgotten, past MAX_SESSIONS) is no
-        # one's: refused as unknown, and the client opens a new one.
-        if session is not None and self.owners.get(session) != principal.id:
-            stranger = secrets.token_hex(16).encode()
-            scope = {
-                **scope,
-                "headers": [
-                    (k, stranger if k.lower() == _SESSION_HEADER.encode() else v)
-                    for k, v in scope["headers"]
-                ],
-            }
-            await self.app(scope, receive, send)
-            return
-
-        async def noting_the_owner(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                sent = {k.lower(): v for k, v in message.get("headers", ())}
-                opened = sent.get(_SESSION_HEADER.encode())
-                if session is None and opened is not None:
-                    self.owners[opened.decode("latin-1")] = principal.id
-                    if len(self.owners) > MAX_SESSIONS:
-                        del self.owners[next(iter(self.owners))]  # the oldest
-                elif session is not None and scope["method"] == "DELETE":
-                    self.owners.pop(session, None)
-            await send(message)
-
-        await self.app(scope, receive, noting_the_owner)
+        # no token kept: the key was checked here, and is checked again on every tool call
+        user = AuthenticatedUser(AccessToken(token="", client_id=principal.id, scopes=[]))
+        await self.app({**scope, "user": user}, receive, send)
 
 
 def build_server_app(

@@ -185,6 +185,9 @@ def _glob_class(members: str, negated: bool) -> str:
     expression matching one character, as SQLite would."""
     parts: list[str] = []
     j = 0
+    if members.startswith("]"):  # a "]" first is a member, and never a range's low end
+        parts.append(_regex_char("]"))
+        j = 1
     while j < len(members):
         if j + 2 < len(members) and members[j + 1] == "-":
             low, high = members[j], members[j + 2]
