@@ -117,3 +117,21 @@ def test_audit_filters_by_rule_and_until(
     by_rule = memory.audit(AuditQuery(rule="curator"), principal=curator)
     assert [e.proposal_id for e in by_rule] == [queued]
     assert memory.audit(AuditQuery(until=utcnow() - timedelta(days=1)), principal=curator) == []
+
+
+def test_approve_many_refuses_an_update_and_a_create_bringing_one_content(
+    memory: Memory, agent: Principal, curator: Principal
+) -> None:
+    """Not only two creates: any two of the proposals that would store the same content are
+    refused by name, before anything is written."""
+    kept = memory.remember(content("Belief kept", kind="belief"), principal=curator).record
+    assert kept is not None
+    update = memory.update(
+        kept.id, ContentPatch(title="Belief shared", body="Belief shared. Details follow."),
+        principal=agent,
+    )  # fmt: skip
+    create = _queued(memory, agent, "Belief shared")
+    with pytest.raises(Conflict, match=f"proposal {create} has the same content as another"):
+        memory.approve_many([update.proposal.id, create], principal=curator, reason="both")
+    pending = memory.proposals(principal=curator, status=ProposalStatus.PENDING)
+    assert {p.id for p in pending} >= {update.proposal.id, create}

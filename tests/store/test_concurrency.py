@@ -116,6 +116,35 @@ def test_two_curators_accept_conflicting_proposals_exactly_one_wins(
     assert approvals == []
 
 
+@pytest.mark.parametrize("round_", range(3))
+def test_the_same_content_from_two_processes_at_once_is_stored_once(
+    open_store: StoreOpener, curator: Principal, round_: int
+) -> None:
+    """Both writers have checked for a duplicate (none) and both commit at once: the store's
+    own check (on PostgreSQL under a lock for the scope's new content) lets one through."""
+    barrier = threading.Barrier(2)
+    results: list[object] = []
+
+    def write() -> None:
+        store = open_store()
+        _hold_commits_at(barrier, store)
+        try:
+            results.append(_memory(store).remember(content("Freeze on Fridays"), principal=curator))
+        except Conflict as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=write) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(results) == 2
+    assert sum(isinstance(r, Conflict) for r in results) == 1, results
+    check = open_store()
+    stored = check.find_by_hashes("acme/app", [content("Freeze on Fridays").content_hash()])
+    assert len(stored) == 1
+
+
 def test_many_writers_at_once_lose_nothing(
     open_store: StoreOpener, curator: Principal, agent: Principal
 ) -> None:

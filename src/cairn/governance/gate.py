@@ -30,7 +30,6 @@ from cairn.limits import MAX_BULK_DECISIONS
 from cairn.model import (
     Change,
     Content,
-    CreateChange,
     PathLink,
     Principal,
     Proposal,
@@ -71,6 +70,13 @@ def _no_files(path: str) -> str | None:
 
 def _no_chunks(content: Content) -> tuple[ChunkDraft, ...]:
     return ()
+
+
+def _contents_of(no_copies: ExpectNoCopies | None) -> list[tuple[str, str]]:
+    """The (scope, content hash) pairs a proposal's duplicate check looked for."""
+    if no_copies is None:
+        return []
+    return [(no_copies.scope, content_hash) for content_hash in no_copies.content_hashes]
 
 
 class Gate(BatchGate, GraphGate, EventGate):
@@ -207,15 +213,15 @@ class Gate(BatchGate, GraphGate, EventGate):
                         field="proposal_ids",
                     )
                 targets.add(proposal.record_id)
-            if isinstance(proposal.change, CreateChange):
-                key = (proposal.scope, proposal.change.content.content_hash())
+            seen = no_copies[proposal.id] = self._check_approvable(proposal, principal)
+            # two of them bringing the same content (a create, an update, a supersession)
+            for key in _contents_of(seen):
                 if key in contents:
                     raise Conflict(
                         f"proposal {proposal.id} has the same content as another of these",
                         field="proposal_ids",
                     )
                 contents.add(key)
-            no_copies[proposal.id] = self._check_approvable(proposal, principal)
         now = self.clock()
         outcomes: list[ProposalOutcome] = []
         changesets: list[ChangeSet] = []

@@ -79,7 +79,7 @@ class BatchGate(GateOutcomes, GateRulings):
                 self.policy.check_kind(content.kind)
                 checked.add(("kind", content.kind))
         hashes = [change.content.content_hash() for change in changes]
-        stored, no_copies = self._stored_duplicates(changes, hashes, principal)
+        stored, holders = self._stored_duplicates(changes, hashes, principal)
         made: dict[tuple[str, str], Record] = {}  # the batch's records, by scope and hash
         rulings: dict[Hashable, tuple[Verdict, str, str | None]] = {}
         now = self.clock()
@@ -117,26 +117,36 @@ class BatchGate(GateOutcomes, GateRulings):
                 "rules": _counts(o.proposal.rule or "" for o in outcomes),
             },
         )
+        # What the commit must still find: no copy, stored since the check looked, of the
+        # content of a record this batch writes (a queued or rejected item writes none).
+        written: dict[str, set[str]] = {}
+        for outcome in outcomes:
+            if outcome.record is not None:
+                record = outcome.record
+                written.setdefault(record.scope, set()).add(record.content.content_hash())
+        no_copies: list[Precondition] = [
+            ExpectNoCopies(scope, frozenset(scope_hashes), holders[scope])
+            for scope, scope_hashes in sorted(written.items())
+        ]
         self._commit(audit, [PutBatch.of(writes)], expects=no_copies)
         return outcomes
 
     def _stored_duplicates(
         self, changes: Sequence[CreateChange], hashes: Sequence[str], principal: Principal
-    ) -> tuple[dict[tuple[str, str], Record], list[Precondition]]:
+    ) -> tuple[dict[tuple[str, str], Record], dict[str, frozenset[str]]]:
         """For each (scope, content hash) of the batch, the stored record ``submit`` would
-        call its duplicate, if any: one query per scope; and, per scope, what the commit
-        must still find (no copy stored since this looked)."""
+        call its duplicate, if any: one query per scope; and per scope, the records holding
+        any of the batch's content that the check saw (``NOT_COPIES`` states aside)."""
         wanted: dict[str, set[str]] = {}
         for change, content_hash in zip(changes, hashes, strict=True):
             wanted.setdefault(change.content.scope, set()).add(content_hash)
         found: dict[tuple[str, str], Record] = {}
-        no_copies: list[Precondition] = []
-        for scope, scope_hashes in wanted.items():
+        holders: dict[str, frozenset[str]] = {}
+        for scope, scope_hashes in sorted(wanted.items()):
             stored = self.store.find_by_hashes(scope, sorted(scope_hashes))
-            holders = frozenset(r.id for r in stored if r.status not in NOT_COPIES)
-            no_copies.append(ExpectNoCopies(scope, frozenset(scope_hashes), holders))
+            holders[scope] = frozenset(r.id for r in stored if r.status not in NOT_COPIES)
             for record in stored:
                 key = (scope, record.content.content_hash())
                 if key not in found and is_live_duplicate(record, None, principal):
                     found[key] = record
-        return found, no_copies
+        return found, holders

@@ -296,6 +296,7 @@ DECLARE
     cur_version text;
     cur_status text;
     cur_successor text;
+    lock_scope text;
     cur_baseline text;
     touched bigint[] := '{}';  -- chunks inserted or re-filtered: stamped with seqs at the end
     appended bigint[] := '{}';  -- events stored by this commit: outbox rows at the end
@@ -308,6 +309,19 @@ BEGIN
     IF jsonb_typeof(changesets) IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'cairn_commit takes a JSON array of change sets' USING ERRCODE = '22023';
     END IF;
+    -- One writer of new content per scope at a time, until it commits, so that a copy
+    -- another commits meanwhile is seen by the 'copies' check below, not stored beside this
+    -- one. Every scope's lock is taken here, in one order and before any row lock: two
+    -- commits then never hold one lock each while waiting for the other's.
+    FOR lock_scope IN
+        SELECT DISTINCT expected ->> 'scope'
+        FROM jsonb_array_elements(changesets) AS sets(change_set),
+             jsonb_array_elements(coalesce(change_set -> 'expects', '[]')) AS wants(expected)
+        WHERE expected ->> 't' = 'copies'
+        ORDER BY 1
+    LOOP
+        PERFORM pg_advisory_xact_lock(1667328372, hashtext(lock_scope));
+    END LOOP;
     FOR cs IN SELECT value FROM jsonb_array_elements(changesets) LOOP
         IF jsonb_typeof(cs -> 'audit') IS DISTINCT FROM 'object'
            OR coalesce(cs -> 'audit' ->> 'id', '') = '' THEN
@@ -352,9 +366,7 @@ BEGIN
                         DETAIL = jsonb_build_object('proposal_id', e ->> 'proposal_id')::text;
                 END IF;
             WHEN 'copies' THEN
-                -- One writer of new content per scope at a time, until it commits: a copy
-                -- another commits meanwhile is then seen here, not stored beside this one.
-                PERFORM pg_advisory_xact_lock(1667328372, hashtext(e ->> 'scope'));
+                -- (the scope's lock for new content is held since the start: see above)
                 IF EXISTS (
                     SELECT 1 FROM records
                     WHERE scope = e ->> 'scope'
