@@ -12,13 +12,16 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 __all__ = [
     "FILE_MODE",
     "FOLDER_MODE",
     "create_private_file",
     "make_private_folder",
+    "replaced_privately",
     "tighten",
     "write_private",
 ]
@@ -34,15 +37,24 @@ def make_private_folder(folder: Path) -> None:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, as a ``0600`` file.
+    """Write ``text`` to ``path`` atomically, as a ``0600`` file (``replaced_privately``)."""
+    with replaced_privately(path) as handle:
+        handle.write(text)
 
-    The temporary copy is created ``0600`` with ``O_EXCL`` next to the target (the same file
-    system, so the rename is atomic), flushed to disk, then renamed over the target."""
+
+@contextlib.contextmanager
+def replaced_privately(path: Path) -> Iterator[TextIO]:
+    """A text handle whose content replaces ``path`` atomically, as a ``0600`` file, when the
+    block ends without an error (and nothing of it is left when it raises).
+
+    The temporary copy is created ``0600`` with ``O_EXCL`` (so never through a link planted
+    under its name) next to the target (the same file system, so the rename is atomic),
+    flushed to disk, then renamed over the target."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

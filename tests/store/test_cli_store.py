@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -146,3 +148,32 @@ def test_a_failed_export_leaves_no_file(source: Path, tmp_path: Path) -> None:
     result = runner.invoke(APP, ["export", str(target), "--store", str(source)])
     assert result.exit_code == 2 and "cannot write" in result.stderr
     assert not target.parent.exists()
+
+
+def test_an_export_is_private_and_replaces_only_a_regular_file_outside_the_store(
+    source: Path, tmp_path: Path
+) -> None:
+    """An export holds the whole store: it is written 0600, and never through a link, over a
+    pipe or a device, or over the store's own files."""
+    made = tmp_path / "dump.jsonl"
+    _ok("export", str(made), "--store", str(source))
+    assert made.stat().st_mode & 0o777 == 0o600
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me", encoding="utf-8")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(victim)
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for target, said in [
+        (link, "not a regular file"),
+        (pipe, "not a regular file"),
+        (source / "cairn.db", "inside the store folder"),
+        (source / "elsewhere.jsonl", "inside the store folder"),
+    ]:
+        result = runner.invoke(APP, ["export", str(target), "--store", str(source)])
+        assert result.exit_code == 2 and said in result.stderr, (target, result.stderr)
+    assert victim.read_text(encoding="utf-8") == "keep me"
+    assert stat.S_ISFIFO(pipe.lstat().st_mode) and link.is_symlink()
+    reopened = SqliteStore(source / "cairn.db")  # the store is as it was
+    assert reopened.counts()["records"] > 0
+    reopened.close()

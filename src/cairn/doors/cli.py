@@ -836,10 +836,12 @@ def reindex(embedder: EmbedderOpt = None) -> None:
     """Embed every chunk that has no vector yet (the dense index catches up). Reads never
     embed; `cairn serve` and `cairn mcp` embed new writes in the background."""
     quiet = _want_json()
-    with _reader(embedder=embedder) as (memory, _principal), render.progress(quiet) as bar:
-        done = memory.index_pending(progress=render.counting(bar, "embedding"))
+    with _reader(embedder=embedder) as (memory, principal), render.progress(quiet) as bar:
+        done = memory.reindex(principal=principal, progress=render.counting(bar, "embedding"))
     if _want_json():
         render.print_json({"embedded": done})
+    elif done is None:  # the count is of every scope's writes: a curator of every scope's
+        render.out.print("the vector index has caught up")
     else:
         render.out.print(f"embedded {done} chunk texts")
 

@@ -11,9 +11,10 @@ given (then its summary goes to stderr, so the export can be piped); ``import`` 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
-import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -40,6 +41,7 @@ from cairn.doors._cli_common import (
 from cairn.errors import InvalidInput
 from cairn.ingest.records import import_records, read_contents
 from cairn.limits import load_json
+from cairn.private_files import replaced_privately
 from cairn.workspace import Workspace
 
 __all__ = ["register"]
@@ -134,19 +136,23 @@ def _counting(out: TextIO, bar: Progress, task: TaskID) -> TextIO:
 def _export_to_file(
     db: str | None, folder: Path, file: Path, bar: Progress, task: TaskID
 ) -> dict[str, int]:
-    """Write next to ``file`` and rename, so a failed export never leaves a partial file."""
+    """Write next to ``file`` and rename, so a failed export never leaves a partial file.
 
-    partial = file.with_name(f".{file.name}.partial")
+    An export holds every record, version and audit entry of the store: it is written
+    ``0600`` as the store's own files are, never through a link, never over anything but a
+    regular file (a device or a pipe would be replaced by the store's contents), and never
+    into the store folder."""
+    target = file.resolve()
+    if target.is_relative_to(folder.resolve()):
+        raise InvalidInput(f"{file} is inside the store folder: export elsewhere", field="file")
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(file.lstat().st_mode):
+            raise InvalidInput(f"{file} is not a regular file: export to a new file", field="file")
     try:
-        with partial.open("w", encoding="utf-8", newline="\n") as out:
+        with replaced_privately(file) as out:
             counts = export_to(db, folder, _counting(out, bar, task))
-            out.flush()
-            os.fsync(out.fileno())
-        partial.replace(file)
     except OSError as exc:
         raise InvalidInput(f"cannot write {file}: {exc.strerror}", field="file") from exc
-    finally:
-        partial.unlink(missing_ok=True)
     return counts
 
 

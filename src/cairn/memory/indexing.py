@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cairn.errors import InvalidInput
+from cairn.governance import access
 from cairn.memory.core import MemoryCore
+from cairn.model import Principal
 from cairn.search.vector_cache import DiskVectorCache
 
 if TYPE_CHECKING:
@@ -69,6 +71,15 @@ class IndexVerbs(MemoryCore):
         indexer = self._need_indexer()
         indexer.sync()
         return indexer.catch_up(limit=limit, progress=progress)
+
+    def reindex(
+        self, *, principal: Principal, progress: Callable[[int, int], None] | None = None
+    ) -> int | None:
+        """``index_pending`` for a caller: how many chunk texts it embedded, told only to a
+        curator of every scope, as ``status`` tells the vector lag (the count is of every
+        scope's writes); anyone else gets None once the index has caught up."""
+        done = self.index_pending(progress=progress)
+        return done if access.sees_everything(principal) else None
 
     def start_indexing(self, *, poll: float = 2.0) -> IndexWorker | None:
         """Embed new chunks in a background thread from now on (reads never embed); None

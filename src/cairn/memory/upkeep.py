@@ -63,7 +63,9 @@ class UpkeepVerbs(IndexVerbs):
     def refresh(self, *, principal: Principal) -> RefreshReport:
         """Re-hash linked files: changed files make active records stale; files that match
         their linked hash again re-activate records that drift made stale."""
-        access.require_curator(principal, "refresh drift")
+        access.require_curator_of_every_scope(
+            principal, "refresh drift", "refresh checks and moves the linked records of every scope"
+        )
         by_record: dict[str, list[PathLink]] = {}
         for link in self._store.list_path_links():
             by_record.setdefault(link.record_id, []).append(link)
@@ -105,7 +107,9 @@ class UpkeepVerbs(IndexVerbs):
 
     def vacuum(self, *, principal: Principal) -> VacuumReport:
         """Archive drafts, rejected and stale records kept past the policy's retention."""
-        access.require_curator(principal, "vacuum")
+        access.require_curator_of_every_scope(
+            principal, "vacuum", "vacuum archives and names the old records of every scope"
+        )
         retention = self._policy.retention
         limits = {
             Status.DRAFT: timedelta(days=retention.draft_days),
