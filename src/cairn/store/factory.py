@@ -7,6 +7,7 @@ psycopg is imported only for PostgreSQL, so SQLite-only installs never need it.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from cairn.errors import InvalidInput
@@ -99,11 +100,14 @@ def _sqlite_version(path: Path) -> int:
         conn.close()
 
 
-def redact(db: str) -> str:
-    """``db`` with any password replaced, for messages and logs."""
-    scheme, sep, rest = db.partition("://")
-    if not sep or "@" not in rest:
-        return db
-    creds, at, host = rest.rpartition("@")
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***{at}{host}" if ":" in creds else db
+# Where a database address (or a driver's message quoting one) holds a password: after the
+# user in a URL (``scheme://user:pw@host``), and as a ``password=`` or ``sslpassword=``
+# parameter, in a URL's query or a ``key=value`` connection string (quoted or not).
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+_PARAMETER_PASSWORD = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'\"]+)")
+
+
+def redact(text: str) -> str:
+    """``text`` (a database address, or a message quoting one) with every password
+    replaced by ``***``, for messages and logs."""
+    return _PARAMETER_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))

@@ -49,6 +49,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import tuple_row
 
 from cairn.errors import StoreError
+from cairn.store.factory import redact
 from cairn.store.sql import schema
 
 __all__ = [
@@ -577,10 +578,10 @@ def migrate(url: str, *, target: int | None = None) -> MigrationResult:
             f"Run 'cairn migrate' with a superuser or a member of {OWNER_ROLE} "
             "(see docs/operations.md)"
         ) from exc
+    # (a driver's message may quote the address, password included: redacted)
     except psycopg.OperationalError as exc:
-        raise StoreError(f"cannot connect to PostgreSQL to migrate: {exc}") from exc
+        raise StoreError(f"cannot connect to PostgreSQL to migrate: {redact(str(exc))}") from None
     except psycopg.Error as exc:  # e.g. pgvector missing from the server (UndefinedFile)
-        raise StoreError(
-            f"migrating the cairn schema failed: {exc.diag.message_primary or exc}"
-        ) from exc
+        said = redact(exc.diag.message_primary or str(exc))
+        raise StoreError(f"migrating the cairn schema failed: {said}") from None
     return MigrationResult(before=before, after=after, latest=latest_version())

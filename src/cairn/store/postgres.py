@@ -52,6 +52,7 @@ from cairn.model import (
     Version,
 )
 from cairn.store import base
+from cairn.store.factory import redact
 from cairn.store.filters import to_sql
 from cairn.store.pg_migrations import (
     AUDIT_LOCK,
@@ -308,15 +309,16 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
             self._pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         except PoolTimeout as exc:
             self._pool.close()
-            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+            raise StoreError(f"cannot connect to PostgreSQL: {redact(str(exc))}") from None
 
     def _check_schema(self, auto_migrate: bool) -> None:
         try:
             with psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT_S) as conn:
                 version = current_version(conn)
                 functions = version == latest_version() and functions_current(conn)
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"cannot connect to PostgreSQL: {exc}") from exc
+        except psycopg.Error as exc:  # unreachable, refused, or an address psycopg cannot read
+            # the driver's message may quote the address, password included
+            raise StoreError(f"cannot connect to PostgreSQL: {redact(str(exc))}") from None
         if version > latest_version():
             raise StoreError(
                 f"database schema version {version} is newer than this cairn "
