@@ -4,6 +4,7 @@ and every agent's file in the format that agent reads."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -509,3 +510,23 @@ def test_the_opencode_plugin_hands_each_event_to_cairn(project: Path, state: Pat
     ]
     assert {e.session_id for e in events} == {"ses_1"}
     assert all(call["input"]["cwd"] == "/home/dev/projects/shop" for call in calls)
+
+
+@pytest.mark.parametrize("kind", ["link to /dev/zero", "pipe", "too large"])
+def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_unread(
+    project: Path, kind: str
+) -> None:
+    """A cloned project can hold anything at an agent's settings path: a link to an endless
+    device, a pipe that would wait for a writer forever, a huge file. Each is refused with
+    a message, without being read whole (or waited on)."""
+    path = _claude(project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "pipe":
+        os.mkfifo(path)
+    elif kind == "too large":
+        with path.open("wb") as handle:
+            handle.truncate(install.MAX_SETTINGS_BYTES + 1)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(InvalidInput, match="left it as it is"):
+        plan_install("claude", _scope(project), EXE)

@@ -190,3 +190,11 @@ def test_an_export_is_private_and_replaces_only_a_regular_file_outside_the_store
     reopened = SqliteStore(source / "cairn.db")  # the store is as it was
     assert reopened.counts()["records"] > 0
     reopened.close()
+
+
+def test_a_file_without_line_ends_is_refused_without_being_read_whole(source: Path) -> None:
+    """/dev/zero has no line end: its first "line" would never end. It is refused at the
+    longest line the import reads, naming it, and nothing is stored."""
+    result = runner.invoke(APP, ["import", "/dev/zero", "--store", str(source)])
+    assert result.exit_code == 2, (result.stderr, result.exception)
+    assert "line 1 is over" in result.stderr

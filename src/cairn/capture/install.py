@@ -514,13 +514,25 @@ class Plan:
         return "".join(change.diff() for change in self.changes if change.changed)
 
 
+# The largest agent settings file read: settings are kilobytes. A link to /dev/zero or a
+# pipe planted in a cloned project must not be read without end (or wait for a writer).
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+
+
 def _read(path: Path) -> str | None:
     try:
-        data = path.read_bytes()
+        # non-blocking, so that a pipe does not wait for a writer before it can be refused
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{path} is not a regular file; cairn left it as it is.")
+        data = handle.read(MAX_SETTINGS_BYTES + 1)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise InvalidInput(f"{path} is over {MAX_SETTINGS_BYTES:,} bytes; cairn left it as it is.")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -40,7 +40,7 @@ from cairn.doors._cli_common import (
 )
 from cairn.errors import InvalidInput
 from cairn.ingest.records import import_records, read_contents
-from cairn.limits import load_json
+from cairn.limits import MAX_REQUEST_BYTES, load_json
 from cairn.private_files import replaced_privately
 from cairn.workspace import Workspace
 
@@ -236,10 +236,26 @@ def _store_records(
     }
 
 
+# The longest line read at all: past a record line's limit (the request limit), with room for
+# an export's rows, whose JSON quotes a whole version. A file with no line end (/dev/zero, a
+# binary file) is refused here instead of being read whole into memory.
+MAX_LINE_CHARS = 8 * MAX_REQUEST_BYTES
+
+
+def _bounded(handle: TextIO) -> Iterator[str]:
+    for number in itertools.count(1):
+        line = handle.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_CHARS:
+            raise InvalidInput(f"line {number} is over {MAX_LINE_CHARS:,} characters", field="file")
+        yield line
+
+
 @contextmanager
-def _lines(file: Path) -> Iterator[TextIO]:
+def _lines(file: Path) -> Iterator[Iterator[str]]:
     if str(file) == "-":
-        yield sys.stdin
+        yield _bounded(sys.stdin)
         return
     try:
         handle = file.open(encoding="utf-8")
@@ -247,7 +263,7 @@ def _lines(file: Path) -> Iterator[TextIO]:
         raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="file") from exc
     with handle:
         try:
-            yield handle
+            yield _bounded(handle)
         except UnicodeDecodeError as exc:
             raise InvalidInput(f"{file} is not UTF-8 text: {exc.reason}", field="file") from exc
 
