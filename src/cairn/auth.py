@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 KEY_PREFIX = "cairn_"
+MAX_LABEL_CHARS = 256
 
 
 class ApiKey(CairnModel):
@@ -135,6 +136,12 @@ def principal_of_key(principals: PrincipalsFile, key_id: str) -> Principal:
 def add_key(
     principals: PrincipalsFile, principal_id: str, *, label: str | None = None
 ) -> tuple[PrincipalsFile, str, ApiKey]:
+    # a label is shown in terminals (`cairn keys list`): no escape sequences, no line breaks
+    if label is not None and not (label.isprintable() and len(label) <= MAX_LABEL_CHARS):
+        raise InvalidInput(
+            f"a key's label is printable text of at most {MAX_LABEL_CHARS} characters",
+            field="label",
+        )
     key = generate_key()
     api_key = ApiKey(id=new_id("key"), sha256=hash_key(key), created_at=utcnow(), label=label)
     entries = list(principals.principals)

@@ -83,3 +83,36 @@ def test_serve_and_mcp_take_the_embedder_from_the_same_layers(
 
     _start_both(folder, key, "--embedder", "static")
     assert chosen["serve"] == "static"  # serve's flag over the environment
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--log-level", "bogus"], "bogus"),
+        (["--embedder", "bogus"], "unknown embedder spec 'bogus'"),
+        (["--embedder", "openai:ftp://x"], "expected openai:http(s)"),
+        (["--port", "9100", "--grpc-port", "9100"], "--grpc-port must differ from --port"),
+    ],
+)
+def test_serve_refuses_bad_settings_before_it_starts(
+    tmp_path: Path, chosen: dict[str, Any], flags: list[str], said: str
+) -> None:
+    """A bad flag is one line and exit code 2, not a traceback once the server has begun."""
+    folder = tmp_path / ".cairn"
+    runner.invoke(app, ["init", "--store", str(folder), "--json"])
+    served = runner.invoke(app, ["--store", str(folder), "serve", *flags])
+    assert served.exit_code == 2, (served.output, served.exception)
+    assert said in served.output
+    assert "serve" not in chosen  # nothing was started
+
+
+def test_a_store_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    folder = tmp_path / ".cairn"
+    made = runner.invoke(app, ["init", "--store", str(folder), "--json"])
+    key = json.loads(made.stdout)["keys"]["curator"]
+    (folder / "cairn.db").write_text('{"format": "cairn-export"}\n' * 200)
+    for wal in folder.glob("cairn.db-*"):
+        wal.unlink()
+    said = runner.invoke(app, ["--store", str(folder), "--key", key, "status"])
+    assert said.exit_code == 6, (said.output, said.exception)
+    assert "not a readable SQLite database" in said.output

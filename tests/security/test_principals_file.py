@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cairn.auth import load_principals
-from cairn.errors import PolicyError, Unauthenticated
+from cairn.auth import add_key, load_principals
+from cairn.errors import InvalidInput, PolicyError, Unauthenticated
 from cairn.workspace import Workspace
 
 
@@ -62,3 +62,14 @@ def test_a_date_yaml_cannot_read_is_a_policy_error_that_quotes_nothing(tmp_path:
         workspace.authenticate(keys["agent"])
     message = str(caught.value)
     assert message.startswith(f"{path}: not valid YAML") and "2001" not in message
+
+
+@pytest.mark.parametrize("label", ["\x1b[31mRED\x1b[0m\a", "two\nlines", "x" * 257])
+def test_a_key_label_is_short_printable_text(tmp_path: Path, label: str) -> None:
+    """Labels are printed in terminals: an escape sequence could repaint `cairn keys list`."""
+    folder = tmp_path / ".cairn"
+    Workspace(folder).init()
+    with pytest.raises(InvalidInput, match="printable text"):
+        add_key(Workspace(folder).principals(), "agent", label=label)
+    _, _, made = add_key(Workspace(folder).principals(), "agent", label="laptop · 2026")
+    assert made.label == "laptop · 2026"

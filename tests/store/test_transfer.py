@@ -102,13 +102,19 @@ def test_export_lines_are_typed_and_ordered(
     assert audit == list(range(1, len(audit) + 1))
 
 
+def _export_lines(tmp_path: Path, curator: Principal, agent: Principal) -> list[str]:
+    """The lines of an export of a store holding a history that touches every table."""
+    source = SqliteStore(tmp_path / "source.db")
+    _populate(source, tmp_path, curator, agent)
+    lines = _export(source).splitlines(keepends=True)
+    source.close()
+    return lines
+
+
 def test_a_cut_short_or_wrong_file_loads_nothing(
     store: Store, tmp_path: Path, curator: Principal, agent: Principal
 ) -> None:
-    source = SqliteStore(tmp_path / "source.db")
-    _populate(source, tmp_path, curator, agent)
-    full = _export(source).splitlines(keepends=True)
-    source.close()
+    full = _export_lines(tmp_path, curator, agent)
     for broken in (
         full[:-1],  # no trailer
         full[:5] + full[6:],  # a row missing: counts disagree
@@ -121,6 +127,22 @@ def test_a_cut_short_or_wrong_file_loads_nothing(
     import_store(store, full)
     with pytest.raises(Conflict):  # never into a store that holds anything
         import_store(store, full)
+
+
+def test_a_bad_row_is_named_in_one_line_without_the_parsers_internals(
+    store: Store, tmp_path: Path, curator: Principal, agent: Principal
+) -> None:
+    full = _export_lines(tmp_path, curator, agent)
+    index = next(i for i, line in enumerate(full) if '"type":"version"' in line.replace(" ", ""))
+    row = json.loads(full[index])
+    row["data"]["number"] = "not a number"
+    broken = [*full[:index], json.dumps(row) + "\n", *full[index + 1 :]]
+    with pytest.raises(InvalidInput) as refused:
+        import_store(store, broken)
+    said = refused.value.message
+    assert f"line {index + 1}: not a valid version row" in said and "number" in said
+    assert "\n" not in said and "pydantic" not in said and "not a number" not in said
+    assert store.counts()["records"] == 0
 
 
 def test_a_version_1_export_still_imports_its_links_for_curators_only(

@@ -8,6 +8,7 @@ kernel error they let out is said and mapped to its exit code there.
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -37,12 +38,19 @@ def _workspace() -> Workspace:
     return Workspace(settings.store, db=settings.db)
 
 
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
 def serve_command(
     host: Annotated[
         str | None, typer.Option(help="interface to bind (default 127.0.0.1; CAIRN_HOST)")
     ] = None,
     port: Annotated[int | None, typer.Option(help="TCP port (default 8765; CAIRN_PORT)")] = None,
-    log_level: Annotated[str, typer.Option(help="debug, info, warning, error")] = "info",
+    log_level: Annotated[LogLevel, typer.Option(help="how much the server logs")] = LogLevel.INFO,
     embedder: Annotated[
         str | None,
         typer.Option(help="embedder for vector search: minilm (default) or static; CAIRN_EMBEDDER"),
@@ -79,6 +87,7 @@ def serve_command(
     """Serve the HTTP API (/v1), MCP (/mcp) and the A2A agent (/) in one process, and the
     gRPC door when --grpc-port is given."""
     from cairn.doors.server import serve
+    from cairn.search.embedder import check_embedder_spec
 
     settings = _settings(host=host, port=port, embedder=embedder, grpc_port=grpc_port)
     workspace = Workspace(settings.store, db=settings.db)
@@ -86,6 +95,10 @@ def serve_command(
         raise NotFound(f"no cairn store in {workspace.folder}: run 'cairn init'", field="store")
     if not tcp and not socket:
         raise InvalidInput("--no-tcp needs --socket: nothing to serve", field="tcp")
+    if tcp and settings.grpc_port is not None and settings.grpc_port == settings.port:
+        raise InvalidInput("--grpc-port must differ from --port", field="grpc_port")
+    # a misspelt embedder is said now, not as a traceback once the server has started
+    check_embedder_spec(settings.embedder)
     base = http_base(settings.host, settings.port)
     capture = socket_path(workspace.folder) if socket else None
     if capture is not None:
@@ -112,7 +125,7 @@ def serve_command(
         workspace,
         host=settings.host,
         port=settings.port,
-        log_level=log_level,
+        log_level=log_level.value,
         embedder=settings.embedder,
         a2a_anonymous=a2a_anonymous,
         grpc_port=settings.grpc_port,

@@ -291,6 +291,25 @@ def make_embedder(
     return CachedEmbedder(inner, cache) if cached else inner
 
 
+def check_embedder_spec(spec: str) -> None:
+    """Raise ``InvalidEmbedderSpec`` unless ``spec`` names an embedder ``make_embedder``
+    can build (without building it: nothing is imported or loaded)."""
+    spec = spec.strip()
+    if spec in ("minilm", "e5", "static"):
+        return
+    if spec.startswith("openai:"):
+        if not spec.removeprefix("openai:").startswith(("http://", "https://")):
+            raise InvalidEmbedderSpec(
+                f"embedder spec {spec!r}: expected openai:http(s)://host[:port]/v1",
+                field="embedder",
+            )
+        return
+    raise InvalidEmbedderSpec(
+        f"unknown embedder spec {spec!r}: use 'minilm', 'static', 'e5' or 'openai:<base_url>'",
+        field="embedder",
+    )
+
+
 def _build(
     spec: str,
     *,
@@ -300,6 +319,7 @@ def _build(
     cache_dir: Path | None,
     progress: ProgressCallback | None,
 ) -> Embedder:
+    check_embedder_spec(spec)
     # Imports are local so that choosing one backend never loads the others.
     if spec == "minilm":
         from cairn.search.onnx_minilm import OnnxMiniLMEmbedder
@@ -317,18 +337,10 @@ def _build(
         from cairn.search.openai_embed import OpenAIEmbedder
 
         base_url, _, suffix_model = spec.removeprefix("openai:").partition("#")
-        if not base_url.startswith(("http://", "https://")):
-            raise InvalidEmbedderSpec(
-                f"embedder spec {spec!r}: expected openai:http(s)://host[:port]/v1",
-                field="embedder",
-            )
         return OpenAIEmbedder(
             base_url=base_url, model=model or suffix_model or None, api_key=api_key
         )
-    raise InvalidEmbedderSpec(
-        f"unknown embedder spec {spec!r}: use 'minilm', 'static', 'e5' or 'openai:<base_url>'",
-        field="embedder",
-    )
+    raise AssertionError(f"check_embedder_spec let {spec!r} through")  # every spec is above
 
 
 __all__ = [
@@ -343,6 +355,7 @@ __all__ = [
     "ModelIntegrityError",
     "ProgressCallback",
     "Vectors",
+    "check_embedder_spec",
     "content_key",
     "first_row",
     "l2_normalise",

@@ -329,7 +329,11 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
                 raise StoreError(f"cannot create store {self.path}: {exc.strerror}") from exc
         self._write_lock = threading.RLock()
         self._writer = self._connect()
-        self._retrying(lambda: self._writer.execute("PRAGMA journal_mode = WAL"))
+        try:
+            self._retrying(lambda: self._writer.execute("PRAGMA journal_mode = WAL"))
+        except sqlite3.DatabaseError as exc:  # another kind of file, or a damaged one
+            self._writer.close()
+            raise StoreError(_NOT_A_DATABASE.format(path=self.path, why=exc)) from None
         self._readers = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._slicer: ThreadPoolExecutor | None = None  # see _side_by_side
@@ -353,9 +357,13 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open store {self.path}: {exc}") from exc
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-        conn.execute("PRAGMA foreign_keys = ON")
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:  # another kind of file, or a damaged one
+            conn.close()
+            raise StoreError(_NOT_A_DATABASE.format(path=self.path, why=exc)) from None
         return conn
 
     def _reader(self) -> sqlite3.Connection:
@@ -734,6 +742,7 @@ _RECORD_STATE = (
 )  # fmt: skip
 
 
+_NOT_A_DATABASE = "{path} is not a readable SQLite database ({why})"
 _COPIED_MEANWHILE = (
     "the same content was stored in {scope} meanwhile: read again before proposing it"
 )

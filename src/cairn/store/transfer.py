@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel, ValidationError
 
-from cairn.errors import InvalidInput
+from cairn.errors import InvalidInput, describe_validation
 from cairn.limits import STORED, LimitExceeded, load_json
 from cairn.model import (
     Acl,
@@ -158,7 +158,10 @@ def _parse(kind: str, data: Any, lineno: int, version: int = FORMAT_VERSION) -> 
                 values[name] = datetime.fromisoformat(values[name])
         built: Dumped = cls(**values)
         return built
-    except (ValidationError, ValueError, TypeError) as exc:
+    except ValidationError as exc:  # said in cairn's words, one line, no input echoed
+        why = describe_validation(exc)
+        raise InvalidInput(f"line {lineno}: not a valid {kind} row: {why}") from None
+    except (ValueError, TypeError) as exc:
         raise InvalidInput(f"line {lineno}: not a valid {kind} row: {exc}") from exc
 
 
