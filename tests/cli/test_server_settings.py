@@ -5,6 +5,7 @@ recorders, so each case checks what the command would have run, not a running se
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +117,17 @@ def test_a_store_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) ->
     said = runner.invoke(app, ["--store", str(folder), "--key", key, "status"])
     assert said.exit_code == 6, (said.output, said.exception)
     assert "not a readable SQLite database" in said.output
+
+
+def test_serve_on_a_port_another_server_holds_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / ".cairn"
+    runner.invoke(app, ["init", "--store", str(folder), "--json"])
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        served = runner.invoke(
+            app, ["--store", str(folder), "serve", "--port", str(port), "--embedder", "static"]
+        )
+    assert served.exit_code == 2, (served.output, served.exception)
+    assert f"cannot listen on http://127.0.0.1:{port}: the address is in use" in served.output

@@ -19,6 +19,7 @@ import uvicorn
 
 from cairn.doors import server as server_module
 from cairn.doors._net import host_port, http_base
+from cairn.errors import InvalidInput
 from cairn.workspace import Workspace
 
 
@@ -140,7 +141,7 @@ def test_a_taken_port_stops_serve_with_the_store_closed(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(SystemExit):
+        with pytest.raises(InvalidInput, match="the address is in use"):
             server_module.serve(workspace, host="127.0.0.1", port=port, embedder="static")
     # serve opened the store before binding; with no server to shut it down, it closed it
     assert _open_files_under(workspace.folder) == []

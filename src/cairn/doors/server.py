@@ -46,7 +46,7 @@ from cairn.doors.a2a_agent import build_a2a_routes
 from cairn.doors.grpc_server import GrpcDoor, start_grpc_door
 from cairn.doors.http import authenticate_http, create_app, error_response
 from cairn.doors.mcp_server import bearer_key, build_mcp_server
-from cairn.errors import CairnError
+from cairn.errors import CairnError, InvalidInput
 from cairn.limits import MAX_REQUEST_BYTES
 from cairn.memory import DEFAULT_EMBEDDER
 from cairn.model import Principal
@@ -320,7 +320,14 @@ def bind_tcp_listener(config: uvicorn.Config) -> socket_module.socket:
     on ``TCP_NODELAY`` only for a socket that says it is TCP (uvicorn issue 3149). Without it
     every response after the first on a keep-alive connection waited ~40 ms for the client's
     delayed ACK. Opening the same descriptor again lets the kernel fill in the protocol."""
-    bound = config.bind_socket()
+    try:
+        bound = config.bind_socket()
+    except SystemExit:  # uvicorn logs why (the port is taken) and exits: say it in cairn's way
+        raise InvalidInput(
+            f"cannot listen on {http_base(config.host, config.port)}: the address is in use "
+            "(another server, or choose another --port)",
+            field="port",
+        ) from None
     return socket_module.socket(fileno=bound.detach())
 
 
