@@ -15,11 +15,19 @@ from cairn.model import Acl, Content, Principal, RecordQuery, Status
 from cairn.store.base import ChangeSet
 
 
+def _fact(title: str, **fields: Any) -> Content:
+    return Content(kind="fact", scope="acme/app", title=title, body=f"{title}. Details.", **fields)
+
+
 def _create(memory: Memory, curator: Principal, title: str) -> str:
-    content = Content(kind="fact", scope="acme/app", title=title, body=f"{title}. Details.")
-    outcome = memory.remember(content, principal=curator)
+    outcome = memory.remember(_fact(title), principal=curator)
     assert outcome.record is not None
     return outcome.record.id
+
+
+def _titles(memory: Memory, curator: Principal) -> list[str]:
+    """The titles of every record stored, in id order."""
+    return [r.content.title for r in memory.list_records(RecordQuery(), principal=curator)]
 
 
 def _with_rival_first(
@@ -55,19 +63,14 @@ def test_a_record_is_superseded_once_even_by_two_at_once(
     memory: Memory, curator: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old = _create(memory, curator, "The old way")
-
-    def replacement(title: str) -> Content:
-        return Content(kind="fact", scope="acme/app", title=title, body=f"{title}. Details.")
-
     _with_rival_first(
         memory,
         monkeypatch,
-        lambda: memory.supersede(old, content=replacement("New way one"), principal=curator),
+        lambda: memory.supersede(old, content=_fact("New way one"), principal=curator),
     )
     with pytest.raises(Conflict, match="superseded meanwhile"):
-        memory.supersede(old, content=replacement("New way two"), principal=curator)
-    titles = {r.content.title for r in memory.list_records(RecordQuery(), principal=curator)}
-    assert titles == {"The old way", "New way one"}
+        memory.supersede(old, content=_fact("New way two"), principal=curator)
+    assert set(_titles(memory, curator)) == {"The old way", "New way one"}
 
 
 def test_a_record_archived_meanwhile_is_not_published(
@@ -81,30 +84,22 @@ def test_a_record_archived_meanwhile_is_not_published(
     assert memory.get(record, principal=curator).record.status is Status.ARCHIVED
 
 
-def _fact(title: str, **fields: Any) -> Content:
-    return Content(kind="fact", scope="acme/app", title=title, body=f"{title}. Details.", **fields)
-
-
 def test_the_same_content_stored_meanwhile_is_refused_not_stored_twice(
     memory: Memory, curator: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rival = memory.remember
-    _with_rival_first(memory, monkeypatch, lambda: rival(_fact("Deploys wait"), principal=curator))
+    _with_rival_first(memory, monkeypatch, lambda: _create(memory, curator, "Deploys wait"))
     with pytest.raises(Conflict, match="same content was stored in acme/app meanwhile"):
         memory.remember(_fact("Deploys wait"), principal=curator)
-    titles = [r.content.title for r in memory.list_records(RecordQuery(), principal=curator)]
-    assert titles == ["Deploys wait"]
+    assert _titles(memory, curator) == ["Deploys wait"]
 
 
 def test_a_batch_with_content_stored_meanwhile_stores_nothing(
     memory: Memory, curator: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    rival = memory.remember
-    _with_rival_first(memory, monkeypatch, lambda: rival(_fact("One"), principal=curator))
+    _with_rival_first(memory, monkeypatch, lambda: _create(memory, curator, "One"))
     with pytest.raises(Conflict, match="meanwhile"):
         memory.store_many([_fact("One"), _fact("Two")], principal=curator)
-    titles = [r.content.title for r in memory.list_records(RecordQuery(), principal=curator)]
-    assert titles == ["One"]
+    assert _titles(memory, curator) == ["One"]
 
 
 def test_a_copy_the_writer_may_not_read_is_never_named(

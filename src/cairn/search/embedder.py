@@ -333,14 +333,10 @@ def _build(
         from cairn.search.static_embed import StaticEmbedder
 
         return StaticEmbedder(cache_dir=cache_dir, threads=threads, progress=progress)
-    if spec.startswith("openai:"):
-        from cairn.search.openai_embed import OpenAIEmbedder
+    from cairn.search.openai_embed import OpenAIEmbedder  # the one kind left: openai:URL
 
-        base_url, _, suffix_model = spec.removeprefix("openai:").partition("#")
-        return OpenAIEmbedder(
-            base_url=base_url, model=model or suffix_model or None, api_key=api_key
-        )
-    raise AssertionError(f"check_embedder_spec let {spec!r} through")  # every spec is above
+    base_url, _, suffix_model = spec.removeprefix("openai:").partition("#")
+    return OpenAIEmbedder(base_url=base_url, model=model or suffix_model or None, api_key=api_key)
 
 
 __all__ = [

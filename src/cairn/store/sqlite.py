@@ -768,13 +768,11 @@ def _check(conn: sqlite3.Connection, expect: Precondition) -> None:
         if expect.unsuperseded and row["superseded_by"] is not None:
             raise Conflict(f"record {expect.record_id} was superseded meanwhile")
     elif isinstance(expect, ExpectNoCopies):
-        hashes = sorted(expect.content_hashes)
-        marks = ", ".join("?" * len(hashes))
-        skipped = ", ".join("?" * len(NOT_COPIES))
+        holding, hashes = DIALECT.in_list("content_hash", sorted(expect.content_hashes))
+        copies, statuses = DIALECT.in_list("status", [status.value for status in NOT_COPIES])
         found = conn.execute(
-            f"SELECT id FROM records WHERE scope = ? AND content_hash IN ({marks}) "
-            f"AND status NOT IN ({skipped})",
-            (expect.scope, *hashes, *(status.value for status in NOT_COPIES)),
+            f"SELECT id FROM records WHERE scope = ? AND {holding} AND NOT {copies}",
+            (expect.scope, *hashes, *statuses),
         ).fetchall()
         if any(row["id"] not in expect.holders for row in found):
             raise Conflict(_COPIED_MEANWHILE.format(scope=expect.scope))
