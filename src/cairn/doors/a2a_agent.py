@@ -542,7 +542,7 @@ def _parts_of(task: Task) -> int:
 
 
 def _struct_too_wide(body: Any) -> str | None:
-    """Why a send request carries too many JSON values as Structs, or None. An explicit
+    """Why a request carries too many JSON values as Structs, or None. An explicit
     stack, never recursion, that stops as soon as the count passes the limit."""
     if not isinstance(body, dict):
         return None
@@ -562,13 +562,18 @@ def _struct_too_wide(body: Any) -> str | None:
     return None
 
 
-def _message_parts(body: dict[str, Any]) -> list[Any]:
-    """The parts of a send request's message (0.3 and 1.0 alike), or [] for anything else."""
+def _sent_message(body: dict[str, Any]) -> dict[str, Any]:
+    """The message of a send request (0.3 and 1.0 alike), or {} for anything else."""
     if body.get("method") not in _SEND_METHODS:
-        return []
+        return {}
     params = body.get("params")
     message = params.get("message") if isinstance(params, dict) else None
-    parts = message.get("parts") if isinstance(message, dict) else None
+    return message if isinstance(message, dict) else {}
+
+
+def _message_parts(body: dict[str, Any]) -> list[Any]:
+    """The parts of a send request's message, or [] for anything else."""
+    parts = _sent_message(body).get("parts")
     return parts if isinstance(parts, list) else []
 
 
@@ -579,10 +584,8 @@ def _carried_as_structs(body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     params = body.get("params")
     if isinstance(params, dict) and "metadata" in params:
         yield "params.metadata", params["metadata"]
-    if body.get("method") not in _SEND_METHODS:
-        return
-    message = params.get("message") if isinstance(params, dict) else None
-    if isinstance(message, dict) and "metadata" in message:
+    message = _sent_message(body)
+    if "metadata" in message:
         yield "params.message.metadata", message["metadata"]
     for index, part in enumerate(_message_parts(body)):
         if isinstance(part, dict):
@@ -700,13 +703,11 @@ class A2AEndpoint:
         together grow it past what a task may hold, in bytes or in parts (each part costs
         the SDK a conversion whenever the task is read); checked before anything runs, so
         that a refused message has done nothing (a ``remember`` proposes no record)."""
-        if not isinstance(body, dict) or body.get("method") not in _SEND_METHODS:
+        if not isinstance(body, dict):
             return None
-        params = body.get("params")
-        message = params.get("message") if isinstance(params, dict) else None
-        message = message if isinstance(message, dict) else None
+        message = _sent_message(body)
         # protobuf's JSON reader and the SDK's 0.3 models take the field's own name too
-        named = [message.get(key) for key in ("taskId", "task_id")] if message else []
+        named = [message.get(key) for key in ("taskId", "task_id")]
         task_id = next((name for name in named if isinstance(name, str)), None)
         if task_id is None:
             return None
