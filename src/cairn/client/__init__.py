@@ -133,7 +133,7 @@ class MemoryClient(Closing):
     ) -> ProposalOutcome:
         """Propose changing the fields ``patch`` sets. Pin ``base_version_id`` (the version
         you read) to be refused with ``StaleProposal`` if someone changed it since."""
-        return self._update(record_id, patch, base_version_id=base_version_id, reason=reason)
+        return self._update(record_id, patch, base_version_id, reason)
 
     def supersede(
         self,
@@ -307,12 +307,7 @@ class MemoryClient(Closing):
 
     @abstractmethod
     def _update(
-        self,
-        record_id: str,
-        patch: ContentPatch,
-        *,
-        base_version_id: str | None,
-        reason: str | None,
+        self, record_id: str, patch: ContentPatch, base: str | None, reason: str | None
     ) -> ProposalOutcome: ...
 
     @abstractmethod

@@ -17,38 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn.client import (
-    ENV_KEY,
-    EventFilters,
-    MemoryClient,
-    Move,
-    PublishChoice,
-    TimelineFilters,
-    WhyMode,
-)
+from cairn import model
+from cairn.client import ENV_KEY, MemoryClient, Move, WhyMode
 from cairn.config import load_settings
 from cairn.errors import InvalidInput, NotFound, Unauthenticated
 from cairn.graph.passport import parse_passport
 from cairn.memory import Memory
-from cairn.model import (
-    AppendReport,
-    AuditEntry,
-    AuditQuery,
-    Content,
-    ContentPatch,
-    Event,
-    EventDraft,
-    Principal,
-    Proposal,
-    ProposalOutcome,
-    ProposalStatus,
-    Record,
-    RecordQuery,
-    RecordView,
-    Version,
-    VersionPin,
-)
-from cairn.options import ReadFilters
+from cairn.options import EventFilters, PublishChoice, ReadFilters, TimelineFilters
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
 from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.timeline.views import TimelineHits
@@ -175,7 +150,7 @@ class LocalMemory(MemoryClient):
 
     Each call goes to the ``Memory`` verb of the same name, with the key's principal."""
 
-    def __init__(self, memory: Memory, principal: Principal) -> None:
+    def __init__(self, memory: Memory, principal: model.Principal) -> None:
         self.memory = memory
         self._principal = principal
         # set by ``open``: lets go of the shared Memory (once)
@@ -193,53 +168,50 @@ class LocalMemory(MemoryClient):
     # ---- writes --------------------------------------------------------------------------
 
     def _remember(
-        self, content: Content, *, draft: bool, paths: Sequence[str], reason: str | None
-    ) -> ProposalOutcome:
+        self, content: model.Content, *, draft: bool, paths: Sequence[str], reason: str | None
+    ) -> model.ProposalOutcome:
         return self.memory.remember(
             content, principal=self._principal, draft=draft, paths=paths, reason=reason
         )
 
     def _update(
-        self,
-        record_id: str,
-        patch: ContentPatch,
-        *,
-        base_version_id: str | None,
-        reason: str | None,
-    ) -> ProposalOutcome:
+        self, record_id: str, patch: model.ContentPatch, base: str | None, reason: str | None
+    ) -> model.ProposalOutcome:
         return self.memory.update(
             record_id,
             patch,
             principal=self._principal,
-            base_version_id=base_version_id,
+            base_version_id=base,
             reason=reason,
         )
 
     def _supersede(
-        self, record_id: str, *, by: str | None, content: Content | None, reason: str | None
-    ) -> ProposalOutcome:
+        self, record_id: str, *, by: str | None, content: model.Content | None, reason: str | None
+    ) -> model.ProposalOutcome:
         return self.memory.supersede(
             record_id, principal=self._principal, by=by, content=content, reason=reason
         )
 
-    def _move(self, record_id: str, move: Move, reason: str | None) -> ProposalOutcome:
+    def _move(self, record_id: str, move: Move, reason: str | None) -> model.ProposalOutcome:
         verb = self.memory.archive if move == "archive" else self.memory.restore
         return verb(record_id, principal=self._principal, reason=reason)
 
     # ---- reads ---------------------------------------------------------------------------
 
-    def _get(self, record_id: str, version: int | None, selector: VersionPin | None) -> RecordView:
+    def _get(
+        self, record_id: str, version: int | None, selector: model.VersionPin | None
+    ) -> model.RecordView:
         return self.memory.get(
             record_id, principal=self._principal, selector=selector, version=version
         )
 
-    def _resolve(self, record_id: str) -> Record:
+    def _resolve(self, record_id: str) -> model.Record:
         return self.memory.resolve(record_id, principal=self._principal)
 
-    def _history(self, record_id: str, *, after: int, limit: int) -> list[Version]:
+    def _history(self, record_id: str, *, after: int, limit: int) -> list[model.Version]:
         return self.memory.history(record_id, principal=self._principal, after=after, limit=limit)
 
-    def _list_records(self, query: RecordQuery) -> list[Record]:
+    def _list_records(self, query: model.RecordQuery) -> list[model.Record]:
         return self.memory.list_records(query, principal=self._principal)
 
     def _search(self, query: str, filters: ReadFilters) -> SearchResult:
@@ -262,35 +234,37 @@ class LocalMemory(MemoryClient):
     # ---- review --------------------------------------------------------------------------
 
     def _proposals(
-        self, status: ProposalStatus, *, limit: int, offset: int, after: str | None
-    ) -> list[Proposal]:
+        self, status: model.ProposalStatus, *, limit: int, offset: int, after: str | None
+    ) -> list[model.Proposal]:
         return self.memory.proposals(
             principal=self._principal, status=status, limit=limit, offset=offset, after=after
         )
 
-    def _proposal(self, proposal_id: str) -> Proposal:
+    def _proposal(self, proposal_id: str) -> model.Proposal:
         return self.memory.proposal(proposal_id, principal=self._principal)
 
-    def _decide(self, proposal_id: str, *, approve: bool, reason: str | None) -> ProposalOutcome:
+    def _decide(
+        self, proposal_id: str, *, approve: bool, reason: str | None
+    ) -> model.ProposalOutcome:
         return self.memory.decide(
             proposal_id, approve=approve, principal=self._principal, reason=reason
         )
 
-    def _rebase(self, proposal_id: str) -> ProposalOutcome:
+    def _rebase(self, proposal_id: str) -> model.ProposalOutcome:
         return self.memory.rebase(proposal_id, principal=self._principal)
 
-    def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome:
+    def _publish(self, scope: str, choice: PublishChoice) -> model.ProposalOutcome:
         return self.memory.publish(scope, principal=self._principal, **choice)
 
-    def _audit(self, query: AuditQuery) -> list[AuditEntry]:
+    def _audit(self, query: model.AuditQuery) -> list[model.AuditEntry]:
         return self.memory.audit(query, principal=self._principal)
 
     # ---- the timeline and the decision graph -----------------------------------------------
 
-    def _append_events(self, events: Sequence[EventDraft]) -> AppendReport:
+    def _append_events(self, events: Sequence[model.EventDraft]) -> model.AppendReport:
         return self.memory.append_events(events, principal=self._principal)
 
-    def _events(self, filters: EventFilters) -> list[Event]:
+    def _events(self, filters: EventFilters) -> list[model.Event]:
         return self.memory.events(principal=self._principal, **filters)
 
     def _timeline_search(self, query: str, filters: TimelineFilters) -> TimelineHits:

@@ -22,15 +22,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter, ValidationError
 
-from cairn.client import (
-    ENV_KEY,
-    EventFilters,
-    MemoryClient,
-    Move,
-    PublishChoice,
-    TimelineFilters,
-    WhyMode,
-)
+from cairn import model
+from cairn.client import ENV_KEY, MemoryClient, Move, WhyMode
 from cairn.doors._errors import error_from_problem
 from cairn.errors import (
     CairnError,
@@ -41,25 +34,7 @@ from cairn.errors import (
     describe_validation,
 )
 from cairn.limits import STORED
-from cairn.model import (
-    AppendReport,
-    AuditEntry,
-    AuditQuery,
-    Content,
-    ContentPatch,
-    Event,
-    EventDraft,
-    Principal,
-    Proposal,
-    ProposalOutcome,
-    ProposalStatus,
-    Record,
-    RecordQuery,
-    RecordView,
-    Version,
-    VersionPin,
-)
-from cairn.options import ReadFilters
+from cairn.options import EventFilters, PublishChoice, ReadFilters, TimelineFilters
 from cairn.retrieval.context import ReadContextRequest, ReadContextResponse, ValidationReport
 from cairn.retrieval.types import RetrievalResult, SearchResult
 from cairn.timeline.views import TimelineHits
@@ -162,7 +137,7 @@ class RemoteMemory(MemoryClient):
             transport=transport,
         )
         try:
-            self._principal: Principal = _parse(Principal, self._call("GET", "/whoami"))
+            self._principal: model.Principal = _parse(model.Principal, self._call("GET", "/whoami"))
         except BaseException:
             self._http.close()
             raise
@@ -203,69 +178,66 @@ class RemoteMemory(MemoryClient):
     # ---- writes --------------------------------------------------------------------------
 
     def _remember(
-        self, content: Content, *, draft: bool, paths: Sequence[str], reason: str | None
-    ) -> ProposalOutcome:
+        self, content: model.Content, *, draft: bool, paths: Sequence[str], reason: str | None
+    ) -> model.ProposalOutcome:
         body = {
             "content": content.model_dump(mode="json"),
             "draft": draft,
             "paths": list(paths),
             "reason": reason,
         }
-        return _parse(ProposalOutcome, self._call("POST", "/records", body=body))
+        return _parse(model.ProposalOutcome, self._call("POST", "/records", body=body))
 
     def _update(
-        self,
-        record_id: str,
-        patch: ContentPatch,
-        *,
-        base_version_id: str | None,
-        reason: str | None,
-    ) -> ProposalOutcome:
+        self, record_id: str, patch: model.ContentPatch, base: str | None, reason: str | None
+    ) -> model.ProposalOutcome:
         body = {
             "patch": patch.model_dump(mode="json", exclude_none=True),
-            "base_version_id": base_version_id,
+            "base_version_id": base,
             "reason": reason,
         }
         path = f"/records/{_segment(record_id, 'record_id')}"
-        return _parse(ProposalOutcome, self._call("PATCH", path, body=body))
+        return _parse(model.ProposalOutcome, self._call("PATCH", path, body=body))
 
     def _supersede(
-        self, record_id: str, *, by: str | None, content: Content | None, reason: str | None
-    ) -> ProposalOutcome:
+        self, record_id: str, *, by: str | None, content: model.Content | None, reason: str | None
+    ) -> model.ProposalOutcome:
         body: dict[str, Any] = {"reason": reason}
         if content is not None:
             body["content"] = content.model_dump(mode="json")
         else:
             body["by"] = by
         path = f"/records/{_segment(record_id, 'record_id')}/supersede"
-        return _parse(ProposalOutcome, self._call("POST", path, body=body))
+        return _parse(model.ProposalOutcome, self._call("POST", path, body=body))
 
-    def _move(self, record_id: str, move: Move, reason: str | None) -> ProposalOutcome:
+    def _move(self, record_id: str, move: Move, reason: str | None) -> model.ProposalOutcome:
         path = f"/records/{_segment(record_id, 'record_id')}/{move}"
-        return _parse(ProposalOutcome, self._call("POST", path, body={"reason": reason}))
+        return _parse(model.ProposalOutcome, self._call("POST", path, body={"reason": reason}))
 
     # ---- reads ---------------------------------------------------------------------------
 
-    def _get(self, record_id: str, version: int | None, selector: VersionPin | None) -> RecordView:
+    def _get(
+        self, record_id: str, version: int | None, selector: model.VersionPin | None
+    ) -> model.RecordView:
         path = f"/records/{_segment(record_id, 'record_id')}"
         if version is not None:
-            return _parse(RecordView, self._call("GET", f"{path}/versions/{version}"))
-        pin = selector or VersionPin.head()
+            return _parse(model.RecordView, self._call("GET", f"{path}/versions/{version}"))
+        pin = selector or model.VersionPin.head()
         params = _params(
             selector=pin.kind.value, baseline_id=pin.baseline_id, version_id=pin.version_id
         )
-        return _parse(RecordView, self._call("GET", path, params=params))
+        return _parse(model.RecordView, self._call("GET", path, params=params))
 
-    def _resolve(self, record_id: str) -> Record:
+    def _resolve(self, record_id: str) -> model.Record:
         path = f"/records/{_segment(record_id, 'record_id')}/resolve"
-        return _parse(Record, self._call("GET", path))
+        return _parse(model.Record, self._call("GET", path))
 
-    def _history(self, record_id: str, *, after: int, limit: int) -> list[Version]:
+    def _history(self, record_id: str, *, after: int, limit: int) -> list[model.Version]:
         path = f"/records/{_segment(record_id, 'record_id')}/versions"
         found = self._call("GET", path, params={"after": after, "limit": limit})
-        return _parse(list[Version], found)
+        return _parse(list[model.Version], found)
 
-    def _list_records(self, query: RecordQuery) -> list[Record]:
+    def _list_records(self, query: model.RecordQuery) -> list[model.Record]:
         if query.metadata:
             raise InvalidInput(
                 "the HTTP API does not filter records by metadata; filter the page you get",
@@ -281,7 +253,7 @@ class RemoteMemory(MemoryClient):
             offset=query.offset,
             after=query.after,
         )
-        return _parse(list[Record], self._call("GET", "/records", params=params))
+        return _parse(list[model.Record], self._call("GET", "/records", params=params))
 
     def _search(self, query: str, filters: ReadFilters) -> SearchResult:
         body = _read_body(query, filters)
@@ -307,41 +279,43 @@ class RemoteMemory(MemoryClient):
     # ---- review --------------------------------------------------------------------------
 
     def _proposals(
-        self, status: ProposalStatus, *, limit: int, offset: int, after: str | None
-    ) -> list[Proposal]:
+        self, status: model.ProposalStatus, *, limit: int, offset: int, after: str | None
+    ) -> list[model.Proposal]:
         params = _params(status=status.value, limit=limit, offset=offset, after=after)
-        return _parse(list[Proposal], self._call("GET", "/proposals", params=params))
+        return _parse(list[model.Proposal], self._call("GET", "/proposals", params=params))
 
-    def _proposal(self, proposal_id: str) -> Proposal:
+    def _proposal(self, proposal_id: str) -> model.Proposal:
         path = f"/proposals/{_segment(proposal_id, 'proposal_id')}"
-        return _parse(Proposal, self._call("GET", path))
+        return _parse(model.Proposal, self._call("GET", path))
 
-    def _decide(self, proposal_id: str, *, approve: bool, reason: str | None) -> ProposalOutcome:
+    def _decide(
+        self, proposal_id: str, *, approve: bool, reason: str | None
+    ) -> model.ProposalOutcome:
         path = f"/proposals/{_segment(proposal_id, 'proposal_id')}/decision"
         body = {"approve": approve, "reason": reason}
-        return _parse(ProposalOutcome, self._call("POST", path, body=body))
+        return _parse(model.ProposalOutcome, self._call("POST", path, body=body))
 
-    def _rebase(self, proposal_id: str) -> ProposalOutcome:
+    def _rebase(self, proposal_id: str) -> model.ProposalOutcome:
         path = f"/proposals/{_segment(proposal_id, 'proposal_id')}/rebase"
-        return _parse(ProposalOutcome, self._call("POST", path))
+        return _parse(model.ProposalOutcome, self._call("POST", path))
 
-    def _publish(self, scope: str, choice: PublishChoice) -> ProposalOutcome:
+    def _publish(self, scope: str, choice: PublishChoice) -> model.ProposalOutcome:
         body = {"scope": scope, **_json_values(choice)}
-        return _parse(ProposalOutcome, self._call("POST", "/publish", body=body))
+        return _parse(model.ProposalOutcome, self._call("POST", "/publish", body=body))
 
-    def _audit(self, query: AuditQuery) -> list[AuditEntry]:
+    def _audit(self, query: model.AuditQuery) -> list[model.AuditEntry]:
         # the query's fields are the endpoint's parameters, named alike
         given = query.model_dump(exclude_none=True)
         params = {name: _time(v) if isinstance(v, datetime) else v for name, v in given.items()}
-        return _parse(list[AuditEntry], self._call("GET", "/audit", params=params))
+        return _parse(list[model.AuditEntry], self._call("GET", "/audit", params=params))
 
     # ---- the timeline and the decision graph -----------------------------------------------
 
-    def _append_events(self, events: Sequence[EventDraft]) -> AppendReport:
+    def _append_events(self, events: Sequence[model.EventDraft]) -> model.AppendReport:
         body = {"events": [event.model_dump(mode="json") for event in events]}
-        return _parse(AppendReport, self._call("POST", "/timeline/events", body=body))
+        return _parse(model.AppendReport, self._call("POST", "/timeline/events", body=body))
 
-    def _events(self, filters: EventFilters) -> list[Event]:
+    def _events(self, filters: EventFilters) -> list[model.Event]:
         # the cursor travels as its parts (and its scope only where it names one)
         params = _params(**_json_values({**filters, "after": None}))
         after = filters.get("after")
@@ -349,7 +323,7 @@ class RemoteMemory(MemoryClient):
             params |= {"after_ts": _time(after[0]), "after_id": after[1]}
             if len(after) == 3:
                 params["after_scope"] = after[2]
-        return _parse(list[Event], self._call("GET", "/timeline/events", params=params))
+        return _parse(list[model.Event], self._call("GET", "/timeline/events", params=params))
 
     def _timeline_search(self, query: str, filters: TimelineFilters) -> TimelineHits:
         params = _params(q=query, **_json_values(filters))
@@ -382,7 +356,7 @@ def _json_values(options: Mapping[str, object]) -> dict[str, Any]:
 
 
 def _json_value(value: object) -> Any:
-    if isinstance(value, VersionPin):
+    if isinstance(value, model.VersionPin):
         return value.model_dump(mode="json")
     if isinstance(value, datetime):
         return _time(value)

@@ -4,27 +4,11 @@ its own rules (supersede, publish), and whether it duplicates a stored record.""
 
 from __future__ import annotations
 
+from cairn import model
 from cairn.errors import Conflict, InvalidInput, NotFound, SupersessionCycle
 from cairn.governance import access, lifecycle, links
 from cairn.governance.gate_core import ORIGIN_OF, GateCore
-from cairn.model import (
-    Change,
-    Confidence,
-    Content,
-    CreateChange,
-    LinkChange,
-    Origin,
-    Principal,
-    PrincipalKind,
-    Proposal,
-    PublishChange,
-    Record,
-    Status,
-    SupersedeChange,
-    TransitionChange,
-    UnlinkChange,
-    UpdateChange,
-)
+from cairn.model import Content, Principal, Proposal, Record
 from cairn.store.base import NOT_COPIES, ExpectNoCopies
 
 __all__ = ["GateChecks", "is_live_duplicate"]
@@ -44,15 +28,15 @@ def is_live_duplicate(record: Record, proposal_record_id: str | None, principal:
 class GateChecks(GateCore):
     """Mixed into ``Gate``: what a proposal must pass before any rule decides it."""
 
-    def _stamp(self, change: Change, principal: Principal) -> Change:
+    def _stamp(self, change: model.Change, principal: Principal) -> model.Change:
         """Origin and provenance are facts about who wrote, not claims: the origin is the
         principal's kind, ``provenance.source_kind`` is the kernel's to set (ingest), and
         agents cannot vouch for a memory beyond "supported"."""
         origin = ORIGIN_OF[principal.kind]
 
-        def confidence(value: Confidence) -> Confidence:
-            if principal.kind is PrincipalKind.AGENT and value is Confidence.VERIFIED:
-                return Confidence.SUPPORTED
+        def confidence(value: model.Confidence) -> model.Confidence:
+            if principal.kind is model.PrincipalKind.AGENT and value is model.Confidence.VERIFIED:
+                return model.Confidence.SUPPORTED
             return value
 
         def fix(content: Content) -> Content:
@@ -67,18 +51,18 @@ class GateChecks(GateCore):
             # Copies cost; a batch stamps thousands of contents that need nothing changed.
             return content.model_copy(update=updates) if updates else content
 
-        if isinstance(change, CreateChange):
+        if isinstance(change, model.CreateChange):
             content = fix(change.content)
             if content is change.content:
                 return change
             return change.model_copy(update={"content": content})
-        if isinstance(change, LinkChange):
+        if isinstance(change, model.LinkChange):
             return change.model_copy(
                 update={"edge": change.edge.model_copy(update={"origin": origin})}
             )
-        if isinstance(change, SupersedeChange) and change.content is not None:
+        if isinstance(change, model.SupersedeChange) and change.content is not None:
             return change.model_copy(update={"content": fix(change.content)})
-        if isinstance(change, UpdateChange):
+        if isinstance(change, model.UpdateChange):
             patch = change.patch
             updates: dict[str, object] = {"origin": origin}
             if patch.confidence is not None:
@@ -97,7 +81,7 @@ class GateChecks(GateCore):
         if access.is_curator(principal):
             return None
         change = proposal.change
-        if isinstance(change, LinkChange):
+        if isinstance(change, model.LinkChange):
             if change.edge.acl is not None:
                 source = self._record(change.edge.src)
                 if change.edge.acl != links.default_acl(source):
@@ -106,7 +90,7 @@ class GateChecks(GateCore):
                         "choosing who may read an edge needs a curator",
                     )
             return None
-        if isinstance(change, UnlinkChange):
+        if isinstance(change, model.UnlinkChange):
             edge = self.store.get_edge(change.edge_id)
             if edge is not None and edge.created_by != principal.id:
                 return "others-edges-need-review", "the edge was made by someone else"
@@ -114,68 +98,70 @@ class GateChecks(GateCore):
         if target is None:
             return None
         change = proposal.change
-        if isinstance(change, UpdateChange):
+        if isinstance(change, model.UpdateChange):
             acl = change.patch.acl
             if acl is not None and acl != target.content.acl:
                 return "acl-change-needs-review", "changing who may read a record needs a curator"
-        elif not isinstance(change, SupersedeChange):
+        elif not isinstance(change, model.SupersedeChange):
             return None
         if target.created_by != principal.id:
             return "others-records-need-review", "the record was written by someone else"
         if (
-            target.content.origin is Origin.HUMAN
-            or target.content.confidence is Confidence.VERIFIED
+            target.content.origin is model.Origin.HUMAN
+            or target.content.confidence is model.Confidence.VERIFIED
         ):
             return "human-records-need-review", "a human wrote or verified this record"
         return None
 
-    def _target(self, change: Change, principal: Principal) -> Record | None:
+    def _target(self, change: model.Change, principal: Principal) -> Record | None:
         """The record a change is pinned to (its version goes stale when that moves on).
         An edge pins no record: a link stays valid while its ends get new versions."""
-        if isinstance(change, CreateChange | PublishChange | LinkChange | UnlinkChange):
+        if isinstance(
+            change, model.CreateChange | model.PublishChange | model.LinkChange | model.UnlinkChange
+        ):
             return None
         return self._visible(change.record_id, principal)
 
-    def _scope_of(self, change: Change, target: Record | None, principal: Principal) -> str:
-        if isinstance(change, CreateChange):
+    def _scope_of(self, change: model.Change, target: Record | None, principal: Principal) -> str:
+        if isinstance(change, model.CreateChange):
             return change.content.scope
-        if isinstance(change, PublishChange):
+        if isinstance(change, model.PublishChange):
             return change.scope
-        if isinstance(change, LinkChange):
+        if isinstance(change, model.LinkChange):
             # the edge lives in its source's scope; an unreadable source is "not found"
             return links.check_link(self.store, self.policy, change.edge, principal)[0].scope
-        if isinstance(change, UnlinkChange):
+        if isinstance(change, model.UnlinkChange):
             return links.visible_edge(self.store, change.edge_id, principal).scope
         assert target is not None
         return target.scope
 
     def _validate(self, proposal: Proposal, principal: Principal) -> None:
         change = proposal.change
-        if isinstance(change, CreateChange):
+        if isinstance(change, model.CreateChange):
             self.policy.check_kind(change.content.kind)
-        elif isinstance(change, UpdateChange):
+        elif isinstance(change, model.UpdateChange):
             if change.patch.is_empty():
                 raise InvalidInput("an update must change at least one field", field="patch")
             record = self._record(change.record_id)
             new = change.patch.apply(record.content)
             if new.model_copy(update={"origin": record.content.origin}) == record.content:
                 raise InvalidInput("the update changes nothing", field="patch")
-            if record.status in (Status.ARCHIVED, Status.REJECTED):
+            if record.status in (model.Status.ARCHIVED, model.Status.REJECTED):
                 raise InvalidInput(f"{record.status.value} records cannot be updated")
-        elif isinstance(change, SupersedeChange):
+        elif isinstance(change, model.SupersedeChange):
             self._check_supersede(change, principal)
-        elif isinstance(change, TransitionChange):
+        elif isinstance(change, model.TransitionChange):
             record = self._record(change.record_id)
             lifecycle.check_transition(record.status, change.to, principal)
-        elif isinstance(change, LinkChange):
+        elif isinstance(change, model.LinkChange):
             links.check_link(self.store, self.policy, change.edge, principal)
-        elif isinstance(change, UnlinkChange):
+        elif isinstance(change, model.UnlinkChange):
             edge = links.visible_edge(self.store, change.edge_id, principal)
             links.removed_edge(edge, actor=principal.id, now=self.clock())
         else:
             self._check_publish(change, principal)
 
-    def _check_supersede(self, change: SupersedeChange, principal: Principal) -> None:
+    def _check_supersede(self, change: model.SupersedeChange, principal: Principal) -> None:
         old = self._record(change.record_id)
         if old.superseded_by:
             successor = self.store.get_record(old.superseded_by)
@@ -209,7 +195,7 @@ class GateChecks(GateCore):
                 field="by",
             )
 
-    def _check_publish(self, change: PublishChange, principal: Principal) -> None:
+    def _check_publish(self, change: model.PublishChange, principal: Principal) -> None:
         access.require_curator(principal, "publish")
         for record_id, version_id in change.pins.items():
             record = self._visible(record_id, principal)
@@ -219,7 +205,7 @@ class GateChecks(GateCore):
                 version = self.store.get_version(version_id)
                 if version is None or version.record_id != record_id:
                     raise NotFound(f"no version {version_id} of {record_id}", field="pins")
-            elif record.status is not Status.ACTIVE:
+            elif record.status is not model.Status.ACTIVE:
                 raise InvalidInput(
                     f"{record_id} is {record.status.value}; only active records are published",
                     field="pins",
@@ -232,11 +218,11 @@ class GateChecks(GateCore):
         may read (a record it may not read is never named, so the check is no oracle), and
         what the commit must still find: no copy stored since this check looked."""
         change = proposal.change
-        if isinstance(change, CreateChange):
+        if isinstance(change, model.CreateChange):
             content: Content | None = change.content
-        elif isinstance(change, SupersedeChange):
+        elif isinstance(change, model.SupersedeChange):
             content = change.content
-        elif isinstance(change, UpdateChange):
+        elif isinstance(change, model.UpdateChange):
             content = change.patch.apply(self._record(change.record_id).content)
         else:
             content = None

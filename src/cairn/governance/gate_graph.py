@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cairn import model
 from cairn.errors import NotFound, PermissionDenied
 from cairn.governance import access, links
 from cairn.governance._gc import collector_paused
@@ -13,20 +14,7 @@ from cairn.governance.gate_core import ORIGIN_OF, as_create
 from cairn.governance.gate_outcomes import GateOutcomes
 from cairn.governance.gate_plans import Plan
 from cairn.governance.gate_rulings import GateRulings
-from cairn.model import (
-    Content,
-    ContentPatch,
-    CreateChange,
-    EdgeDraft,
-    LinkChange,
-    Principal,
-    Proposal,
-    ProposalOutcome,
-    Record,
-    UnlinkChange,
-    UpdateChange,
-    Verdict,
-)
+from cairn.model import Content, Principal, Proposal, Record
 from cairn.store.base import ChangeSet, PutEdge
 
 __all__ = ["GraphGate", "GraphLink"]
@@ -38,7 +26,7 @@ class GraphLink:
     ``src``/``dst`` are replaced) and its ends, each a stored record's id or the index of
     a record the same graph creates."""
 
-    draft: EdgeDraft
+    draft: model.EdgeDraft
     src: str | int
     dst: str | int
 
@@ -55,7 +43,7 @@ class GraphGate(GateOutcomes, GateRulings):
         *,
         reason: str,
         unlinks: Sequence[str] = (),
-    ) -> list[ProposalOutcome]:
+    ) -> list[model.ProposalOutcome]:
         """New records, new versions of stored ones and edges between any of them, each
         a proposal the policy rules on, all committed in one transaction or none: a graph
         is never half-written. An edge's end is a stored record's id or the index of one
@@ -67,11 +55,11 @@ class GraphGate(GateOutcomes, GateRulings):
         access.require_curator(principal, "ingest a decision graph")
         now = self.clock()
         changesets: list[ChangeSet] = []
-        outcomes: list[ProposalOutcome] = []
+        outcomes: list[model.ProposalOutcome] = []
 
         def approve(proposal: Proposal, target: Record | None, plan: Plan | None) -> None:
             verdict, rule, why = self._ruling(proposal, principal, target)
-            if verdict is not Verdict.APPROVE:
+            if verdict is not model.Verdict.APPROVE:
                 raise PermissionDenied(
                     f"the policy rule {rule!r} would {verdict.value} "
                     f"{proposal.change.op} in {proposal.scope}; a graph is written whole, "
@@ -100,7 +88,7 @@ class GraphGate(GateOutcomes, GateRulings):
             return record
 
         for content in creates:
-            change = as_create(self._stamp(CreateChange(content=content), principal))
+            change = as_create(self._stamp(model.CreateChange(content=content), principal))
             access.require_scope(principal, change.content.scope)
             self.policy.check_kind(change.content.kind)
             proposal = self._proposal(change, principal, scope=change.content.scope, now=now)
@@ -110,11 +98,11 @@ class GraphGate(GateOutcomes, GateRulings):
         for record_id, content in updates:
             target = self._record(record_id)
             access.require_scope(principal, target.scope)
-            patch = ContentPatch(**{
+            patch = model.ContentPatch(**{
                 name: getattr(content, name)
                 for name in ("title", "body", "tags", "metadata", "acl", "valid_from", "valid_to")
             })  # fmt: skip
-            update = self._stamp(UpdateChange(record_id=record_id, patch=patch), principal)
+            update = self._stamp(model.UpdateChange(record_id=record_id, patch=patch), principal)
             proposal = self._proposal(
                 update, principal, scope=target.scope, now=now, target=target,
                 base_version_id=target.current_version_id,
@@ -125,7 +113,7 @@ class GraphGate(GateOutcomes, GateRulings):
             if stored is None:
                 raise NotFound(f"no edge {edge_id}", field="edge_id")
             access.require_scope(principal, stored.scope)
-            unlink = self._stamp(UnlinkChange(edge_id=edge_id), principal)
+            unlink = self._stamp(model.UnlinkChange(edge_id=edge_id), principal)
             proposal = self._proposal(unlink, principal, scope=stored.scope, now=now)
             removed = links.removed_edge(stored, actor=principal.id, now=now)
             approve(
@@ -138,7 +126,9 @@ class GraphGate(GateOutcomes, GateRulings):
                 update={"src": src.id, "dst": dst.id, "origin": ORIGIN_OF[principal.kind]}
             )
             links.check_ends(self.policy, draft, src, dst)
-            proposal = self._proposal(LinkChange(edge=draft), principal, scope=src.scope, now=now)
+            proposal = self._proposal(
+                model.LinkChange(edge=draft), principal, scope=src.scope, now=now
+            )
             edge = links.linked_edge(
                 draft, src, actor=principal.id, proposal_id=proposal.id, now=now
             )

@@ -7,27 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from cairn import model
 from cairn.errors import InvalidInput, NotFound, StaleProposal
 from cairn.governance import links
 from cairn.governance.gate_core import GateCore
-from cairn.model import (
-    Baseline,
-    Content,
-    CreateChange,
-    Edge,
-    LinkChange,
-    PathLink,
-    Proposal,
-    PublishChange,
-    Record,
-    Status,
-    SupersedeChange,
-    TransitionChange,
-    UnlinkChange,
-    UpdateChange,
-    Version,
-    new_id,
-)
+from cairn.model import Content, Proposal, Record, new_id
 from cairn.store.base import (
     ExpectPublished,
     ExpectRecord,
@@ -51,11 +35,11 @@ class Plan:
     writes: list[Write]
     expects: list[Precondition]
     record: Record | None = None
-    version: Version | None = None
-    from_status: Status | None = None
-    to_status: Status | None = None
+    version: model.Version | None = None
+    from_status: model.Status | None = None
+    to_status: model.Status | None = None
     subject: str | None = None
-    edge: Edge | None = None
+    edge: model.Edge | None = None
 
 
 class GatePlans(GateCore):
@@ -79,13 +63,13 @@ class GatePlans(GateCore):
     def _plan(self, proposal: Proposal, now: datetime) -> Plan:
         change = proposal.change
         actor = proposal.principal_id
-        if isinstance(change, CreateChange):
-            status = Status.DRAFT if change.draft else Status.ACTIVE
+        if isinstance(change, model.CreateChange):
+            status = model.Status.DRAFT if change.draft else model.Status.ACTIVE
             plan = self._plan_create(change.content, status, actor, proposal.id, now)
             for path in change.paths:
                 plan.writes.append(
                     PutPathLink(
-                        PathLink(
+                        model.PathLink(
                             record_id=plan.record.id if plan.record else "",
                             path=path,
                             content_hash=self.path_hasher(path),
@@ -93,14 +77,14 @@ class GatePlans(GateCore):
                     )
                 )
             return plan
-        if isinstance(change, UpdateChange):
+        if isinstance(change, model.UpdateChange):
             record = self._pinned(proposal)
             return self._plan_new_version(
                 record, change.patch.apply(record.content), actor, proposal.id, now
             )
-        if isinstance(change, SupersedeChange):
+        if isinstance(change, model.SupersedeChange):
             return self._plan_supersede(change, proposal, actor, now)
-        if isinstance(change, LinkChange):
+        if isinstance(change, model.LinkChange):
             source = self._record(change.edge.src)
             edge = links.linked_edge(
                 change.edge,
@@ -110,13 +94,13 @@ class GatePlans(GateCore):
                 now=now,
             )
             return Plan(writes=[PutEdge(edge)], expects=[], subject=edge.id, edge=edge)
-        if isinstance(change, UnlinkChange):
+        if isinstance(change, model.UnlinkChange):
             stored = self.store.get_edge(change.edge_id)
             if stored is None:
                 raise NotFound(f"no edge {change.edge_id}", field="edge_id")
             edge = links.removed_edge(stored, actor=actor, now=now)
             return Plan(writes=[PutEdge(edge)], expects=[], subject=edge.id, edge=edge)
-        if isinstance(change, TransitionChange):
+        if isinstance(change, model.TransitionChange):
             record = self._pinned(proposal)
             moved = record.model_copy(
                 update={"status": change.to, "updated_at": now, "status_changed_at": now}
@@ -131,10 +115,10 @@ class GatePlans(GateCore):
         return self._plan_publish(change, proposal, now)
 
     def _plan_create(
-        self, content: Content, status: Status, actor: str, proposal_id: str, now: datetime
+        self, content: Content, status: model.Status, actor: str, proposal_id: str, now: datetime
     ) -> Plan:
         record_id = new_id("rec")
-        version = Version(
+        version = model.Version(
             id=new_id("ver"),
             record_id=record_id,
             number=1,
@@ -170,7 +154,7 @@ class GatePlans(GateCore):
     ) -> Plan:
         if content.kind != record.kind or content.scope != record.scope:
             raise InvalidInput("an update cannot change a record's kind or scope")
-        version = Version(
+        version = model.Version(
             id=new_id("ver"),
             record_id=record.id,
             number=record.current_version + 1,
@@ -196,12 +180,12 @@ class GatePlans(GateCore):
         )
 
     def _plan_supersede(
-        self, change: SupersedeChange, proposal: Proposal, actor: str, now: datetime
+        self, change: model.SupersedeChange, proposal: Proposal, actor: str, now: datetime
     ) -> Plan:
         proposal_id = proposal.id
         old = self._pinned(proposal)
         if change.content is not None:
-            plan = self._plan_create(change.content, Status.ACTIVE, actor, proposal_id, now)
+            plan = self._plan_create(change.content, model.Status.ACTIVE, actor, proposal_id, now)
             assert plan.record is not None
             new_id_ = plan.record.id
         else:
@@ -233,7 +217,7 @@ class GatePlans(GateCore):
         plan.expects.append(ExpectRecord(old.id, old.current_version_id, unsuperseded=True))
         return plan
 
-    def _plan_publish(self, change: PublishChange, proposal: Proposal, now: datetime) -> Plan:
+    def _plan_publish(self, change: model.PublishChange, proposal: Proposal, now: datetime) -> Plan:
         pins: dict[str, str] = {}
         previous_id = self.store.published_baseline_id(change.scope)
         if previous_id and not change.replace:
@@ -246,9 +230,9 @@ class GatePlans(GateCore):
             if version_id is None:
                 record = self._record(record_id)
                 version_id = record.current_version_id
-                still_active.append(ExpectRecord(record_id, version_id, Status.ACTIVE))
+                still_active.append(ExpectRecord(record_id, version_id, model.Status.ACTIVE))
             pins[record_id] = version_id
-        baseline = Baseline(
+        baseline = model.Baseline(
             id=new_id("bsl"),
             scope=change.scope,
             name=change.name,

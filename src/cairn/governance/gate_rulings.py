@@ -5,21 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+from cairn import model
 from cairn.governance.gate_checks import GateChecks
 from cairn.governance.policy import ProposalFacts, evaluate
-from cairn.model import (
-    CreateChange,
-    LinkChange,
-    Origin,
-    Principal,
-    PrincipalKind,
-    Proposal,
-    Record,
-    SupersedeChange,
-    UnlinkChange,
-    UpdateChange,
-    Verdict,
-)
+from cairn.model import Principal, Proposal, Record
 
 __all__ = ["GateRulings"]
 
@@ -30,13 +19,13 @@ class GateRulings(GateChecks):
     def _facts(self, proposal: Proposal, principal: Principal) -> ProposalFacts:
         change = proposal.change
         kind: str | None = None
-        origin: Origin | None = None
+        origin: model.Origin | None = None
         metadata: dict[str, object] = {}
         draft = False
-        if isinstance(change, CreateChange):
+        if isinstance(change, model.CreateChange):
             kind, origin = change.content.kind, change.content.origin
             metadata, draft = change.content.metadata, change.draft
-        elif isinstance(change, SupersedeChange) and change.content is not None:
+        elif isinstance(change, model.SupersedeChange) and change.content is not None:
             kind, origin, metadata = (
                 change.content.kind,
                 change.content.origin,
@@ -45,12 +34,12 @@ class GateRulings(GateChecks):
         elif proposal.record_id is not None:
             record = self._record(proposal.record_id)
             kind, origin, metadata = record.kind, record.content.origin, record.content.metadata
-            if isinstance(change, UpdateChange) and change.patch.metadata is not None:
+            if isinstance(change, model.UpdateChange) and change.patch.metadata is not None:
                 metadata = change.patch.metadata
         relation: str | None = None
-        if isinstance(change, LinkChange):
+        if isinstance(change, model.LinkChange):
             relation, metadata = change.edge.type, change.edge.metadata
-        elif isinstance(change, UnlinkChange):
+        elif isinstance(change, model.UnlinkChange):
             edge = self.store.get_edge(change.edge_id)
             relation = edge.type if edge else None
         return ProposalFacts(
@@ -67,20 +56,20 @@ class GateRulings(GateChecks):
 
     def _ruling(
         self, proposal: Proposal, principal: Principal, target: Record | None
-    ) -> tuple[Verdict, str, str | None]:
+    ) -> tuple[model.Verdict, str, str | None]:
         """What the gate decides on a checked proposal that duplicates nothing: the
         decision, the rule that made it and the reason it gives."""
-        if principal.kind is PrincipalKind.SYSTEM:
+        if principal.kind is model.PrincipalKind.SYSTEM:
             # Trigger: drift, retention and other system housekeeping. Why: these moves are
             # fixed by the lifecycle and must not wait on a policy a user may have edited.
-            return Verdict.APPROVE, "system", proposal.reason
+            return model.Verdict.APPROVE, "system", proposal.reason
         decision, rule, why = evaluate(self.policy, self._facts(proposal, principal))
-        if decision is Verdict.APPROVE:
+        if decision is model.Verdict.APPROVE:
             forced = self._needs_review(proposal, principal, target)
             if forced is not None:
-                return Verdict.QUEUE, *forced
+                return model.Verdict.QUEUE, *forced
             return decision, rule, why or proposal.reason
-        if decision is Verdict.REJECT:
+        if decision is model.Verdict.REJECT:
             return decision, rule, why or "refused by policy"
         return decision, rule, why
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Unpack
 
+from cairn import model
 from cairn.errors import Conflict, InvalidInput
 from cairn.governance import access
 from cairn.governance.gate_core import ORIGIN_OF
@@ -20,24 +21,7 @@ from cairn.ingest.files import (
 )
 from cairn.limits import MAX_BODY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.core import MemoryCore, literal_glob
-from cairn.model import (
-    Content,
-    ContentPatch,
-    CreateChange,
-    EdgeDraft,
-    LinkChange,
-    Principal,
-    ProposalOutcome,
-    PublishChange,
-    Record,
-    RecordQuery,
-    Status,
-    SupersedeChange,
-    TransitionChange,
-    UnlinkChange,
-    UpdateChange,
-    Verdict,
-)
+from cairn.model import Content, Principal, Record
 from cairn.options import PublishChoice, check_names
 
 __all__ = ["WriteVerbs"]
@@ -55,21 +39,21 @@ class WriteVerbs(MemoryCore):
         draft: bool = False,
         paths: Sequence[str] = (),
         reason: str | None = None,
-    ) -> ProposalOutcome:
+    ) -> model.ProposalOutcome:
         """Propose a new record (or record a draft, which any principal may do)."""
-        change = CreateChange(content=content, draft=draft, paths=tuple(paths))
+        change = model.CreateChange(content=content, draft=draft, paths=tuple(paths))
         return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def update(
         self,
         record_id: str,
-        patch: ContentPatch,
+        patch: model.ContentPatch,
         *,
         principal: Principal,
         base_version_id: str | None = None,
         reason: str | None = None,
-    ) -> ProposalOutcome:
-        change = UpdateChange(record_id=record_id, patch=patch)
+    ) -> model.ProposalOutcome:
+        change = model.UpdateChange(record_id=record_id, patch=patch)
         outcome = self._gate.submit(
             change, principal, base_version_id=base_version_id, reason=reason
         )
@@ -82,53 +66,53 @@ class WriteVerbs(MemoryCore):
         principal: Principal,
         by: str | None = None,
         content: Content | None = None,
-        patch: ContentPatch | None = None,
+        patch: model.ContentPatch | None = None,
         reason: str | None = None,
-    ) -> ProposalOutcome:
+    ) -> model.ProposalOutcome:
         """Supersede a record by an existing one (``by``), by new ``content``, or by a new
         record made of its current content with ``patch`` applied."""
         if patch is not None:
             if content is not None:
                 raise InvalidInput("give content or patch, not both", field="patch")
             content = patch.apply(self._visible(record_id, principal).content)
-        change = SupersedeChange(record_id=record_id, by=by, content=content)
+        change = model.SupersedeChange(record_id=record_id, by=by, content=content)
         return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def transition(
-        self, record_id: str, to: Status, *, principal: Principal, reason: str | None = None
-    ) -> ProposalOutcome:
+        self, record_id: str, to: model.Status, *, principal: Principal, reason: str | None = None
+    ) -> model.ProposalOutcome:
         """Move a record along the lifecycle: approve/reject a draft, archive, restore, …"""
-        change = TransitionChange(record_id=record_id, to=to)
+        change = model.TransitionChange(record_id=record_id, to=to)
         return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def link(
-        self, edge: EdgeDraft, *, principal: Principal, reason: str | None = None
-    ) -> ProposalOutcome:
+        self, edge: model.EdgeDraft, *, principal: Principal, reason: str | None = None
+    ) -> model.ProposalOutcome:
         """Propose a typed edge between two records the principal may read; the policy
         decides (a relation the catalog does not declare is refused)."""
-        change = LinkChange(edge=edge)
+        change = model.LinkChange(edge=edge)
         return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def unlink(
         self, edge_id: str, *, principal: Principal, reason: str | None = None
-    ) -> ProposalOutcome:
+    ) -> model.ProposalOutcome:
         """Propose removing an edge (it is marked removed; its history stays)."""
-        change = UnlinkChange(edge_id=edge_id)
+        change = model.UnlinkChange(edge_id=edge_id)
         return self._shown_outcome(self._gate.submit(change, principal, reason=reason), principal)
 
     def archive(
         self, record_id: str, *, principal: Principal, reason: str | None = None
-    ) -> ProposalOutcome:
-        return self.transition(record_id, Status.ARCHIVED, principal=principal, reason=reason)
+    ) -> model.ProposalOutcome:
+        return self.transition(record_id, model.Status.ARCHIVED, principal=principal, reason=reason)
 
     def restore(
         self, record_id: str, *, principal: Principal, reason: str | None = None
-    ) -> ProposalOutcome:
-        return self.transition(record_id, Status.ACTIVE, principal=principal, reason=reason)
+    ) -> model.ProposalOutcome:
+        return self.transition(record_id, model.Status.ACTIVE, principal=principal, reason=reason)
 
     def publish(
         self, scope: str, *, principal: Principal, **choice: Unpack[PublishChoice]
-    ) -> ProposalOutcome:
+    ) -> model.ProposalOutcome:
         """Promote record versions into a new baseline and make it the scope's published one.
 
         With neither ``record_ids`` nor ``pins`` (``PublishChoice``), every active, current
@@ -140,32 +124,32 @@ class WriteVerbs(MemoryCore):
         for record_id in choice.get("record_ids") or ():
             chosen.setdefault(record_id, None)
         if not chosen:
-            query = RecordQuery(scope=literal_glob(scope), statuses=(Status.ACTIVE,))
+            query = model.RecordQuery(scope=literal_glob(scope), statuses=(model.Status.ACTIVE,))
             for record in self._each_visible_record(query, principal):
                 if record.scope == scope and record.superseded_by is None:
                     chosen[record.id] = None
         if not chosen:
             raise Conflict(f"nothing to publish in scope {scope}: no active records", field="scope")
-        change = PublishChange(
+        change = model.PublishChange(
             scope=scope, pins=chosen, name=choice.get("name"), replace=choice.get("replace", False)
         )
         return self._gate.submit(change, principal, reason=choice.get("reason"))
 
     def store_many(
         self, contents: Sequence[Content], *, principal: Principal, draft: bool = False
-    ) -> list[ProposalOutcome]:
+    ) -> list[model.ProposalOutcome]:
         """Propose up to 10,000 records in one governed transaction: each passes the policy,
         the duplicate check and the permission check (duplicates are rejected item by item;
         a refusal of the caller refuses the whole batch, nothing written), and one audit
         entry names every record the batch made. Vectors are made afterwards, in the
         background, like any write's."""
-        changes = [CreateChange(content=c, draft=draft) for c in contents]
+        changes = [model.CreateChange(content=c, draft=draft) for c in contents]
         outcomes = self._gate.submit_many(changes, principal)
         return [self._shown_outcome(o, principal) for o in outcomes]
 
     def remember_many(
         self, contents: Sequence[Content], *, principal: Principal, draft: bool = False
-    ) -> list[ProposalOutcome]:
+    ) -> list[model.ProposalOutcome]:
         """``store_many`` under its earlier name."""
         return self.store_many(contents, principal=principal, draft=draft)
 
@@ -189,7 +173,7 @@ class WriteVerbs(MemoryCore):
         files = expand(paths, area)
         git = git_info(files[0].parent if files else self.root, self.root)
         known = self._ingested_by_path(scope, principal)
-        creates: list[CreateChange] = []
+        creates: list[model.CreateChange] = []
         for n, path in enumerate(files, start=1):
             if progress:
                 progress(n, len(files), path.name)
@@ -206,17 +190,17 @@ class WriteVerbs(MemoryCore):
             relative = content.provenance.path or path.name
             existing = known.get(relative)
             if existing is None:
-                creates.append(CreateChange(content=content, paths=(relative,)))
+                creates.append(model.CreateChange(content=content, paths=(relative,)))
                 continue
             if existing.content.content_hash() == content.content_hash():
                 report.unchanged.append(existing.id)
                 continue
-            patch = ContentPatch(
+            patch = model.ContentPatch(
                 title=content.title, body=content.body, provenance=content.provenance
             )
             # The kernel's own provenance (ingested evidence) is kept: kernel_provenance.
             outcome = self._gate.submit(
-                UpdateChange(record_id=existing.id, patch=patch),
+                model.UpdateChange(record_id=existing.id, patch=patch),
                 principal,
                 reason="re-ingest",
                 kernel_provenance=True,
@@ -242,17 +226,17 @@ class WriteVerbs(MemoryCore):
                 and access.can_read(principal, record.scope, record.content.acl)
                 and path
                 and record.content.provenance.source_kind == INGESTED_EVIDENCE
-                and record.status not in (Status.ARCHIVED, Status.REJECTED)
+                and record.status not in (model.Status.ARCHIVED, model.Status.REJECTED)
             ):
                 found[path] = record
         return found
 
 
-def _file_outcome(report: IngestReport, outcome: ProposalOutcome, *, updated: bool) -> None:
-    if outcome.decision is Verdict.APPROVE:
+def _file_outcome(report: IngestReport, outcome: model.ProposalOutcome, *, updated: bool) -> None:
+    if outcome.decision is model.Verdict.APPROVE:
         record_id = outcome.record.id if outcome.record else ""
         (report.updated if updated else report.created).append(record_id)
-    elif outcome.decision is Verdict.QUEUE:
+    elif outcome.decision is model.Verdict.QUEUE:
         report.queued.append(outcome.proposal.id)
     else:
         report.rejected.append(outcome.proposal.id)
