@@ -26,18 +26,9 @@ from rich.progress import Progress, TaskID
 
 from cairn.admin import backend, export_to, import_from, migrate, where
 from cairn.config import load_settings
+from cairn.doors import _cli_common as common
 from cairn.doors import _render as render
-from cairn.doors._cli_common import (
-    DbOpt,
-    JsonOpt,
-    KeyOpt,
-    StoreOpt,
-    api_key,
-    db_url,
-    errors,
-    store_path,
-    want_json,
-)
+from cairn.doors._cli_common import DbOpt, JsonOpt, KeyOpt, StoreOpt
 from cairn.errors import InvalidInput
 from cairn.ingest.records import import_records, read_contents
 from cairn.limits import MAX_REQUEST_BYTES, load_json
@@ -49,7 +40,7 @@ __all__ = ["register"]
 
 def _db(folder: Path, db: str | None) -> str | None:
     """--db after the command > --db before it > CAIRN_DB > <store>/config.toml."""
-    return load_settings(store=folder, db=db_url(db)).db
+    return load_settings(store=folder, db=common.db_url(db)).db
 
 
 def _emit(payload: dict[str, Any], *, as_json: bool, text: str, err: bool = False) -> None:
@@ -62,9 +53,9 @@ def _summary(counts: dict[str, int]) -> str:
 
 def migrate_command(store: StoreOpt = None, db: DbOpt = None, as_json: JsonOpt = False) -> None:
     """Bring the store's schema up to this cairn's version (PostgreSQL: as an owner login)."""
-    folder = store_path(store)
+    folder = common.store_path(store)
     db = _db(folder, db)
-    with errors():
+    with common.errors():
         before, after = migrate(db, folder)
     payload = {
         "backend": backend(db),
@@ -78,7 +69,7 @@ def migrate_command(store: StoreOpt = None, db: DbOpt = None, as_json: JsonOpt =
         if after != before
         else f"schema already at version {after}"
     )
-    _emit(payload, as_json=want_json(as_json), text=text)
+    _emit(payload, as_json=common.want_json(as_json), text=text)
 
 
 def export_command(
@@ -91,10 +82,10 @@ def export_command(
 ) -> None:
     """Write the whole store as JSON Lines: records, versions, proposals, audit, baselines."""
 
-    folder = store_path(store)
+    folder = common.store_path(store)
     db = _db(folder, db)
     to_stdout = file is None or str(file) == "-"
-    with errors(), render.progress(want_json(as_json)) as bar:
+    with common.errors(), render.progress(common.want_json(as_json)) as bar:
         # how many rows there are is not known before the end: the bar counts them
         task = bar.add_task("export", total=None)
         if to_stdout:
@@ -111,7 +102,7 @@ def export_command(
     destination = "stdout" if to_stdout else str(file)
     _emit(
         payload,
-        as_json=want_json(as_json),
+        as_json=common.want_json(as_json),
         text=f"exported {_summary(counts)} to {destination}",
         err=to_stdout,  # keep stdout for the export itself
     )
@@ -173,14 +164,14 @@ def import_command(
     1,000, each one transaction audited once. Needs a key. An export (from `cairn export`)
     is restored instead, into an EMPTY store, keeping ids, versions and audit numbers."""
 
-    folder = store_path(store)
+    folder = common.store_path(store)
     db = _db(folder, db)
-    quiet = want_json(as_json)
-    with errors(), _lines(file) as lines:
+    quiet = common.want_json(as_json)
+    with common.errors(), _lines(file) as lines:
         first = next((line for line in lines if line.strip()), "")
         everything = itertools.chain([first], lines)
         if not _is_export(first):
-            report = _store_records(folder, db, api_key(key), everything, quiet)
+            report = _store_records(folder, db, common.api_key(key), everything, quiet)
             _emit(
                 {"store": where(db, folder), "file": str(file), **report},
                 as_json=quiet,
