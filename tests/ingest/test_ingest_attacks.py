@@ -135,3 +135,110 @@ def test_too_many_files_are_refused_before_any_is_read(
     with pytest.raises(InvalidInput, match="more than 3 files match"):
         _memory(project).ingest(["docs"], principal=CURATOR, scope="team/a")
     assert read == []
+
+
+def _memory_with_root(project: Path, root: str) -> Memory:
+    """A memory whose policy opens only ``root`` to ingest, to agents and curators alike."""
+    policy = OPEN_TO_AGENTS.replace("    - path: .\n", f"    - path: {root}\n")
+    assert policy != OPEN_TO_AGENTS
+    store = SqliteStore(project / ".cairn" / "cairn.db")
+    return Memory(store, parse_policy(policy), root=project, folder=project / ".cairn",
+                  embedder=None)  # fmt: skip
+
+
+def test_a_root_that_links_out_of_the_project_opens_nothing(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The policy opens "docs"; whoever can write the working tree makes "docs" a link to
+    # another store's folder (or /etc): nothing there may be read through the root.
+    elsewhere = tmp_path_factory.mktemp("other-store")
+    (elsewhere / "principals.yaml").write_text("keys: another store's file\n")
+    (elsewhere / "notes.md").write_text("# Notes\n\nsomeone else's notes\n")
+    (project / "docs" / "board.md").unlink()
+    (project / "docs").rmdir()
+    (project / "docs").symlink_to(elsewhere)
+    memory = _memory_with_root(project, "docs")
+    for pattern in ("docs/principals.yaml", "docs/notes.md", "docs", "docs/*", "docs/**/*.md"):
+        with pytest.raises(PermissionDenied, match="symbolic link out of the project"):
+            memory.ingest([pattern], principal=AGENT, scope="team/a")
+    assert memory.proposals(principal=CURATOR) == []
+    # and the check on the opened file, which re-reads go through, agrees
+    area = IngestArea(project, ("docs",), project / ".cairn")
+    assert read_text(project / "docs" / "notes.md", 10_000, area) is None
+    assert hash_confined(project / "docs" / "notes.md", area) is None
+
+
+def test_a_root_linked_to_a_folder_inside_the_project_still_works(project: Path) -> None:
+    (project / "notes").symlink_to(project / "docs")
+    memory = _memory_with_root(project, "notes")
+    report = memory.ingest(["notes/board.md"], principal=CURATOR, scope="team/a")
+    assert len(report.created) == 1
+
+
+def test_a_tree_nested_past_the_walk_depth_is_refused_with_a_clear_error(project: Path) -> None:
+    # (a thousand levels would end Python 3.11's recursive os.walk in RecursionError)
+    deep = (project / "docs").joinpath(*["d"] * 150)
+    deep.mkdir(parents=True)
+    (deep / "x.md").write_text("# Deep\n")
+    memory = _memory(project)
+    for pattern in ("docs", "docs/**/*.md", "**/*.md"):
+        with pytest.raises(InvalidInput, match="nested more than 100 deep"):
+            memory.ingest([pattern], principal=CURATOR, scope="team/a")
+
+
+def test_the_folders_an_ingest_may_walk_are_bounded(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cairn.ingest.files as files
+
+    many = project / "docs" / "many"
+    for n in range(30):
+        (many / f"f{n}").mkdir(parents=True)
+    (many / "f0" / "x.md").write_text("# X\n")
+    monkeypatch.setattr(files, "MAX_WALKED", 50)
+    memory = _memory(project)
+    # one pattern walks ~32 entries; the same pattern twice walks past the bound of 50
+    assert len(memory.ingest(["docs/many/**/x.md"], principal=CURATOR, scope="t/a").created) == 1
+    with pytest.raises(InvalidInput, match="more than 50 files and folders"):
+        memory.ingest(["docs/many/**/x.md"] * 2, principal=CURATOR, scope="team/a")
+
+
+def test_a_project_whose_path_looks_like_a_glob_ingests_its_own_files(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "pr[1]"
+    sibling = tmp_path / "pr1"
+    for folder, title in ((project, "Own"), (sibling, "Sibling")):
+        (folder / "docs").mkdir(parents=True)
+        (folder / "docs" / "a.md").write_text(f"# {title}\n")
+    (project / ".cairn").mkdir()
+    memory = _memory(project)
+    (created,) = memory.ingest(["docs"], principal=CURATOR, scope="team/a").created
+    assert memory.get(created, principal=CURATOR).record.content.title == "Own"
+
+
+def test_a_file_named_like_a_pattern_is_found_by_its_name_and_odd_names_are_skipped(
+    project: Path,
+) -> None:
+    (project / "docs" / "[x].md").write_text("# Bracketed\n")
+    (project / "docs" / os.fsdecode(b"bad\xff.md")).write_text("# Not UTF-8 named\n")
+    memory = _memory(project)
+    (created,) = memory.ingest(["docs/[x].md"], principal=CURATOR, scope="team/a").created
+    assert memory.get(created, principal=CURATOR).record.content.title == "Bracketed"
+    report = memory.ingest(["docs/*.md"], principal=CURATOR, scope="team/a")
+    # board.md is new, [x].md unchanged, the file whose name is not UTF-8 skipped by name
+    assert (len(report.created), len(report.unchanged)) == (1, 1)
+    assert report.skipped == ["docs/bad\\xff.md"]
+
+
+def test_glob_parts_match_without_recursion_whatever_the_pattern_length() -> None:
+    from cairn.ingest.files import _parts_match
+
+    assert _parts_match(("a", "b", "c.md"), ("**", "*.md"))
+    assert _parts_match(("c.md",), ("**", "**", "*.md"))
+    assert _parts_match(("a", "x", "b", "c.md"), ("a", "**", "b", "*.md"))
+    assert not _parts_match(("a", "b"), ("a", "**", "b", "*.md"))
+    assert not _parts_match(("a", "c.txt"), ("**", "*.md"))
+    long = ("d",) * 5_000
+    assert _parts_match((*long, "x.md"), ("**", *long, "x.md"))
+    assert not _parts_match(long, ("**", *long, "x.md"))

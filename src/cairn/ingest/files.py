@@ -9,7 +9,6 @@ creates nothing; a changed file becomes a new version through the gate.
 from __future__ import annotations
 
 import fnmatch
-import functools
 import glob as globlib
 import hashlib
 import os
@@ -29,6 +28,8 @@ __all__ = [
     "INGESTED_EVIDENCE",
     "MAX_HASHED_BYTES",
     "MAX_PATH_CHARS",
+    "MAX_WALKED",
+    "MAX_WALK_DEPTH",
     "TEXT_SUFFIXES",
     "GitInfo",
     "IngestArea",
@@ -41,11 +42,17 @@ __all__ = [
     "hash_confined",
     "open_confined",
     "read_text",
+    "shown_name",
     "title_of",
 ]
 
 INGESTED_EVIDENCE = "INGESTED_EVIDENCE"
 MAX_PATH_CHARS = 4096
+# How deep a folder walk goes and how many entries one ingest may look at while it looks for
+# files: a walk past either would cost without bound (a tree nested thousands deep, or many
+# ``**`` patterns over a large tree), so the ingest is refused with what to do instead.
+MAX_WALK_DEPTH = 100
+MAX_WALKED = 200_000
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
 
 
@@ -111,6 +118,14 @@ def _root_of(relative: PurePosixPath, roots: Sequence[str]) -> PurePosixPath | N
     return None
 
 
+def _real_root(project: Path, root: str | PurePosixPath) -> Path | None:
+    """Where a root really is, when that is inside the (resolved) project. A root that is,
+    or passes through, a symbolic link out of the project opens nothing: whoever can write
+    the working tree could otherwise point it at any folder the server can read."""
+    real = (project / root).resolve()
+    return real if real.is_relative_to(project) else None
+
+
 def _inside(path: Path, root: Path, store: Path | None) -> bool:
     """Whether the file ``path`` really lies in ``root``: after following every symbolic
     link, it is under the root, not in the store folder and not a dot-file below the root."""
@@ -122,14 +137,49 @@ def _inside(path: Path, root: Path, store: Path | None) -> bool:
     return not _has_dot_part(real.relative_to(root).parts)
 
 
-def _walk(folder: Path) -> Iterator[Path]:
+class _WalkBudget:
+    """Counts what one ingest's walks look at, and refuses past ``MAX_WALKED`` entries."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def spend(self, entries: int, pattern: str) -> None:
+        self.seen += entries
+        if self.seen > MAX_WALKED:
+            raise InvalidInput(
+                f"finding the files of {pattern!r} looks at more than {MAX_WALKED:,} files "
+                "and folders: name narrower paths",
+                field="paths",
+            )
+
+
+def _walk_folders(
+    base: Path, budget: _WalkBudget, pattern: str
+) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """``os.walk`` of ``base`` without dot-folders, never following a symbolic link to a
+    folder, refused past ``MAX_WALK_DEPTH`` levels (Python 3.11's ``os.walk`` recurses, so
+    a tree nested a thousand deep would otherwise end in ``RecursionError``) and past the
+    ingest's budget of entries."""
+    for top, dirs, files in os.walk(base, followlinks=False):
+        here = Path(top)
+        budget.spend(len(dirs) + len(files), pattern)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if dirs and len(here.relative_to(base).parts) >= MAX_WALK_DEPTH:
+            raise InvalidInput(
+                f"{pattern!r} holds folders nested more than {MAX_WALK_DEPTH} deep: "
+                "name a path inside them",
+                field="paths",
+            )
+        yield here, dirs, sorted(files)
+
+
+def _walk(folder: Path, budget: _WalkBudget, pattern: str) -> Iterator[Path]:
     """Text files under ``folder``, skipping dot-files and dot-folders, never following a
     symbolic link to a folder."""
-    for top, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
+    for top, _dirs, files in _walk_folders(folder, budget, pattern):
+        for name in files:
             if not name.startswith(".") and Path(name).suffix.lower() in TEXT_SUFFIXES:
-                yield Path(top) / name
+                yield top / name
 
 
 def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
@@ -149,6 +199,7 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
     project = area.project.resolve()
     store = area.store.resolve() if area.store is not None else None
     found: list[Path] = []
+    budget = _WalkBudget()
     for pattern in patterns:
         try:
             check_text(pattern, "path", MAX_PATH_CHARS)
@@ -167,15 +218,18 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
         below = relative.relative_to(root) if root.parts else relative
         if _has_dot_part(below.parts):
             raise _refuse(pattern, "ingest does not read dot-files or dot-folders")
-        root_real = (project / root).resolve()
+        root_real = _real_root(project, root)
+        if root_real is None:
+            raise _refuse(pattern, "its ingest root is a symbolic link out of the project")
         if store is not None and (project / relative).resolve().is_relative_to(store):
             raise _refuse(pattern, "ingest never reads the store folder")
-        matches = _matches(project, relative)
+        matches = _matches(project, relative, budget, pattern)
         if not matches:
             raise NotFound(f"nothing matches {pattern!r}", field="paths")
         for match in matches:
             path = Path(match)
-            files = list(_walk(path)) if path.is_dir() and not path.is_symlink() else [path]
+            is_folder = path.is_dir() and not path.is_symlink()
+            files = list(_walk(path, budget, pattern)) if is_folder else [path]
             for file in files:
                 if not _inside(file, root_real, store) or not file.resolve().is_file():
                     raise _refuse(
@@ -192,23 +246,34 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _matches(project: Path, relative: PurePosixPath) -> list[str]:
+def _glob(project: Path, relative: PurePosixPath) -> list[str]:
+    """The paths under ``project`` a pattern without ``**`` names. Globbed from the project
+    (``root_dir``) so that ``[``, ``*`` or ``?`` in the project's own path are never read
+    as a pattern; a file whose own name looks like a pattern (``[x].md``) is found by that
+    name when the pattern matches nothing else."""
+    named = globlib.glob(str(relative), root_dir=project, include_hidden=False)
+    if not named and os.path.lexists(project / relative):
+        named = [str(relative)]
+    return sorted(str(project / name) for name in named)
+
+
+def _matches(
+    project: Path, relative: PurePosixPath, budget: _WalkBudget, pattern: str
+) -> list[str]:
     """What a pattern names, in order. ``**`` is expanded by a walk that never follows a
     symbolic link to a folder: the standard library's recursive glob does, and two links
     to ``..`` make it run for ever."""
     if "**" not in relative.parts:
-        return sorted(globlib.glob(str(project / relative), include_hidden=False))
+        return _glob(project, relative)
     first = relative.parts.index("**")
     head, rest = relative.parts[:first], relative.parts[first:]
-    bases = sorted(globlib.glob(str(project.joinpath(*head)))) if head else [str(project)]
+    bases = _glob(project, PurePosixPath(*head)) if head else [str(project)]
     found: list[str] = []
     for base in map(Path, bases):
         if base.is_symlink() or not base.is_dir():
             continue
-        for top, dirs, files in os.walk(base, followlinks=False):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            here = Path(top)
-            for name in [*dirs, *sorted(files)]:
+        for here, dirs, files in _walk_folders(base, budget, pattern):
+            for name in [*dirs, *files]:
                 path = here / name
                 if name.startswith(".") or (path.is_symlink() and path.is_dir()):
                     continue
@@ -219,17 +284,18 @@ def _matches(project: Path, relative: PurePosixPath) -> list[str]:
 
 def _parts_match(names: tuple[str, ...], patterns: tuple[str, ...]) -> bool:
     """Whether path parts ``names`` match glob parts ``patterns``, ``**`` standing for any
-    number of parts (memoised: several ``**`` would otherwise retry exponentially)."""
-
-    @functools.cache
-    def match(i: int, j: int) -> bool:
-        if j == len(patterns):
-            return i == len(names)
-        if patterns[j] == "**":
-            return match(i, j + 1) or (i < len(names) and match(i + 1, j))
-        return i < len(names) and fnmatch.fnmatchcase(names[i], patterns[j]) and match(i + 1, j + 1)
-
-    return match(0, 0)
+    number of parts. Kept as the set of positions in ``names`` each prefix of ``patterns``
+    can reach, pattern part by part: no recursion (a pattern of thousands of parts would
+    exhaust the stack) and no retrying (several ``**`` would retry exponentially)."""
+    reach = {0}
+    for part in patterns:
+        if part == "**":
+            reach = set(range(min(reach), len(names) + 1))
+        else:
+            reach = {i + 1 for i in reach if i < len(names) and fnmatch.fnmatchcase(names[i], part)}
+        if not reach:
+            return False
+    return len(names) in reach
 
 
 def _relative_pattern(pattern: str, *projects: Path) -> PurePosixPath | None:
@@ -309,7 +375,8 @@ def _confined(fd: int, path: Path, area: IngestArea) -> bool:
     real = _opened_path(fd, path)
     project = area.project.resolve()
     store = area.store.resolve() if area.store is not None else None
-    return any(_inside(real, (project / root).resolve(), store) for root in area.roots)
+    roots = (_real_root(project, root) for root in area.roots)
+    return any(root is not None and _inside(real, root, store) for root in roots)
 
 
 def hash_confined(path: Path, area: IngestArea) -> str | None:
@@ -348,6 +415,12 @@ def read_text(path: Path, limit: int, area: IngestArea) -> str | None:
         return check_text(text, str(path.name), limit)
     except LimitExceeded:
         return None
+
+
+def shown_name(name: str) -> str:
+    """``name`` as text that can be stored and printed: a file name that is not UTF-8 (which
+    Python holds as lone surrogates) gets its odd bytes written as ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def title_of(text: str, path: Path) -> str:

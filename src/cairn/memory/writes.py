@@ -18,6 +18,7 @@ from cairn.ingest.files import (
     expand,
     git_info,
     read_text,
+    shown_name,
 )
 from cairn.limits import MAX_BODY_CHARS, MAX_SCOPE_CHARS, check_input
 from cairn.memory.core import MemoryCore, literal_glob
@@ -175,14 +176,20 @@ class WriteVerbs(MemoryCore):
         known = self._ingested_by_path(scope, principal)
         creates: list[model.CreateChange] = []
         for n, path in enumerate(files, start=1):
+            shown = shown_name(path.relative_to(self.root).as_posix())
             if progress:
-                progress(n, len(files), path.name)
+                progress(n, len(files), shown_name(path.name))
+            if shown != path.relative_to(self.root).as_posix():
+                # a file name that is not UTF-8 cannot be a record's path: skipped, and named
+                # with its odd bytes escaped
+                report.skipped.append(shown)
+                continue
             try:
                 text = read_text(path, MAX_BODY_CHARS, area)
             except OSError:
                 text = None
             if text is None:  # not UTF-8 text, or larger than a record's body may be
-                report.skipped.append(path.relative_to(self.root).as_posix())
+                report.skipped.append(shown)
                 continue
             content = document_for(
                 path, text, scope=scope, git=git, kind=kind, origin=ORIGIN_OF[principal.kind]
