@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cairn.capture import daemon
-from cairn.capture.local import spool_path
+from cairn.capture.local import spool_path, trust_store
 from cairn.capture.spool import Outcome
 from cairn.memory import Memory
 from cairn.model import Event, Principal
@@ -97,6 +97,7 @@ class Project:
 
 def make_project(root: Path, state: Path) -> Iterator[Project]:
     Workspace(root / ".cairn").init()
+    trust_store(root / ".cairn")  # as `cairn init` does for the store it makes
     project = Project(root=root, state=state)
     yield project
     if daemon.status(project.store).running:

@@ -68,6 +68,40 @@ def test_a_store_someone_else_owns_is_never_used(
     assert find_store(None, str(project.store)) == project.store.resolve()
 
 
+def test_a_store_that_came_with_a_clone_records_nothing_until_trusted(
+    project: Project,
+) -> None:
+    """A cloned repository's ``.cairn`` is the user's by ownership, but its settings are
+    someone else's: an embedder of their choosing would get every prompt. Until the user
+    trusts it, the hook stores, spools and starts nothing for it."""
+    project.start_daemon()
+    assert local.untrust_store(project.store)  # as a clone arrives: never trusted here
+    assert find_store(str(project.root)) is None
+    body = payload("UserPromptSubmit", cwd=project.root, prompt="TOPSECRET plans")
+    assert project.hook(body).returncode == 0
+    assert project.events() == []
+    assert not project.spool.exists()
+    log = project.hook_log.read_text()
+    assert "not trusted" in log and "TOPSECRET" not in log
+    local.trust_store(project.store)
+    assert project.hook(body).returncode == 0
+    assert [e.text for e in project.events()] == ["TOPSECRET plans"]
+
+
+def test_trust_is_for_the_folder_not_its_path(project: Project) -> None:
+    """A project deleted and another cloned in its place is a new folder: trusting the old
+    one says nothing of the new one."""
+    assert local.is_trusted(project.store)
+    moved = project.root.parent / "old-store"
+    project.store.rename(moved)
+    (project.store).mkdir(mode=0o700)
+    for name in ("principals.yaml", "policy.yaml"):
+        (project.store / name).write_bytes((moved / name).read_bytes())
+    assert local.nearest_store(str(project.root)) == project.store.resolve()
+    assert find_store(str(project.root)) is None
+    assert not local.is_trusted(project.store)
+
+
 @pytest.mark.parametrize(
     "cwd",
     ["/a" * 200_000, "/tmp/a\0b", "/proc/self/fd/0/x"],

@@ -530,3 +530,31 @@ def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_unread(
         path.symlink_to("/dev/zero")
     with pytest.raises(InvalidInput, match="left it as it is"):
         plan_install("claude", _scope(project), EXE)
+
+
+def test_init_trusts_its_store_and_trust_and_untrust_say_which_stores_the_hooks_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cairn.capture import local
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    made, cloned = tmp_path / "made", tmp_path / "cloned"
+    made.mkdir()
+    monkeypatch.chdir(made)
+    runner = CliRunner()
+    assert runner.invoke(app, ["init"]).exit_code == 0
+    assert local.find_store(str(made)) == (made / ".cairn").resolve()
+    # a clone's store: the files of a store, made by something other than `cairn init` here
+    shutil.copytree(made / ".cairn", cloned / ".cairn")
+    assert local.find_store(str(cloned)) is None
+    note = runner.invoke(app, ["hooks", "install", "--project", str(cloned), "--yes"])
+    assert note.exit_code == 0 and "cairn hooks trust" in note.stderr
+    assert runner.invoke(app, ["hooks", "trust", str(cloned)]).exit_code == 0
+    assert local.find_store(str(cloned)) == (cloned / ".cairn").resolve()
+    assert runner.invoke(app, ["hooks", "untrust", str(cloned / ".cairn")]).exit_code == 0
+    assert local.find_store(str(cloned)) is None
+    again = runner.invoke(app, ["hooks", "untrust", str(cloned)])
+    assert again.exit_code == 0 and "was not trusted" in again.stdout
+    # what is no store of the user's cannot be trusted
+    refused = runner.invoke(app, ["hooks", "trust", str(tmp_path)])
+    assert refused.exit_code == 2 and "not a cairn store" in refused.stderr

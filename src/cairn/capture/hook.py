@@ -32,6 +32,7 @@ from cairn.capture.local import (
     default_scope,
     find_store,
     load_capture_settings,
+    nearest_store,
     private_folder,
     sha256_hex,
     socket_path,
@@ -235,7 +236,17 @@ def _record(
     event = adapter.event_name(payload)
     store = find_store(adapter.cwd(payload), store_override)
     if store is None:
-        log_problem("no cairn store for this project", agent=agent, hook_event=event)
+        untrusted = None if store_override else nearest_store(adapter.cwd(payload))
+        if untrusted is not None:
+            # (the path only: it is the user's own folder, and the log is the user's)
+            log_problem(
+                "a cairn store is here but not trusted: nothing is recorded; if you made "
+                f"it, run: cairn hooks trust {untrusted}",
+                agent=agent,
+                hook_event=event,
+            )
+        else:
+            log_problem("no cairn store for this project", agent=agent, hook_event=event)
         return adapter.reply(payload, None)
     settings = load_capture_settings(store)
     if not settings.enabled:

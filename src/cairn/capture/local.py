@@ -3,7 +3,11 @@
 - The **project store** for a hook payload: ``--store`` on the hook's command line, else
   ``$CAIRN_STORE``, else the nearest ``.cairn`` folder holding a store at or above the
   payload's ``cwd`` (the folder the agent works in, not the hook process's own) that this
-  user owns (one planted by someone else in a folder above is passed over).
+  user owns (one planted by someone else in a folder above is passed over) and trusts: one
+  made by ``cairn init`` here, or named by ``cairn hooks trust``. A ``.cairn`` that came
+  with a cloned repository is the user's by ownership but was written by someone else: its
+  settings could send every prompt to an embedding endpoint of their choosing, or keep them
+  in the working tree for the next push.
 - The **daemon's socket**: ``<store>/capture.sock`` (in the store folder, which only its
   owner may enter, so only the owner can connect), or under the state folder when that path
   is too long for a Unix socket.
@@ -26,13 +30,17 @@ __all__ = [
     "CaptureSettings",
     "default_scope",
     "find_store",
+    "is_trusted",
     "load_capture_settings",
+    "nearest_store",
     "private_folder",
     "sha256_hex",
     "socket_path",
     "socket_path_problem",
     "spool_path",
     "state_folder",
+    "trust_store",
+    "untrust_store",
 ]
 
 STORE_FOLDER = ".cairn"
@@ -77,21 +85,102 @@ def _is_store(folder: Path, *, owned: bool = True) -> bool:
     return not owned or (principals.st_uid == uid and owner == uid)
 
 
-def find_store(cwd: str | None, override: str | None = None) -> Path | None:
-    """The store a payload belongs to (see the module's rule), or None when there is none."""
+def nearest_store(cwd: str | None) -> Path | None:
+    """The nearest store this user owns at or above ``cwd`` (the process's own folder when
+    ``cwd`` is not an absolute path), trusted or not; None when there is none."""
     if cwd and len(cwd) > _CWD_MAX:
         return None  # no real folder: walking its parents would take minutes and gigabytes
     base = Path(cwd) if cwd and Path(cwd).is_absolute() else Path.cwd()
-    chosen = override or os.environ.get("CAIRN_STORE")
-    if chosen:
-        path = Path(chosen).expanduser()
-        path = path if path.is_absolute() else base / path
-        return path.resolve() if _is_store(path, owned=False) else None
     for folder in (base, *base.parents):
         candidate = folder / STORE_FOLDER
         if _is_store(candidate):
             return candidate.resolve()
     return None
+
+
+def find_store(cwd: str | None, override: str | None = None) -> Path | None:
+    """The store a payload belongs to (see the module's rule), or None when there is none:
+    the store named outright, else the nearest one, if the user trusts it."""
+    if cwd and len(cwd) > _CWD_MAX:
+        return None
+    chosen = override or os.environ.get("CAIRN_STORE")
+    if chosen:
+        base = Path(cwd) if cwd and Path(cwd).is_absolute() else Path.cwd()
+        path = Path(chosen).expanduser()
+        path = path if path.is_absolute() else base / path
+        return path.resolve() if _is_store(path, owned=False) else None
+    found = nearest_store(cwd)
+    return found if found is not None and is_trusted(found) else None
+
+
+# ---- which stores the user trusts ------------------------------------------------------
+# One JSON list in the state folder: each store's resolved path and the device and inode
+# of its folder. The inode is what makes a clone untrusted even where a trusted store
+# once was: deleting a project and cloning another into its place makes a new folder.
+
+_TRUST_FILE = "trusted-stores.json"
+_TRUST_MAX_BYTES = 1024 * 1024
+
+
+def _identity(store: Path) -> dict[str, Any]:
+    info = store.stat()
+    return {"path": str(store.resolve()), "dev": info.st_dev, "ino": info.st_ino}
+
+
+def _trusted() -> list[dict[str, Any]]:
+    import json  # only when a store was found: most folders have none
+
+    path = state_folder() / _TRUST_FILE
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(_TRUST_MAX_BYTES + 1)
+        entries = json.loads(data) if len(data) <= _TRUST_MAX_BYTES else []
+    except (OSError, ValueError):
+        return []
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
+def is_trusted(store: Path) -> bool:
+    """Whether the user trusts the store folder ``store`` (as it is now: the same folder)."""
+    try:
+        identity = _identity(store)
+    except OSError:
+        return False
+    return identity in _trusted()
+
+
+def _save_trusted(entries: list[dict[str, Any]]) -> None:
+    import json
+    import tempfile
+
+    folder = private_folder(state_folder())
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=".trusted-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(entries, handle, indent=1)
+        os.replace(temporary, folder / _TRUST_FILE)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def trust_store(store: Path) -> None:
+    """Trust the store folder ``store`` for capture (it must be a store this user owns)."""
+    if not _is_store(store):
+        raise ValueError(f"{store} is not a cairn store folder of yours")
+    identity = _identity(store)
+    kept = [e for e in _trusted() if e.get("path") != identity["path"]]
+    _save_trusted([*kept, identity])
+
+
+def untrust_store(store: Path) -> bool:
+    """Stop trusting ``store``; whether it was trusted."""
+    path = str(store.resolve())
+    entries = _trusted()
+    kept = [e for e in entries if e.get("path") != path]
+    if len(kept) != len(entries):
+        _save_trusted(kept)
+    return len(kept) != len(entries)
 
 
 def sha256_hex(data: bytes) -> str:

@@ -19,6 +19,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from cairn.capture.local import trust_store
 from cairn.config import load_settings
 from cairn.doors import _render as render
 from cairn.doors._cli_common import (
@@ -275,6 +276,13 @@ def init() -> None:
     """Create a store with the default policy and principals; print the new keys once."""
     with _errors():
         result = _workspace().init()
+    # Made here by this user: the coding-agent hooks may record into it (a .cairn that
+    # comes with a cloned repository is not trusted until `cairn hooks trust`).
+    try:
+        trust_store(result.folder)
+    except (OSError, ValueError) as exc:
+        note = f"note: the hooks record nothing into it until `cairn hooks trust`: {exc}"
+        render.err.print(note, markup=False)
     if _want_json():
         render.print_json({"store": str(result.folder), "keys": result.keys})
         return

@@ -1,5 +1,7 @@
 """``cairn hooks install`` / ``cairn hooks uninstall``: show the change to an agent's
 settings as a diff, ask, then write it (the logic is ``cairn.capture.install``).
+``cairn hooks trust`` / ``untrust``: which stores the hooks may record into
+(``cairn.capture.local`` says why a store must be trusted).
 
 ``register(app)`` adds the ``hooks`` group to the main typer app.
 """
@@ -14,8 +16,8 @@ from typing import Annotated
 
 import typer
 
-from cairn.capture import install
-from cairn.errors import InvalidInput
+from cairn.capture import install, local
+from cairn.errors import InvalidInput, NotFound
 
 __all__ = ["register"]
 
@@ -119,8 +121,16 @@ def install_command(
 ) -> None:
     """Add cairn's hooks to an agent's settings (merged in: other hooks and settings stay).
     Shows the diff and asks first."""
-    plan = install.plan_install(agent, _scope(project, user), _executable(cairn), plugin=plugin)
+    scope = _scope(project, user)
+    plan = install.plan_install(agent, scope, _executable(cairn), plugin=plugin)
     _run(plan, yes=yes, dry_run=dry_run)
+    store = local.nearest_store(str(scope.project)) if scope.project else None
+    if store is not None and not local.is_trusted(store):
+        typer.echo(
+            f"note: the hooks record nothing into {store} until you trust it: if you made "
+            "it (or have read its config.toml), run: cairn hooks trust",
+            err=True,
+        )
 
 
 @hooks_app.command("uninstall")
@@ -136,6 +146,49 @@ def uninstall_command(
     changed is given back as it was (or, if edited since, loses only cairn's entries)."""
     plan = install.plan_uninstall(agent, _scope(project, user), _state_dir(), plugin=plugin)
     _run(plan, yes=yes, dry_run=dry_run)
+
+
+StoreArg = Annotated[
+    Path | None,
+    typer.Argument(
+        help="The store folder, or the project folder holding it (default: the nearest "
+        ".cairn at or above the current folder).",
+        show_default=False,
+    ),
+]
+
+
+def _store_folder(given: Path | None) -> Path:
+    if given is None:
+        found = local.nearest_store(None)
+        if found is None:
+            raise NotFound("no cairn store of yours here or above: name its folder", field="store")
+        return found
+    inner = given / local.STORE_FOLDER
+    return (inner if inner.is_dir() else given).resolve()
+
+
+@hooks_app.command("trust")
+def trust_command(store: StoreArg = None) -> None:
+    """Let the hooks record into a store. One made here by `cairn init` is trusted already; a
+    .cairn that came with a cloned repository is not until you say so, because its settings
+    choose where your prompts and tool output go."""
+    folder = _store_folder(store)
+    try:
+        local.trust_store(folder)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="store") from None
+    typer.echo(f"the hooks now record into {folder}")
+
+
+@hooks_app.command("untrust")
+def untrust_command(store: StoreArg = None) -> None:
+    """Stop the hooks recording into a store (nothing already recorded is touched)."""
+    folder = _store_folder(store)
+    if local.untrust_store(folder):
+        typer.echo(f"the hooks no longer record into {folder}")
+    else:
+        typer.echo(f"nothing to do: {folder} was not trusted")
 
 
 def register(app: typer.Typer) -> None:
