@@ -558,3 +558,16 @@ def test_init_trusts_its_store_and_trust_and_untrust_say_which_stores_the_hooks_
     # what is no store of the user's cannot be trusted
     refused = runner.invoke(app, ["hooks", "trust", str(tmp_path)])
     assert refused.exit_code == 2 and "not a cairn store" in refused.stderr
+
+
+def test_the_diff_shows_a_settings_files_control_characters_escaped(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a settings file that came with a cloned repository: JSON keeps C0 escaped, but C1
+    # (\x9b is a CSI on many terminals) and bidi overrides reach the diff as they are
+    _write(_claude(project), '{"model": "opus\u009b2J \u202egnp.exe"}\n')
+    monkeypatch.setenv("XDG_STATE_HOME", str(project.parent / "state"))
+    done = CliRunner().invoke(app, ["hooks", "install", "--project", str(project), "--dry-run"])
+    assert done.exit_code == 0
+    assert "\x9b" not in done.stdout and "\u202e" not in done.stdout
+    assert "opus\\x9b2J" in done.stdout

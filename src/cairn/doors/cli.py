@@ -212,7 +212,8 @@ def _show_outcome(outcome: ProposalOutcome) -> None:
     verdict = {"approve": "[green]accepted[/]", "queue": "[yellow]queued for review[/]"}.get(
         outcome.decision.value, "[red]rejected[/]"
     )
-    render.out.print(f"proposal {p.id} ({p.change.op}) {verdict} — rule {p.rule or '-'}")
+    rule = render.literal(p.rule or "-")
+    render.out.print(f"proposal {p.id} ({p.change.op}) {verdict} — rule {rule}")
     if outcome.record is not None:
         v = f" v{outcome.version.number} ({outcome.version.id})" if outcome.version else ""
         status = escape(f"[{outcome.record.status.value}]")
@@ -433,9 +434,10 @@ def get(
             render.print_json(view)
             return
         r, v = view.record, view.version
-        render.out.print(f"[bold]{v.content.title}[/]")
+        kind, scope = render.literal(r.kind), render.literal(r.scope)
+        render.out.print(f"[bold]{render.literal(v.content.title)}[/]")
         render.out.print(
-            f"{r.id} · {r.kind} · {r.scope} · {r.status.value} · v{v.number}/{r.current_version}"
+            f"{r.id} · {kind} · {scope} · {r.status.value} · v{v.number}/{r.current_version}"
         )
         render.out.print(f"cite: ({r.id}, {v.id}) via {view.selector_used.kind.value}")
         if r.superseded_by:
@@ -444,9 +446,9 @@ def get(
             f"origin {v.content.origin.value} · confidence {v.content.confidence.value}"
         )
         if v.content.tags:
-            render.out.print("tags: " + ", ".join(v.content.tags))
+            render.out.print("tags: " + render.literal(", ".join(v.content.tags)))
         if v.content.metadata:
-            render.out.print("metadata: " + json.dumps(v.content.metadata))
+            render.out.print("metadata: " + render.literal(json.dumps(v.content.metadata)))
         render.out.print("")
         render.out.print(v.content.body, markup=False)
 
@@ -518,9 +520,10 @@ def review_show(proposal_id: str) -> None:
             render.print_json(proposal)  # as GET /v1/proposals/{id} answers
             return
         stale = proposal.status is ProposalStatus.PENDING and memory.is_stale(proposal)
-        render.out.print(f"[bold]{proposal.id}[/] {proposal.change.op} in {proposal.scope}")
+        scope, by = render.literal(proposal.scope), render.literal(proposal.principal_id)
+        render.out.print(f"[bold]{proposal.id}[/] {proposal.change.op} in {scope}")
         render.out.print(
-            f"by {proposal.principal_id} · {proposal.status.value}"
+            f"by {by} · {proposal.status.value}"
             + (" · [red]STALE: rebase before accepting[/]" if stale else "")
         )
         if proposal.record_id:
@@ -681,7 +684,7 @@ def _show_retrieval(result: RetrievalResult) -> None:
     if result.token_budget_exceeded:
         render.out.print(f"{result.excluded_count} more left out by the token budget")
     for warning in result.warnings:
-        render.out.print(f"[yellow]warning[/] {warning}")
+        render.out.print(f"[yellow]warning[/] {render.literal(warning)}")
     timings = ", ".join(f"{k} {v:.1f} ms" for k, v in result.trace.timings_ms.items())
     render.out.print(f"[dim]{timings}[/]")
 
@@ -769,7 +772,7 @@ def context(
             )
         )
         for warning in response.warnings:
-            render.out.print(f"[yellow]warning[/] {warning}")
+            render.out.print(f"[yellow]warning[/] {render.literal(warning)}")
 
 
 @app.command()
@@ -812,7 +815,7 @@ def research(
             return
         render.out.print(answer.summary, markup=False)
         for warning in answer.warnings:
-            render.out.print(f"[yellow]warning[/] {warning}")
+            render.out.print(f"[yellow]warning[/] {render.literal(warning)}")
 
 
 @app.command()

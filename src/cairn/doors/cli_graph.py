@@ -82,8 +82,8 @@ def roles() -> None:
             for role in found:
                 profile = role["profile"]
                 table.add_row(
-                    role["role"], ", ".join(profile["domains"]), profile["sensitivity"],
-                    role["policy_key"],
+                    *map(render.literal, (role["role"], ", ".join(profile["domains"]),
+                                          profile["sensitivity"], role["policy_key"])),
                 )  # fmt: skip
             render.out.print(table)
 
@@ -122,7 +122,8 @@ def why(
             render.out.print(escape(body["answer"]))
             withheld = meta["policy_trace"]["counts"]
             render.out.print(
-                f"[dim]role {meta['actor']['role']} · {len(body['evidence'])} item(s) used · "
+                f"[dim]role {render.literal(meta['actor']['role'])} · "
+                f"{len(body['evidence'])} item(s) used · "
                 f"hidden: {withheld['hidden_vertices']} vertices, {withheld['hidden_edges']} "
                 f"edges · trace {body['trace_id']}[/]"
             )

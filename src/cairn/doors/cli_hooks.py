@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from cairn.capture import install, local
+from cairn.doors import _render as render
 from cairn.errors import InvalidInput, NotFound
 
 __all__ = ["register"]
@@ -78,7 +79,9 @@ def _run(plan: install.Plan, *, yes: bool, dry_run: bool) -> None:
         else:
             typer.echo(f"nothing to do: no cairn {plan.agent} hooks found")
         return
-    typer.echo(plan.diff(), nl=False)
+    # the settings file may have come with a cloned repository: its text reaches the
+    # terminal with no control character of its own
+    typer.echo(render.shown(plan.diff(), lines=True), nl=False)
     if dry_run:
         return
     if not yes:

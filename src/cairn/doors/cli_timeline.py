@@ -308,11 +308,11 @@ def _nodes_table(nodes: list[TocNode], title: str) -> Table:
 
 def _show_node(n: TocNode) -> None:
     render.out.print(f"[bold]{escape(n.title)}[/] ({n.level.value} {n.key}, v{n.version})")
-    render.out.print(f"node {n.node_id} · {n.event_count} events · {n.summarizer}")
+    render.out.print(f"node {n.node_id} · {n.event_count} events · {render.literal(n.summarizer)}")
     for bullet in n.bullets:
         render.out.print(f"  • {escape(bullet.text)}  [dim]{' '.join(bullet.grip_ids)}[/]")
     if n.keywords:
-        render.out.print(f"keywords: {', '.join(n.keywords)}")
+        render.out.print(f"keywords: {render.literal(', '.join(n.keywords))}")
     for child in n.children:
         render.out.print(f"  └ {child}")
 
