@@ -18,7 +18,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from cairn.errors import InvalidInput, NotFound, PolicyError, Unauthenticated, describe_validation
-from cairn.governance.policy import load_yaml, yaml_problem
+from cairn.governance.policy import load_yaml, read_config_text, yaml_problem
 from cairn.model import CairnModel, Principal, new_id, utcnow
 from cairn.private_files import write_private
 
@@ -75,7 +75,7 @@ def load_principals(path: Path) -> PrincipalsFile:
     principal changed takes effect at once."""
     if not path.exists():
         raise PolicyError(f"principals file {path} does not exist: run 'cairn init'")
-    return _parse_principals(str(path), path.read_text(encoding="utf-8"))
+    return _parse_principals(str(path), read_config_text(path))
 
 
 # Reading the file costs microseconds; parsing and validating it cost about a millisecond a

@@ -82,6 +82,16 @@ class Settings(BaseSettings):
         # ``CAIRN_VECTOR_CACHE=`` is how a shell unsets it, not a path to the current folder
         return None if value == "" else value
 
+    @field_validator("host")
+    @classmethod
+    def _host_names_an_interface(cls, value: str) -> str:
+        # An empty host makes the server listen on every interface (as 0.0.0.0 would): a
+        # shell's ``CAIRN_HOST=`` or a config's ``host = ""`` must not open the store to the
+        # network unasked. Whoever wants every interface says 0.0.0.0 or ::.
+        if not value.strip():
+            raise ValueError("must name an interface, such as 127.0.0.1 (0.0.0.0: every one)")
+        return value
+
     @field_validator("capture")
     @classmethod
     def _capture_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -104,14 +106,23 @@ def test_a_broken_principals_file_stops_start_up_naming_file_and_line(tmp_path: 
     assert "zz-not-a-hash-zz" not in served.output
 
 
-def test_a_principals_file_broken_while_serving_is_never_quoted(tmp_path: Path) -> None:
+def _not_utf8(folder: Path) -> None:
+    # an operator's editor saved it as Latin-1 (it answered 500 internal_error)
+    path = folder / "principals.yaml"
+    path.write_bytes(path.read_bytes() + SECRET_LINE.encode() + b"\n# caf\xe9\n")
+
+
+@pytest.mark.parametrize("spoil", [_break, _not_utf8], ids=["bad-yaml", "not-utf8"])
+def test_a_principals_file_broken_while_serving_is_never_quoted(
+    tmp_path: Path, spoil: Callable[[Path], None]
+) -> None:
     folder = tmp_path / ".cairn"
     keys = Workspace(folder).init().keys
     application = build_server_app(Workspace(folder), embedder="static")
     with TestClient(application, raise_server_exceptions=False) as client:
         headers = {"Authorization": f"Bearer {keys['agent']}"}
         assert client.get("/v1/status", headers=headers).status_code == 200
-        _break(folder)
+        spoil(folder)
         for method, path in (("GET", "/v1/status"), ("POST", "/mcp"), ("POST", "/")):
             response = client.request(method, path, headers=headers, json={})
             assert response.status_code == 503, (path, response.status_code, response.text)

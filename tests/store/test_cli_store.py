@@ -11,6 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from cairn.doors import cli_store
 from cairn.doors.cli_store import register
 from cairn.errors import StoreError
 from cairn.model import Principal
@@ -192,9 +193,18 @@ def test_an_export_is_private_and_replaces_only_a_regular_file_outside_the_store
     reopened.close()
 
 
-def test_a_file_without_line_ends_is_refused_without_being_read_whole(source: Path) -> None:
-    """/dev/zero has no line end: its first "line" would never end. It is refused at the
-    longest line the import reads, naming it, and nothing is stored."""
+def test_a_file_without_line_ends_is_refused_without_being_read_whole(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file without a line end is refused at the longest line the import reads, naming
+    it, and nothing is stored; /dev/zero, whose first "line" would never end, is not a
+    regular file and is refused before a byte is read."""
     result = runner.invoke(APP, ["import", "/dev/zero", "--store", str(source)])
     assert result.exit_code == 2, (result.stderr, result.exception)
-    assert "line 1 is over" in result.stderr
+    assert "not a regular file" in result.stderr
+    monkeypatch.setattr(cli_store, "MAX_LINE_CHARS", 1_000)
+    endless = tmp_path / "one-line.jsonl"
+    endless.write_text("x" * 5_000, encoding="utf-8")
+    result = runner.invoke(APP, ["import", str(endless), "--store", str(source)])
+    assert result.exit_code == 2, (result.stderr, result.exception)
+    assert "line 1 is over 1,000 characters" in result.stderr

@@ -9,7 +9,6 @@ Every command takes the global options ``--store PATH`` (default ``./.cairn``), 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -39,6 +38,7 @@ from cairn.doors._cli_common import (
     store_path,
     want_json,
 )
+from cairn.doors._cli_files import read_input
 from cairn.errors import InvalidInput, Unauthenticated
 from cairn.limits import MAX_METADATA_DEPTH, LimitExceeded, load_json
 from cairn.memory import DEFAULT_EMBEDDER, Memory
@@ -193,14 +193,7 @@ def _json_arg(raw: str | None, name: str) -> dict[str, Any]:
 
 def _body(body: str | None, body_file: Path | None) -> str | None:
     if body_file is not None:
-        if str(body_file) == "-":
-            return sys.stdin.read()
-        try:
-            return body_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InvalidInput(
-                f"cannot read {body_file}: {exc.strerror}", field="body-file"
-            ) from exc
+        return read_input(body_file, _store_path(), option="--body-file")
     return body
 
 

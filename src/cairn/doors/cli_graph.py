@@ -14,7 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from cairn.doors import _render as render
-from cairn.doors.cli import _errors, _run, _session, _want_json
+from cairn.doors._cli_files import written_privately
+from cairn.doors.cli import _errors, _run, _session, _want_json, _workspace
 from cairn.errors import InvalidInput
 from cairn.graph.fixtures import example_fixtures, plan_graph
 from cairn.graph.verbs import GraphIngestReport
@@ -167,7 +168,9 @@ def trace_download(
         with _errors():
             data = memory.trace_download(trace_id, name, principal=principal)
             target = output or Path(f"{trace_id}-{name}.zip")
-            target.write_bytes(data)
+            # a bundle can hold what the store holds: written as an export is
+            with written_privately(target, _workspace(), field="output") as out:
+                out.buffer.write(data)  # a zip: its bytes go under the (empty) text layer
         if _want_json():
             render.print_json({"path": str(target), "bytes": len(data)})
         else:

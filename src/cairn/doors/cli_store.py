@@ -11,13 +11,10 @@ given (then its summary goes to stderr, so the export can be piped); ``import`` 
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import stat
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO, cast
 
@@ -29,10 +26,9 @@ from cairn.config import load_settings
 from cairn.doors import _cli_common as common
 from cairn.doors import _render as render
 from cairn.doors._cli_common import DbOpt, JsonOpt, KeyOpt, StoreOpt
-from cairn.errors import InvalidInput
+from cairn.doors._cli_files import input_lines, written_privately
 from cairn.ingest.records import import_records, read_contents
 from cairn.limits import MAX_REQUEST_BYTES, load_json
-from cairn.private_files import replaced_privately
 from cairn.workspace import Workspace
 
 __all__ = ["register"]
@@ -129,22 +125,11 @@ def _export_to_file(
 ) -> dict[str, int]:
     """Write next to ``file`` and rename, so a failed export never leaves a partial file.
 
-    An export holds every record, version and audit entry of the store: it is written
-    ``0600`` as the store's own files are, never through a link, never over anything but a
-    regular file (a device or a pipe would be replaced by the store's contents), and never
-    into the store folder."""
-    target = file.resolve()
-    if target.is_relative_to(folder.resolve()):
-        raise InvalidInput(f"{file} is inside the store folder: export elsewhere", field="file")
-    with contextlib.suppress(FileNotFoundError):
-        if not stat.S_ISREG(file.lstat().st_mode):
-            raise InvalidInput(f"{file} is not a regular file: export to a new file", field="file")
-    try:
-        with replaced_privately(file) as out:
-            counts = export_to(db, folder, _counting(out, bar, task))
-    except OSError as exc:
-        raise InvalidInput(f"cannot write {file}: {exc.strerror}", field="file") from exc
-    return counts
+    An export holds every record, version and audit entry of the store: it is written as the
+    store's own files are (``written_privately``: ``0600``, never through a link, over a
+    device or a pipe, into the store folder or over the database it was read from)."""
+    with written_privately(file, Workspace(folder, db=db), field="file") as out:
+        return export_to(db, folder, _counting(out, bar, task))
 
 
 def import_command(
@@ -167,7 +152,7 @@ def import_command(
     folder = common.store_path(store)
     db = _db(folder, db)
     quiet = common.want_json(as_json)
-    with common.errors(), _lines(file) as lines:
+    with common.errors(), input_lines(file, folder, max_chars=MAX_LINE_CHARS) as lines:
         first = next((line for line in lines if line.strip()), "")
         everything = itertools.chain([first], lines)
         if not _is_export(first):
@@ -228,35 +213,9 @@ def _store_records(
 
 
 # The longest line read at all: past a record line's limit (the request limit), with room for
-# an export's rows, whose JSON quotes a whole version. A file with no line end (/dev/zero, a
-# binary file) is refused here instead of being read whole into memory.
+# an export's rows, whose JSON quotes a whole version. A file with no line end (a binary file,
+# stdin from /dev/zero) is refused here instead of being read whole into memory.
 MAX_LINE_CHARS = 8 * MAX_REQUEST_BYTES
-
-
-def _bounded(handle: TextIO) -> Iterator[str]:
-    for number in itertools.count(1):
-        line = handle.readline(MAX_LINE_CHARS + 1)
-        if not line:
-            return
-        if len(line) > MAX_LINE_CHARS:
-            raise InvalidInput(f"line {number} is over {MAX_LINE_CHARS:,} characters", field="file")
-        yield line
-
-
-@contextmanager
-def _lines(file: Path) -> Iterator[Iterator[str]]:
-    if str(file) == "-":
-        yield _bounded(sys.stdin)
-        return
-    try:
-        handle = file.open(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="file") from exc
-    with handle:
-        try:
-            yield _bounded(handle)
-        except UnicodeDecodeError as exc:
-            raise InvalidInput(f"{file} is not UTF-8 text: {exc.reason}", field="file") from exc
 
 
 def register(app: typer.Typer) -> None:

@@ -5,7 +5,6 @@ Every read takes ``--json`` and then prints the same objects the HTTP API return
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -18,9 +17,12 @@ from rich.progress import Progress
 from rich.table import Table
 
 from cairn.doors import _render as render
+from cairn.doors._cli_common import store_path
+from cairn.doors._cli_files import input_lines
 from cairn.doors.cli import EmbedderOpt, TimeOpt, _errors, _reader, _run, _session, _want_json
 from cairn.errors import InvalidInput
 from cairn.ingest.records import append_events, read_events
+from cairn.limits import MAX_REQUEST_BYTES
 from cairn.model import Event, Timestamp, TocNode
 from cairn.timeline.rollup import RollupProgress, RollupReport
 from cairn.timeline.views import NodePage, RecentContext, ScanReport, TimelineHits
@@ -68,15 +70,9 @@ def append(
     """Append events (one JSON object per line: event_id, ts, session_id, scope, agent,
     role, kind, text, metadata). Every line is checked first; an event sent again is
     reported as a duplicate, never stored twice."""
-    with _errors():
-        if file == "-":
-            events = read_events(sys.stdin)
-        else:
-            try:
-                with Path(file).open(encoding="utf-8") as handle:
-                    events = read_events(handle)
-            except OSError as exc:
-                raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="file") from exc
+    # read_events takes a line up to a request's size: reading stops past that
+    with _errors(), input_lines(Path(file), store_path(), max_chars=MAX_REQUEST_BYTES) as lines:
+        events = read_events(lines)
     with _session() as (memory, principal), render.progress(_want_json()) as bar:
         progress = render.counting(bar, "append", len(events))
         report = append_events(memory, events, principal, progress=progress)

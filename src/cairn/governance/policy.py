@@ -45,6 +45,7 @@ __all__ = [
     "load_policy",
     "load_yaml",
     "parse_policy",
+    "read_config_text",
     "rule_fits",
     "yaml_problem",
 ]
@@ -366,7 +367,18 @@ def parse_policy(text: str, *, source: str = "policy") -> Policy:
 def load_policy(path: Path) -> Policy:
     if not path.exists():
         raise PolicyError(f"policy file {path} does not exist: run 'cairn init' to write one")
-    return parse_policy(path.read_text(encoding="utf-8"), source=str(path))
+    return parse_policy(read_config_text(path), source=str(path))
+
+
+def read_config_text(path: Path) -> str:
+    """A policy or principals file's text; one that cannot be read, or is not UTF-8, is a
+    ``PolicyError`` like any other broken file (never a crash on every request)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise PolicyError(f"cannot read {path}: {exc.strerror}") from None
 
 
 DEFAULT_POLICY_YAML = """\
