@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.errors import InvalidInput, PermissionDenied
+from cairn.errors import InvalidInput, NotFound, PermissionDenied
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.ingest.files import MAX_HASHED_BYTES, IngestArea, hash_confined, read_text
 from cairn.memory import Memory
@@ -242,3 +242,35 @@ def test_glob_parts_match_without_recursion_whatever_the_pattern_length() -> Non
     long = ("d",) * 5_000
     assert _parts_match((*long, "x.md"), ("**", *long, "x.md"))
     assert not _parts_match(long, ("**", *long, "x.md"))
+
+
+@pytest.mark.parametrize(("target", "pattern"), [(".env", "docs"), (".git", "docs/config")])
+def test_a_root_made_a_link_to_a_dot_file_of_the_project_opens_nothing(
+    project: Path, target: str, pattern: str
+) -> None:
+    (project / ".env").write_text("AWS_SECRET_ACCESS_KEY=hunter2\n")
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text("url = https://ghp_TOKEN@example.com/x\n")
+    (project / "docs" / "board.md").unlink()
+    (project / "docs").rmdir()
+    (project / "docs").symlink_to(target)
+    memory = _memory_with_root(project, "docs")
+    with pytest.raises(PermissionDenied, match="symbolic link out of the project"):
+        memory.ingest([pattern], principal=AGENT, scope="team/a")
+    assert memory.proposals(principal=CURATOR) == []
+
+
+def test_a_pattern_never_follows_links_to_folders_nor_outgrows_the_walk(project: Path) -> None:
+    # two links to "." that a repository can ship: the standard glob took 2^n for n "*/"
+    (project / "docs" / "l1").symlink_to(".")
+    (project / "docs" / "l2").symlink_to(".")
+    memory = _memory(project)
+    with pytest.raises(NotFound):
+        memory.ingest(["docs/" + "*/" * 40 + "*.md"], principal=CURATOR, scope="team/a")
+    with pytest.raises(InvalidInput, match="more than 100 parts"):
+        memory.ingest(["docs/" + "*/" * 1_000 + "a.md"], principal=CURATOR, scope="team/a")
+    # and what a pattern names one level down is still found
+    (project / "docs" / "sub").mkdir()
+    (project / "docs" / "sub" / "n.md").write_text("# N\n")
+    report = memory.ingest(["docs/*/*.md"], principal=CURATOR, scope="team/a")
+    assert len(report.created) == 1

@@ -9,9 +9,9 @@ creates nothing; a changed file becomes a new version through the gate.
 from __future__ import annotations
 
 import fnmatch
-import glob as globlib
 import hashlib
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
@@ -119,11 +119,17 @@ def _root_of(relative: PurePosixPath, roots: Sequence[str]) -> PurePosixPath | N
 
 
 def _real_root(project: Path, root: str | PurePosixPath) -> Path | None:
-    """Where a root really is, when that is inside the (resolved) project. A root that is,
-    or passes through, a symbolic link out of the project opens nothing: whoever can write
-    the working tree could otherwise point it at any folder the server can read."""
+    """Where a root really is, when that is inside the (resolved) project and below no
+    dot-folder the root does not name itself. A root that is, or passes through, a symbolic
+    link out of the project opens nothing: whoever can write the working tree could
+    otherwise point it at any folder the server can read; nor does one made a link to a
+    dot-file or dot-folder of the project (``.env``, ``.git``), which ingest never reads."""
     real = (project / root).resolve()
-    return real if real.is_relative_to(project) else None
+    if not real.is_relative_to(project):
+        return None
+    named = PurePosixPath(os.path.normpath(root)).parts
+    hidden = real.relative_to(project).parts
+    return None if _has_dot_part(hidden) and hidden != named else real
 
 
 def _inside(path: Path, root: Path, store: Path | None) -> bool:
@@ -220,7 +226,11 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
             raise _refuse(pattern, "ingest does not read dot-files or dot-folders")
         root_real = _real_root(project, root)
         if root_real is None:
-            raise _refuse(pattern, "its ingest root is a symbolic link out of the project")
+            raise _refuse(
+                pattern,
+                "its ingest root is a symbolic link out of the project (or to a dot-file or "
+                "dot-folder)",
+            )
         if store is not None and (project / relative).resolve().is_relative_to(store):
             raise _refuse(pattern, "ingest never reads the store folder")
         matches = _matches(project, relative, budget, pattern)
@@ -246,39 +256,45 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _glob(project: Path, relative: PurePosixPath) -> list[str]:
-    """The paths under ``project`` a pattern without ``**`` names. Globbed from the project
-    (``root_dir``) so that ``[``, ``*`` or ``?`` in the project's own path are never read
-    as a pattern; a file whose own name looks like a pattern (``[x].md``) is found by that
-    name when the pattern matches nothing else."""
-    named = globlib.glob(str(relative), root_dir=project, include_hidden=False)
-    if not named and os.path.lexists(project / relative):
-        named = [str(relative)]
-    return sorted(str(project / name) for name in named)
+_MAGIC = re.compile(r"[*?[]")
 
 
 def _matches(
     project: Path, relative: PurePosixPath, budget: _WalkBudget, pattern: str
 ) -> list[str]:
-    """What a pattern names, in order. ``**`` is expanded by a walk that never follows a
-    symbolic link to a folder: the standard library's recursive glob does, and two links
-    to ``..`` make it run for ever."""
-    if "**" not in relative.parts:
-        return _glob(project, relative)
-    first = relative.parts.index("**")
-    head, rest = relative.parts[:first], relative.parts[first:]
-    bases = _glob(project, PurePosixPath(*head)) if head else [str(project)]
+    """What a pattern names, in order. Its literal first parts name a folder (the project's
+    own path is never read as a pattern, whatever ``[``, ``*`` or ``?`` it holds); the rest
+    is matched by one walk of that folder, within the ingest's budget, that never follows a
+    symbolic link to a folder and goes no deeper than the pattern can reach. The standard
+    library's glob follows such links (two links to ``.`` make ``*/*/…`` cost 2^n, two to
+    ``..`` make ``**`` run for ever) and recurses once per part. A file whose own name
+    looks like a pattern (``[x].md``) is found by that name when nothing else matches."""
+    parts = relative.parts
+    if len(parts) > MAX_WALK_DEPTH:
+        raise InvalidInput(
+            f"{pattern!r} has more than {MAX_WALK_DEPTH} parts: no folder is that deep",
+            field="paths",
+        )
+    literal = project.joinpath(*parts)
+    first = next((i for i, part in enumerate(parts) if _MAGIC.search(part)), None)
+    if first is None:
+        return [str(literal)] if os.path.lexists(literal) else []
+    base, rest = project.joinpath(*parts[:first]), parts[first:]
     found: list[str] = []
-    for base in map(Path, bases):
-        if base.is_symlink() or not base.is_dir():
-            continue
+    if base.is_dir():
+        bounded = "**" not in rest
         for here, dirs, files in _walk_folders(base, budget, pattern):
+            depth = len(here.relative_to(base).parts) + 1
             for name in [*dirs, *files]:
                 path = here / name
                 if name.startswith(".") or (path.is_symlink() and path.is_dir()):
                     continue
                 if _parts_match(path.relative_to(base).parts, rest):
                     found.append(str(path))
+            if bounded and depth >= len(rest):
+                dirs[:] = []  # the pattern names nothing deeper
+    if not found and os.path.lexists(literal):
+        found = [str(literal)]
     return sorted(found)
 
 
