@@ -174,6 +174,7 @@ def test_cursor_still_lets_the_prompt_through_when_the_hook_fails(
     """Cursor's beforeSubmitPrompt waits for {"continue": true}; a failing hook answered
     {} (the reply for no payload), which may hold the user's prompt back."""
     (project.store / "config.toml").write_text("[capture]\nnot_a_setting = 1\n")
+    local.trust_store(project.store)  # the user's own edit, trusted again
     body = {
         "conversation_id": "c1",
         "hook_event_name": "beforeSubmitPrompt",
@@ -353,3 +354,13 @@ def test_a_replay_that_fails_does_not_keep_the_daemon_from_starting(
     with TestClient(app.state.capture_socket_app) as socket_client, TestClient(app) as client:
         assert client.get("/health").status_code == 200
         assert socket_client.get("/health").status_code == 200
+
+
+def test_a_config_changed_since_it_was_trusted_is_no_longer_trusted(project: Project) -> None:
+    """A `git pull` that brings someone else's config.toml (an embedder of theirs) into a
+    trusted store: the folder is the same, the settings are not."""
+    assert find_store(str(project.root)) == project.store.resolve()
+    (project.store / "config.toml").write_text('embedder = "openai:http://127.0.0.1:9/v1#m"\n')
+    assert find_store(str(project.root)) is None
+    local.trust_store(project.store)  # read, and trusted again
+    assert find_store(str(project.root)) == project.store.resolve()

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cairn.capture import daemon
+from cairn.capture import daemon, local
 from cairn.capture.client import DaemonClient
 from cairn.capture.local import socket_path
 from tests.capture.project import Project, payload
@@ -127,6 +127,7 @@ def test_over_tcp_the_daemon_still_wants_a_key(project: Project) -> None:
 
 def test_the_socket_refuses_to_act_as_a_curator(project: Project) -> None:
     (project.store / "config.toml").write_text('[capture]\nprincipal = "curator"\n')
+    local.trust_store(project.store)  # the user's own edit, trusted again
     project.start_daemon()
     assert project.hook(payload("UserPromptSubmit", cwd=project.root, prompt="x")).returncode == 0
     assert project.events() == []
@@ -139,5 +140,6 @@ def test_the_socket_refuses_to_act_as_a_curator(project: Project) -> None:
 
 def test_a_start_that_fails_says_why(project: Project, tmp_path: Path) -> None:
     (project.store / "config.toml").write_text("[capture]\nnonsense = 1\n")
+    local.trust_store(project.store)  # the user's own edit, trusted again
     with pytest.raises(daemon.DaemonError, match="nonsense"):
         project.start_daemon()

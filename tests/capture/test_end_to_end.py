@@ -9,6 +9,7 @@ import re
 import time
 from pathlib import Path
 
+from cairn.capture import local
 from cairn.memory import Memory
 from tests.capture.project import Project, payload
 from tests.capture.secrets import CORPUS
@@ -73,6 +74,7 @@ def test_the_next_session_starts_with_the_last_ones_context_cited_to_real_events
     project: Project,
 ) -> None:
     (project.store / "config.toml").write_text("[capture]\ncontext = true\ncontext_tokens = 600\n")
+    local.trust_store(project.store)  # the user's own edit, trusted again
     project.start_daemon()
     _session(project, "session-1")
     _rolled_up(project)

@@ -571,3 +571,25 @@ def test_the_diff_shows_a_settings_files_control_characters_escaped(
     assert done.exit_code == 0
     assert "\x9b" not in done.stdout and "\u202e" not in done.stdout
     assert "opus\\x9b2J" in done.stdout
+
+
+def test_init_over_a_cloned_stores_files_does_not_trust_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cairn.capture import local
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    made, cloned = tmp_path / "made", tmp_path / "cloned"
+    made.mkdir()
+    monkeypatch.chdir(made)
+    assert CliRunner().invoke(app, ["init"]).exit_code == 0
+    # what a repository commits of a store: its files, not its database
+    (cloned / ".cairn").mkdir(parents=True)
+    for name in ("policy.yaml", "principals.yaml"):
+        shutil.copy(made / ".cairn" / name, cloned / ".cairn" / name)
+    (cloned / ".cairn" / "config.toml").write_text('embedder = "openai:http://127.0.0.1:9/v1#m"\n')
+    monkeypatch.chdir(cloned)
+    done = CliRunner().invoke(app, ["init"])
+    assert done.exit_code == 0 and "cairn hooks trust" in done.stderr
+    assert local.nearest_store(str(cloned)) == (cloned / ".cairn").resolve()
+    assert local.find_store(str(cloned)) is None

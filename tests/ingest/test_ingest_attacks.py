@@ -159,7 +159,7 @@ def test_a_root_that_links_out_of_the_project_opens_nothing(
     (project / "docs").symlink_to(elsewhere)
     memory = _memory_with_root(project, "docs")
     for pattern in ("docs/principals.yaml", "docs/notes.md", "docs", "docs/*", "docs/**/*.md"):
-        with pytest.raises(PermissionDenied, match="symbolic link out of the project"):
+        with pytest.raises(PermissionDenied, match="its ingest root is a symbolic link"):
             memory.ingest([pattern], principal=AGENT, scope="team/a")
     assert memory.proposals(principal=CURATOR) == []
     # and the check on the opened file, which re-reads go through, agrees
@@ -168,11 +168,20 @@ def test_a_root_that_links_out_of_the_project_opens_nothing(
     assert hash_confined(project / "docs" / "notes.md", area) is None
 
 
-def test_a_root_linked_to_a_folder_inside_the_project_still_works(project: Path) -> None:
+def test_a_root_made_a_link_to_another_folder_of_the_project_opens_nothing(
+    project: Path,
+) -> None:
+    # "notes" is open to agents; made a link to "docs" (a curators' folder, say) it would
+    # hand them what other roots cover
     (project / "notes").symlink_to(project / "docs")
     memory = _memory_with_root(project, "notes")
-    report = memory.ingest(["notes/board.md"], principal=CURATOR, scope="team/a")
-    assert len(report.created) == 1
+    with pytest.raises(PermissionDenied, match="its ingest root is a symbolic link"):
+        memory.ingest(["notes/board.md"], principal=AGENT, scope="team/a")
+    # the same folder named as itself is open as before
+    (project / "notes").unlink()
+    (project / "notes").mkdir()
+    (project / "notes" / "n.md").write_text("# N\n")
+    assert len(memory.ingest(["notes/n.md"], principal=CURATOR, scope="team/a").created) == 1
 
 
 def test_a_tree_nested_past_the_walk_depth_is_refused_with_a_clear_error(project: Path) -> None:
@@ -255,7 +264,7 @@ def test_a_root_made_a_link_to_a_dot_file_of_the_project_opens_nothing(
     (project / "docs").rmdir()
     (project / "docs").symlink_to(target)
     memory = _memory_with_root(project, "docs")
-    with pytest.raises(PermissionDenied, match="symbolic link out of the project"):
+    with pytest.raises(PermissionDenied, match="its ingest root is a symbolic link"):
         memory.ingest([pattern], principal=AGENT, scope="team/a")
     assert memory.proposals(principal=CURATOR) == []
 

@@ -114,17 +114,30 @@ def find_store(cwd: str | None, override: str | None = None) -> Path | None:
 
 
 # ---- which stores the user trusts ------------------------------------------------------
-# One JSON list in the state folder: each store's resolved path and the device and inode
-# of its folder. The inode is what makes a clone untrusted even where a trusted store
-# once was: deleting a project and cloning another into its place makes a new folder.
+# One JSON list in the state folder: each store's resolved path, the device and inode of
+# its folder, and the SHA-256 of its config.toml. The inode makes a clone untrusted where a
+# trusted store once was (deleting a project and cloning another in its place makes a new
+# folder, though a freed inode can come back); the hash makes a config.toml changed since
+# (a pull, another branch, a clone's own) untrusted.
 
 _TRUST_FILE = "trusted-stores.json"
 _TRUST_MAX_BYTES = 1024 * 1024
 
 
 def _identity(store: Path) -> dict[str, Any]:
+    """The folder (its device and inode) and the settings it holds: a ``config.toml``
+    changed since (a ``git pull`` of someone else's) is no longer trusted."""
     info = store.stat()
-    return {"path": str(store.resolve()), "dev": info.st_dev, "ino": info.st_ino}
+    try:
+        settings = sha256_hex((store / CONFIG_FILE).read_bytes())
+    except FileNotFoundError:
+        settings = ""
+    return {
+        "path": str(store.resolve()),
+        "dev": info.st_dev,
+        "ino": info.st_ino,
+        "config_sha256": settings,
+    }
 
 
 def _trusted() -> list[dict[str, Any]]:

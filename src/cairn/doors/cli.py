@@ -268,11 +268,17 @@ def _workspace(store: Path | None = None) -> Workspace:
 @app.command()
 def init() -> None:
     """Create a store with the default policy and principals; print the new keys once."""
+    workspace = _workspace()
+    # A folder that was there before holds someone's files (a repository can ship its
+    # policy, principals and config.toml, and init keeps them): not trusted by init.
+    made_here = not workspace.folder.exists()
     with _errors():
-        result = _workspace().init()
+        result = workspace.init()
     # Made here by this user: the coding-agent hooks may record into it (a .cairn that
     # comes with a cloned repository is not trusted until `cairn hooks trust`).
     try:
+        if not made_here:
+            raise ValueError("the folder was there before; read its config.toml first")
         trust_store(result.folder)
     except (OSError, ValueError) as exc:
         note = f"note: the hooks record nothing into it until `cairn hooks trust`: {exc}"

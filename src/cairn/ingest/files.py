@@ -119,17 +119,13 @@ def _root_of(relative: PurePosixPath, roots: Sequence[str]) -> PurePosixPath | N
 
 
 def _real_root(project: Path, root: str | PurePosixPath) -> Path | None:
-    """Where a root really is, when that is inside the (resolved) project and below no
-    dot-folder the root does not name itself. A root that is, or passes through, a symbolic
-    link out of the project opens nothing: whoever can write the working tree could
-    otherwise point it at any folder the server can read; nor does one made a link to a
-    dot-file or dot-folder of the project (``.env``, ``.git``), which ingest never reads."""
+    """Where a root is, when no symbolic link stands anywhere in its path: whoever can write
+    the working tree could otherwise make a root a link to any folder the server can read,
+    to a dot-folder of the project (``.git``, ``.env``) or to a folder other roles' roots
+    cover. Files below a root may still be links, each judged where it leads."""
     real = (project / root).resolve()
-    if not real.is_relative_to(project):
-        return None
-    named = PurePosixPath(os.path.normpath(root)).parts
-    hidden = real.relative_to(project).parts
-    return None if _has_dot_part(hidden) and hidden != named else real
+    named = project.joinpath(*PurePosixPath(os.path.normpath(root)).parts)
+    return real if real == named else None
 
 
 def _inside(path: Path, root: Path, store: Path | None) -> bool:
@@ -228,8 +224,8 @@ def expand(patterns: Sequence[str], area: IngestArea) -> list[Path]:
         if root_real is None:
             raise _refuse(
                 pattern,
-                "its ingest root is a symbolic link out of the project (or to a dot-file or "
-                "dot-folder)",
+                "its ingest root is a symbolic link (out of the project, or to another "
+                "folder of it)",
             )
         if store is not None and (project / relative).resolve().is_relative_to(store):
             raise _refuse(pattern, "ingest never reads the store folder")
@@ -279,7 +275,13 @@ def _matches(
     first = next((i for i, part in enumerate(parts) if _MAGIC.search(part)), None)
     if first is None:
         return [str(literal)] if os.path.lexists(literal) else []
-    base, rest = project.joinpath(*parts[:first]), parts[first:]
+    base = project.joinpath(*parts[:first])
+    # "**/**" is "**": collapsed, so that a run of them costs the walk nothing more
+    kept: list[str] = []
+    for part in parts[first:]:
+        if not (part == "**" and kept[-1:] == ["**"]):
+            kept.append(part)
+    rest = tuple(kept)
     found: list[str] = []
     if base.is_dir():
         bounded = "**" not in rest
