@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cairn.capture import install
+from cairn.capture import install, local
 from cairn.capture.install import Scope, apply, is_cairn_command, plan_install, plan_uninstall
 from cairn.doors.cli import app
 from cairn.errors import InvalidInput
@@ -532,17 +532,22 @@ def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_unread(
         plan_install("claude", _scope(project), EXE)
 
 
-def test_init_trusts_its_store_and_trust_and_untrust_say_which_stores_the_hooks_use(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from cairn.capture import local
-
+def _initialised_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A project whose store `cairn init` made here (trusted, in a state folder of the
+    test's own), and the folder a clone will go to."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     made, cloned = tmp_path / "made", tmp_path / "cloned"
     made.mkdir()
     monkeypatch.chdir(made)
+    assert CliRunner().invoke(app, ["init"]).exit_code == 0
+    return made, cloned
+
+
+def test_init_trusts_its_store_and_trust_and_untrust_say_which_stores_the_hooks_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made, cloned = _initialised_here(tmp_path, monkeypatch)
     runner = CliRunner()
-    assert runner.invoke(app, ["init"]).exit_code == 0
     assert local.find_store(str(made)) == (made / ".cairn").resolve()
     # a clone's store: the files of a store, made by something other than `cairn init` here
     shutil.copytree(made / ".cairn", cloned / ".cairn")
@@ -576,13 +581,7 @@ def test_the_diff_shows_a_settings_files_control_characters_escaped(
 def test_init_over_a_cloned_stores_files_does_not_trust_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cairn.capture import local
-
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    made, cloned = tmp_path / "made", tmp_path / "cloned"
-    made.mkdir()
-    monkeypatch.chdir(made)
-    assert CliRunner().invoke(app, ["init"]).exit_code == 0
+    made, cloned = _initialised_here(tmp_path, monkeypatch)
     # what a repository commits of a store: its files, not its database
     (cloned / ".cairn").mkdir(parents=True)
     for name in ("policy.yaml", "principals.yaml"):

@@ -276,12 +276,15 @@ def init() -> None:
         result = workspace.init()
     # Made here by this user: the coding-agent hooks may record into it (a .cairn that
     # comes with a cloned repository is not trusted until `cairn hooks trust`).
-    try:
-        if not made_here:
-            raise ValueError("the folder was there before; read its config.toml first")
-        trust_store(result.folder)
-    except (OSError, ValueError) as exc:
-        note = f"note: the hooks record nothing into it until `cairn hooks trust`: {exc}"
+    why_not = "the folder was there before; read its config.toml first"
+    if made_here:
+        try:
+            trust_store(result.folder)
+            why_not = ""
+        except (OSError, ValueError) as exc:
+            why_not = str(exc)
+    if why_not:
+        note = f"note: the hooks record nothing into it until `cairn hooks trust`: {why_not}"
         render.err.print(note, markup=False)
     if _want_json():
         render.print_json({"store": str(result.folder), "keys": result.keys})
