@@ -5,6 +5,7 @@ are, and the chat model two of them ask."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Required, TypedDict
 
@@ -13,10 +14,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CHAT_MODEL",
+    "MAX_ANSWER_BYTES",
+    "AnswerTooLarge",
     "ChatEndpoint",
     "EndpointOptions",
     "ModelEndpoint",
     "endpoint_client",
+    "post_bounded",
 ]
 
 # The model asked when an address names none (``URL`` rather than ``URL#model``).
@@ -37,6 +41,63 @@ def endpoint_client(
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     return httpx.Client(
         base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+    )
+
+
+#: The most an endpoint's answer may hold once decoded: far more than any embeddings batch,
+#: ranking or summary needs (64 vectors of 3,072 dimensions as JSON are ~4 MB).
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+
+# Headers that described the body as it came over the wire, not the whole, decoded body a
+# bounded answer is rebuilt with.
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+class AnswerTooLarge(ValueError):
+    """An endpoint's answer went past ``MAX_ANSWER_BYTES``; it was read no further."""
+
+
+def post_bounded(
+    client: httpx.Client,
+    path: str,
+    body: dict[str, Any],
+    *,
+    max_bytes: int = MAX_ANSWER_BYTES,
+) -> httpx.Response:
+    """``POST`` ``body`` as JSON and the answer, read whole: within the client's timeout in
+    all and no larger than ``max_bytes`` once decoded (``AnswerTooLarge``).
+
+    httpx's timeout bounds each read, not the answer: an endpoint that sends a byte every
+    second would hold a search (the reranker and query embedding run on the read path) for
+    as long as it liked, and one that sends gigabytes, or a small gzip that unpacks to
+    them, would fill memory. A late answer is an ``httpx.ReadTimeout`` like a silent one.
+    """
+    import httpx
+
+    budget = client.timeout.read
+    started = time.monotonic()
+    with client.stream("POST", path, json=body) as streamed:
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in streamed.iter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise AnswerTooLarge(f"the answer is over {max_bytes:,} bytes")
+            if budget is not None and time.monotonic() - started > budget:
+                raise httpx.ReadTimeout(
+                    f"no whole answer within {budget:g} s", request=streamed.request
+                )
+            chunks.append(chunk)
+    headers = [
+        (name, value)
+        for name, value in streamed.headers.multi_items()
+        if name.lower() not in _WIRE_HEADERS
+    ]
+    return httpx.Response(
+        streamed.status_code,
+        headers=headers,
+        content=b"".join(chunks),
+        request=streamed.request,
     )
 
 
@@ -100,7 +161,7 @@ class ChatEndpoint(ModelEndpoint):
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
         body["messages"] = list(messages)
-        response = self._client.post("/chat/completions", json=body)
+        response = post_bounded(self._client, "/chat/completions", body)
         response.raise_for_status()
         raw = response.json()
         return raw, raw["choices"][0]["message"]["content"]

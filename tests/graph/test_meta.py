@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from cairn.graph.traces import BUNDLE_FILES, TraceFolder
 from cairn.graph.why import WhyRequest
 from cairn.memory import Memory
 from cairn.model import Content, Principal, PrincipalKind, Sensitivity
+from cairn.openai_compat import MAX_ANSWER_BYTES
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
 from tests.graph.conftest import (
@@ -123,10 +125,23 @@ def _failing(error: Exception | None, status: int = 200, content: Any = None) ->
                         transport=httpx.MockTransport(handler))  # fmt: skip
 
 
+def _flooding() -> ChatAnswerer:
+    """An endpoint whose answer is twice as large as any endpoint's answer may be."""
+
+    def pieces() -> Iterator[bytes]:
+        for _ in range(2 * MAX_ANSWER_BYTES >> 20):
+            yield b" " * (1 << 20)
+
+    return ChatAnswerer(base_url="http://llm.invalid", model="m", timeout=5,
+                        transport=httpx.MockTransport(
+                            lambda request: httpx.Response(200, content=pieces())))  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("answerer", "reason"),
     [
         (_failing(httpx.ReadTimeout("slow")), "llm:timeout"),
+        (_flooding(), "llm:answer_too_large"),
         (_failing(httpx.ConnectError("refused")), "llm:unreachable"),
         (_failing(None, 500, {"error": "boom"}), "llm:http_500"),
         (_failing(None, 200, {"choices": []}), "llm:malformed_answer"),

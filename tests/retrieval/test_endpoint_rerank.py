@@ -5,6 +5,7 @@ fusion's order when it fails."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,11 +18,13 @@ from cairn.config import Settings
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Acl, Content, Principal, PrincipalKind, Sensitivity
+from cairn.openai_compat import MAX_ANSWER_BYTES
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.ranking import RankingConfig
 from cairn.retrieval.settings import RetrievalSettings
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
+from tests.loopback import TRICKLE_SECONDS, trickling
 
 READER = Principal(
     id="reader", kind=PrincipalKind.HUMAN, roles=("staff",), scopes=("acme/*",),
@@ -118,19 +121,32 @@ def test_a_failing_endpoint_leaves_fusions_order_and_says_why(
     assert found.trace.reranker == note
 
 
-def test_a_slow_endpoint_is_a_timeout_not_a_failed_search(memory: Memory) -> None:
+def _too_slow(request: httpx.Request) -> httpx.Response:
+    raise httpx.ReadTimeout("no answer in time", request=request)
+
+
+def _flood(request: httpx.Request) -> httpx.Response:
+    """An answer twice as large as an endpoint's answer may be, streamed a MiB at a time."""
+    return httpx.Response(
+        200, content=(b" " * (1 << 20) for _ in range(2 * MAX_ANSWER_BYTES >> 20))
+    )
+
+
+@pytest.mark.parametrize(
+    ("handler", "note"),
+    [(_too_slow, "fallback: timeout"), (_flood, "fallback: AnswerTooLarge")],
+)
+def test_a_slow_or_flooding_endpoint_is_a_fallback_not_a_failed_search(
+    memory: Memory, handler: Callable[[httpx.Request], httpx.Response], note: str
+) -> None:
     plain = titles(memory)
-
-    def too_slow(request: httpx.Request) -> httpx.Response:
-        raise httpx.ReadTimeout("no answer in time", request=request)
-
     memory._reranker = EndpointReranker(
-        base_url="http://reranker.test/v1", model="rr-1", timeout=0.01, top=30,
-        transport=httpx.MockTransport(too_slow),
+        base_url="http://reranker.test/v1", model="rr-1", timeout=5, top=30,
+        transport=httpx.MockTransport(handler),
     )  # fmt: skip
     found = memory.search("deploy runbook", principal=READER, mode="keyword")
     assert [h.title for h in found.hits] == plain
-    assert found.trace.reranker == "fallback: timeout"
+    assert found.trace.reranker == note
 
 
 def test_hits_the_endpoint_did_not_score_keep_their_order_after_those_it_did(
@@ -209,3 +225,21 @@ def test_a_configured_time_weight_ranks_by_the_time_the_query_names(tmp_path: Pa
         assert len(found.hits) == 3  # a boost, never a cut
     finally:
         memory.close()
+
+
+@pytest.fixture
+def trickler() -> Iterator[str]:
+    with trickling() as url:
+        yield url
+
+
+def test_a_trickling_endpoint_costs_a_search_its_timeout_not_the_whole_answer(
+    memory: Memory, trickler: str
+) -> None:
+    plain = titles(memory)
+    memory._reranker = EndpointReranker(base_url=trickler, model="rr-1", timeout=0.3, top=30)
+    started = time.monotonic()
+    found = memory.search("deploy runbook", principal=READER, mode="keyword")
+    assert time.monotonic() - started < TRICKLE_SECONDS / 2  # not until the answer ends
+    assert [h.title for h in found.hits] == plain
+    assert found.trace.reranker == "fallback: timeout"

@@ -6,7 +6,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,6 +37,7 @@ from cairn.search.openai_embed import OpenAIEmbedder
 from cairn.search.static_embed import MAX_TOKENS as STATIC_MAX_TOKENS
 from cairn.search.static_embed import Recipe, StaticEmbedder
 from tests.factories import CountingEmbedder, tampered_copy
+from tests.loopback import serving
 
 CLOSE_A = "How do I run the tests?"
 CLOSE_B = "Running the test suite"
@@ -397,17 +397,8 @@ class FakeEmbeddingsHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def endpoint() -> Iterator[str]:
     FakeEmbeddingsHandler.requests.clear()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeEmbeddingsHandler)
-    thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(FakeEmbeddingsHandler) as url:
+        yield f"{url}/v1"
 
 
 def test_openai_client_embeds_in_batches(endpoint: str) -> None:

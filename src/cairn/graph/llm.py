@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.openai_compat import ChatEndpoint
+from cairn.openai_compat import AnswerTooLarge, ChatEndpoint
 
 __all__ = ["ChatAnswerer", "Completion", "LlmUnavailable"]
 
@@ -56,6 +56,8 @@ class ChatAnswerer(ChatEndpoint):
             raise LlmUnavailable(f"llm:http_{exc.response.status_code}") from None
         except httpx.HTTPError:
             raise LlmUnavailable("llm:unreachable") from None
+        except AnswerTooLarge:
+            raise LlmUnavailable("llm:answer_too_large") from None
         except (ValueError, KeyError, IndexError, TypeError):
             raise LlmUnavailable("llm:malformed_answer") from None
         if not isinstance(text, str) or not text.strip():

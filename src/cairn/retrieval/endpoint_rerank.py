@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Unpack
 
-from cairn.openai_compat import EndpointOptions, ModelEndpoint
+from cairn.openai_compat import EndpointOptions, ModelEndpoint, post_bounded
 from cairn.retrieval.types import Hit
 
 __all__ = ["EndpointReranker", "Reranked", "parse_reranker"]
@@ -86,7 +86,7 @@ class EndpointReranker(ModelEndpoint):
             "documents": [hit.text for hit in head],
             "top_n": len(head),
         }
-        response = self._client.post("/rerank", json=body)
+        response = post_bounded(self._client, "/rerank", body)
         response.raise_for_status()
         results: Any = response.json()["results"]
         scores: dict[int, float] = {}

@@ -1,0 +1,127 @@
+"""Answers from the optional OpenAI-compatible endpoints (embeddings, reranking, timeline
+summaries, graph answers) are read within their timeout in all and up to a size: an
+endpoint that trickles its answer, or sends gigabytes (or a small gzip that unpacks to
+them), costs a search its timeout and a fallback, never a thread or the memory."""
+
+from __future__ import annotations
+
+import gzip
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from cairn.openai_compat import (
+    MAX_ANSWER_BYTES,
+    AnswerTooLarge,
+    endpoint_client,
+    post_bounded,
+)
+from cairn.search.embedder import EmbeddingEndpointError
+from cairn.search.openai_embed import OpenAIEmbedder
+from cairn.timeline.chat_summarizer import ChatSummarizer
+from tests.loopback import TRICKLE_SECONDS, trickling
+
+TIMEOUT = 0.3
+
+
+@pytest.fixture
+def trickler() -> Iterator[str]:
+    with trickling() as url:
+        yield url
+
+
+class _Counted:
+    """A streamed body of ``total`` bytes in 1 MiB pieces, counting how many were taken."""
+
+    def __init__(self, total: int, piece: bytes = b" " * (1 << 20)) -> None:
+        self.total, self.piece, self.taken = total, piece, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        while self.taken * len(self.piece) < self.total:
+            self.taken += 1
+            yield self.piece
+
+
+def _answering(response: httpx.Response) -> httpx.MockTransport:
+    return httpx.MockTransport(lambda request: response)
+
+
+def test_an_answer_that_trickles_in_ends_at_the_timeout(trickler: str) -> None:
+    client = endpoint_client(trickler, api_key=None, timeout=TIMEOUT)
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout, match=r"no whole answer within 0\.3 s"):
+        post_bounded(client, "/rerank", {"query": "q"})
+    # Each read waits at most the timeout too, so the whole is at most about twice it.
+    assert time.monotonic() - started < TRICKLE_SECONDS / 2
+    client.close()
+
+
+def test_a_large_answer_is_refused_before_it_is_read_whole() -> None:
+    body = _Counted(4 * MAX_ANSWER_BYTES)
+    client = endpoint_client(
+        "http://endpoint.test/v1", api_key=None, timeout=5,
+        transport=_answering(httpx.Response(200, content=body)),
+    )  # fmt: skip
+    with pytest.raises(AnswerTooLarge, match="over 33,554,432 bytes"):
+        post_bounded(client, "/embeddings", {})
+    assert body.taken == MAX_ANSWER_BYTES // len(body.piece) + 1  # read no further
+
+
+def test_a_small_gzip_that_unpacks_past_the_limit_is_refused() -> None:
+    bomb = gzip.compress(b" " * (MAX_ANSWER_BYTES + 1), compresslevel=1)
+    assert len(bomb) < MAX_ANSWER_BYTES // 100
+    client = endpoint_client(
+        "http://endpoint.test/v1", api_key=None, timeout=5,
+        transport=_answering(
+            httpx.Response(200, headers={"Content-Encoding": "gzip"}, content=bomb)
+        ),
+    )  # fmt: skip
+    with pytest.raises(AnswerTooLarge):
+        post_bounded(client, "/embeddings", {})
+
+
+def test_a_bounded_answer_reads_like_any_other() -> None:
+    packed = gzip.compress(b'{"ok": true}')
+    client = endpoint_client(
+        "http://endpoint.test/v1", api_key=None, timeout=5,
+        transport=_answering(
+            httpx.Response(
+                503, headers={"Content-Encoding": "gzip", "X-Kept": "yes"}, content=packed
+            )
+        ),
+    )  # fmt: skip
+    answer = post_bounded(client, "/embeddings", {})
+    assert answer.json() == {"ok": True} and answer.headers["X-Kept"] == "yes"
+    with pytest.raises(httpx.HTTPStatusError):
+        answer.raise_for_status()
+
+
+# ---- each endpoint through it ----------------------------------------------------------------
+
+
+def test_an_embedding_endpoint_that_trickles_or_floods_is_an_endpoint_error(
+    trickler: str,
+) -> None:
+    slow = OpenAIEmbedder(base_url=trickler, model="tiny", dim=3, timeout=TIMEOUT)
+    with pytest.raises(EmbeddingEndpointError, match="timed out"):
+        slow.embed_query("a question")
+    flooding = OpenAIEmbedder(
+        base_url="http://embedder.test/v1", model="tiny", dim=3,
+        transport=_answering(httpx.Response(200, content=_Counted(2 * MAX_ANSWER_BYTES))),
+    )  # fmt: skip
+    with pytest.raises(EmbeddingEndpointError, match="over 33,554,432 bytes"):
+        flooding.embed(["a"])
+
+
+def test_a_summarizer_that_trickles_falls_back_to_the_extractive_summary(
+    trickler: str,
+) -> None:
+    from tests.timeline.test_chat_summarizer import _events
+
+    summarizer = ChatSummarizer(base_url=trickler, model="tiny", timeout=TIMEOUT)
+    started = time.monotonic()
+    summary = summarizer.summarize_events(_events(), [])
+    assert time.monotonic() - started < TRICKLE_SECONDS / 2
+    assert summary.summarizer == "extractive (endpoint failed: ReadTimeout)"
