@@ -192,6 +192,27 @@ def test_no_file_of_the_store_folder_is_read_as_input(store: Store, tmp_path: Pa
     assert "sk-SECRET" not in everything and "sha256" not in everything
 
 
+def test_a_path_swapped_into_the_store_folder_after_its_check_is_still_refused(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder on the path swapped for a link to the store folder between the check of the
+    path and its opening opens a store file: the opened file itself is checked again."""
+    import cairn.doors._cli_files as cli_files
+
+    harmless = tmp_path / "notes.txt"
+    harmless.write_text("harmless\n")
+    checked = cli_files._refuse_store_folder
+
+    def swapped_after_the_check(file: Path, *args: Any) -> Path:
+        checked(file, *args)  # the path passes when it is checked ...
+        return store.folder / "principals.yaml"  # ... and is the store's file when opened
+
+    monkeypatch.setattr(cli_files, "_refuse_store_folder", swapped_after_the_check)
+    for command in ([*REMEMBER, "--body-file", str(harmless)], ["import", str(harmless)]):
+        _refused(runner.invoke(app, store.argv(*command)), "store folder")
+    assert store.records() == 0
+
+
 # ---- writing: trace download and export ---------------------------------------------------
 
 

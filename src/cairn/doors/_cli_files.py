@@ -103,8 +103,10 @@ def _open_input(file: Path, store: Path, field: str) -> int:
                 f"{file} is not a regular file (a FIFO, device or folder is not read)",
                 field=field,
             )
-        # A hard link elsewhere to a store file is the store file: compared by identity.
-        if info.st_nlink > 1 and _is_store_file(info, store):
+        # The opened file is compared by identity with the store's files: a hard link
+        # elsewhere to one of them is that file, and so is what a path opens when a folder
+        # on it was swapped for a link to the store folder after the check above.
+        if _is_store_file(info, store):
             raise InvalidInput(
                 f"{file} is a file of the store folder: cairn does not read it as input",
                 field=field,
