@@ -151,6 +151,24 @@ def test_stdin_is_read_with_a_bound(
     assert endless_stdin and endless_stdin[-1].given <= 8 * MAX_REQUEST_BYTES + 2**20
 
 
+@pytest.mark.parametrize("command", [["timeline", "append", "-"], ["import", "-"]])
+def test_endless_blank_lines_on_stdin_are_refused(
+    store: Store, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """``yes '' | cairn import -``: blank lines are passed over, up to a bound."""
+    import cairn.doors._cli_files as cli_files
+
+    monkeypatch.setattr(cli_files, "MAX_BLANK_LINES", 1_000)
+    made: list[_Endless] = []
+
+    def stream(input: Any, charset: str) -> io.BufferedReader:
+        made.append(_Endless(b"\n", most=100_000))
+        return io.BufferedReader(made[-1])
+
+    monkeypatch.setattr(typer.testing, "make_input_stream", stream)
+    _refused(runner.invoke(app, store.argv(*command)), "over 1,000 blank lines")
+
+
 def test_a_body_file_over_the_request_limit_is_refused_naming_the_option(
     store: Store, tmp_path: Path
 ) -> None:

@@ -33,6 +33,10 @@ from cairn.workspace import Workspace
 
 __all__ = ["input_lines", "read_input", "written_privately"]
 
+# Blank lines are passed over by every reader of JSON Lines, but not without end: stdin from
+# ``yes ''`` would otherwise keep a command reading for ever.
+MAX_BLANK_LINES = 1_000_000
+
 # The files SQLite keeps next to a database while it is open (its journal modes).
 _SQLITE_COMPANIONS = ("", "-wal", "-shm", "-journal")
 
@@ -78,12 +82,17 @@ def input_lines(
 
 
 def _bounded(handle: TextIO, max_chars: int, field: str) -> Iterator[str]:
+    blank = 0
     for number in itertools.count(1):
         line = handle.readline(max_chars + 1)
         if not line:
             return
         if len(line) > max_chars:
             raise InvalidInput(f"line {number} is over {max_chars:,} characters", field=field)
+        if not line.strip():
+            blank += 1
+            if blank > MAX_BLANK_LINES:
+                raise InvalidInput(f"over {MAX_BLANK_LINES:,} blank lines", field=field)
         yield line
 
 
