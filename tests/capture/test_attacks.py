@@ -8,6 +8,7 @@ import io
 import json
 import os
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from cairn.capture.local import CaptureSettings, find_store
 from cairn.capture.redact import Redactor
 from cairn.capture.spool import Outcome, Spool
 from cairn.errors import InvalidInput
+from cairn.workspace import Workspace
 from tests.capture.project import Project, payload, storing
 
 # ---- redaction never stalls the hook ----------------------------------------------------
@@ -100,6 +102,95 @@ def test_trust_is_for_the_folder_not_its_path(project: Project) -> None:
     assert local.nearest_store(str(project.root)) == project.store.resolve()
     assert find_store(str(project.root)) is None
     assert not local.is_trusted(project.store)
+
+
+def test_a_store_folder_that_is_a_link_to_a_trusted_store_is_not_trusted(
+    project: Project,
+) -> None:
+    """A clone that ships ``.cairn -> /home/me/other-project/.cairn`` would have the hooks
+    record its prompts into the user's other store: a link is never trusted, nor can it be."""
+    project.start_daemon()
+    clone = project.root.parent / "clone"
+    clone.mkdir()
+    (clone / ".cairn").symlink_to(project.store)
+    assert local.is_trusted(project.store)
+    assert local.nearest_store(str(clone)) == clone / ".cairn"  # the link, not its target
+    assert find_store(str(clone)) is None
+    body = payload("UserPromptSubmit", cwd=clone, prompt="TOPSECRET in the clone")
+    assert project.hook(body).returncode == 0
+    assert project.events() == []
+    assert "symbolic link" in project.hook_log.read_text()
+    with pytest.raises(ValueError, match="symbolic link"):
+        local.trust_store(clone / ".cairn")
+    # named outright, it is the user's own choice
+    assert find_store(str(clone), str(clone / ".cairn")) == project.store.resolve()
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602], ids=["group-writable", "world-writable"])
+def test_a_trust_file_others_could_write_trusts_nothing(project: Project, mode: int) -> None:
+    """A trust file (or its folder) that another user could write would let them trust a
+    store of their making: it is believed only when only the user could have written it."""
+    trust_file = project.state / "cairn" / "trusted-stores.json"
+    assert local.is_trusted(project.store)
+    trust_file.chmod(mode)
+    assert not local.is_trusted(project.store)
+    assert find_store(str(project.root)) is None
+    with pytest.raises(local.TrustFileRefused, match="writable by others"):
+        local.trust_store(project.store)  # refused, not written over
+    trust_file.chmod(0o600)
+    assert local.is_trusted(project.store)
+    (project.state / "cairn").chmod(0o777)
+    assert not local.is_trusted(project.store)
+    (project.state / "cairn").chmod(0o700)
+
+
+def test_a_trust_file_another_user_owns_trusts_nothing(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert local.is_trusted(project.store)
+    someone_else = os.geteuid() + 1
+    real_fstat = os.fstat
+
+    def owned_by_someone_else(fd: int) -> os.stat_result:
+        info = real_fstat(fd)
+        fields = list(info)
+        fields[4] = someone_else  # st_uid
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(local.os, "fstat", owned_by_someone_else)
+    assert not local.is_trusted(project.store)
+
+
+def test_two_trusts_at_once_lose_neither(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cairn hooks trust`` in two terminals at once: each reads the file, adds its store
+    and writes it back. The second waits for the first, so both entries stay."""
+    others = []
+    for name in ("one", "two"):
+        root = project.root.parent / name
+        root.mkdir()
+        Workspace(root / ".cairn").init()
+        others.append(root / ".cairn")
+    read = threading.Event()
+    go_on = threading.Event()
+    real_save = local._save_trusted
+
+    def save_when_told(entries: list[dict[str, Any]]) -> None:
+        if threading.current_thread().name == "first":
+            read.set()  # the first has read the file and is about to write it back
+            assert go_on.wait(30)
+        real_save(entries)
+
+    monkeypatch.setattr(local, "_save_trusted", save_when_told)
+    first = threading.Thread(target=local.trust_store, args=(others[0],), name="first")
+    first.start()
+    assert read.wait(30)
+    second = threading.Thread(target=local.trust_store, args=(others[1],), name="second")
+    second.start()
+    second.join(0.5)  # unlocked, the second writes now, and the first then writes over it
+    go_on.set()
+    first.join(30)
+    second.join(30)
+    assert all(local.is_trusted(store) for store in [project.store, *others])
 
 
 @pytest.mark.parametrize(

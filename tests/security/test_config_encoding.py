@@ -4,6 +4,10 @@ says so in one line (no traceback) and a running server answers ``503 policy_err
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,7 @@ from typer.testing import CliRunner
 
 from cairn.doors.cli import app
 from cairn.errors import PolicyError
+from cairn.governance.policy import MAX_CONFIG_BYTES, read_config_text
 from cairn.workspace import Workspace
 
 runner = CliRunner(env={"CAIRN_EMBEDDER": "static", "CAIRN_STORE": "", "CAIRN_API_KEY": ""})
@@ -31,3 +36,54 @@ def test_the_cli_says_the_file_is_not_utf8(tmp_path: Path, name: str) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.stderr.startswith("error (policy_error)") and "not UTF-8" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _within_seconds(seconds: float, fifo: Path, call: Callable[[], object]) -> object:
+    """``call()``'s result or exception, or a failure when it still waits after ``seconds``
+    (a reader blocked on the FIFO is then let go by a writer, so the run never hangs)."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail(f"still waiting after {seconds} s")
+    (result,) = outcome
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+@pytest.mark.parametrize("name", ["principals.yaml", "policy.yaml"])
+@pytest.mark.parametrize("swap", ["fifo", "dev-zero", "too-large"])
+def test_a_policy_file_that_is_no_file_or_too_large_is_refused_at_once(
+    tmp_path: Path, name: str, swap: str
+) -> None:
+    """A FIFO put in its place would hang every request that reads it, ``/dev/zero`` (or a
+    file of gigabytes) fill the memory: each is a one-line policy error, at once."""
+    folder = tmp_path / ".cairn"
+    keys = Workspace(folder).init().keys
+    target = folder / name
+    target.unlink()
+    if swap == "fifo":
+        os.mkfifo(target)  # no writer: opening it for reading would wait for ever
+    elif swap == "dev-zero":
+        target.symlink_to("/dev/zero")
+    else:
+        target.write_bytes(b"# padding\n" * (MAX_CONFIG_BYTES // 10 + 1))
+    said = {"fifo": "not a regular file", "dev-zero": "not a regular file"}.get(
+        swap, f"over the limit of {MAX_CONFIG_BYTES:,} bytes"
+    )
+    with pytest.raises(PolicyError, match=said):
+        _within_seconds(10, target, lambda: read_config_text(target))
+    result = runner.invoke(app, ["list", "--store", str(folder), "--key", keys["curator"]])
+    assert result.exit_code == PolicyError.exit_code, (result.output, result.exception)
+    assert result.stderr.startswith("error (policy_error)") and said in result.stderr

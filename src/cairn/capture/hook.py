@@ -237,7 +237,14 @@ def _record(
     store = find_store(adapter.cwd(payload), store_override)
     if store is None:
         untrusted = None if store_override else nearest_store(adapter.cwd(payload))
-        if untrusted is not None:
+        if untrusted is not None and untrusted.is_symlink():
+            log_problem(
+                f"the cairn store here, {untrusted}, is a symbolic link: nothing is recorded "
+                "through one; name the store it leads to with --store",
+                agent=agent,
+                hook_event=event,
+            )
+        elif untrusted is not None:
             # (the path only: it is the user's own folder, and the log is the user's)
             log_problem(
                 "a cairn store is here but not trusted: nothing is recorded; if you made "

@@ -19,8 +19,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,6 +30,7 @@ __all__ = [
     "PRINCIPALS_FILE",
     "STORE_FOLDER",
     "CaptureSettings",
+    "TrustFileRefused",
     "default_scope",
     "find_store",
     "is_trusted",
@@ -94,7 +97,11 @@ def nearest_store(cwd: str | None) -> Path | None:
     for folder in (base, *base.parents):
         candidate = folder / STORE_FOLDER
         if _is_store(candidate):
-            return candidate.resolve()
+            # A ``.cairn`` that is a link stays one: resolved, it would pass for the store it
+            # leads to, and a clone's link to the user's other store would be trusted.
+            return (
+                Path(os.path.abspath(candidate)) if candidate.is_symlink() else candidate.resolve()
+            )
     return None
 
 
@@ -121,7 +128,13 @@ def find_store(cwd: str | None, override: str | None = None) -> Path | None:
 # (a pull, another branch, a clone's own) untrusted.
 
 _TRUST_FILE = "trusted-stores.json"
+_TRUST_LOCK = "trusted-stores.lock"
 _TRUST_MAX_BYTES = 1024 * 1024
+
+
+class TrustFileRefused(ValueError):
+    """The trust file, or its folder, could be written by someone else: nothing in it is
+    believed, and cairn does not write over it."""
 
 
 def _identity(store: Path) -> dict[str, Any]:
@@ -140,26 +153,60 @@ def _identity(store: Path) -> dict[str, Any]:
     }
 
 
+def _writable_by_others(info: os.stat_result) -> str | None:
+    """Why a file or folder that decides trust cannot be believed, or None."""
+    if info.st_uid != os.geteuid():
+        return f"owned by user {info.st_uid}, not by you"
+    if info.st_mode & 0o022:
+        return f"writable by others (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
 def _trusted() -> list[dict[str, Any]]:
+    """The trust entries, or ``TrustFileRefused`` when the file or its folder could have been
+    written by someone else (a trust file anyone may write trusts whatever they like)."""
     import json  # only when a store was found: most folders have none
 
-    path = state_folder() / _TRUST_FILE
+    folder = state_folder()
+    path = folder / _TRUST_FILE
     try:
-        with path.open("rb") as handle:
-            data = handle.read(_TRUST_MAX_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise TrustFileRefused(f"{path}: cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        problem = (
+            None if stat.S_ISREG(info.st_mode) else "not a regular file"
+        ) or _writable_by_others(info)
+        if problem is None:
+            try:
+                problem = _writable_by_others(folder.stat())
+            except OSError as exc:
+                problem = f"its folder cannot be read ({exc.strerror})"
+            else:
+                problem = problem and f"its folder {folder} is {problem}"
+        if problem is not None:
+            raise TrustFileRefused(f"{path} is {problem}: fix or remove it, then trust again")
+        data = handle.read(_TRUST_MAX_BYTES + 1)
+    try:
         entries = json.loads(data) if len(data) <= _TRUST_MAX_BYTES else []
-    except (OSError, ValueError):
+    except ValueError:
         return []
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
 
 
 def is_trusted(store: Path) -> bool:
-    """Whether the user trusts the store folder ``store`` (as it is now: the same folder)."""
+    """Whether the user trusts the store folder ``store`` (as it is now: the same folder,
+    not a link to it), by a trust file only the user could have written."""
+    if store.is_symlink():
+        return False
     try:
         identity = _identity(store)
-    except OSError:
+        return identity in _trusted()
+    except (OSError, TrustFileRefused):
         return False
-    return identity in _trusted()
 
 
 def _save_trusted(entries: list[dict[str, Any]]) -> None:
@@ -177,22 +224,47 @@ def _save_trusted(entries: list[dict[str, Any]]) -> None:
         raise
 
 
+@contextlib.contextmanager
+def _trust_changing() -> Iterator[None]:
+    """Held while the trust file is read, changed and written: two ``cairn hooks trust`` at
+    once would otherwise each write what it read, and the first one's entry would be lost.
+    (The hook only reads, and a reader always sees a whole file: it is replaced, not
+    rewritten.)"""
+    import fcntl
+
+    folder = private_folder(state_folder())
+    fd = os.open(folder / _TRUST_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # which lets the lock go
+
+
 def trust_store(store: Path) -> None:
-    """Trust the store folder ``store`` for capture (it must be a store this user owns)."""
+    """Trust the store folder ``store`` for capture (it must be a store this user owns, and
+    not a link to one)."""
+    if store.is_symlink():
+        raise ValueError(
+            f"{store} is a symbolic link: the hooks never record through one (name the "
+            "store it leads to with --store or CAIRN_STORE in the hook's command)"
+        )
     if not _is_store(store):
         raise ValueError(f"{store} is not a cairn store folder of yours")
-    identity = _identity(store)
-    kept = [e for e in _trusted() if e.get("path") != identity["path"]]
-    _save_trusted([*kept, identity])
+    with _trust_changing():
+        identity = _identity(store)
+        kept = [e for e in _trusted() if e.get("path") != identity["path"]]
+        _save_trusted([*kept, identity])
 
 
 def untrust_store(store: Path) -> bool:
     """Stop trusting ``store``; whether it was trusted."""
     path = str(store.resolve())
-    entries = _trusted()
-    kept = [e for e in entries if e.get("path") != path]
-    if len(kept) != len(entries):
-        _save_trusted(kept)
+    with _trust_changing():
+        entries = _trusted()
+        kept = [e for e in entries if e.get("path") != path]
+        if len(kept) != len(entries):
+            _save_trusted(kept)
     return len(kept) != len(entries)
 
 

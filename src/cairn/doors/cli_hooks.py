@@ -168,7 +168,9 @@ def _store_folder(given: Path | None) -> Path:
             raise NotFound("no cairn store of yours here or above: name its folder", field="store")
         return found
     inner = given / local.STORE_FOLDER
-    return (inner if inner.is_dir() else given).resolve()
+    chosen = inner if inner.is_dir() else given
+    # A link is kept as one, to be refused as one (resolved, it would name its target).
+    return Path(os.path.abspath(chosen)) if chosen.is_symlink() else chosen.resolve()
 
 
 @hooks_app.command("trust")
@@ -188,7 +190,11 @@ def trust_command(store: StoreArg = None) -> None:
 def untrust_command(store: StoreArg = None) -> None:
     """Stop the hooks recording into a store (nothing already recorded is touched)."""
     folder = _store_folder(store)
-    if local.untrust_store(folder):
+    try:
+        was_trusted = local.untrust_store(folder)
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="store") from None
+    if was_trusted:
         typer.echo(f"the hooks no longer record into {folder}")
     else:
         typer.echo(f"nothing to do: {folder} was not trusted")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
+import stat
 from collections.abc import Hashable
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -370,15 +372,36 @@ def load_policy(path: Path) -> Policy:
     return parse_policy(read_config_text(path), source=str(path))
 
 
+#: The largest policy or principals file read: far above any real one (a thousand rules or
+#: keys are ~100 KB); a larger one is refused, not read into every server's memory.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
 def read_config_text(path: Path) -> str:
-    """A policy or principals file's text; one that cannot be read, or is not UTF-8, is a
-    ``PolicyError`` like any other broken file (never a crash on every request)."""
+    """A policy or principals file's text; one that cannot be read, is not a regular file,
+    is over ``MAX_CONFIG_BYTES`` or is not UTF-8 is a ``PolicyError`` like any other broken
+    file (never a crash, a hang or a memory blow-up on every request: a server reads these
+    files again when they change, so a FIFO or ``/dev/zero`` put in their place would
+    otherwise stall every request)."""
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        # Non-blocking: a FIFO would wait for a writer before it could be refused.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise PolicyError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        # Checked on what was opened, so a file swapped in after a check is checked too.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PolicyError(f"{path}: not a regular file")
+        try:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise PolicyError(f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise PolicyError(f"{path}: over the limit of {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 DEFAULT_POLICY_YAML = """\
