@@ -33,35 +33,45 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         thread.join()
 
 
+# What a trickling endpoint sends at once, then one piece of every 20 ms: the body of a
+# JSON answer, header lines that never end, or interim answers that never become one.
+_TRICKLES = {
+    "body": (b'HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"results": [', b" "),
+    "headers": (b"HTTP/1.1 200 OK\r\n", b"X-Pad: a\r\n"),
+    "interim": (b"", b"HTTP/1.1 102 Processing\r\n\r\n"),
+}
+
+
 class _Trickle(BaseHTTPRequestHandler):
-    """Starts a JSON answer at once, then sends one space every 20 ms: each read returns
+    """Starts an answer at once, then sends a little more every 20 ms: each read returns
     well within any per-read timeout, so only a bound on the whole answer ends it."""
 
     stop: threading.Event
+    kind: str
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()  # HTTP/1.0, no length: the answer lasts until the connection ends
+        start, piece = _TRICKLES[self.kind]
         deadline = time.monotonic() + TRICKLE_SECONDS
         try:
-            self.wfile.write(b'{"results": [')
+            self.wfile.write(start)
             while time.monotonic() < deadline and not self.stop.wait(0.02):
-                self.wfile.write(b" ")
+                self.wfile.write(piece)
                 self.wfile.flush()
         except OSError:
             return  # the client hung up, as it should
+        self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
 @contextmanager
-def trickling() -> Iterator[str]:
-    """An OpenAI-compatible API root (``…/v1``) whose every answer trickles in."""
+def trickling(kind: str = "body") -> Iterator[str]:
+    """An OpenAI-compatible API root (``…/v1``) whose every answer trickles in: its
+    ``body``, its ``headers``, or ``interim`` answers (``102 Processing``) without end."""
     stop = threading.Event()
-    handler = type("Trickle", (_Trickle,), {"stop": stop})
+    handler = type("Trickle", (_Trickle,), {"stop": stop, "kind": kind})
     try:
         with serving(handler) as url:
             yield f"{url}/v1"

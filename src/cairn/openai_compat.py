@@ -6,7 +6,7 @@ are, and the chat model two of them ask."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Required, TypedDict
 
 if TYPE_CHECKING:
@@ -17,8 +17,10 @@ __all__ = [
     "MAX_ANSWER_BYTES",
     "AnswerTooLarge",
     "ChatEndpoint",
+    "CompressedAnswer",
     "EndpointOptions",
     "ModelEndpoint",
+    "RefusedAnswer",
     "endpoint_client",
     "post_bounded",
 ]
@@ -38,10 +40,27 @@ def endpoint_client(
     # (the reranker's settings), and most CLI commands would otherwise pay for it at start-up.
     import httpx
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    # Answers are asked for uncompressed, and a compressed one is refused (post_bounded):
+    # a small gzip can unpack to gigabytes, in layers, before any bound could be checked.
+    headers = {"Accept-Encoding": "identity"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    if transport is None and not _proxied():
+        from cairn._endpoint_transport import DeadlineTransport
+
+        transport = DeadlineTransport()
     return httpx.Client(
         base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
     )
+
+
+def _proxied() -> bool:
+    """Whether the environment names a proxy (``HTTPS_PROXY`` and the like). httpx then goes
+    through it with its own transport, which keeps each wait's timeout but not a deadline
+    for the whole answer (that is still checked between the pieces of the answer)."""
+    import urllib.request
+
+    return any(scheme in urllib.request.getproxies() for scheme in ("http", "https", "all"))
 
 
 #: The most an endpoint's answer may hold once decoded: far more than any embeddings batch,
@@ -53,8 +72,16 @@ MAX_ANSWER_BYTES = 32 * 1024 * 1024
 _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
-class AnswerTooLarge(ValueError):
+class RefusedAnswer(ValueError):
+    """An endpoint's answer that is not read: too large, or compressed."""
+
+
+class AnswerTooLarge(RefusedAnswer):
     """An endpoint's answer went past ``MAX_ANSWER_BYTES``; it was read no further."""
+
+
+class CompressedAnswer(RefusedAnswer):
+    """An endpoint compressed its answer though asked not to: it is not unpacked."""
 
 
 def post_bounded(
@@ -65,21 +92,31 @@ def post_bounded(
     max_bytes: int = MAX_ANSWER_BYTES,
 ) -> httpx.Response:
     """``POST`` ``body`` as JSON and the answer, read whole: within the client's timeout in
-    all and no larger than ``max_bytes`` once decoded (``AnswerTooLarge``).
+    all and no larger than ``max_bytes`` (``AnswerTooLarge``), and not compressed
+    (``CompressedAnswer``).
 
-    httpx's timeout bounds each read, not the answer: an endpoint that sends a byte every
+    httpx's timeout bounds each wait, not the answer: an endpoint that sends a byte every
     second would hold a search (the reranker and query embedding run on the read path) for
     as long as it liked, and one that sends gigabytes, or a small gzip that unpacks to
     them, would fill memory. A late answer is an ``httpx.ReadTimeout`` like a silent one.
     """
     import httpx
 
+    from cairn._endpoint_transport import deadline
+
     budget = client.timeout.read
     started = time.monotonic()
-    with client.stream("POST", path, json=body) as streamed:
+    with deadline(budget), client.stream("POST", path, json=body) as streamed:
+        encoding = streamed.headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise CompressedAnswer(f"the answer is compressed ({encoding}): it is not unpacked")
+        try:  # an answer made in memory (httpx.MockTransport) comes already read
+            pieces: Iterable[bytes] = [streamed.content]
+        except httpx.ResponseNotRead:
+            pieces = streamed.iter_raw()
         chunks: list[bytes] = []
         size = 0
-        for chunk in streamed.iter_bytes():
+        for chunk in pieces:
             size += len(chunk)
             if size > max_bytes:
                 raise AnswerTooLarge(f"the answer is over {max_bytes:,} bytes")

@@ -8,13 +8,13 @@ import io
 import json
 import os
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from cairn.capture import hook, local
 from cairn.capture.agents import adapter_for
@@ -22,8 +22,10 @@ from cairn.capture.install import Scope, apply, plan_install, plan_uninstall
 from cairn.capture.local import CaptureSettings, find_store
 from cairn.capture.redact import Redactor
 from cairn.capture.spool import Outcome, Spool
+from cairn.doors.cli import app
 from cairn.errors import InvalidInput
 from cairn.workspace import Workspace
+from tests.blocking import within_seconds
 from tests.capture.project import Project, payload, storing
 
 # ---- redaction never stalls the hook ----------------------------------------------------
@@ -122,6 +124,9 @@ def test_a_store_folder_that_is_a_link_to_a_trusted_store_is_not_trusted(
     assert "symbolic link" in project.hook_log.read_text()
     with pytest.raises(ValueError, match="symbolic link"):
         local.trust_store(clone / ".cairn")
+    with pytest.raises(ValueError, match="symbolic link"):
+        local.untrust_store(clone / ".cairn")  # would take trust from the store it leads to
+    assert local.is_trusted(project.store)
     # named outright, it is the user's own choice
     assert find_store(str(clone), str(clone / ".cairn")) == project.store.resolve()
 
@@ -137,6 +142,9 @@ def test_a_trust_file_others_could_write_trusts_nothing(project: Project, mode: 
     assert find_store(str(project.root)) is None
     with pytest.raises(local.TrustFileRefused, match="writable by others"):
         local.trust_store(project.store)  # refused, not written over
+    body = payload("UserPromptSubmit", cwd=project.root, prompt="a prompt")
+    assert project.hook(body).returncode == 0
+    assert "trusted stores is not believed" in project.hook_log.read_text()  # and why
     trust_file.chmod(0o600)
     assert local.is_trusted(project.store)
     (project.state / "cairn").chmod(0o777)
@@ -161,36 +169,40 @@ def test_a_trust_file_another_user_owns_trusts_nothing(
     assert not local.is_trusted(project.store)
 
 
-def test_two_trusts_at_once_lose_neither(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``cairn hooks trust`` in two terminals at once: each reads the file, adds its store
-    and writes it back. The second waits for the first, so both entries stay."""
-    others = []
-    for name in ("one", "two"):
-        root = project.root.parent / name
-        root.mkdir()
-        Workspace(root / ".cairn").init()
-        others.append(root / ".cairn")
-    read = threading.Event()
-    go_on = threading.Event()
-    real_save = local._save_trusted
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "too-large"])
+def test_a_clones_config_never_hangs_or_floods_the_hook(project: Project, kind: str) -> None:
+    """Every ``.cairn`` the walk finds is looked at, a clone's too: a ``config.toml`` that is
+    a FIFO (or a link to the hook's own stdout) would hang it on every prompt, one linked to
+    ``/dev/zero`` fill its memory. An untrusted store's settings are never read; a trusted
+    one's that turned into such a file is no longer trusted, and its settings are refused."""
+    config = project.store / "config.toml"
+    config.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(config)
+    elif kind == "dev-zero":
+        config.symlink_to("/dev/zero")
+    else:
+        config.write_bytes(b"#" * (2 * 1024 * 1024))
+    assert not within_seconds(10, config, lambda: local.is_trusted(project.store))
+    assert within_seconds(10, config, lambda: find_store(str(project.root))) is None
+    with pytest.raises(ValueError, match=r"not a regular file|over"):
+        within_seconds(10, config, lambda: local.load_capture_settings(project.store))
+    with pytest.raises(ValueError, match=r"not a regular file|over"):
+        within_seconds(10, config, lambda: local.trust_store(project.store))
 
-    def save_when_told(entries: list[dict[str, Any]]) -> None:
-        if threading.current_thread().name == "first":
-            read.set()  # the first has read the file and is about to write it back
-            assert go_on.wait(30)
-        real_save(entries)
 
-    monkeypatch.setattr(local, "_save_trusted", save_when_told)
-    first = threading.Thread(target=local.trust_store, args=(others[0],), name="first")
-    first.start()
-    assert read.wait(30)
-    second = threading.Thread(target=local.trust_store, args=(others[1],), name="second")
-    second.start()
-    second.join(0.5)  # unlocked, the second writes now, and the first then writes over it
-    go_on.set()
-    first.join(30)
-    second.join(30)
-    assert all(local.is_trusted(store) for store in [project.store, *others])
+def test_hooks_trust_says_when_it_cannot_keep_its_list(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A state folder that is a file (or a lock file that is a link): one line, no traceback."""
+    not_a_folder = project.root.parent / "state-file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(not_a_folder))
+    for command in ("trust", "untrust"):
+        result = CliRunner().invoke(app, ["hooks", command, str(project.store)])
+        assert result.exit_code == InvalidInput.exit_code, (result.output, result.exception)
+        assert "cannot keep the list of trusted stores" in result.stderr
+        assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize(
@@ -435,7 +447,6 @@ def test_a_replay_that_fails_does_not_keep_the_daemon_from_starting(
 
     from cairn.doors import capture_socket
     from cairn.doors.server import build_server_app
-    from cairn.workspace import Workspace
 
     def broken(*_: object) -> None:
         raise RuntimeError("database is locked")

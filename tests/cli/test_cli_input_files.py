@@ -210,6 +210,22 @@ def test_no_file_of_the_store_folder_is_read_as_input(store: Store, tmp_path: Pa
     assert "sk-SECRET" not in everything and "sha256" not in everything
 
 
+def test_a_store_file_that_is_a_link_out_of_the_folder_is_refused_by_either_name(
+    store: Store, tmp_path: Path
+) -> None:
+    """``config.toml`` kept as a link to a secret mount (``secrets/cairn.toml``): read as
+    ``.cairn/config.toml`` or as the file it leads to, it is still the store's config."""
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "cairn.toml").write_text('[retrieval]\nreranker_key = "sk-live-123"\n')
+    (store.folder / "config.toml").unlink(missing_ok=True)
+    (store.folder / "config.toml").symlink_to(secrets / "cairn.toml")
+    for path in [store.folder / "config.toml", secrets / "cairn.toml"]:
+        result = runner.invoke(app, store.argv(*REMEMBER, "--body-file", str(path)))
+        _refused(result, "store folder")
+    assert store.records() == 0
+
+
 def test_a_path_swapped_into_the_store_folder_after_its_check_is_still_refused(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

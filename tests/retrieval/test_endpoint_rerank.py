@@ -227,9 +227,9 @@ def test_a_configured_time_weight_ranks_by_the_time_the_query_names(tmp_path: Pa
         memory.close()
 
 
-@pytest.fixture
-def trickler() -> Iterator[str]:
-    with trickling() as url:
+@pytest.fixture(params=["body", "headers", "interim"])
+def trickler(request: pytest.FixtureRequest) -> Iterator[str]:
+    with trickling(request.param) as url:
         yield url
 
 

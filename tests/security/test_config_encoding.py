@@ -4,10 +4,7 @@ says so in one line (no traceback) and a running server answers ``503 policy_err
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from cairn.doors.cli import app
 from cairn.errors import PolicyError
 from cairn.governance.policy import MAX_CONFIG_BYTES, read_config_text
 from cairn.workspace import Workspace
+from tests.blocking import within_seconds
 
 runner = CliRunner(env={"CAIRN_EMBEDDER": "static", "CAIRN_STORE": "", "CAIRN_API_KEY": ""})
 
@@ -36,30 +34,6 @@ def test_the_cli_says_the_file_is_not_utf8(tmp_path: Path, name: str) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.stderr.startswith("error (policy_error)") and "not UTF-8" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-
-
-def _within_seconds(seconds: float, fifo: Path, call: Callable[[], object]) -> object:
-    """``call()``'s result or exception, or a failure when it still waits after ``seconds``
-    (a reader blocked on the FIFO is then let go by a writer, so the run never hangs)."""
-    outcome: list[object] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except BaseException as exc:
-            outcome.append(exc)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        with contextlib.suppress(OSError):
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        pytest.fail(f"still waiting after {seconds} s")
-    (result,) = outcome
-    if isinstance(result, BaseException):
-        raise result
-    return result
 
 
 @pytest.mark.parametrize("name", ["principals.yaml", "policy.yaml"])
@@ -83,7 +57,7 @@ def test_a_policy_file_that_is_no_file_or_too_large_is_refused_at_once(
         swap, f"over the limit of {MAX_CONFIG_BYTES:,} bytes"
     )
     with pytest.raises(PolicyError, match=said):
-        _within_seconds(10, target, lambda: read_config_text(target))
+        within_seconds(10, target, lambda: read_config_text(target))
     result = runner.invoke(app, ["list", "--store", str(folder), "--key", keys["curator"]])
     assert result.exit_code == PolicyError.exit_code, (result.output, result.exception)
     assert result.stderr.startswith("error (policy_error)") and said in result.stderr

@@ -38,6 +38,7 @@ from cairn.capture.local import (
     socket_path,
     spool_path,
     state_folder,
+    trust_file_problem,
 )
 from cairn.capture.redact import Redactor, compile_user_patterns
 from cairn.capture.spool import Outcome, Spool
@@ -241,6 +242,12 @@ def _record(
             log_problem(
                 f"the cairn store here, {untrusted}, is a symbolic link: nothing is recorded "
                 "through one; name the store it leads to with --store",
+                agent=agent,
+                hook_event=event,
+            )
+        elif untrusted is not None and (problem := trust_file_problem()) is not None:
+            log_problem(
+                f"a cairn store is here but the list of trusted stores is not believed: {problem}",
                 agent=agent,
                 hook_event=event,
             )

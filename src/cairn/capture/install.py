@@ -31,6 +31,7 @@ from typing import Any
 
 from cairn.capture.local import private_folder
 from cairn.errors import InvalidInput
+from cairn.small_files import read_small_file
 
 __all__ = [
     "AGENTS",
@@ -521,18 +522,13 @@ MAX_SETTINGS_BYTES = 4 * 1024 * 1024
 
 def _read(path: Path) -> str | None:
     try:
-        # non-blocking, so that a pipe does not wait for a writer before it can be refused
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        data = read_small_file(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InvalidInput(f"{path} is not a regular file; cairn left it as it is.")
-        data = handle.read(MAX_SETTINGS_BYTES + 1)
-    if len(data) > MAX_SETTINGS_BYTES:
-        raise InvalidInput(f"{path} is over {MAX_SETTINGS_BYTES:,} bytes; cairn left it as it is.")
+    except ValueError as exc:
+        raise InvalidInput(f"{exc}; cairn left it as it is.") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

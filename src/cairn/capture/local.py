@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from cairn.small_files import read_small_file
+
 __all__ = [
     "PRINCIPALS_FILE",
     "STORE_FOLDER",
@@ -42,6 +44,7 @@ __all__ = [
     "socket_path_problem",
     "spool_path",
     "state_folder",
+    "trust_file_problem",
     "trust_store",
     "untrust_store",
 ]
@@ -137,20 +140,26 @@ class TrustFileRefused(ValueError):
     believed, and cairn does not write over it."""
 
 
+_CONFIG_MAX_BYTES = 1024 * 1024
+
+
 def _identity(store: Path) -> dict[str, Any]:
     """The folder (its device and inode) and the settings it holds: a ``config.toml``
-    changed since (a ``git pull`` of someone else's) is no longer trusted."""
-    info = store.stat()
+    changed since (a ``git pull`` of someone else's) is no longer trusted. Every ``.cairn``
+    a walk finds may be a clone's: a ``config.toml`` that would hang the hook (a FIFO, a
+    link to its own stdout) or fill its memory (a link to ``/dev/zero``) is a
+    ``ValueError``, never trusted."""
+    folder = _folder_identity(store)
     try:
-        settings = sha256_hex((store / CONFIG_FILE).read_bytes())
+        settings = sha256_hex(read_small_file(store / CONFIG_FILE, _CONFIG_MAX_BYTES))
     except FileNotFoundError:
         settings = ""
-    return {
-        "path": str(store.resolve()),
-        "dev": info.st_dev,
-        "ino": info.st_ino,
-        "config_sha256": settings,
-    }
+    return {**folder, "config_sha256": settings}
+
+
+def _folder_identity(store: Path) -> dict[str, Any]:
+    info = store.stat()
+    return {"path": str(store.resolve()), "dev": info.st_dev, "ino": info.st_ino}
 
 
 def _writable_by_others(info: os.stat_result) -> str | None:
@@ -160,6 +169,13 @@ def _writable_by_others(info: os.stat_result) -> str | None:
     if info.st_mode & 0o022:
         return f"writable by others (mode {stat.S_IMODE(info.st_mode):o})"
     return None
+
+
+def _folder_refused(folder: Path, problem: str) -> TrustFileRefused:
+    return TrustFileRefused(
+        f"the folder {folder}, which holds the list of trusted stores, is {problem}: fix "
+        "it, then trust again"
+    )
 
 
 def _trusted() -> list[dict[str, Any]]:
@@ -174,21 +190,21 @@ def _trusted() -> list[dict[str, Any]]:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise TrustFileRefused(f"{path}: cannot be read ({exc.strerror})") from None
+        # (a link is refused by O_NOFOLLOW with an error that does not say so)
+        why = "a symbolic link" if path.is_symlink() else f"unreadable ({exc.strerror})"
+        raise TrustFileRefused(f"{path} is {why}: fix or remove it, then trust again") from None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
-        problem = (
-            None if stat.S_ISREG(info.st_mode) else "not a regular file"
-        ) or _writable_by_others(info)
-        if problem is None:
-            try:
-                problem = _writable_by_others(folder.stat())
-            except OSError as exc:
-                problem = f"its folder cannot be read ({exc.strerror})"
-            else:
-                problem = problem and f"its folder {folder} is {problem}"
-        if problem is not None:
+        if not stat.S_ISREG(info.st_mode):
+            raise TrustFileRefused(f"{path} is not a regular file: remove it, then trust again")
+        if (problem := _writable_by_others(info)) is not None:
             raise TrustFileRefused(f"{path} is {problem}: fix or remove it, then trust again")
+        try:
+            problem = _writable_by_others(folder.stat())
+        except OSError as exc:
+            problem = f"unreadable ({exc.strerror})"
+        if problem is not None:
+            raise _folder_refused(folder, problem)
         data = handle.read(_TRUST_MAX_BYTES + 1)
     try:
         entries = json.loads(data) if len(data) <= _TRUST_MAX_BYTES else []
@@ -203,9 +219,11 @@ def is_trusted(store: Path) -> bool:
     if store.is_symlink():
         return False
     try:
-        identity = _identity(store)
-        return identity in _trusted()
-    except (OSError, TrustFileRefused):
+        folder = _folder_identity(store)
+        entries = [e for e in _trusted() if folder.items() <= e.items()]
+        # Only a folder trusted before has its settings read: a clone's are never opened.
+        return bool(entries) and _identity(store) in entries
+    except (OSError, ValueError):  # TrustFileRefused is a ValueError
         return False
 
 
@@ -232,7 +250,13 @@ def _trust_changing() -> Iterator[None]:
     rewritten.)"""
     import fcntl
 
-    folder = private_folder(state_folder())
+    folder = state_folder()
+    with contextlib.suppress(FileNotFoundError):  # (then private_folder makes it, the user's)
+        if (owner := folder.stat().st_uid) != os.geteuid():
+            # Refused before private_folder would tighten it: another user's folder is
+            # theirs to fix, not root's to take over unasked, and its list is not believed.
+            raise _folder_refused(folder, f"owned by user {owner}, not by you")
+    folder = private_folder(folder)
     fd = os.open(folder / _TRUST_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -257,8 +281,21 @@ def trust_store(store: Path) -> None:
         _save_trusted([*kept, identity])
 
 
+def trust_file_problem() -> str | None:
+    """Why the trust file is not believed (``TrustFileRefused``), or None: what the hook
+    log says when a store is passed over for it."""
+    try:
+        _trusted()
+    except TrustFileRefused as exc:
+        return str(exc)
+    return None
+
+
 def untrust_store(store: Path) -> bool:
-    """Stop trusting ``store``; whether it was trusted."""
+    """Stop trusting ``store``; whether it was trusted. A link is refused as ``trust_store``
+    refuses it: resolved, it would take trust from the store it leads to."""
+    if store.is_symlink():
+        raise ValueError(f"{store} is a symbolic link: it was never trusted")
     path = str(store.resolve())
     with _trust_changing():
         entries = _trusted()
@@ -339,12 +376,18 @@ class CaptureSettings(NamedTuple):
 
 
 def _table(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    try:
+        data = read_small_file(path, _CONFIG_MAX_BYTES)
+    except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot be read ({exc.strerror})") from None
     import tomllib  # only when there is a file to read: most hook calls have none
 
-    with path.open("rb") as handle:
-        table = tomllib.load(handle).get("capture", {})
+    try:
+        table = tomllib.loads(data.decode("utf-8")).get("capture", {})
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     if not isinstance(table, dict):
         raise ValueError(f"{path}: [capture] must be a table")
     return table

@@ -112,10 +112,12 @@ def _open_input(file: Path, store: Path, field: str) -> int:
                 f"{file} is not a regular file (a FIFO, device or folder is not read)",
                 field=field,
             )
-        # The opened file is compared by identity with the store's files: a hard link
-        # elsewhere to one of them is that file, and so is what a path opens when a folder
-        # on it was swapped for a link to the store folder after the check above.
-        if _is_store_file(info, store):
+        # Where the opened file really is, asked of the descriptor: a folder on the path
+        # swapped for a link to the store folder after the check above leads there.
+        opened = _opened_path(fd)
+        if (opened is not None and opened.is_relative_to(store.resolve())) or _is_store_file(
+            info, store
+        ):
             raise InvalidInput(
                 f"{file} is a file of the store folder: cairn does not read it as input",
                 field=field,
@@ -128,22 +130,41 @@ def _open_input(file: Path, store: Path, field: str) -> int:
 
 
 def _refuse_store_folder(file: Path, store: Path, field: str, why: str) -> Path:
-    """Where ``file`` really is (every link followed), unless that is in the store folder:
-    the rule ingest follows."""
+    """Where ``file`` really is (every link followed), unless that, or the path as written,
+    is in the store folder: the rule ingest follows. (A store file may be a link out of it,
+    ``config.toml`` to a secret mount: named through the store folder it is still refused.)"""
     real = file.resolve()
-    if real.is_relative_to(store.resolve()):
+    inside = store.resolve()
+    if real.is_relative_to(inside) or Path(os.path.abspath(file)).is_relative_to(
+        Path(os.path.abspath(store))
+    ):
         raise InvalidInput(f"{file} is inside the store folder: {why}", field=field)
     return real
 
 
+def _opened_path(fd: int) -> Path | None:
+    """The path the kernel says descriptor ``fd`` was opened at (Linux), or None."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
+
+
 def _is_store_file(info: os.stat_result, store: Path) -> bool:
+    """Whether the file ``info`` describes is one of the store's: a file at the top of its
+    folder, or the file a link there leads to (``config.toml`` may be a link to the secret
+    it holds, read by its other name); and, for a file with several hard links, any file
+    below the folder (only then is the whole folder walked: it grows with traces)."""
     if not store.is_dir():
         return False
-    for entry in store.rglob("*"):
-        with contextlib.suppress(OSError):
-            seen = entry.lstat()
-            if (seen.st_dev, seen.st_ino) == (info.st_dev, info.st_ino):
-                return True
+    wanted = (info.st_dev, info.st_ino)
+    entries = store.rglob("*") if info.st_nlink > 1 else store.iterdir()
+    for entry in entries:
+        for look in (entry.lstat, entry.stat):
+            with contextlib.suppress(OSError):
+                seen = look()
+                if (seen.st_dev, seen.st_ino) == wanted:
+                    return True
     return False
 
 

@@ -173,6 +173,11 @@ def _store_folder(given: Path | None) -> Path:
     return Path(os.path.abspath(chosen)) if chosen.is_symlink() else chosen.resolve()
 
 
+def _state_problem(exc: OSError) -> str:
+    where = exc.filename or local.state_folder()
+    return f"cannot keep the list of trusted stores in {where}: {exc.strerror}"
+
+
 @hooks_app.command("trust")
 def trust_command(store: StoreArg = None) -> None:
     """Let the hooks record into a store. One made here by `cairn init` is trusted already; a
@@ -183,6 +188,8 @@ def trust_command(store: StoreArg = None) -> None:
         local.trust_store(folder)
     except ValueError as exc:
         raise InvalidInput(str(exc), field="store") from None
+    except OSError as exc:  # the state folder: a file, unwritable, a lock file that is a link
+        raise InvalidInput(_state_problem(exc), field="store") from None
     typer.echo(f"the hooks now record into {folder}")
 
 
@@ -194,6 +201,8 @@ def untrust_command(store: StoreArg = None) -> None:
         was_trusted = local.untrust_store(folder)
     except ValueError as exc:
         raise InvalidInput(str(exc), field="store") from None
+    except OSError as exc:
+        raise InvalidInput(_state_problem(exc), field="store") from None
     if was_trusted:
         typer.echo(f"the hooks no longer record into {folder}")
     else:

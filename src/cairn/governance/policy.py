@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import os
-import stat
 from collections.abc import Hashable
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -29,6 +27,7 @@ from cairn.model import (
     RelationName,
     Verdict,
 )
+from cairn.small_files import read_small_file
 
 __all__ = [
     "DEFAULT_POLICY_YAML",
@@ -384,20 +383,11 @@ def read_config_text(path: Path) -> str:
     files again when they change, so a FIFO or ``/dev/zero`` put in their place would
     otherwise stall every request)."""
     try:
-        # Non-blocking: a FIFO would wait for a writer before it could be refused.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        data = read_small_file(path, MAX_CONFIG_BYTES)
+    except ValueError as exc:
+        raise PolicyError(str(exc)) from None
     except OSError as exc:
         raise PolicyError(f"cannot read {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        # Checked on what was opened, so a file swapped in after a check is checked too.
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PolicyError(f"{path}: not a regular file")
-        try:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-        except OSError as exc:
-            raise PolicyError(f"cannot read {path}: {exc.strerror}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise PolicyError(f"{path}: over the limit of {MAX_CONFIG_BYTES:,} bytes")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from cairn.openai_compat import AnswerTooLarge, endpoint_client, post_bounded
+from cairn.openai_compat import RefusedAnswer, endpoint_client, post_bounded
 from cairn.search.embedder import EmbeddingEndpointError, Vectors, first_row, l2_normalise
 
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -82,7 +82,7 @@ class OpenAIEmbedder:
             response = post_bounded(
                 self._client, "/embeddings", {"model": self.model, "input": texts}
             )
-        except AnswerTooLarge as exc:
+        except RefusedAnswer as exc:
             raise EmbeddingEndpointError(f"embedding endpoint {url}: {exc}") from exc
         except httpx.TimeoutException as exc:
             raise EmbeddingEndpointError(f"embedding endpoint {url} timed out: {exc}") from exc

@@ -1,0 +1,126 @@
+"""The transport the optional model endpoints are reached through: httpx's own, with every
+socket wait (connecting, sending, each read of the status line, the headers, interim
+``1xx`` answers and the body) cut to the time left before the call's deadline.
+
+httpx's timeouts bound each wait, not the exchange: an endpoint that sends a header line,
+a ``102 Processing`` or a byte of body just inside the timeout, again and again, would hold
+a search (the reranker and query embedding run on the read path) for as long as it liked.
+httpx has no whole-exchange timeout for synchronous clients, so the deadline is kept here,
+at the socket, where each wait is made. Imported only when an endpoint is configured.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import httpcore
+import httpx
+
+__all__ = ["DeadlineTransport", "deadline"]
+
+# httpcore's type of a socket option (``setsockopt``'s arguments), not exported by it.
+SocketOption = (
+    tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
+)
+
+# When the exchange this thread (or task) is making must be over, by the monotonic clock.
+_deadline: ContextVar[float | None] = ContextVar("cairn_endpoint_deadline", default=None)
+
+
+@contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Every socket wait of the endpoint calls made in the block ends ``seconds`` from now
+    (None: no deadline beyond each wait's own timeout)."""
+    token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _left(timeout: float | None, late: type[Exception]) -> float | None:
+    """``timeout`` cut to the time left before the deadline; ``late`` when none is left."""
+    ends = _deadline.get()
+    if ends is None:
+        return timeout
+    left = ends - time.monotonic()
+    if left <= 0:
+        raise late("no whole answer within the endpoint's timeout")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        tls = self._inner.start_tls(
+            ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout)
+        )
+        return _DeadlineStream(tls)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.NetworkStream:
+        left = _left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(
+            self._inner.connect_tcp(host, port, left, local_address, socket_options)
+        )
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.NetworkStream:
+        left = _left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_unix_socket(path, left, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class DeadlineTransport(httpx.HTTPTransport):
+    """``httpx.HTTPTransport`` (its request and answer handling, its errors) over a pool
+    whose sockets keep the deadline of ``deadline()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        limits = httpx.Limits()
+        # httpx takes no network backend for its pool, so the pool is made again as httpx
+        # makes it by default, with the backend that keeps the deadline.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_DeadlineBackend(),
+        )
