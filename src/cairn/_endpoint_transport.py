@@ -12,7 +12,7 @@ at the socket, where each wait is made. Imported only when an endpoint is config
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -21,11 +21,6 @@ import httpcore
 import httpx
 
 __all__ = ["DeadlineTransport", "deadline"]
-
-# httpcore's type of a socket option (``setsockopt``'s arguments), not exported by it.
-SocketOption = (
-    tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
-)
 
 # When the exchange this thread (or task) is making must be over, by the monotonic clock.
 _deadline: ContextVar[float | None] = ContextVar("cairn_endpoint_deadline", default=None)
@@ -82,27 +77,14 @@ class _DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._inner = httpcore.SyncBackend()
 
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[SocketOption] | None = None,
-    ) -> httpcore.NetworkStream:
-        left = _left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(
-            self._inner.connect_tcp(host, port, left, local_address, socket_options)
-        )
+    # Passed through as httpcore calls them (by keyword), with the timeout cut.
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        kwargs["timeout"] = _left(kwargs.get("timeout"), httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_tcp(*args, **kwargs))
 
-    def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[SocketOption] | None = None,
-    ) -> httpcore.NetworkStream:
-        left = _left(timeout, httpcore.ConnectTimeout)
-        return _DeadlineStream(self._inner.connect_unix_socket(path, left, socket_options))
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore.NetworkStream:
+        kwargs["timeout"] = _left(kwargs.get("timeout"), httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_unix_socket(*args, **kwargs))
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
