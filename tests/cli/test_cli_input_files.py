@@ -11,11 +11,11 @@ data.db --db sqlite:///…/data.db`` renamed the export over the database in use
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
 import stat
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from typer.testing import CliRunner, Result
 from cairn.doors.cli import app
 from cairn.limits import MAX_REQUEST_BYTES
 from cairn.store.sqlite import SqliteStore
+from tests.blocking import within_seconds
 
 runner = CliRunner(env={"CAIRN_EMBEDDER": "static", "CAIRN_STORE": "", "CAIRN_API_KEY": ""})
 
@@ -66,20 +67,6 @@ def _refused(result: Result, said: str) -> None:
 # ---- reading: regular files only, never a FIFO or a device -------------------------------
 
 
-def _within(seconds: float, fifo: Path, call: Any) -> Result:
-    """``call()``, which must return within ``seconds``: a FIFO opened for reading waits for
-    a writer, so when it does not, the test opens one (unblocking it) and fails."""
-    done: list[Result] = []
-    worker = threading.Thread(target=lambda: done.append(call()), daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the reader sees an empty file
-        worker.join(seconds)
-        pytest.fail(f"waited on the FIFO {fifo.name} for a writer")
-    return done[0]
-
-
 @pytest.mark.parametrize(
     "command",
     [
@@ -98,7 +85,7 @@ def test_a_fifo_or_a_device_is_refused_at_once(
     for path, said in [(fifo, "not a regular file"), (Path("/dev/zero"), "not a regular file"),
                        (tmp_path, "not a regular file")]:  # fmt: skip
         argv = store.argv(*(part.format(path) for part in command))
-        result = _within(10, fifo, lambda argv=argv: runner.invoke(app, argv))
+        result = within_seconds(10, fifo, functools.partial(runner.invoke, app, argv))
         _refused(result, said)
     assert store.records() == 0
 
@@ -268,7 +255,7 @@ def test_a_trace_download_is_written_like_an_export(store: Store, tmp_path: Path
         (fifo, "not a regular file"),
     ]:
         argv = store.argv("trace", "download", trace, "-o", str(target))
-        _refused(_within(10, fifo, lambda argv=argv: runner.invoke(app, argv)), said)
+        _refused(within_seconds(10, fifo, functools.partial(runner.invoke, app, argv)), said)
     assert (store.folder / "principals.yaml").read_bytes() == principals
     assert victim.read_text() == "keep me" and stat.S_ISFIFO(fifo.lstat().st_mode)
     made = tmp_path / "bundle.zip"
