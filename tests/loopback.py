@@ -16,6 +16,13 @@ from typing import Any
 TRICKLE_SECONDS = 8.0
 
 
+PROXY_VARIABLES = tuple(
+    name
+    for scheme in ("http", "https", "all")
+    for name in (f"{scheme}_proxy", f"{scheme.upper()}_PROXY")
+)
+
+
 @contextmanager
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """``handler`` served on a free loopback port for the block: ``http://127.0.0.1:PORT``."""

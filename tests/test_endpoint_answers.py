@@ -8,6 +8,8 @@ from __future__ import annotations
 import gzip
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -22,15 +24,17 @@ from cairn.openai_compat import (
 from cairn.search.embedder import EmbeddingEndpointError
 from cairn.search.openai_embed import OpenAIEmbedder
 from cairn.timeline.chat_summarizer import ChatSummarizer
-from tests.loopback import TRICKLE_SECONDS, trickling
+from tests.loopback import PROXY_VARIABLES, TRICKLE_SECONDS, serving, trickling
 
 TIMEOUT = 0.3
 
 
 @pytest.fixture(params=["body", "headers", "interim"])
-def trickler(request: pytest.FixtureRequest) -> Iterator[str]:
+def trickler(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """An endpoint whose answer trickles in: its body, header lines without end, or interim
     ``102 Processing`` answers without end."""
+    for name in PROXY_VARIABLES:  # a proxy would stand between the client and the socket
+        monkeypatch.delenv(name, raising=False)
     with trickling(request.param) as url:
         yield url
 
@@ -137,3 +141,38 @@ def test_a_summarizer_that_trickles_falls_back_to_the_extractive_summary(
     summary = summarizer.summarize_events(_events(), [])
     assert time.monotonic() - started < TRICKLE_SECONDS / 2
     assert summary.summarizer == "extractive (endpoint failed: ReadTimeout)"
+
+
+class _Proxy(BaseHTTPRequestHandler):
+    """A forward proxy that answers every request itself, noting what it was asked."""
+
+    asked: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).asked.append(self.path)  # a proxy is asked for the whole URL
+        body = b'{"results": []}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_proxy_named_in_the_environment_is_still_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transport that keeps the deadline has no proxy support: with a proxy in the
+    environment, httpx's own transport (which goes through it) is kept."""
+    _Proxy.asked.clear()
+    with serving(_Proxy) as proxy:
+        for name in PROXY_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.setenv("NO_PROXY", "")
+        client = endpoint_client("http://reranker.test/v1", api_key=None, timeout=5)
+        answer = post_bounded(client, "/rerank", {"query": "q"})
+        client.close()
+    assert answer.json() == {"results": []}
+    assert _Proxy.asked == ["http://reranker.test/v1/rerank"]

@@ -24,7 +24,7 @@ from cairn.retrieval.ranking import RankingConfig
 from cairn.retrieval.settings import RetrievalSettings
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
-from tests.loopback import TRICKLE_SECONDS, trickling
+from tests.loopback import PROXY_VARIABLES, TRICKLE_SECONDS, trickling
 
 READER = Principal(
     id="reader", kind=PrincipalKind.HUMAN, roles=("staff",), scopes=("acme/*",),
@@ -228,7 +228,9 @@ def test_a_configured_time_weight_ranks_by_the_time_the_query_names(tmp_path: Pa
 
 
 @pytest.fixture(params=["body", "headers", "interim"])
-def trickler(request: pytest.FixtureRequest) -> Iterator[str]:
+def trickler(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    for name in PROXY_VARIABLES:  # a proxy would stand between the client and the socket
+        monkeypatch.delenv(name, raising=False)
     with trickling(request.param) as url:
         yield url
 
