@@ -55,14 +55,19 @@ def _answering(response: httpx.Response) -> httpx.MockTransport:
     return httpx.MockTransport(lambda request: response)
 
 
-def test_an_answer_that_trickles_in_ends_at_the_timeout(trickler: str) -> None:
-    client = endpoint_client(trickler, api_key=None, timeout=TIMEOUT)
+def _ends_at_the_timeout(url: str) -> None:
+    """A call to the trickling endpoint at ``url`` ends in a timeout, long before the
+    endpoint would stop (each wait is cut to the time left, so at about the timeout)."""
+    client = endpoint_client(url, api_key=None, timeout=TIMEOUT)
     started = time.monotonic()
     with pytest.raises(httpx.ReadTimeout):
         post_bounded(client, "/rerank", {"query": "q"})
-    # Each read waits at most the timeout too, so the whole is at most about twice it.
     assert time.monotonic() - started < TRICKLE_SECONDS / 2
     client.close()
+
+
+def test_an_answer_that_trickles_in_ends_at_the_timeout(trickler: str) -> None:
+    _ends_at_the_timeout(trickler)
 
 
 def test_a_large_answer_is_refused_before_it_is_read_whole() -> None:
@@ -176,3 +181,16 @@ def test_a_proxy_named_in_the_environment_is_still_used(monkeypatch: pytest.Monk
         client.close()
     assert answer.json() == {"results": []}
     assert _Proxy.asked == ["http://reranker.test/v1/rerank"]
+
+
+def test_an_endpoint_the_proxy_settings_exempt_keeps_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A company proxy in the environment and ``NO_PROXY`` for a local model server: httpx
+    goes to the server directly, and the whole exchange keeps its deadline."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    with trickling("headers") as url:
+        _ends_at_the_timeout(url)

@@ -45,7 +45,7 @@ def endpoint_client(
     headers = {"Accept-Encoding": "identity"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    if transport is None and not _proxied():
+    if transport is None and not _proxied(base_url):
         from cairn._endpoint_transport import DeadlineTransport
 
         transport = DeadlineTransport()
@@ -54,13 +54,19 @@ def endpoint_client(
     )
 
 
-def _proxied() -> bool:
-    """Whether the environment names a proxy (``HTTPS_PROXY`` and the like). httpx then goes
-    through it with its own transport, which keeps each wait's timeout but not a deadline
-    for the whole answer (that is still checked between the pieces of the answer)."""
+def _proxied(base_url: str) -> bool:
+    """Whether the environment sends ``base_url`` through a proxy (``HTTPS_PROXY`` and the
+    like, unless ``NO_PROXY`` names its host). httpx then goes through it with its own
+    transport, which keeps each wait's timeout but not a deadline for the whole answer (that
+    is still checked between the pieces of the answer)."""
+    import urllib.parse
     import urllib.request
 
-    return any(scheme in urllib.request.getproxies() for scheme in ("http", "https", "all"))
+    parts = urllib.parse.urlsplit(base_url)
+    proxies = urllib.request.getproxies()
+    if not any(scheme in proxies for scheme in (parts.scheme, "all")):
+        return False
+    return not urllib.request.proxy_bypass(parts.hostname or "")
 
 
 #: The most an endpoint's answer may hold once decoded: far more than any embeddings batch,

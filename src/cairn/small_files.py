@@ -8,7 +8,11 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["read_small_file"]
+__all__ = ["MAX_SETTINGS_FILE_BYTES", "read_small_file", "read_small_text"]
+
+#: The largest settings file cairn reads (``config.toml``, the policy and principals files,
+#: an agent's settings): far above any real one (a thousand rules or keys are ~100 KB).
+MAX_SETTINGS_FILE_BYTES = 4 * 1024 * 1024
 
 
 def read_small_file(path: Path, limit: int) -> bytes:
@@ -26,3 +30,13 @@ def read_small_file(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise ValueError(f"{path} is over the limit of {limit:,} bytes")
     return data
+
+
+def read_small_text(path: Path, limit: int = MAX_SETTINGS_FILE_BYTES) -> str:
+    """``read_small_file`` as UTF-8 text; ``ValueError`` naming the file and the first byte
+    that is not UTF-8."""
+    data = read_small_file(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None

@@ -211,3 +211,15 @@ def test_hooks_trust_and_untrust_refuse_a_store_folder_that_is_a_link(project: P
     assert _trust_file(project).read_bytes() == before
     assert local.is_trusted(project.store)
     assert local.find_store(str(clone)) is None
+
+
+def test_untrust_on_a_machine_with_no_list_makes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing to take back: no state folder, no lock file is made for it."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    store = tmp_path / "project" / ".cairn"
+    Workspace(store).init()
+    assert local.untrust_store(store) is False
+    assert not state.exists()

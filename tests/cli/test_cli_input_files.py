@@ -207,9 +207,12 @@ def test_a_store_file_that_is_a_link_out_of_the_folder_is_refused_by_either_name
     (secrets / "cairn.toml").write_text('[retrieval]\nreranker_key = "sk-live-123"\n')
     (store.folder / "config.toml").unlink(missing_ok=True)
     (store.folder / "config.toml").symlink_to(secrets / "cairn.toml")
-    for path in [store.folder / "config.toml", secrets / "cairn.toml"]:
+    for path, said in [
+        (store.folder / "config.toml", "is inside the store folder"),  # the name it has there
+        (secrets / "cairn.toml", "is a file of the store folder"),  # the file it names
+    ]:
         result = runner.invoke(app, store.argv(*REMEMBER, "--body-file", str(path)))
-        _refused(result, "store folder")
+        _refused(result, said)
     assert store.records() == 0
 
 
@@ -217,16 +220,23 @@ def test_a_path_swapped_into_the_store_folder_after_its_check_is_still_refused(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A folder on the path swapped for a link to the store folder between the check of the
-    path and its opening opens a store file: the opened file itself is checked again."""
+    path and its opening opens a file of the store: where the opened file really is, is
+    asked of its descriptor. (A file below the top of the store folder, with one link, is
+    what only that finds.)"""
     import cairn.doors._cli_files as cli_files
 
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("the kernel says where a descriptor was opened only through /proc")
     harmless = tmp_path / "notes.txt"
     harmless.write_text("harmless\n")
+    kept = store.folder / "traces" / "kept.json"
+    kept.parent.mkdir(exist_ok=True)
+    kept.write_text('{"kept": "inside the store"}\n')
     checked = cli_files._refuse_store_folder
 
     def swapped_after_the_check(file: Path, *args: Any) -> Path:
         checked(file, *args)  # the path passes when it is checked ...
-        return store.folder / "principals.yaml"  # ... and is the store's file when opened
+        return kept  # ... and is a file of the store when opened
 
     monkeypatch.setattr(cli_files, "_refuse_store_folder", swapped_after_the_check)
     for command in ([*REMEMBER, "--body-file", str(harmless)], ["import", str(harmless)]):

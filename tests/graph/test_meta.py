@@ -137,11 +137,21 @@ def _flooding() -> ChatAnswerer:
                             lambda request: httpx.Response(200, content=pieces())))  # fmt: skip
 
 
+def _compressing() -> ChatAnswerer:
+    """An endpoint that compresses its answer though asked not to."""
+    return ChatAnswerer(base_url="http://llm.invalid", model="m", timeout=5,
+                        transport=httpx.MockTransport(
+                            lambda request: httpx.Response(
+                                200, headers={"Content-Encoding": "gzip"},
+                                content=iter([b"\x1f\x8b"]))))  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("answerer", "reason"),
     [
         (_failing(httpx.ReadTimeout("slow")), "llm:timeout"),
         (_flooding(), "llm:answer_too_large"),
+        (_compressing(), "llm:compressed_answer"),
         (_failing(httpx.ConnectError("refused")), "llm:unreachable"),
         (_failing(None, 500, {"error": "boom"}), "llm:http_500"),
         (_failing(None, 200, {"choices": []}), "llm:malformed_answer"),

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from cairn.doors.cli import app
 from cairn.errors import PolicyError
-from cairn.governance.policy import MAX_CONFIG_BYTES, read_config_text
+from cairn.governance.policy import read_config_text
+from cairn.small_files import MAX_SETTINGS_FILE_BYTES as MAX_CONFIG_BYTES
 from cairn.workspace import Workspace
 from tests.blocking import within_seconds
 

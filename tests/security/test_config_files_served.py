@@ -12,7 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from cairn.doors.server import build_server_app
-from cairn.governance.policy import MAX_CONFIG_BYTES
+from cairn.small_files import MAX_SETTINGS_FILE_BYTES as MAX_CONFIG_BYTES
 from cairn.workspace import Workspace
 from tests.blocking import within_seconds
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from cairn.capture.local import private_folder
 from cairn.errors import InvalidInput
-from cairn.small_files import read_small_file
+from cairn.small_files import MAX_SETTINGS_FILE_BYTES, read_small_text
 
 __all__ = [
     "AGENTS",
@@ -517,22 +517,18 @@ class Plan:
 
 # The largest agent settings file read: settings are kilobytes. A link to /dev/zero or a
 # pipe planted in a cloned project must not be read without end (or wait for a writer).
-MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+MAX_SETTINGS_BYTES = MAX_SETTINGS_FILE_BYTES
 
 
 def _read(path: Path) -> str | None:
     try:
-        data = read_small_file(path, MAX_SETTINGS_BYTES)
+        return read_small_text(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise InvalidInput(f"cannot read {path}: {exc.strerror}") from None
     except ValueError as exc:
         raise InvalidInput(f"{exc}; cairn left it as it is.") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{path} is not UTF-8 text; cairn left it as it is.") from None
 
 
 def _marketplace_dir(scope: Scope) -> Path:

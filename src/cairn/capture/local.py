@@ -26,13 +26,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cairn.small_files import read_small_file
+from cairn.small_files import MAX_SETTINGS_FILE_BYTES, read_small_file, read_small_text
 
 __all__ = [
     "PRINCIPALS_FILE",
     "STORE_FOLDER",
     "CaptureSettings",
     "TrustFileRefused",
+    "as_found",
     "default_scope",
     "find_store",
     "is_trusted",
@@ -100,12 +101,15 @@ def nearest_store(cwd: str | None) -> Path | None:
     for folder in (base, *base.parents):
         candidate = folder / STORE_FOLDER
         if _is_store(candidate):
-            # A ``.cairn`` that is a link stays one: resolved, it would pass for the store it
-            # leads to, and a clone's link to the user's other store would be trusted.
-            return (
-                Path(os.path.abspath(candidate)) if candidate.is_symlink() else candidate.resolve()
-            )
+            return as_found(candidate)
     return None
+
+
+def as_found(folder: Path) -> Path:
+    """A store folder's absolute path: resolved, unless it is itself a link, which stays
+    one (resolved, it would pass for the store it leads to, and a clone's link to the user's
+    other store would be trusted; kept, it is refused as a link)."""
+    return Path(os.path.abspath(folder)) if folder.is_symlink() else folder.resolve()
 
 
 def find_store(cwd: str | None, override: str | None = None) -> Path | None:
@@ -140,9 +144,6 @@ class TrustFileRefused(ValueError):
     believed, and cairn does not write over it."""
 
 
-_CONFIG_MAX_BYTES = 1024 * 1024
-
-
 def _identity(store: Path) -> dict[str, Any]:
     """The folder (its device and inode) and the settings it holds: a ``config.toml``
     changed since (a ``git pull`` of someone else's) is no longer trusted. Every ``.cairn``
@@ -151,7 +152,7 @@ def _identity(store: Path) -> dict[str, Any]:
     ``ValueError``, never trusted."""
     folder = _folder_identity(store)
     try:
-        settings = sha256_hex(read_small_file(store / CONFIG_FILE, _CONFIG_MAX_BYTES))
+        settings = sha256_hex(read_small_file(store / CONFIG_FILE, MAX_SETTINGS_FILE_BYTES))
     except FileNotFoundError:
         settings = ""
     return {**folder, "config_sha256": settings}
@@ -296,6 +297,8 @@ def untrust_store(store: Path) -> bool:
     refuses it: resolved, it would take trust from the store it leads to."""
     if store.is_symlink():
         raise ValueError(f"{store} is a symbolic link: it was never trusted")
+    if not (state_folder() / _TRUST_FILE).exists():
+        return False  # no list yet: nothing to take back, and nothing to make for it
     path = str(store.resolve())
     with _trust_changing():
         entries = _trusted()
@@ -377,17 +380,14 @@ class CaptureSettings(NamedTuple):
 
 def _table(path: Path) -> dict[str, Any]:
     try:
-        data = read_small_file(path, _CONFIG_MAX_BYTES)
+        text = read_small_text(path)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise ValueError(f"{path}: cannot be read ({exc.strerror})") from None
     import tomllib  # only when there is a file to read: most hook calls have none
 
-    try:
-        table = tomllib.loads(data.decode("utf-8")).get("capture", {})
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    table = tomllib.loads(text).get("capture", {})
     if not isinstance(table, dict):
         raise ValueError(f"{path}: [capture] must be a table")
     return table

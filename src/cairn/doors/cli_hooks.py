@@ -168,9 +168,7 @@ def _store_folder(given: Path | None) -> Path:
             raise NotFound("no cairn store of yours here or above: name its folder", field="store")
         return found
     inner = given / local.STORE_FOLDER
-    chosen = inner if inner.is_dir() else given
-    # A link is kept as one, to be refused as one (resolved, it would name its target).
-    return Path(os.path.abspath(chosen)) if chosen.is_symlink() else chosen.resolve()
+    return local.as_found(inner if inner.is_dir() else given)
 
 
 def _state_problem(exc: OSError) -> str:

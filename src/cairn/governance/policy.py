@@ -27,7 +27,7 @@ from cairn.model import (
     RelationName,
     Verdict,
 )
-from cairn.small_files import read_small_file
+from cairn.small_files import read_small_text
 
 __all__ = [
     "DEFAULT_POLICY_YAML",
@@ -371,27 +371,18 @@ def load_policy(path: Path) -> Policy:
     return parse_policy(read_config_text(path), source=str(path))
 
 
-#: The largest policy or principals file read: far above any real one (a thousand rules or
-#: keys are ~100 KB); a larger one is refused, not read into every server's memory.
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-
-
 def read_config_text(path: Path) -> str:
     """A policy or principals file's text; one that cannot be read, is not a regular file,
-    is over ``MAX_CONFIG_BYTES`` or is not UTF-8 is a ``PolicyError`` like any other broken
-    file (never a crash, a hang or a memory blow-up on every request: a server reads these
-    files again when they change, so a FIFO or ``/dev/zero`` put in their place would
+    is over ``MAX_SETTINGS_FILE_BYTES`` or is not UTF-8 is a ``PolicyError`` like any other
+    broken file (never a crash, a hang or a memory blow-up on every request: a server reads
+    these files again when they change, so a FIFO or ``/dev/zero`` put in their place would
     otherwise stall every request)."""
     try:
-        data = read_small_file(path, MAX_CONFIG_BYTES)
+        return read_small_text(path)
     except ValueError as exc:
         raise PolicyError(str(exc)) from None
     except OSError as exc:
         raise PolicyError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PolicyError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 DEFAULT_POLICY_YAML = """\

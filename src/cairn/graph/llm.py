@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cairn.openai_compat import AnswerTooLarge, ChatEndpoint
+from cairn.openai_compat import AnswerTooLarge, ChatEndpoint, CompressedAnswer
 
 __all__ = ["ChatAnswerer", "Completion", "LlmUnavailable"]
 
@@ -58,6 +58,8 @@ class ChatAnswerer(ChatEndpoint):
             raise LlmUnavailable("llm:unreachable") from None
         except AnswerTooLarge:
             raise LlmUnavailable("llm:answer_too_large") from None
+        except CompressedAnswer:
+            raise LlmUnavailable("llm:compressed_answer") from None
         except (ValueError, KeyError, IndexError, TypeError):
             raise LlmUnavailable("llm:malformed_answer") from None
         if not isinstance(text, str) or not text.strip():
