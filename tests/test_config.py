@@ -3,12 +3,17 @@ config.toml > defaults."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from cairn.config import load_settings
+from cairn.errors import InvalidInput
+from cairn.small_files import MAX_SETTINGS_FILE_BYTES
+from tests.blocking import within_seconds
 
 
 def test_each_layer_overrides_the_one_below(
@@ -78,3 +83,28 @@ def test_a_bad_timeline_setting_is_refused_by_name(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text('[timeline]\ntimezone = "Mars/Olympus"\n')
     with pytest.raises(ValidationError, match="Mars/Olympus"):
         load_settings(store=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda file: file.write_text("x = [\n"), "is not valid TOML"),
+        (lambda file: file.write_bytes(b"# caf\xe9\n"), "not UTF-8 text"),
+        (lambda file: os.mkfifo(file), "is not a regular file"),
+        (lambda file: file.symlink_to("/dev/zero"), "is not a regular file"),
+        (lambda file: file.write_bytes(b"#" * (MAX_SETTINGS_FILE_BYTES + 1)), "over the limit"),
+    ],
+    ids=["not-toml", "not-utf8", "fifo", "dev-zero", "too-large"],
+)
+def test_a_config_file_that_cannot_be_read_is_a_clear_error(
+    tmp_path: Path, make: Callable[[Path], object], said: str
+) -> None:
+    """A store's ``config.toml`` may have come with a cloned repository: one that is broken,
+    a FIFO or endless is refused at once by name (a CLI error in one line), never a
+    traceback, a hang or the memory filled."""
+    store = tmp_path / ".cairn"
+    store.mkdir()
+    file = store / "config.toml"
+    make(file)
+    with pytest.raises(InvalidInput, match=said):
+        within_seconds(10, file, lambda: load_settings(store=store))

@@ -15,12 +15,13 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from cairn.capture.local import parse_capture
+from cairn.errors import InvalidInput
 from cairn.graph.settings import GraphSettings
 from cairn.retrieval.settings import RetrievalSettings
+from cairn.small_files import read_small_text
 from cairn.timeline.settings import TimelineSettings
 
 __all__ = [
@@ -132,9 +133,7 @@ class _StoreToml(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        if not self._file.exists():
-            return {}
-        values = TomlConfigSettingsSource(self.settings_cls, toml_file=self._file)()
+        values = _toml_file(self._file)
         values.pop("store", None)  # the folder cannot relocate itself
         return values
 
@@ -149,12 +148,31 @@ class _UserToml(PydanticBaseSettingsSource):
     def __call__(self) -> dict[str, Any]:
         base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
         file = Path(base) / "cairn" / CONFIG_FILE
-        if not file.is_file():
-            return {}
-        values = TomlConfigSettingsSource(self.settings_cls, toml_file=file)()
+        values = _toml_file(file)
         values.pop("store", None)
         values.pop("db", None)
         return values
+
+
+def _toml_file(file: Path) -> dict[str, Any]:
+    """A ``config.toml``'s values ({} when there is none). A store's may have come with a
+    cloned repository, so it is read like every settings file (a regular file of at most
+    4 MiB, without waiting on a FIFO), and one that cannot be read or is not TOML is an
+    ``InvalidInput`` naming the file and the problem, never a traceback."""
+    import tomllib
+
+    try:
+        text = read_small_text(file)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="config") from None
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="config") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInput(f"{file} is not valid TOML: {exc}", field="config") from None
 
 
 def load_settings(**flags: Any) -> Settings:
