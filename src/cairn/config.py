@@ -21,7 +21,7 @@ from cairn.capture.local import parse_capture
 from cairn.errors import InvalidInput
 from cairn.graph.settings import GraphSettings
 from cairn.retrieval.settings import RetrievalSettings
-from cairn.small_files import read_small_text
+from cairn.small_files import read_toml
 from cairn.timeline.settings import TimelineSettings
 
 __all__ = [
@@ -156,23 +156,15 @@ class _UserToml(PydanticBaseSettingsSource):
 
 def _toml_file(file: Path) -> dict[str, Any]:
     """A ``config.toml``'s values ({} when there is none). A store's may have come with a
-    cloned repository, so it is read like every settings file (a regular file of at most
-    4 MiB, without waiting on a FIFO), and one that cannot be read or is not TOML is an
+    cloned repository, so it is read like every settings file (``read_toml``: a regular file
+    of at most 4 MiB, never waited on), and one that cannot be read or is not TOML is an
     ``InvalidInput`` naming the file and the problem, never a traceback."""
-    import tomllib
-
     try:
-        text = read_small_text(file)
-    except FileNotFoundError:
-        return {}
+        return read_toml(file)
     except OSError as exc:
         raise InvalidInput(f"cannot read {file}: {exc.strerror}", field="config") from None
     except ValueError as exc:
         raise InvalidInput(str(exc), field="config") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InvalidInput(f"{file} is not valid TOML: {exc}", field="config") from None
 
 
 def load_settings(**flags: Any) -> Settings:

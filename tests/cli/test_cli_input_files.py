@@ -26,6 +26,7 @@ from typer.testing import CliRunner, Result
 from cairn.doors.cli import app
 from cairn.limits import MAX_REQUEST_BYTES
 from cairn.store.sqlite import SqliteStore
+from cairn.workspace import Workspace
 from tests.blocking import within_seconds
 
 runner = CliRunner(env={"CAIRN_EMBEDDER": "static", "CAIRN_STORE": "", "CAIRN_API_KEY": ""})
@@ -36,9 +37,7 @@ REMEMBER = ["remember", "--kind", "fact", "--scope", "acme/app", "--title", "t"]
 class Store:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        made = runner.invoke(app, ["init", "--store", str(folder), "--json"])
-        assert made.exit_code == 0, made.output
-        self.keys: dict[str, str] = json.loads(made.stdout)["keys"]
+        self.keys = Workspace(folder).init().keys
 
     def argv(self, *args: str, who: str = "curator") -> list[str]:
         return [*args, "--store", str(self.folder), "--key", self.keys[who]]

@@ -238,20 +238,22 @@ def _record(
     store = find_store(adapter.cwd(payload), store_override)
     if store is None:
         untrusted = None if store_override else nearest_store(adapter.cwd(payload))
-        if untrusted is not None and untrusted.is_symlink():
+        if untrusted is None:
+            log_problem("no cairn store for this project", agent=agent, hook_event=event)
+        elif untrusted.is_symlink():
             log_problem(
                 f"the cairn store here, {untrusted}, is a symbolic link: nothing is recorded "
                 "through one; name the store it leads to with --store",
                 agent=agent,
                 hook_event=event,
             )
-        elif untrusted is not None and (problem := trust_file_problem()) is not None:
+        elif (problem := trust_file_problem()) is not None:
             log_problem(
                 f"a cairn store is here but the list of trusted stores is not believed: {problem}",
                 agent=agent,
                 hook_event=event,
             )
-        elif untrusted is not None:
+        else:
             # (the path only: it is the user's own folder, and the log is the user's)
             log_problem(
                 "a cairn store is here but not trusted: nothing is recorded; if you made "
@@ -259,8 +261,6 @@ def _record(
                 agent=agent,
                 hook_event=event,
             )
-        else:
-            log_problem("no cairn store for this project", agent=agent, hook_event=event)
         return adapter.reply(payload, None)
     settings = load_capture_settings(store)
     if not settings.enabled:

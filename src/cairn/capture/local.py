@@ -26,7 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from cairn.small_files import MAX_SETTINGS_FILE_BYTES, read_small_file, read_small_text
+from cairn.small_files import (
+    MAX_SETTINGS_FILE_BYTES,
+    open_regular_file,
+    read_small_file,
+    read_toml,
+)
 
 __all__ = [
     "PRINCIPALS_FILE",
@@ -187,18 +192,19 @@ def _trusted() -> list[dict[str, Any]]:
     folder = state_folder()
     path = folder / _TRUST_FILE
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_regular_file(path, follow_links=False)
     except FileNotFoundError:
         return []
     except OSError as exc:
         # (a link is refused by O_NOFOLLOW with an error that does not say so)
         why = "a symbolic link" if path.is_symlink() else f"unreadable ({exc.strerror})"
         raise TrustFileRefused(f"{path} is {why}: fix or remove it, then trust again") from None
+    except ValueError:
+        raise TrustFileRefused(
+            f"{path} is not a regular file: remove it, then trust again"
+        ) from None
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise TrustFileRefused(f"{path} is not a regular file: remove it, then trust again")
-        if (problem := _writable_by_others(info)) is not None:
+        if (problem := _writable_by_others(os.fstat(fd))) is not None:
             raise TrustFileRefused(f"{path} is {problem}: fix or remove it, then trust again")
         try:
             problem = _writable_by_others(folder.stat())
@@ -380,14 +386,9 @@ class CaptureSettings(NamedTuple):
 
 def _table(path: Path) -> dict[str, Any]:
     try:
-        text = read_small_text(path)
-    except FileNotFoundError:
-        return {}
+        table = read_toml(path).get("capture", {})
     except OSError as exc:
         raise ValueError(f"{path}: cannot be read ({exc.strerror})") from None
-    import tomllib  # only when there is a file to read: most hook calls have none
-
-    table = tomllib.loads(text).get("capture", {})
     if not isinstance(table, dict):
         raise ValueError(f"{path}: [capture] must be a table")
     return table

@@ -29,6 +29,7 @@ from cairn.admin import backend
 from cairn.errors import InvalidInput
 from cairn.limits import MAX_REQUEST_BYTES
 from cairn.private_files import replaced_privately
+from cairn.small_files import open_regular_file
 from cairn.workspace import Workspace
 
 __all__ = ["input_lines", "read_input", "written_privately"]
@@ -100,18 +101,16 @@ def _open_input(file: Path, store: Path, field: str) -> int:
     """A blocking descriptor of the regular file ``file``, outside the store folder."""
     real = _refuse_store_folder(file, store, field, "cairn does not read it as input")
     try:
-        # Non-blocking: opening a FIFO waits for a writer otherwise, before it can be refused.
         # The path checked is the one opened, and never through a link put in its place since.
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = open_regular_file(real, follow_links=False)
     except OSError as exc:
         raise InvalidInput(f"cannot read {file}: {exc.strerror}", field=field) from None
+    except ValueError:
+        raise InvalidInput(
+            f"{file} is not a regular file (a FIFO, device or folder is not read)", field=field
+        ) from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InvalidInput(
-                f"{file} is not a regular file (a FIFO, device or folder is not read)",
-                field=field,
-            )
         # Where the opened file really is, asked of the descriptor: a folder on the path
         # swapped for a link to the store folder after the check above leads there.
         opened = _opened_path(fd)

@@ -8,9 +8,11 @@ settings as a diff, ask, then write it (the logic is ``cairn.capture.install``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -171,9 +173,20 @@ def _store_folder(given: Path | None) -> Path:
     return local.as_found(inner if inner.is_dir() else given)
 
 
-def _state_problem(exc: OSError) -> str:
-    where = exc.filename or local.state_folder()
-    return f"cannot keep the list of trusted stores in {where}: {exc.strerror}"
+@contextlib.contextmanager
+def _trust_list_errors() -> Iterator[None]:
+    """What changing the trust list refuses (a link, a list others could write: its message)
+    and what it cannot do (a state folder that is a file, unwritable, a lock file that is a
+    link) as one-line input errors."""
+    try:
+        yield
+    except ValueError as exc:
+        raise InvalidInput(str(exc), field="store") from None
+    except OSError as exc:
+        where = exc.filename or local.state_folder()
+        raise InvalidInput(
+            f"cannot keep the list of trusted stores in {where}: {exc.strerror}", field="store"
+        ) from None
 
 
 @hooks_app.command("trust")
@@ -182,12 +195,8 @@ def trust_command(store: StoreArg = None) -> None:
     .cairn that came with a cloned repository is not until you say so, because its settings
     choose where your prompts and tool output go."""
     folder = _store_folder(store)
-    try:
+    with _trust_list_errors():
         local.trust_store(folder)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), field="store") from None
-    except OSError as exc:  # the state folder: a file, unwritable, a lock file that is a link
-        raise InvalidInput(_state_problem(exc), field="store") from None
     typer.echo(f"the hooks now record into {folder}")
 
 
@@ -195,12 +204,8 @@ def trust_command(store: StoreArg = None) -> None:
 def untrust_command(store: StoreArg = None) -> None:
     """Stop the hooks recording into a store (nothing already recorded is touched)."""
     folder = _store_folder(store)
-    try:
+    with _trust_list_errors():
         was_trusted = local.untrust_store(folder)
-    except ValueError as exc:
-        raise InvalidInput(str(exc), field="store") from None
-    except OSError as exc:
-        raise InvalidInput(_state_problem(exc), field="store") from None
     if was_trusted:
         typer.echo(f"the hooks no longer record into {folder}")
     else:
