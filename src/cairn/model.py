@@ -25,6 +25,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     ValidationInfo,
     model_validator,
 )
@@ -333,8 +334,25 @@ ScopePath = Annotated[
 Title = Annotated[str, TextLimit(MAX_TITLE_CHARS, not_blank=True)]
 Body = Annotated[str, TextLimit(MAX_BODY_CHARS)]
 ContextText = Annotated[str, TextLimit(MAX_CONTEXT_CHARS)]
-# Plain JSON within the metadata limits (depth, keys, sizes): see ``cairn.limits``.
-Metadata = Annotated[JsonDict, JsonLimit()]
+
+
+def _key_sorted(value: Any) -> Any:
+    """``value`` with the keys of every object in it in sorted order."""
+    if isinstance(value, dict):
+        return {key: _key_sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_key_sorted(item) for item in value]
+    return value
+
+
+def _sorted_metadata(value: JsonDict) -> JsonDict:
+    return _key_sorted(value) if value else value  # most are empty
+
+
+# Plain JSON within the metadata limits (depth, keys, sizes): see ``cairn.limits``. Written
+# out with its keys sorted, however it was built: the same metadata has one spelling, which
+# a store's JSON comparisons (a filter on a nested value) rely on.
+Metadata = Annotated[JsonDict, JsonLimit(), PlainSerializer(_sorted_metadata)]
 
 
 class Content(CairnModel):

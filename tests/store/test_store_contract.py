@@ -240,6 +240,25 @@ def test_versions_are_never_replaced(store: Store) -> None:
     assert store.get_version(version.id) == version
 
 
+def test_a_nested_metadata_filter_matches_whatever_the_order_of_its_keys(store: Store) -> None:
+    owner = {"team": "core", "lead": {"name": "ana", "since": 2021}}
+    a = _create(store, "alpha", metadata={"owner": owner, "tags": [{"z": 1, "a": 2}]})
+    _create(store, "beta", metadata={"owner": {"team": "core", "lead": {"name": "bo"}}})
+
+    def ids(metadata: dict[str, object]) -> list[str]:
+        return [r.id for r in store.query_records(RecordQuery(metadata=metadata), scope_globs=())]
+
+    # Keys in the order they were written, reversed, and nested in a list: all the same value.
+    assert ids({"owner": owner}) == [a.id]
+    assert ids({"owner": {"lead": {"since": 2021, "name": "ana"}, "team": "core"}}) == [a.id]
+    assert ids({"tags": [{"a": 2, "z": 1}]}) == [a.id]
+    assert ids({"owner": {"team": "core"}}) == []  # a part of an object is not the object
+    assert store.get_record(a.id).content.metadata == {  # type: ignore[union-attr]
+        "owner": owner,
+        "tags": [{"z": 1, "a": 2}],
+    }
+
+
 def test_query_records_filters_and_orders_by_id(store: Store) -> None:
     a = _create(store, "alpha", scope="acme/app", metadata={"team": "core", "n": 1})
     b = _create(store, "beta", scope="acme/web", kind="decision", metadata={"team": "web"})

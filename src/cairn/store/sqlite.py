@@ -719,8 +719,18 @@ def _insert(
 
 def _insert_many(conn: sqlite3.Connection, table: str, rows_: Sequence[Mapping[str, Any]]) -> None:
     """``INSERT`` rows that all have the same columns, in one statement."""
-    if rows_:
-        conn.executemany(_insert_sql(table, rows_[0]), [_cells(row) for row in rows_])
+    if not rows_:
+        return
+    # The columns that hold JSON are the same in every row of a table: a batch of thousands
+    # tests only those (a row with a list or dict elsewhere fails the insert, never quietly).
+    first = rows_[0]
+    json_at = [i for i, value in enumerate(first.values()) if isinstance(value, _AS_JSON)]
+    cells = [list(row.values()) for row in rows_]
+    for at in json_at:
+        for row_cells in cells:
+            if isinstance(value := row_cells[at], _AS_JSON):
+                row_cells[at] = rows.dumps(value)
+    conn.executemany(_insert_sql(table, first), cells)
 
 
 def _upsert(
@@ -797,10 +807,10 @@ def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = fro
         if write.record.id not in created:
             _reflect_record_state(conn, write.record)
     elif isinstance(write, PutVersion):
-        _insert(conn, "versions", rows.version_row(write.version))
+        _insert(conn, "versions", rows.version_row(write.version, encoded=True))
         _index_version(conn, write)
     elif isinstance(write, PutProposal):
-        proposal = rows.proposal_row(write.proposal)
+        proposal = rows.proposal_row(write.proposal, encoded=True)
         _upsert(conn, "proposals", proposal, "id", rows.PROPOSAL_COLUMNS[1:])
     elif isinstance(write, PutBaseline):
         _insert_baseline(conn, write.baseline)
@@ -824,10 +834,12 @@ def _apply(conn: sqlite3.Connection, write: Write, created: frozenset[str] = fro
 
 def _put_batch(conn: sqlite3.Connection, write: PutBatch) -> None:
     """A batch's rows, one statement per table; plain inserts, so a stored id fails it."""
-    _insert_many(conn, "proposals", [rows.proposal_row(p) for p in write.proposals])
+    _insert_many(conn, "proposals", [rows.proposal_row(p, encoded=True) for p in write.proposals])
     hashes = {w.version.record_id: w.version.content_hash for w in write.versions}
     _insert_many(conn, "records", [rows.record_row(r, hashes.get(r.id)) for r in write.records])
-    _insert_many(conn, "versions", [rows.version_row(w.version) for w in write.versions])
+    _insert_many(
+        conn, "versions", [rows.version_row(w.version, encoded=True) for w in write.versions]
+    )
     states = {r.id: _state(r) for r in write.records}
     indexed = []
     for version in write.versions:
@@ -855,7 +867,7 @@ def _state(record: Record) -> dict[str, Any]:
 def _edge_row(conn: sqlite3.Connection, edge: Edge) -> dict[str, Any]:
     """An edge's row with its scope and ACL interned (walks filter on those)."""
     return {
-        **rows.edge_row(edge),
+        **rows.edge_row(edge, encoded=True),
         "scope_id": _intern(conn, "scopes", ("scope",), (edge.scope,)),
         "acl_id": _acl_id(conn, edge.acl),
     }

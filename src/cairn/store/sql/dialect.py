@@ -104,7 +104,7 @@ class Dialect:
     def json_equals(self, column: str, path: Sequence[str], value: Any) -> tuple[str, list[Any]]:
         """The JSON value at ``path`` inside ``column`` equals ``value``."""
         where = "$." + ".".join(f'"{part}"' for part in path)
-        return f"({column} -> ?) = json(?)", [where, json.dumps(value)]
+        return f"({column} -> ?) = json(?)", [where, json.dumps(value, sort_keys=True)]
 
 
 def _utc(value: datetime) -> datetime:
