@@ -131,6 +131,14 @@ class DuplicateContent(Conflict):
     code = "duplicate_content"
 
 
+class CopiedMeanwhile(Conflict):
+    """A copy of the content was stored between the gate's duplicate check and its commit.
+    The gate then decides the change once more (``Gate``), so a caller meets this only when
+    copies keep arriving."""
+
+    code = "copied_meanwhile"
+
+
 class SupersessionCycle(Conflict):
     code = "supersession_cycle"
 
@@ -163,6 +171,7 @@ def error_class(code: str) -> type[CairnError] | None:
 __all__ = [
     "CairnError",
     "Conflict",
+    "CopiedMeanwhile",
     "DuplicateContent",
     "InvalidInput",
     "InvalidTransition",

@@ -21,7 +21,12 @@ from datetime import datetime
 from cairn.errors import Conflict, DuplicateContent, InvalidInput, StaleProposal
 from cairn.governance import access, lifecycle
 from cairn.governance.gate_batch import BatchGate
-from cairn.governance.gate_core import Chunker, PathHasher, checked_reason
+from cairn.governance.gate_core import (
+    Chunker,
+    PathHasher,
+    checked_reason,
+    decided_again_if_copied,
+)
 from cairn.governance.gate_events import EventGate
 from cairn.governance.gate_graph import GraphGate, GraphLink
 from cairn.governance.gate_outcomes import closed
@@ -108,6 +113,7 @@ class Gate(BatchGate, GraphGate, EventGate):
 
     # ---- public verbs ----------------------------------------------------------------
 
+    @decided_again_if_copied
     def submit(
         self,
         change: Change,
@@ -162,6 +168,7 @@ class Gate(BatchGate, GraphGate, EventGate):
             return self._reject(proposal, principal, rule=rule, reason=why or "", stored=False)
         return self._queue(proposal, principal, rule=rule, reason=why)
 
+    @decided_again_if_copied
     def decide(
         self, proposal_id: str, *, approve: bool, principal: Principal, reason: str | None = None
     ) -> ProposalOutcome:
@@ -179,6 +186,7 @@ class Gate(BatchGate, GraphGate, EventGate):
             also_expects=no_copies,
         )  # fmt: skip
 
+    @decided_again_if_copied
     def approve_many(
         self, proposal_ids: Sequence[str], *, principal: Principal, reason: str
     ) -> list[ProposalOutcome]:

@@ -9,7 +9,7 @@ from cairn.errors import InvalidInput
 from cairn.governance import access
 from cairn.governance._gc import collector_paused
 from cairn.governance.gate_checks import is_live_duplicate
-from cairn.governance.gate_core import as_create
+from cairn.governance.gate_core import as_create, decided_again_if_copied
 from cairn.governance.gate_outcomes import GateOutcomes, duplicate_feedback
 from cairn.governance.gate_rulings import GateRulings
 from cairn.limits import MAX_RECORD_BATCH
@@ -36,6 +36,7 @@ def _counts(values: Iterable[str]) -> dict[str, int]:
 class BatchGate(GateOutcomes, GateRulings):
     """Mixed into ``Gate``: ``submit_many``."""
 
+    @decided_again_if_copied
     def submit_many(
         self,
         changes: Sequence[CreateChange],

@@ -4,10 +4,12 @@ of a free-text reason."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import ParamSpec, TypeVar
 
-from cairn.errors import Conflict, NotFound
+from cairn.errors import Conflict, CopiedMeanwhile, NotFound
 from cairn.governance import links
 from cairn.governance.policy import Policy
 from cairn.governance.visible import visible_proposal, visible_record
@@ -30,7 +32,15 @@ from cairn.model import (
 )
 from cairn.store.base import ChangeSet, ChunkDraft, Precondition, Store, Write
 
-__all__ = ["ORIGIN_OF", "Chunker", "GateCore", "PathHasher", "as_create", "checked_reason"]
+__all__ = [
+    "ORIGIN_OF",
+    "Chunker",
+    "GateCore",
+    "PathHasher",
+    "as_create",
+    "checked_reason",
+    "decided_again_if_copied",
+]
 
 PathHasher = Callable[[str], str | None]
 
@@ -47,6 +57,31 @@ ORIGIN_OF: dict[PrincipalKind, Origin] = {
 
 def checked_reason(reason: str | None) -> str | None:
     return None if reason is None else check_input(reason, "reason", MAX_REASON_CHARS)
+
+
+Params = ParamSpec("Params")
+Decided = TypeVar("Decided")
+
+
+def decided_again_if_copied(verb: Callable[Params, Decided]) -> Callable[Params, Decided]:
+    """``verb`` (a gate verb that checks for duplicates), run once more when its commit finds
+    a copy of its content stored since its check looked (``CopiedMeanwhile``).
+
+    Trigger: another writer stored the same content between the check and the commit.
+    Why: the copy may be one the caller may not read, and refusing would tell them it
+    exists. Outcome: decided again on the store as it now is, the change meets what it
+    would have met arriving second: a copy the caller may read refuses it as a duplicate;
+    one it may not read is no duplicate of its (the check never names it), and the change
+    is stored beside it. Nothing was written by the first try (its commit was refused)."""
+
+    @functools.wraps(verb)
+    def decided(*args: Params.args, **kwargs: Params.kwargs) -> Decided:
+        try:
+            return verb(*args, **kwargs)
+        except CopiedMeanwhile:
+            return verb(*args, **kwargs)
+
+    return decided
 
 
 def as_create(change: Change) -> CreateChange:

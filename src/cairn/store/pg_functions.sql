@@ -377,7 +377,7 @@ BEGIN
                     RAISE EXCEPTION USING ERRCODE = 'CR409',
                         MESSAGE = format('the same content was stored in %s meanwhile: read '
                                          'again before proposing it', e ->> 'scope'),
-                        DETAIL = jsonb_build_object('scope', e ->> 'scope')::text;
+                        DETAIL = jsonb_build_object('scope', e ->> 'scope', 'copied', true)::text;
                 END IF;
             WHEN 'published' THEN
                 PERFORM pg_advisory_xact_lock(1667328371, hashtext(e ->> 'scope'));

@@ -40,7 +40,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from cairn.errors import Conflict, InvalidInput, StoreError
+from cairn.errors import Conflict, CopiedMeanwhile, InvalidInput, StoreError
 from cairn.model import (
     AuditEntry,
     Baseline,
@@ -399,7 +399,8 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
             except pg_errors.Error as exc:
                 if exc.sqlstate == CONFLICT_SQLSTATE:
                     detail = json.loads(exc.diag.message_detail or "{}")
-                    raise Conflict(exc.diag.message_primary or str(exc), **detail) from exc
+                    refusal = CopiedMeanwhile if detail.pop("copied", False) else Conflict
+                    raise refusal(exc.diag.message_primary or str(exc), **detail) from exc
                 if isinstance(exc, pg_errors.IntegrityError):
                     # the constraint's words only: PostgreSQL's detail quotes the stored
                     # row's key, which need not be the caller's to read

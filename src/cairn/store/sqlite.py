@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cairn.errors import Conflict, InvalidInput, StoreError
+from cairn.errors import Conflict, CopiedMeanwhile, InvalidInput, StoreError
 from cairn.model import (
     Acl,
     AuditEntry,
@@ -785,7 +785,7 @@ def _check(conn: sqlite3.Connection, expect: Precondition) -> None:
             (expect.scope, *hashes, *statuses),
         ).fetchall()
         if any(row["id"] not in expect.holders for row in found):
-            raise Conflict(_COPIED_MEANWHILE.format(scope=expect.scope))
+            raise CopiedMeanwhile(_COPIED_MEANWHILE.format(scope=expect.scope))
     elif isinstance(expect, ExpectProposal):
         row = conn.execute(
             "SELECT status FROM proposals WHERE id = ?", (expect.proposal_id,)
