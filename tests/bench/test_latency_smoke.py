@@ -35,3 +35,14 @@ def test_latency_quick_writes_json(tmp_path: Path) -> None:
         assert 0 < figures[mode]["mean_items"] <= 10, f"{mode}: {figures[mode]['mean_items']}"
     for row in ("keyword", "vector", "hybrid", "hybrid_one_scope", "ingest rec/s"):
         assert row in printed
+    assert figures["vector_lag_after_build"] == 0 and not figures["overlapped"]
+    assert figures["searchable_s"] >= figures["ingest_s"] > 0
+
+
+def test_latency_quick_overlapped_ends_with_every_vector_built(tmp_path: Path) -> None:
+    """With the background worker embedding while the writes go on, as a server does, the
+    run still ends with nothing left to embed and vector reads finding what was written."""
+    figures, printed = run_quick("latency", tmp_path, "--overlap")
+    assert figures["overlapped"] and figures["vector_lag_after_build"] == 0
+    assert figures["searchable_s"] > 0 and figures["vector"]["mean_items"] > 0
+    assert "(overlapped)" in printed
