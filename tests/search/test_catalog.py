@@ -433,3 +433,73 @@ def test_rows_joining_a_projected_graph_later_are_found_exactly() -> None:
             found = catalog.search(vectors[row], _where(), 5)
             assert found[0] == (1000 + row, pytest.approx(1.0, abs=1e-5))
     assert catalog._indexed > 1001  # the tail joined the graph, projected
+
+
+def test_a_batch_naming_a_new_chunk_twice_holds_it_once_in_its_last_state() -> None:
+    # New rows of a batch are appended together at its end; a later change of one of them
+    # in the same batch is its state, not another row.
+    vectors = _clustered(2, DIM, 3)
+    catalog = VectorCatalog(DIM)
+    catalog.apply(
+        [
+            _meta(0, valid_to=T0 - timedelta(days=1)),
+            _meta(1),
+            _meta(0, status="archived", seq=5),
+            _meta(1, acl_id=5, seq=6),
+        ],
+        {"hash-0": vectors[0], "hash-1": vectors[1]},
+    )
+    assert len(catalog) == 2
+    assert _ids(catalog, _where(statuses=frozenset({"archived"}), valid_at=T0)) == {1000}
+    assert _ids(catalog, _where(acl_ids=frozenset({5}))) == {1001}
+    assert catalog.vector_of(1001) is not None
+    assert np.allclose(catalog.vector_of(1001), vectors[1])
+
+
+class _FailingInserts:
+    """An hnswlib index whose inserts fail (everything else passes through)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    def add_items(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("insert failed")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.graph, name)
+
+
+def test_rows_joining_the_graph_in_the_background_are_searchable_throughout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(catalog_module, "_TAIL_FLUSH", 64)
+    n = 1400
+    vectors = _clustered(n, DIM, 11)
+    metas = [_meta(i) for i in range(n)]
+    catalog = VectorCatalog(DIM, ann_threshold=1000, ann_ef=64)
+    catalog.apply(metas[:1001], {m.text_hash: vectors[i] for i, m in enumerate(metas[:1001])})
+    assert catalog.uses_ann
+    catalog.apply(metas[1001:], {})
+
+    def arrive(start: int, stop: int) -> None:
+        catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(start, stop)})
+
+    arrive(1001, 1100)  # a flush: these rows go into the graph in another thread
+    assert catalog._insert is not None
+    assert catalog.search(vectors[1099], _where(), 1)[0][0] == 2099  # waits for it
+    assert catalog._insert is None and catalog._indexed == 1100
+    # A failed insert: a read is not told, its rows are still found (in the tail), and the
+    # next flush raises it, then the one after puts them in the graph.
+    real = catalog._hnsw
+    catalog._hnsw = _FailingInserts(real)
+    arrive(1100, 1200)
+    assert catalog.search(vectors[1150], _where(), 1)[0][0] == 2150
+    assert catalog._indexed == 1100
+    with pytest.raises(RuntimeError, match="insert failed"):
+        arrive(1200, 1300)
+    catalog._hnsw = real
+    arrive(1300, n)
+    catalog.join_graph()
+    assert catalog._indexed == n and real.get_current_count() == n
+    for row in (1150, 1250, n - 1):
+        assert catalog.search(vectors[row], _where(), 1)[0][0] == 1000 + row
