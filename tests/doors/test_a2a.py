@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from a2a.server.context import ServerCallContext
-from a2a.types.a2a_pb2 import Task
+from a2a.types.a2a_pb2 import Task, TaskState
 from a2a.utils.errors import InvalidParamsError
 
 from cairn.doors.a2a_agent import MAX_TASK_PARTS, PRINCIPAL_STATE, MemoryTaskStore
@@ -349,3 +349,29 @@ def test_bad_page_tokens_and_history_lengths_are_invalid_params(live: Live) -> N
     sent["configuration"] = {"historyLength": 2**31}
     error = _rpc(live, "message/send", sent, live.agent).json()["error"]
     assert error["code"] == -32602 and "configuration.historyLength" in error["message"], error
+
+
+def test_two_servers_on_one_task_cannot_unfinish_it(tmp_path: Path) -> None:
+    """Two servers on one store: one completes a task while the other, behind, saves it as
+    still working, then cancels it. The task stays completed, as the first server left it."""
+    one, two = (
+        MemoryTaskStore(
+            Memory(SqliteStore(tmp_path / "cairn.db"), parse_policy(DEFAULT_POLICY_YAML))
+        )
+        for _ in range(2)
+    )
+    context = ServerCallContext(state={PRINCIPAL_STATE: CURATOR})
+
+    def task(state: TaskState.ValueType) -> Task:
+        made = Task(id="t-race", context_id="c-race")
+        made.status.state = state
+        return made
+
+    asyncio.run(one.save(task(TaskState.TASK_STATE_WORKING), context))
+    asyncio.run(one.save(task(TaskState.TASK_STATE_COMPLETED), context))
+    asyncio.run(two.save(task(TaskState.TASK_STATE_WORKING), context))
+    asyncio.run(two.save(task(TaskState.TASK_STATE_CANCELED), context))
+    for server in (one, two):
+        kept = asyncio.run(server.get("t-race", context))
+        assert kept is not None and kept.status.state == TaskState.TASK_STATE_COMPLETED
+        server.memory.close()

@@ -29,6 +29,26 @@ def test_a_task_is_its_owners_alone(memory: Memory) -> None:
     assert memory.task("task-1", principal=ANA) is None
 
 
+def test_a_finished_task_stays_as_it_finished(memory: Memory) -> None:
+    """Two servers working on one task at once: once one saves it finished, the other's
+    save cannot take it back to working or into another end; the same end may be re-saved."""
+    working, completed, canceled = 2, 3, 5
+    final = {completed, 4, canceled, 7}
+    save = memory.save_task
+    save("t", "c", working, b"working", principal=ANA, final_states=final)
+    save("t", "c", working, b"still working", principal=ANA, final_states=final)
+    save("t", "c", completed, b"done", principal=ANA, final_states=final)
+    save("t", "c", working, b"late progress", principal=ANA, final_states=final)
+    save("t", "c", canceled, b"late cancel", principal=ANA, final_states=final)
+    assert memory.task("t", principal=ANA) == b"done"
+    assert memory.tasks(principal=ANA, state=completed) == [b"done"]
+    save("t", "c", completed, b"done, with its last artifact", principal=ANA, final_states=final)
+    assert memory.task("t", principal=ANA) == b"done, with its last artifact"
+    # without final states, as before: the last save wins
+    save("t", "c", working, b"reopened", principal=ANA)
+    assert memory.task("t", principal=ANA) == b"reopened"
+
+
 def test_tasks_list_newest_first_filtered_and_paged(memory: Memory) -> None:
     for i in range(5):
         memory.save_task(f"t{i}", "ctx-a" if i % 2 else "ctx-b", i % 2, bytes([i]), principal=ANA)

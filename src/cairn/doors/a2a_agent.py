@@ -120,6 +120,17 @@ _HELP = (
 
 # ---- the durable task store ---------------------------------------------------------------
 
+# States a task ends in: once saved in one, another server's save cannot take it elsewhere.
+_FINISHED = frozenset(
+    int(state)
+    for state in (
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    )
+)
+
 
 class MemoryTaskStore(TaskStore):
     """The SDK's task store over ``Memory``: tasks live in the main store, so every server on
@@ -157,6 +168,7 @@ class MemoryTaskStore(TaskStore):
                 int(task.status.state),
                 task.SerializeToString(),
                 principal=principal,
+                final_states=_FINISHED,
             )
 
         try:

@@ -3,6 +3,7 @@ the governed memory, bounded like a request."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Unpack
 
 from cairn.errors import InvalidInput
@@ -22,15 +23,25 @@ class TaskVerbs(MemoryCore):
     """Mixed into ``Memory``: saving, reading, listing and deleting a principal's tasks."""
 
     def save_task(
-        self, task_id: str, context_id: str, state: int, body: bytes, *, principal: Principal
+        self,
+        task_id: str,
+        context_id: str,
+        state: int,
+        body: bytes,
+        *,
+        principal: Principal,
+        final_states: Collection[int] = (),
     ) -> None:
         """Keep an agent-protocol task for ``principal`` (its owner, stamped here). A task
-        someone else owns is left as it is."""
+        someone else owns is left as it is, and so is one stored in one of ``final_states``
+        (the protocol's finished states) unless this save keeps its state."""
         check_input(task_id, "task_id", MAX_ID_CHARS)
         check_input(context_id, "context_id", MAX_ID_CHARS)
         if len(body) > MAX_TASK_BYTES:
             raise InvalidInput(f"a task is at most {MAX_TASK_BYTES} bytes", field="task")
-        self._store.put_task(StoredTask(task_id, context_id, principal.id, state, body))
+        self._store.put_task(
+            StoredTask(task_id, context_id, principal.id, state, body), final_states=final_states
+        )
 
     def task(self, task_id: str, *, principal: Principal) -> bytes | None:
         """A task's body, if the principal owns it (anyone else's is "not there")."""

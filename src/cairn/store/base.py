@@ -762,8 +762,9 @@ class TaskStore(Protocol):
     """Agent-protocol tasks: a door's conversation state, not memory (no versions, no audit,
     not exported). Each is its owner's alone: reads and deletes name the owner."""
 
-    def put_task(self, task: StoredTask) -> None:
-        """Insert or replace; a task already owned by someone else is left unchanged."""
+    def put_task(self, task: StoredTask, *, final_states: Collection[int] = ()) -> None:
+        """Insert or replace; a task already owned by someone else is left unchanged, and so
+        is one stored in one of ``final_states`` unless the save keeps its state."""
         ...
 
     def get_task(self, task_id: str, owner: str) -> StoredTask | None: ...

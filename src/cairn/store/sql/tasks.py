@@ -7,6 +7,7 @@ and the serving login writes it directly. It lives in the main store so that any
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Unpack
 
@@ -19,17 +20,21 @@ __all__ = ["SqlTasks"]
 
 
 class SqlTasks(SqlPart):
-    def put_task(self, task: StoredTask) -> None:
-        # The first owner stays: a task is never handed to another principal by a save.
+    def put_task(self, task: StoredTask, *, final_states: Collection[int] = ()) -> None:
+        # The first owner stays: a task is never handed to another principal by a save. A
+        # finished task stays as it finished: two servers working on one task at once (one
+        # cancelling it as the other completes it) cannot save it back into another state.
+        finished, states = self.dialect.in_list("agent_tasks.state", sorted(final_states))
         self._write_one(
             "INSERT INTO agent_tasks (id, context_id, owner, state, updated_at, body) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
             "context_id = excluded.context_id, state = excluded.state, "
             "updated_at = excluded.updated_at, body = excluded.body "
-            "WHERE agent_tasks.owner = excluded.owner",
+            "WHERE agent_tasks.owner = excluded.owner "
+            f"AND (agent_tasks.state = excluded.state OR NOT {finished})",
             (
                 task.id, task.context_id, task.owner, task.state,
-                self.dialect.time(datetime.now(UTC)), task.body,
+                self.dialect.time(datetime.now(UTC)), task.body, *states,
             ),
         )  # fmt: skip
 
