@@ -333,10 +333,11 @@ def _measure(
     overlap = args.overlap and kept is None
     with progress:
         began = time.perf_counter()
+        worker = None
         if overlap:
             # As a server runs: its background worker embeds what each batch wrote while
             # the next batches are written.
-            memory.start_indexing()
+            worker = memory.start_indexing()
         made_s = 0.0
         if kept is None:
             task = progress.add_task("ingest", total=args.records)
@@ -363,6 +364,10 @@ def _measure(
         start = time.perf_counter()
         memory.index_pending(progress=lambda done, total: progress.update(task, completed=done))
         index_s = time.perf_counter() - start
+        if worker is not None:
+            # Idle from here on, it would still save the catalog now and then, and a read
+            # meanwhile would answer without vectors (and look faster): reads are timed alone.
+            worker.stop()
         # From the first write to the last vector. Serial: the writes and the index build
         # alone. Overlapped: the wall time less the corpus's making (the worker embeds on
         # meanwhile, so this flatters the overlap by at most ``corpus_s``, reported too).

@@ -469,17 +469,26 @@ class _FailingInserts:
         return getattr(self.graph, name)
 
 
-def test_rows_joining_the_graph_in_the_background_are_searchable_throughout(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _graph_with_rows_waiting(
+    monkeypatch: pytest.MonkeyPatch, n: int, *, seed: int
+) -> tuple[VectorCatalog, Any]:
+    """A catalog whose first 1,001 rows built its graph (flushed 64 rows at a time) and whose
+    other ``n - 1001`` chunks wait for their vectors (``hash-{i}``); and the ``n`` vectors."""
     monkeypatch.setattr(catalog_module, "_TAIL_FLUSH", 64)
-    n = 1400
-    vectors = _clustered(n, DIM, 11)
+    vectors = _clustered(n, DIM, seed)
     metas = [_meta(i) for i in range(n)]
     catalog = VectorCatalog(DIM, ann_threshold=1000, ann_ef=64)
     catalog.apply(metas[:1001], {m.text_hash: vectors[i] for i, m in enumerate(metas[:1001])})
-    assert catalog.uses_ann
     catalog.apply(metas[1001:], {})
+    return catalog, vectors
+
+
+def test_rows_joining_the_graph_in_the_background_are_searchable_throughout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    n = 1400
+    catalog, vectors = _graph_with_rows_waiting(monkeypatch, n, seed=11)
+    assert catalog.uses_ann
 
     def arrive(start: int, stop: int) -> None:
         catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(start, stop)})
@@ -503,3 +512,26 @@ def test_rows_joining_the_graph_in_the_background_are_searchable_throughout(
     assert catalog._indexed == n and real.get_current_count() == n
     for row in (1150, 1250, n - 1):
         assert catalog.search(vectors[row], _where(), 1)[0][0] == 1000 + row
+
+
+def test_a_graph_insert_whose_thread_cannot_start_leaves_the_catalog_usable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "can't start new thread" (no threads left, or at interpreter shutdown): the flush
+    # fails, but its rows stay in the tail, searches go on, and a later flush takes them.
+    n = 1200
+    catalog, vectors = _graph_with_rows_waiting(monkeypatch, n, seed=12)
+    real_start = catalog_module.threading.Thread.start
+
+    def cannot_start(thread: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(catalog_module.threading.Thread, "start", cannot_start)
+    with pytest.raises(RuntimeError, match="can't start"):
+        catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(1001, 1100)})
+    assert catalog.search(vectors[1050], _where(), 1)[0][0] == 2050
+    monkeypatch.setattr(catalog_module.threading.Thread, "start", real_start)
+    catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(1100, n)})
+    catalog.join_graph()
+    assert catalog._indexed == n
+    assert catalog.search(vectors[1050], _where(), 1)[0][0] == 2050

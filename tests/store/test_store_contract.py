@@ -7,6 +7,7 @@ with change sets: all-or-nothing commits, preconditions, ordering and filters.
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -257,6 +258,38 @@ def test_a_nested_metadata_filter_matches_whatever_the_order_of_its_keys(store: 
         "owner": owner,
         "tags": [{"z": 1, "a": 2}],
     }
+
+
+def test_a_metadata_filter_matches_text_and_numbers_however_they_are_spelt(
+    store: Store,
+) -> None:
+    # Non-ASCII text and floats whose JSON spelling differs between encoders (pydantic
+    # writes "José" and 1e-7; json.dumps "Jos\\u00e9" and 1e-07): the same value matches.
+    a = _create(store, "alpha", metadata={"owner": "José", "ratio": 1e-7, "big": 1e16})
+    _create(store, "beta", metadata={"owner": "Jose", "ratio": 0.5, "big": 1.0})
+
+    def ids(metadata: dict[str, object]) -> list[str]:
+        return [r.id for r in store.query_records(RecordQuery(metadata=metadata), scope_globs=())]
+
+    assert ids({"owner": "José"}) == [a.id]
+    assert ids({"ratio": 1e-7}) == [a.id]
+    assert ids({"big": 1e16}) == [a.id]
+    assert ids({"owner": {"José": 1}}) == []
+
+
+def test_the_sqlite_metadata_filter_matches_rows_older_versions_wrote() -> None:
+    # Before pydantic wrote SQLite's JSON, json.dumps did: key-sorted, ASCII, 1e-07.
+    from cairn.store.sql.dialect import Dialect
+
+    metadata = {"owner": "José", "ratio": 1e-7, "lead": {"name": "Zoë", "since": 2021}}
+    legacy = json.dumps({"metadata": metadata}, sort_keys=True, separators=(",", ":"))
+    current = Content(kind="fact", scope="a/b", title="t", body="t", metadata=metadata)
+    with sqlite3.connect(":memory:") as conn:
+        conn.execute("CREATE TABLE v (content TEXT)")
+        conn.executemany("INSERT INTO v VALUES (?)", [(legacy,), (current.model_dump_json(),)])
+        for key, value in metadata.items():
+            test, params = Dialect().json_equals("content", ("metadata", key), value)
+            assert conn.execute(f"SELECT count(*) FROM v WHERE {test}", params).fetchone() == (2,)
 
 
 def test_query_records_filters_and_orders_by_id(store: Store) -> None:

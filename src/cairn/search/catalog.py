@@ -885,9 +885,9 @@ class VectorCatalog:
         insert.thread = threading.Thread(
             target=self._insert_rows, args=(insert, rows), name="cairn-graph"
         )
-        self._insert = insert
         self.ann_build_seconds += time.perf_counter() - started
-        insert.thread.start()
+        insert.thread.start()  # before it is recorded: one that cannot start is never joined
+        self._insert = insert
 
     def _insert_rows(self, insert: _Insert, rows: FloatArray) -> None:
         """Add ``rows`` to the graph as rows ``insert.start`` on (the insert's thread). The

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import pydantic_core
+
 __all__ = ["Dialect", "last_one"]
 
 A = TypeVar("A")
@@ -104,7 +106,14 @@ class Dialect:
     def json_equals(self, column: str, path: Sequence[str], value: Any) -> tuple[str, list[Any]]:
         """The JSON value at ``path`` inside ``column`` equals ``value``."""
         where = "$." + ".".join(f'"{part}"' for part in path)
-        return f"({column} -> ?) = json(?)", [where, json.dumps(value, sort_keys=True)]
+        # SQLite compares the JSON text, which keeps a string's escapes and a number's
+        # spelling as written: rows written by ``json`` (older versions) say "Jos\\u00e9" and
+        # 1e-07, rows written by pydantic (``rows.JsonText``) "José" and 1e-7. Either matches.
+        by_json = json.dumps(value, sort_keys=True)
+        by_pydantic = pydantic_core.to_json(json.loads(by_json)).decode()
+        if by_pydantic == by_json:
+            return f"({column} -> ?) = json(?)", [where, by_json]
+        return f"({column} -> ?) IN (json(?), json(?))", [where, by_json, by_pydantic]
 
 
 def _utc(value: datetime) -> datetime:
