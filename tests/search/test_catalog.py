@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -535,3 +536,33 @@ def test_a_graph_insert_whose_thread_cannot_start_leaves_the_catalog_usable(
     catalog.join_graph()
     assert catalog._indexed == n
     assert catalog.search(vectors[1050], _where(), 1)[0][0] == 2050
+
+
+class _HeldInserts:
+    """An hnswlib index whose inserts wait for ``let_go`` (everything else passes through)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self.let_go = threading.Event()
+
+    def add_items(self, *args: Any, **kwargs: Any) -> None:
+        assert self.let_go.wait(60)
+        self.graph.add_items(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.graph, name)
+
+
+def test_whether_joining_rows_settle_is_asked_with_a_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    catalog, vectors = _graph_with_rows_waiting(monkeypatch, 1100, seed=13)
+    held = _HeldInserts(catalog._hnsw)
+    catalog._hnsw = held
+    catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(1001, 1100)})  # a flush
+    assert not catalog.graph_settles_within(0.05)  # still inserting: not joined
+    assert catalog._insert is not None and catalog._indexed == 1001
+    held.let_go.set()
+    assert catalog.graph_settles_within(60)
+    assert catalog._insert is None and catalog._indexed == 1100
+    assert catalog.graph_settles_within(0)  # nothing joining: settled at once

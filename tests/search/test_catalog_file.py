@@ -27,6 +27,7 @@ from cairn.memory.indexing import INDEX_FOLDER
 from cairn.model import Acl, Content, ContentPatch, Principal, PrincipalKind, Sensitivity, Status
 from cairn.retrieval import indexer as indexer_module
 from cairn.retrieval.types import VECTOR_INDEX_BUSY
+from cairn.search import catalog as catalog_module
 from cairn.search import catalog_file
 from cairn.search.catalog import VectorCatalog
 from cairn.store.base import ChunkFilter
@@ -660,6 +661,37 @@ def test_a_read_waits_no_longer_than_its_patience_for_the_lock(tmp_path: Path) -
     assert answered.items and all(i.why_included == ("keyword_match",) for i in answered.items)
     again = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
     assert not again.trace.vector_index_busy
+    assert any("vector_match" in item.why_included for item in again.items)
+    memory.close()
+
+
+def test_a_read_waits_no_longer_than_its_patience_for_rows_joining_the_graph(
+    tmp_path: Path,
+) -> None:
+    """Rows join the graph in a thread of their own (a catch-up's), and the graph cannot be
+    searched meanwhile: a read waits ``read_patience`` for that, then answers by keyword
+    alone and says so, while the rows are still joining."""
+    memory = _indexed_memory(tmp_path)
+    indexer = memory.indexer
+    assert indexer is not None
+    indexer.sync()
+    indexer.read_patience = 0.1
+    catalog = indexer.catalog
+    joined = threading.Event()
+    insert = catalog_module._Insert(catalog._indexed, catalog._indexed)
+    insert.thread = threading.Thread(target=lambda: joined.wait(60))
+    insert.thread.start()
+    catalog._insert = insert  # as _flush_tail leaves it while hnswlib inserts
+    try:
+        answered = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+        still_joining = insert.thread.is_alive()
+    finally:
+        joined.set()
+        insert.thread.join(60)
+    assert still_joining  # the read did not wait for the rows
+    assert answered.trace.vector_index_busy and answered.warnings == (VECTOR_INDEX_BUSY,)
+    again = memory.retrieve("Note 7", principal=CURATOR, mode="hybrid")
+    assert not again.trace.vector_index_busy and catalog._insert is None
     assert any("vector_match" in item.why_included for item in again.items)
     memory.close()
 

@@ -295,10 +295,16 @@ class Indexer:
             return _BUSY
         # Before the lock: searches and syncs do not wait on the model (or an endpoint).
         query_vector = self.embedder.embed_query(query)
+        started = time.monotonic()
         if not self._lock_unless_busy():
             return _BUSY
         try:
             if self.busy:  # a large store's first pass is the worker's
+                return _BUSY
+            # The graph cannot be searched while rows join it (in a thread of their own, a
+            # catch-up's): the read waits for that within its patience, as for the lock.
+            left = self.read_patience - (time.monotonic() - started)
+            if not self.catalog.graph_settles_within(left):
                 return _BUSY
             self._sync()
             since = self._waiting_since()

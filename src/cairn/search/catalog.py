@@ -903,6 +903,19 @@ class VectorCatalog:
             insert.error = exc
         insert.seconds = time.perf_counter() - started
 
+    def graph_settles_within(self, seconds: float) -> bool:
+        """Whether the rows being added to the graph (if any) are in it within ``seconds``
+        (then joined, as ``join_graph`` does, never raising); False: the insert still runs,
+        and a search now would wait for it."""
+        insert = self._insert
+        if insert is None:
+            return True
+        insert.thread.join(timeout=max(0.0, seconds))
+        if insert.thread.is_alive():
+            return False
+        self.join_graph(reraise=False)
+        return True
+
     def join_graph(self, *, reraise: bool = True) -> None:
         """Wait for the rows being added to the graph, then search them there rather than in
         the tail. Called, like every method that changes the catalog, by the caller that
