@@ -54,6 +54,7 @@ from cairn.store.base import (
     Store,
     Write,
 )
+from cairn.store.sql.dialect import Dialect
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -279,8 +280,6 @@ def test_a_metadata_filter_matches_text_and_numbers_however_they_are_spelt(
 
 def test_the_sqlite_metadata_filter_matches_rows_older_versions_wrote() -> None:
     # Before pydantic wrote SQLite's JSON, json.dumps did: key-sorted, ASCII, 1e-07.
-    from cairn.store.sql.dialect import Dialect
-
     metadata = {"owner": "José", "ratio": 1e-7, "lead": {"name": "Zoë", "since": 2021}}
     legacy = json.dumps({"metadata": metadata}, sort_keys=True, separators=(",", ":"))
     current = Content(kind="fact", scope="a/b", title="t", body="t", metadata=metadata)

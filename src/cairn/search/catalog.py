@@ -931,11 +931,9 @@ class VectorCatalog:
                 self._joined(insert)
             else:
                 self._insert_error = insert.error
-        failed, self._insert_error = self._insert_error, None
-        if failed is not None:
-            if reraise:
-                raise failed
-            self._insert_error = failed
+        if reraise and self._insert_error is not None:
+            failed, self._insert_error = self._insert_error, None
+            raise failed
 
     def _joined(self, insert: _Insert) -> None:
         """``insert``'s rows are in the graph: out of the tail with them."""
