@@ -119,6 +119,9 @@ class Captured:
     rows: Mapping[int, object]  # chunk id -> cairn.store.base.ChunkRow
     scopes: Mapping[int, str]
     refs: Mapping[str, tuple[str, str, str]]
+    #: how many candidates each list was asked for (captures made before it was kept
+    #: were all made with the bench's 100)
+    depth: int = 100
 
 
 class Retriever(Protocol):
@@ -470,6 +473,7 @@ class KernelRetriever:
             dict(recalled.rows),
             dict(recalled.scopes),
             refs,
+            recalled.depth,
         )
 
 

@@ -39,7 +39,7 @@ from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, source_times
 from cairn.retrieval.rerank import overlaps
 from cairn.retrieval.sessions import session_evidence, session_keys
 from cairn.retrieval.types import Hit
-from cairn.retrieval.weights import DEFAULT_WEIGHTS
+from cairn.retrieval.weights import DEFAULT_WEIGHTS, Fusion
 from cairn.retrieval.when import TimeWindow, closeness, query_window
 
 __all__ = [
@@ -81,11 +81,13 @@ def _default_first(default: T, values: Sequence[T]) -> tuple[T, ...]:
 DEFAULT_KEYWORD = round(
     DEFAULT_WEIGHTS["keyword"] / (DEFAULT_WEIGHTS["keyword"] + DEFAULT_WEIGHTS["vector"]), 6
 )
-#: Today's fusion knobs (the keyword share of the weights; how much context chunks add),
+#: Today's fusion knobs (how the lists are fused; the keyword share of the weights; how
+#: much context chunks add),
 #: then the stages this work adds. Each list starts with the kernel's default value, so
 #: the grid's first setting is the kernel's defaults and a tie keeps them.
 KEYWORD_SHARES = _default_first(DEFAULT_KEYWORD, (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9))
 CONTEXT_WEIGHTS = _default_first(DEFAULT_RANKING.context_weight, (0.0, 0.5, 1.0))
+FUSIONS: tuple[Fusion, ...] = _default_first(DEFAULT_RANKING.fusion, ("rrf", "similarity"))
 SESSION = _default_first(
     (DEFAULT_RANKING.session_weight, DEFAULT_RANKING.session_depth),
     ((0.0, 2), (0.25, 1), (0.25, 2), (0.5, 1), (0.5, 2), (0.5, 4), (1.0, 2)),
@@ -111,7 +113,7 @@ class Setting:
 
     def label(self) -> str:
         r = self.ranking
-        parts = [f"kw {self.keyword:g}", f"ctx {r.context_weight:g}"]
+        parts = [f"kw {self.keyword:g}", f"ctx {r.context_weight:g}", r.fusion]
         if r.session_weight:
             parts.append(f"sess {r.session_weight:g}x{r.session_depth}")
         if r.entity_weight:
@@ -148,11 +150,12 @@ def make_grid(stages: Sequence[str] = STAGES) -> list[Setting]:
     sessions = SESSION if "sessions" in stages else SESSION[:1]
     reranks = RERANK if "rerank" in stages else RERANK[:1]
     out: list[Setting] = []
-    for keyword, context, (sw, depth), (ew, tw) in itertools.product(
-        KEYWORD_SHARES, CONTEXT_WEIGHTS, sessions, reranks
+    for fusion, keyword, context, (sw, depth), (ew, tw) in itertools.product(
+        FUSIONS, KEYWORD_SHARES, CONTEXT_WEIGHTS, sessions, reranks
     ):
         ranking = replace(
             DEFAULT_RANKING,
+            fusion=fusion,
             context_weight=context,
             session_weight=sw,
             session_depth=depth if sw else DEFAULT_RANKING.session_depth,
@@ -161,10 +164,12 @@ def make_grid(stages: Sequence[str] = STAGES) -> list[Setting]:
         )
         out.append(Setting(keyword, ranking))
     if "time" in stages:
-        for keyword, context, weight in itertools.product(
-            KEYWORD_SHARES, CONTEXT_WEIGHTS, TIME_WEIGHTS[1:]
+        for fusion, keyword, context, weight in itertools.product(
+            FUSIONS, KEYWORD_SHARES, CONTEXT_WEIGHTS, TIME_WEIGHTS[1:]
         ):
-            ranking = replace(DEFAULT_RANKING, context_weight=context, time_weight=weight)
+            ranking = replace(
+                DEFAULT_RANKING, fusion=fusion, context_weight=context, time_weight=weight
+            )
             out.append(Setting(keyword, ranking))
     return out
 
@@ -205,16 +210,23 @@ def replay(
     kernel reads it at the moment of the search): without it the time boost does nothing.
     """
     out: list[Result] = []
-    cache: dict[tuple[float, float], _Prepared] = {}
+    cache: dict[tuple[float, float, str], _Prepared] = {}
     keys = session_keys(captured.rows.values())
     window = query_window(captured.query, now=asked_at) if asked_at is not None else None
     times = source_times(captured.rows.values())  # type: ignore[arg-type]
     for setting in settings:
         r = setting.ranking
-        fusion_key = (setting.keyword, r.context_weight)
+        fusion_key = (setting.keyword, r.context_weight, r.fusion)
         prepared = cache.get(fusion_key)
         if prepared is None:
-            fused = fuse(captured.keyword, captured.vector, mode=mode, weights=setting.weights)
+            fused = fuse(
+                captured.keyword,
+                captured.vector,
+                mode=mode,
+                weights=setting.weights,
+                fusion=r.fusion,
+                depth=captured.depth,
+            )
             hits = collapse(
                 fused,
                 captured.rows,

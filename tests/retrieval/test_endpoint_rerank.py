@@ -22,6 +22,7 @@ from cairn.openai_compat import MAX_ANSWER_BYTES
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.ranking import RankingConfig
 from cairn.retrieval.settings import RetrievalSettings
+from cairn.retrieval.weights import Fusion
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
 from tests.loopback import PROXY_VARIABLES, TRICKLE_SECONDS, trickling
@@ -165,6 +166,9 @@ def test_retrieval_settings_choose_the_ranking_and_check_the_reranker_address() 
     settings = Settings(retrieval={"time_weight": 0.5, "context_weight": 0.25})
     assert settings.retrieval.ranking() == RankingConfig(time_weight=0.5, context_weight=0.25)
     assert RetrievalSettings().ranking() == RankingConfig()  # the defaults are the kernel's
+    assert Settings(retrieval={"fusion": "rrf"}).retrieval.ranking() == RankingConfig(fusion="rrf")
+    with pytest.raises(ValidationError, match="similarity"):
+        RetrievalSettings(fusion="scores")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="openai:URL#model"):
         RetrievalSettings(reranker="http://reranker.test/v1")
     with pytest.raises(ValidationError, match="openai:URL#model"):
@@ -196,6 +200,23 @@ def test_a_memory_searches_with_its_configured_ranking(tmp_path: Path) -> None:
         found = memory.search("deploy runbook", principal=READER, mode="keyword")
         assert [h.title for h in found.hits] == ["Deploy runbook"]
         assert found.trace.reranker == "fallback: HTTPStatusError"
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize(("fusion", "top"), [("similarity", 0.4), ("rrf", 0.4 / 61)])
+def test_a_memory_fuses_as_configured(tmp_path: Path, fusion: Fusion, top: float) -> None:
+    memory = Memory(
+        SqliteStore(tmp_path / "cairn.db"), parse_policy(DEFAULT_POLICY_YAML), root=tmp_path,
+        embedder=None, retrieval=RetrievalSettings(fusion=fusion),
+    )  # fmt: skip
+    try:
+        memory.remember(
+            Content(kind="fact", scope="acme/ops", title="Deploy runbook", body="steps"),
+            principal=CURATOR,
+        )
+        (hit,) = memory.search("deploy runbook", principal=READER, mode="keyword").hits
+        assert hit.scores.fused == pytest.approx(top)  # first by keyword, weighing 0.4
     finally:
         memory.close()
 

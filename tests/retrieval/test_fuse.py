@@ -39,7 +39,7 @@ def _ranked(*chunks: tuple[str, str]) -> tuple[list[FusedHit], list[Hit]]:
     """(version, chunk_key) pairs as chunks 1, 2, ... ranked by keyword in that order:
     their fused list and the hits it collapses into."""
     rows = {i: _row(i, version, key) for i, (version, key) in enumerate(chunks, start=1)}
-    fused = fuse(_keyword_only(list(rows)), [], mode="keyword")
+    fused = fuse(_keyword_only(list(rows)), [], mode="keyword", depth=50)  # every match
     return fused, collapse(fused, rows, SCOPES, limit=10)
 
 
@@ -47,11 +47,63 @@ def test_weights_decide_which_signal_wins() -> None:
     keyword = [(1, 9.0), (2, 8.0)]
     vector = [(2, 0.9), (1, 0.8)]
     default = fuse(keyword, vector, mode="hybrid")
-    assert [h.key for h in default] == ["1", "2"]  # keyword weighs 0.7 by default
-    leaning = fuse(keyword, vector, mode="hybrid", weights={"keyword": 0.3, "vector": 0.7})
-    assert [h.key for h in leaning] == ["2", "1"]
-    assert default[0].score == pytest.approx(0.7 / (RRF_K + 1) + 0.3 / (RRF_K + 2))
-    assert max_fused_score(None, "hybrid") == pytest.approx(1.0 / (RRF_K + 1))
+    assert [h.key for h in default] == ["2", "1"]  # vector weighs 0.6 by default
+    leaning = fuse(keyword, vector, mode="hybrid", weights={"keyword": 1.0, "vector": 0.0})
+    assert [h.key for h in leaning] == ["1", "2"]
+    # by default keyword counts by rank (61 / (60 + rank): 1 at the top), vector by its
+    # similarity scaled from the last candidate (0) to the first (1)
+    assert default[0].score == pytest.approx(0.4 * 61 / 62 + 0.6 * 1.0)
+    assert default[1].score == pytest.approx(0.4 * 1.0 + 0.6 * 0.0)
+    assert default[0].raw_scores == {"keyword": 8.0, "vector": 0.9}
+    assert max_fused_score(None, "hybrid") == pytest.approx(1.0)
+    assert max_fused_score(None, "keyword") == pytest.approx(0.4)
+
+
+def test_reciprocal_rank_fusion_when_chosen() -> None:
+    keyword = [(1, 9.0), (2, 8.0)]
+    vector = [(2, 0.9), (1, 0.8)]
+    fused = fuse(keyword, vector, mode="hybrid", fusion="rrf")
+    assert [h.key for h in fused] == ["2", "1"]
+    assert fused[0].score == pytest.approx(0.6 / (RRF_K + 1) + 0.4 / (RRF_K + 2))
+    assert fused[0].raw_scores == {"keyword": 8.0, "vector": 0.9}
+    assert max_fused_score(None, "hybrid", "rrf") == pytest.approx(1.0 / (RRF_K + 1))
+
+
+def test_similarity_fusion_keeps_the_gap_the_vectors_see() -> None:
+    # vector finds chunk 1 far closer than the rest; keyword puts 2 and 3 ahead of 1. Ranks
+    # alone make 2 (first and second) beat 1 (third and first); the similarities keep
+    # the vectors' gap, so 1 comes first.
+    keyword = [(2, 9.0), (3, 8.0), (1, 7.0)]
+    vector = [(1, 0.90), (2, 0.31), (3, 0.30)]
+    assert [h.key for h in fuse(keyword, vector, mode="hybrid")] == ["1", "2", "3"]
+    assert fuse(keyword, vector, mode="hybrid", fusion="rrf")[0].key == "2"
+
+
+def test_keyword_scores_sizes_never_count() -> None:
+    # a keyword score's size weighs the query's words over the whole index, withheld
+    # records too: only its rank may reach the fused score
+    vector = [(1, 0.5), (2, 0.4), (3, 0.2)]
+    quiet = fuse([(1, 2.0), (2, 1.9), (3, 0.1)], vector, mode="hybrid")
+    loud = fuse([(1, 200.0), (2, 3.0), (3, 2.9)], vector, mode="hybrid")
+    assert [(h.key, h.score) for h in quiet] == [(h.key, h.score) for h in loud]
+
+
+def test_a_vector_list_holding_every_chunk_is_scaled_from_similar_to_nothing() -> None:
+    vector = [(1, 0.8), (2, 0.6), (3, 0.4)]
+    # recall asked for three and got three: more chunks exist, so the last counts as nothing
+    full = {h.key: h.score for h in fuse([], vector, mode="vector", depth=3)}
+    assert full == pytest.approx({"1": 0.6, "2": 0.3, "3": 0.0})
+    # asked for fifty and got three: every chunk there is, scaled from a similarity of 0
+    short = {h.key: h.score for h in fuse([], vector, mode="vector", depth=50)}
+    assert short == pytest.approx({"1": 0.6, "2": 0.6 * 6 / 8, "3": 0.6 * 4 / 8})
+
+
+def test_one_signal_keeps_its_own_order_under_either_fusion() -> None:
+    keyword = [(4, 7.5), (2, 7.5), (9, 3.0), (1, 0.5)]
+    for fusion in ("similarity", "rrf"):
+        fused = fuse(keyword, [(5, 0.9)], mode="keyword", fusion=fusion)  # type: ignore[arg-type]
+        assert [h.key for h in fused][2:] == ["9", "1"]
+        assert {h.key for h in fused[:2]} == {"4", "2"}
 
 
 def test_modes_use_only_their_signals() -> None:

@@ -270,6 +270,60 @@ def _validate_hides(world: World, reader: Principal, hidden: dict[str, tuple[str
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_readers_fused_scores_and_confidence_do_not_weigh_hidden_records(
+    backend: str, pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    """Fusion may not carry keyword scores' magnitudes to a reader who does not see
+    everything. The agent's note holding both query words ranks above its note holding one
+    whatever is hidden; but the share of the two notes' keyword scores moves as curator-only
+    records holding the first word are added (that word weighs less), so fused scores or
+    confidences made from keyword scores would move with it and count them."""
+    agent = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+    with _store(backend, tmp_path, pg_cluster) as store:
+        memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
+        try:
+            for title, body in (("First note", "zorbule and quaffle"),
+                                ("Second note", "quaffle alone here")):  # fmt: skip
+                note = Content(kind="fact", scope="acme/app", title=title, body=body)
+                memory.remember(note, principal=agent, draft=True)
+            memory.index_pending()
+            seen: list[object] = []
+            for hidden in range(3):
+                secret = Content(kind="fact", scope="acme/app", title=f"Secret {hidden}",
+                                 body=f"zorbule plan number {hidden}",
+                                 acl=Acl(roles=("curator",)))  # fmt: skip
+                memory.remember(secret, principal=CURATOR)
+                memory.index_pending()
+                reads = []
+                for mode in ("keyword", "hybrid"):
+                    hits = memory.search(
+                        "zorbule quaffle", principal=agent, mode=mode, include_drafts=True
+                    ).hits
+                    items = memory.retrieve(
+                        "zorbule quaffle", principal=agent, mode=mode, include_drafts=True
+                    ).items
+                    # (rounded: a vector similarity moves in its last float digits as
+                    # the index grows)
+                    reads.append(
+                        (
+                            [(h.title, h.scores.keyword_rank, round(h.scores.fused, 6))
+                             for h in hits],
+                            [(i.title, i.scores.confidence) for i in items],
+                        )
+                    )  # fmt: skip
+                seen.append(reads)
+                # the curator's own read does weigh the word less each time
+                everything = memory.search("zorbule quaffle", principal=CURATOR, mode="keyword")
+                assert everything.hits[0].scores.keyword is not None
+            assert [[title for title, _, _ in hits] for hits, _ in seen[0]] == [
+                ["First note", "Second note"]
+            ] * 2
+            assert seen == [seen[0]] * 3
+        finally:
+            memory.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_readers_own_keyword_score_does_not_count_hidden_records(
     backend: str, pg_cluster: PgCluster, tmp_path: Path
 ) -> None:

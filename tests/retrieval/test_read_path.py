@@ -147,6 +147,7 @@ def test_recall_hands_out_only_readable_chunks_and_ranks_to_search_exactly(
             k=recalled.k,
             weights=recalled.weights,
             window=recalled.window,
+            depth=recalled.depth,
         )
         searched = rmemory.search(
             query, principal=agent, mode=mode, k=k, candidates=candidates, weights=weights

@@ -1,4 +1,5 @@
-"""Stage 3, fuse: weighted reciprocal rank fusion over chunks, then one hit per version.
+"""Stage 3, fuse: the signals' candidate lists fused over chunks (keyword by rank and vector
+by similarity, or both by reciprocal rank), then one hit per version.
 
 A version's own chunks and its search-context chunks (``Content.context``, e.g. the turns
 around a conversation turn) compete in the same rankings. A version scores by its best own
@@ -16,8 +17,14 @@ from dataclasses import dataclass, field
 
 from cairn.retrieval.chunking import is_context_key
 from cairn.retrieval.types import Citation, Excerpt, Hit, Mode, Scores, Why
-from cairn.retrieval.weights import DEFAULT_CONTEXT_WEIGHT, SIGNALS, chosen_weights
-from cairn.search.fusion import FusedHit, rrf
+from cairn.retrieval.weights import (
+    DEFAULT_CONTEXT_WEIGHT,
+    DEFAULT_FUSION,
+    SIGNALS,
+    Fusion,
+    chosen_weights,
+)
+from cairn.search.fusion import FusedHit, rank_and_score_fusion, rrf
 from cairn.store.base import ChunkRow
 
 __all__ = [
@@ -38,23 +45,42 @@ def fuse(
     *,
     mode: Mode,
     weights: Mapping[str, float] | None = None,
+    fusion: Fusion = DEFAULT_FUSION,
+    depth: int | None = None,
 ) -> list[FusedHit]:
-    lists: dict[str, list[str]] = {}
-    raw: dict[str, dict[str, float]] = {}
+    """Recall's ``(chunk id, score)`` lists (higher scores better, best first) fused into one
+    ranking of chunks, by the signals ``mode`` uses, as ``fusion`` says (``weights.Fusion``).
+    ``depth`` is how many candidates each signal was asked for, if known."""
+    scored: dict[str, list[tuple[str, float]]] = {}
     if mode in ("hybrid", "keyword"):
-        lists["keyword"] = [str(i) for i, _ in keyword]
-        raw["keyword"] = {str(i): s for i, s in keyword}
+        scored["keyword"] = [(str(i), s) for i, s in keyword]
     if mode in ("hybrid", "vector"):
-        lists["vector"] = [str(i) for i, _ in vector]
-        raw["vector"] = {str(i): s for i, s in vector}
+        scored["vector"] = [(str(i), s) for i, s in vector]
     chosen = chosen_weights(weights)
-    return rrf(lists, {name: chosen.get(name, 0.0) for name in lists}, RRF_K, raw_scores=raw)
+    signal_weights = {name: chosen.get(name, 0.0) for name in scored}
+    if fusion == "similarity":
+        # Keyword by rank: a keyword score's size weighs the query's words over the whole
+        # index, withheld records included, so a fused score made from it would count them
+        # (pipeline._without_keyword_score). Vector by similarity, which depends on nothing
+        # but the query and the chunk, scaled over the reader's own candidates: from the
+        # last (0) to the first (1), or from "similar to nothing" (0) when the list is
+        # shorter than the depth asked for and so holds every chunk there is.
+        vector_side = {"vector": scored.pop("vector")} if "vector" in scored else {}
+        short = depth is not None and len(vector_side.get("vector", ())) < depth
+        floors = {"vector": 0.0} if short else None
+        return rank_and_score_fusion(scored, vector_side, signal_weights, RRF_K, floors=floors)
+    lists = {name: [key for key, _ in pairs] for name, pairs in scored.items()}
+    raw = {name: dict(pairs) for name, pairs in scored.items()}
+    return rrf(lists, signal_weights, RRF_K, raw_scores=raw)
 
 
-def max_fused_score(weights: Mapping[str, float] | None, mode: Mode) -> float:
+def max_fused_score(
+    weights: Mapping[str, float] | None, mode: Mode, fusion: Fusion = DEFAULT_FUSION
+) -> float:
     """The fused score of a chunk ranked first by every signal in play (for normalising)."""
     chosen = chosen_weights(weights)
-    return sum(chosen.get(n, 0.0) for n in SIGNALS[mode]) / (RRF_K + 1)
+    total = sum(chosen.get(n, 0.0) for n in SIGNALS[mode])
+    return total if fusion == "similarity" else total / (RRF_K + 1)
 
 
 @dataclass

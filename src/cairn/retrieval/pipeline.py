@@ -108,6 +108,11 @@ class Recalled:
     chosen: Preselection
 
 
+def recall_depth(plan: SearchPlan) -> int:
+    """How many candidates recall asks each signal for."""
+    return max(plan.candidates, plan.k)
+
+
 def run_recall(
     store: Store,
     indexer: Callable[[], Indexer] | None,
@@ -120,7 +125,7 @@ def run_recall(
         chosen = _preselect(store, principal, plan.request)
     keyword: list[tuple[int, float]] = []
     vector: list[tuple[int, float]] = []
-    depth = max(plan.candidates, plan.k)
+    depth = recall_depth(plan)
 
     def run_keyword() -> list[tuple[int, float]]:
         with _timed(trace, "recall.keyword"):
@@ -176,7 +181,7 @@ def _checked(store: Store, recalled: Recalled) -> tuple[Recalled, dict[int, Chun
 class Recall:
     """Recall's candidates for one query, exactly as ``search`` gathers them, before any
     ranking: ``cairn.retrieval.ranking.rank(keyword, vector, rows, scopes, query=query,
-    mode=mode, k=k, weights=weights, window=window)`` gives ``search``'s hits.
+    mode=mode, k=k, weights=weights, window=window, depth=depth)`` gives ``search``'s hits.
 
     Everything here is permission-trimmed: the lists hold only chunks the principal may
     read (preselection filters recall itself), ``rows`` only those chunks and ``scopes``
@@ -196,6 +201,8 @@ class Recall:
     scopes: Mapping[int, str]
     #: the time the query names, as ranking is given it (``SearchPlan.window``)
     window: TimeWindow | None
+    #: how many candidates each signal was asked for (a shorter list holds every match)
+    depth: int
 
 
 def run_candidates(
@@ -220,6 +227,7 @@ def run_candidates(
         rows=rows,
         scopes=scopes,
         window=plan.window,
+        depth=recall_depth(plan),
     )
 
 
@@ -252,6 +260,7 @@ def run_search(
             weights=plan.weights,
             config=plan.ranking,
             window=window,
+            depth=recall_depth(plan),
         )
     if plan.reranker is not None and hits:
         reranked = plan.reranker.rerank(plan.query, hits, plan.k)
@@ -275,7 +284,7 @@ def _without_keyword_score(hit: Hit) -> Hit:
     """``hit`` with its keyword rank but not its keyword score. A keyword score weighs the
     query's words by how many chunks of the whole index hold them, withheld ones included:
     read exactly, the score of a reader's own record would count the withheld records
-    holding a word of the reader's choosing. Fused scores come from ranks alone."""
+    holding a word of the reader's choosing. Fusion takes keyword results by rank alone."""
     if hit.scores.keyword is None:
         return hit
     return hit.model_copy(update={"scores": hit.scores.model_copy(update={"keyword": None})})
@@ -341,7 +350,7 @@ def run_retrieve(
             records=records,
             versions={k: v for k, v in versions.items() if v is not None},
             now=now,
-            best_possible=max_fused_score(plan.weights, mode),
+            best_possible=max_fused_score(plan.weights, mode, plan.ranking.fusion),
             vector_of=live.catalog.vector_of if live else (lambda _chunk: None),
         )
     trace.dropped_by_validation = checked.dropped

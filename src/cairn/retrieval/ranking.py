@@ -16,7 +16,7 @@ from cairn.retrieval.fuse import collapse, fuse
 from cairn.retrieval.rerank import query_entities, query_words, rerank_scores
 from cairn.retrieval.sessions import session_evidence, session_keys
 from cairn.retrieval.types import Hit, Mode
-from cairn.retrieval.weights import DEFAULT_CONTEXT_WEIGHT
+from cairn.retrieval.weights import DEFAULT_CONTEXT_WEIGHT, DEFAULT_FUSION, Fusion
 from cairn.retrieval.when import TimeWindow, closeness
 from cairn.store.base import ChunkRow
 
@@ -25,8 +25,11 @@ __all__ = ["DEFAULT_RANKING", "RankingConfig", "later_scores", "rank", "reorder"
 
 @dataclass(frozen=True, slots=True)
 class RankingConfig:
-    """What the stages after recall weigh. All boosts at 0 leave fusion's order as it is."""
+    """How fusion combines the signals and what the stages after it weigh. All boosts at 0
+    leave fusion's order as it is."""
 
+    #: how the keyword and vector lists are fused (``weights.Fusion``)
+    fusion: Fusion = DEFAULT_FUSION
     #: how much each matching context chunk (``Content.context``) adds to its version
     context_weight: float = DEFAULT_CONTEXT_WEIGHT
     #: session evidence (``sessions.py``): share of the session's other hits' scores added
@@ -136,11 +139,13 @@ def rank(
     weights: Mapping[str, float] | None = None,
     config: RankingConfig = DEFAULT_RANKING,
     window: TimeWindow | None = None,
+    depth: int | None = None,
 ) -> list[Hit]:
     """The best ``k`` hits for recall's ``keyword`` and ``vector`` lists of ``(chunk id,
     score)``; ``rows`` holds those chunks, ``scopes`` names scope ids; ``window`` is the
-    time the query names (``when.query_window``), if any."""
-    fused = fuse(keyword, vector, mode=mode, weights=weights)
+    time the query names (``when.query_window``), if any; ``depth`` how many candidates
+    recall asked each signal for."""
+    fused = fuse(keyword, vector, mode=mode, weights=weights, fusion=config.fusion, depth=depth)
     if not config.reorders_for(query, window):
         return collapse(fused, rows, scopes, k, context_weight=config.context_weight)
     hits = collapse(fused, rows, scopes, max(k, config.pool), context_weight=config.context_weight)

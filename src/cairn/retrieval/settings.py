@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from cairn.endpoint_settings import endpoint_key, endpoint_timeout
 from cairn.retrieval.endpoint_rerank import parse_reranker
 from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig
+from cairn.retrieval.weights import Fusion
 
 __all__ = ["RetrievalSettings"]
 
@@ -25,6 +26,11 @@ def _knob(default: float, description: str, *, most: float = 10) -> Any:
 class RetrievalSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    fusion: Fusion = Field(
+        default=DEFAULT_RANKING.fusion,
+        description="how keyword and vector results are combined: similarity (keywords by "
+        "rank, vectors by similarity) or rrf (both by rank: reciprocal rank fusion)",
+    )
     context_weight: float = _knob(
         DEFAULT_RANKING.context_weight, "what a matching context chunk (nearby turns) adds"
     )

@@ -51,7 +51,8 @@ class Citation(CairnModel):
 class Scores(CairnModel):
     """Why an item ranked where it did. ``keyword`` (the BM25 score) is shown only to a
     curator of every scope: its word weights count withheld records too. Every reader gets
-    the ranks, from which ``fused`` is computed."""
+    the ranks and the vector similarity, from which ``fused`` is computed (the keyword side
+    by rank alone)."""
 
     fused: float = 0.0
     keyword: float | None = None

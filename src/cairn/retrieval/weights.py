@@ -6,26 +6,34 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Literal
 
 from cairn.errors import InvalidInput
 from cairn.retrieval.types import Mode
 
 __all__ = [
     "DEFAULT_CONTEXT_WEIGHT",
+    "DEFAULT_FUSION",
     "DEFAULT_WEIGHTS",
     "SIGNALS",
+    "Fusion",
     "check_weights",
     "chosen_weights",
 ]
 
-# These defaults, and the ranking knobs' (retrieval/ranking.py), are what cross-validation
-# chose on two benchmarks at once (bench/defaults.py), with LongMemEval embedded by the
-# static embedder. Measured again with MiniLM on every question of both, the procedure
-# proposes keyword 0.5 but scores no better held out, so these stay (docs/retrieval.md,
-# docs/benchmarks.md).
-DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.3, "keyword": 0.7}
+# These defaults, the fusion and the ranking knobs' (retrieval/ranking.py) are what
+# cross-validation chose on two benchmarks at once (bench/defaults.py), both embedded with
+# MiniLM: keyword by rank and vector by similarity, keyword 0.4 / vector 0.6, context at
+# full weight, chosen in every held-out fold (docs/retrieval.md, docs/benchmarks.md).
+DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.6, "keyword": 0.4}
 #: How much a matching context chunk (the turns around a turn) adds to its record's score.
-DEFAULT_CONTEXT_WEIGHT = 0.5
+DEFAULT_CONTEXT_WEIGHT = 1.0
+#: How the signals' candidate lists are fused. ``similarity``: keyword by rank (weight x
+#: 61 / (60 + rank), 1 at the top) plus vector by similarity (weight x its cosine scaled to
+#: 0-1 over the candidates); ``rrf``: both by rank (weight / (60 + rank), reciprocal rank
+#: fusion). Keyword scores' sizes are never used: they count withheld records.
+Fusion = Literal["rrf", "similarity"]
+DEFAULT_FUSION: Fusion = "similarity"
 # The signals each mode ranks by.
 SIGNALS: dict[Mode, tuple[str, ...]] = {
     "hybrid": ("keyword", "vector"),

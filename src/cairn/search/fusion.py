@@ -4,6 +4,7 @@
 ``score(d) = sum_i weight_i / (k + rank_i(d))`` with 1-based ranks, summed over
 the signals that returned ``d``. :func:`weighted_score_fusion` is the
 alternative: a weighted average of min-max normalised raw scores.
+:func:`rank_and_score_fusion` takes some signals by rank and others by score.
 Both keep every signal's rank (and raw score when given) so an answer can show
 why each item ranked where it did.
 """
@@ -14,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["FusedHit", "rrf", "weighted_score_fusion"]
+__all__ = ["FusedHit", "rank_and_score_fusion", "rrf", "weighted_score_fusion"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,36 +107,69 @@ def weighted_score_fusion(
     Unlike RRF this keeps score gaps, but it is sensitive to outliers.
     """
     signals = sorted(scored_lists)
+    total_weight = math.fsum(_check_weights(signals, weights).values())
+    summed = rank_and_score_fusion({}, scored_lists, weights)
+    averaged = [
+        FusedHit(hit.key, hit.score / total_weight if total_weight > 0 else 0.0, hit.ranks,
+                 hit.raw_scores)
+        for hit in summed
+    ]  # fmt: skip
+    return _sorted_hits(averaged, limit)
+
+
+def rank_and_score_fusion(
+    by_rank: Mapping[str, Sequence[tuple[str, float]]],
+    by_score: Mapping[str, Sequence[tuple[str, float]]],
+    weights: Mapping[str, float] | None = None,
+    k: int = 60,
+    *,
+    floors: Mapping[str, float] | None = None,
+    limit: int | None = None,
+) -> list[FusedHit]:
+    """Signals fused by rank and signals fused by score, on one 0-1 scale.
+
+    Both map each signal to ``(key, score)`` pairs, best first, higher scores better. A
+    ``by_rank`` signal adds ``weight * (k + 1) / (k + rank)``: reciprocal rank fusion's
+    curve, 1 at the top; its scores are kept for display only. A ``by_score`` signal adds
+    ``weight * (score - low) / (high - low)`` over its own pairs (all-equal scores give 1),
+    where ``low`` is its lowest score, or ``floors[signal]`` if that is lower (the score of
+    "matched nothing", for a list that holds every match there is). A key a signal did not
+    return adds 0 there. So a key first in every list scores the sum of the weights.
+    """
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    overlap = set(by_rank) & set(by_score)
+    if overlap:
+        raise ValueError(f"signal(s) fused both by rank and by score: {', '.join(sorted(overlap))}")
+    lists = {**by_rank, **by_score}
+    signals = sorted(lists)
     weight = _check_weights(signals, weights)
-    total_weight = math.fsum(weight.values())
-    normalised: dict[str, dict[str, float]] = {}
+    ranks_by_signal = {name: _ranks([key for key, _ in lists[name]]) for name in signals}
     raw: dict[str, dict[str, float]] = {}
-    ranks_by_signal: dict[str, dict[str, int]] = {}
+    worth: dict[str, dict[str, float]] = {}
     for name in signals:
-        pairs = scored_lists[name]
-        ranks_by_signal[name] = _ranks([key for key, _ in pairs])
         best: dict[str, float] = {}
-        for key, value in pairs:
+        for key, value in lists[name]:
             if not math.isfinite(value):
                 raise ValueError(f"non-finite score for {key!r} in signal {name!r}")
             best.setdefault(key, float(value))
         raw[name] = best
-        if best:
-            low, high = min(best.values()), max(best.values())
+        if name in by_rank:
+            worth[name] = {key: (k + 1) / (k + rank) for key, rank in ranks_by_signal[name].items()}
+        elif best:
+            high = max(best.values())
+            low = min(min(best.values()), (floors or {}).get(name, math.inf))
             span = high - low
-            normalised[name] = {
-                key: (value - low) / span if span > 0 else 1.0 for key, value in best.items()
-            }
+            worth[name] = {key: (v - low) / span if span > 0 else 1.0 for key, v in best.items()}
         else:
-            normalised[name] = {}
+            worth[name] = {}
     keys = sorted({key for ranks in ranks_by_signal.values() for key in ranks})
     hits: list[FusedHit] = []
     for key in keys:
         ranks = {
             name: ranks_by_signal[name][key] for name in signals if key in ranks_by_signal[name]
         }
-        summed = math.fsum(weight[name] * normalised[name][key] for name in ranks)
-        score = summed / total_weight if total_weight > 0 else 0.0
+        score = math.fsum(weight[name] * worth[name][key] for name in ranks)
         hits.append(FusedHit(key, score, ranks, {name: raw[name][key] for name in ranks}))
     return _sorted_hits(hits, limit)
 
