@@ -65,7 +65,14 @@ class Question:
 def prepare(conversation: str, question: LocomoQuestion, captured: Captured) -> Question:
     """The question's ``POOL`` best hits as the kernel's default fusion ranks them."""
     setting = _cv.DEFAULT_SETTING
-    fused = fuse(captured.keyword, captured.vector, mode="hybrid", weights=setting.weights)
+    fused = fuse(
+        captured.keyword,
+        captured.vector,
+        mode="hybrid",
+        weights=setting.weights,
+        fusion=setting.ranking.fusion,
+        depth=captured.depth,
+    )
     hits = collapse(
         fused, captured.rows, captured.scopes, POOL,  # type: ignore[arg-type]
         context_weight=setting.ranking.context_weight,

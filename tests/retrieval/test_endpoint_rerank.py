@@ -217,6 +217,10 @@ def test_a_memory_fuses_as_configured(tmp_path: Path, fusion: Fusion, top: float
         )
         (hit,) = memory.search("deploy runbook", principal=READER, mode="keyword").hits
         assert hit.scores.fused == pytest.approx(top)  # first by keyword, weighing 0.4
+        # its confidence: its fused score against the best that fusion can give (1), less
+        # the 0.1 an "inferred" record loses
+        (item,) = memory.retrieve("deploy runbook", principal=READER, mode="keyword").items
+        assert item.scores.confidence == pytest.approx(0.9)
     finally:
         memory.close()
 

@@ -273,21 +273,30 @@ def _validate_hides(world: World, reader: Principal, hidden: dict[str, tuple[str
 def test_a_readers_fused_scores_and_confidence_do_not_weigh_hidden_records(
     backend: str, pg_cluster: PgCluster, tmp_path: Path
 ) -> None:
-    """Fusion may not carry keyword scores' magnitudes to a reader who does not see
-    everything. The agent's note holding both query words ranks above its note holding one
-    whatever is hidden; but the share of the two notes' keyword scores moves as curator-only
-    records holding the first word are added (that word weighs less), so fused scores or
-    confidences made from keyword scores would move with it and count them."""
+    """Fusion may not carry keyword scores' sizes to a reader who does not see everything.
+    The agent's three notes keep their keyword order whatever is hidden (both query words;
+    the second word twice; the second word once), but the sizes of their keyword scores
+    move against each other as curator-only records holding the first word are added (it
+    weighs less): fused scores or confidences made from those sizes would move with them,
+    and count the hidden records."""
     agent = Principal(id="bot", kind=PrincipalKind.AGENT, roles=("agent",), scopes=("acme/*",))
+    query = "zorbule quaffle"
     with _store(backend, tmp_path, pg_cluster) as store:
         memory = Memory(store, parse_policy(DEFAULT_POLICY_YAML), root=tmp_path)
         try:
-            for title, body in (("First note", "zorbule and quaffle"),
-                                ("Second note", "quaffle alone here")):  # fmt: skip
+            notes = (("First note", "zorbule and quaffle"),
+                     ("Second note", "quaffle again and quaffle twice"),
+                     ("Third note", "quaffle alone here"))  # fmt: skip
+            for title, body in notes:
                 note = Content(kind="fact", scope="acme/app", title=title, body=body)
                 memory.remember(note, principal=agent, draft=True)
+            for n in range(30):  # enough other records that the words' weights stay above 0
+                filler = Content(kind="fact", scope="acme/app", title=f"Filler {n}",
+                                 body=f"gardens and weather, entry {n}")  # fmt: skip
+                memory.remember(filler, principal=CURATOR)
             memory.index_pending()
-            seen: list[object] = []
+            seen: list[list[tuple[list[tuple[str, int | None]], list[float], list[Any]]]] = []
+            curator_scores: list[tuple[float | None, ...]] = []
             for hidden in range(3):
                 secret = Content(kind="fact", scope="acme/app", title=f"Secret {hidden}",
                                  body=f"zorbule plan number {hidden}",
@@ -296,29 +305,34 @@ def test_a_readers_fused_scores_and_confidence_do_not_weigh_hidden_records(
                 memory.index_pending()
                 reads = []
                 for mode in ("keyword", "hybrid"):
-                    hits = memory.search(
-                        "zorbule quaffle", principal=agent, mode=mode, include_drafts=True
-                    ).hits
-                    items = memory.retrieve(
-                        "zorbule quaffle", principal=agent, mode=mode, include_drafts=True
-                    ).items
-                    # (rounded: a vector similarity moves in its last float digits as
-                    # the index grows)
-                    reads.append(
-                        (
-                            [(h.title, h.scores.keyword_rank, round(h.scores.fused, 6))
-                             for h in hits],
-                            [(i.title, i.scores.confidence) for i in items],
-                        )
-                    )  # fmt: skip
+                    hits = memory.search(query, principal=agent, mode=mode, include_drafts=True)
+                    items = memory.retrieve(query, principal=agent, mode=mode, include_drafts=True)
+                    ours = [h for h in hits.hits if h.title.endswith("note")]
+                    reads.append((
+                        [(h.title, h.scores.keyword_rank) for h in ours],
+                        [h.scores.fused for h in ours],
+                        [(i.title, i.scores.confidence) for i in items.items
+                         if i.title.endswith("note")],
+                    ))  # fmt: skip
                 seen.append(reads)
-                # the curator's own read does weigh the word less each time
-                everything = memory.search("zorbule quaffle", principal=CURATOR, mode="keyword")
-                assert everything.hits[0].scores.keyword is not None
-            assert [[title for title, _, _ in hits] for hits, _ in seen[0]] == [
-                ["First note", "Second note"]
-            ] * 2
-            assert seen == [seen[0]] * 3
+                everything = memory.search(query, principal=CURATOR, mode="keyword",
+                                           include_drafts=True)  # fmt: skip
+                curator_scores.append(tuple(
+                    h.scores.keyword for h in everything.hits if h.title.endswith("note")
+                ))  # fmt: skip
+            # the premise: the notes' keyword scores do move against each other ...
+            ratios = [(s[1] or 0.0) / (s[0] or 1.0) for s in curator_scores]
+            assert len(set(curator_scores)) == 3 and ratios[0] != pytest.approx(ratios[-1])
+            # ... while their keyword order holds (and every read's order, below)
+            keyword_order = [title for title, _ in seen[0][0][0]]
+            assert keyword_order == ["First note", "Second note", "Third note"]
+            for reads in seen[1:]:
+                for (ranks, fused, confidence), (ranks0, fused0, confidence0) in zip(
+                    reads, seen[0], strict=True
+                ):
+                    assert ranks == ranks0 and confidence == confidence0
+                    # (a vector similarity moves in its last float digits as the index grows)
+                    assert fused == pytest.approx(fused0, abs=1e-6)
         finally:
             memory.close()
 

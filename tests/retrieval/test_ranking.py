@@ -12,9 +12,6 @@ from cairn.store.base import ChunkRow
 from tests.factories import T0, chunk_meta
 
 SCOPES = {1: "chat/alice"}
-# As search asks recall for 50 candidates a signal: the short lists here hold every match,
-# so score fusion scales them from "matched nothing", not from their last entry.
-DEPTH = 50
 
 
 def _turn(i: int, session_day: int, text: str) -> ChunkRow:
@@ -46,7 +43,6 @@ def test_an_entity_boost_moves_only_queries_that_name_an_entity() -> None:
         mode="keyword",
         k=2,
         config=config,
-        depth=DEPTH,
     )
     assert not config.reorders_for("which beach", None)
     assert [h.record_id for h in plain] == ["rec-1", "rec-2"]
@@ -59,7 +55,6 @@ def test_an_entity_boost_moves_only_queries_that_name_an_entity() -> None:
         mode="keyword",
         k=2,
         config=config,
-        depth=DEPTH,
     )
     assert [h.record_id for h in named] == ["rec-2", "rec-1"]
 
@@ -68,13 +63,12 @@ def test_session_evidence_lifts_the_turns_of_a_well_supported_session() -> None:
     # turn 1 is the single best match, alone on day 0; turns 2-4 share day 5
     rows = {1: _turn(1, 0, "a"), 2: _turn(2, 5, "b"), 3: _turn(3, 5, "c"), 4: _turn(4, 5, "d")}
     keyword = [(i, 10.0 - i) for i in (1, 2, 3, 4)]
-    plain = rank(keyword, [], rows, SCOPES, query="q", mode="keyword", k=2, depth=DEPTH)
+    plain = rank(keyword, [], rows, SCOPES, query="q", mode="keyword", k=2)
     assert [h.record_id for h in plain] == ["rec-1", "rec-2"]
     config = RankingConfig(session_weight=0.5, session_depth=2)
-    boosted = rank(
-        keyword, [], rows, SCOPES, query="q", mode="keyword", k=2, config=config, depth=DEPTH
-    )
+    boosted = rank(keyword, [], rows, SCOPES, query="q", mode="keyword", k=2, config=config)
     assert [h.record_id for h in boosted] == ["rec-2", "rec-3"]
+    assert boosted[0].scores.fused > plain[0].scores.fused
 
 
 def test_context_weight_zero_ranks_by_own_chunks_only() -> None:
@@ -92,7 +86,7 @@ def test_context_weight_zero_ranks_by_own_chunks_only() -> None:
     )
     rows = {1: own, 2: other, 3: context}
     keyword = [(1, 9.0), (2, 8.0), (3, 7.0)]
-    summed = rank(keyword, [], rows, SCOPES, query="q", mode="keyword", k=2, depth=DEPTH)
+    summed = rank(keyword, [], rows, SCOPES, query="q", mode="keyword", k=2)
     assert summed[0].record_id == "rec-2"  # its context adds to its own chunk
     alone = rank(
         keyword,
@@ -103,7 +97,6 @@ def test_context_weight_zero_ranks_by_own_chunks_only() -> None:
         mode="keyword",
         k=2,
         config=RankingConfig(context_weight=0.0),
-        depth=DEPTH,
     )
     assert alone[0].record_id == "rec-1"
 

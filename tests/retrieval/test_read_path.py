@@ -146,6 +146,7 @@ def test_recall_hands_out_only_readable_chunks_and_ranks_to_search_exactly(
             mode=recalled.mode,
             k=recalled.k,
             weights=recalled.weights,
+            config=recalled.ranking,
             window=recalled.window,
             depth=recalled.depth,
         )

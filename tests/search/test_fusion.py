@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.search.fusion import FusedHit, rrf, weighted_score_fusion
+from cairn.search.fusion import FusedHit, rank_and_score_fusion, rrf, weighted_score_fusion
 
 
 def test_rrf_formula_exact_values() -> None:
@@ -111,3 +111,43 @@ def test_weighted_score_fusion_equal_scores_normalise_to_one() -> None:
     assert hit.score == 1.0
     with pytest.raises(ValueError):
         weighted_score_fusion({"s": [("a", float("nan"))]})
+
+
+def test_rank_and_score_fusion_takes_ranks_from_one_and_sizes_from_the_other() -> None:
+    hits = rank_and_score_fusion(
+        {"keyword": [("a", 12.0), ("b", 3.0)]},
+        {"vector": [("b", 0.9), ("c", 0.7), ("a", 0.5)]},
+        {"keyword": 0.4, "vector": 0.6},
+        k=10,
+    )
+    scores = {hit.key: hit.score for hit in hits}
+    # keyword: 11 / (10 + rank), 1 at the top; vector: min-max over its own list
+    assert scores["a"] == pytest.approx(0.4 * 1.0 + 0.6 * 0.0)
+    assert scores["b"] == pytest.approx(0.4 * 11 / 12 + 0.6 * 1.0)
+    assert scores["c"] == pytest.approx(0.6 * 0.5)
+    assert [hit.key for hit in hits] == ["b", "a", "c"]
+    # the rank-fused signal's scores are kept for display, never weighed
+    assert hits[0].raw_scores == {"keyword": 3.0, "vector": 0.9}
+    assert hits[0].ranks == {"keyword": 2, "vector": 1}
+
+
+def test_rank_and_score_fusion_floors_scale_from_matching_nothing() -> None:
+    vector = [("a", 0.8), ("b", 0.4), ("c", -0.2)]
+    floored = rank_and_score_fusion({}, {"vector": vector}, floors={"vector": 0.0})
+    assert {h.key: h.score for h in floored} == pytest.approx({"a": 1.0, "b": 0.5, "c": 0.0})
+    # nothing above the floor: nothing is worth anything (not all 1, as equal scores are)
+    (alone,) = rank_and_score_fusion({}, {"vector": [("a", -0.3)]}, floors={"vector": 0.0})
+    assert alone.score == 0.0
+    (equal,) = rank_and_score_fusion({}, {"vector": [("a", 0.4)]})
+    assert equal.score == 1.0
+
+
+def test_rank_and_score_fusion_refuses_what_it_cannot_mean() -> None:
+    with pytest.raises(ValueError, match="both by rank and by score"):
+        rank_and_score_fusion({"s": [("a", 1.0)]}, {"s": [("a", 1.0)]})
+    with pytest.raises(ValueError, match="floors apply only"):
+        rank_and_score_fusion({"s": [("a", 1.0)]}, {}, floors={"s": 0.0})
+    with pytest.raises(ValueError, match="non-finite"):
+        rank_and_score_fusion({}, {"s": [("a", float("inf"))]})
+    with pytest.raises(ValueError, match="k must be"):
+        rank_and_score_fusion({"s": [("a", 1.0)]}, {}, k=-1)

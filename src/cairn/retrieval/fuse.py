@@ -67,7 +67,7 @@ def fuse(
         # shorter than the depth asked for and so holds every chunk there is.
         vector_side = {"vector": scored.pop("vector")} if "vector" in scored else {}
         short = depth is not None and len(vector_side.get("vector", ())) < depth
-        floors = {"vector": 0.0} if short else None
+        floors = {"vector": 0.0} if short and vector_side else None
         return rank_and_score_fusion(scored, vector_side, signal_weights, RRF_K, floors=floors)
     lists = {name: [key for key, _ in pairs] for name, pairs in scored.items()}
     raw = {name: dict(pairs) for name, pairs in scored.items()}

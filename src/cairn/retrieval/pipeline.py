@@ -181,7 +181,8 @@ def _checked(store: Store, recalled: Recalled) -> tuple[Recalled, dict[int, Chun
 class Recall:
     """Recall's candidates for one query, exactly as ``search`` gathers them, before any
     ranking: ``cairn.retrieval.ranking.rank(keyword, vector, rows, scopes, query=query,
-    mode=mode, k=k, weights=weights, window=window, depth=depth)`` gives ``search``'s hits.
+    mode=mode, k=k, weights=weights, config=ranking, window=window, depth=depth)`` gives
+    ``search``'s hits.
 
     Everything here is permission-trimmed: the lists hold only chunks the principal may
     read (preselection filters recall itself), ``rows`` only those chunks and ``scopes``
@@ -203,6 +204,8 @@ class Recall:
     window: TimeWindow | None
     #: how many candidates each signal was asked for (a shorter list holds every match)
     depth: int
+    #: the memory's ranking knobs (``[retrieval]``), as search ranks with them
+    ranking: RankingConfig
 
 
 def run_candidates(
@@ -228,6 +231,7 @@ def run_candidates(
         scopes=scopes,
         window=plan.window,
         depth=recall_depth(plan),
+        ranking=plan.ranking,
     )
 
 

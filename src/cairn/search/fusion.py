@@ -132,15 +132,20 @@ def rank_and_score_fusion(
     ``by_rank`` signal adds ``weight * (k + 1) / (k + rank)``: reciprocal rank fusion's
     curve, 1 at the top; its scores are kept for display only. A ``by_score`` signal adds
     ``weight * (score - low) / (high - low)`` over its own pairs (all-equal scores give 1),
-    where ``low`` is its lowest score, or ``floors[signal]`` if that is lower (the score of
-    "matched nothing", for a list that holds every match there is). A key a signal did not
-    return adds 0 there. So a key first in every list scores the sum of the weights.
+    where ``low`` is its lowest score; with ``floors[signal]`` (the score of "matched
+    nothing", for a list that holds every match there is) it adds ``weight * (score -
+    floor) / (high - floor)`` instead, a score at or below the floor adding 0. A key a
+    signal did not return adds 0 there. So a key first in every list scores the sum of the
+    weights.
     """
     if k < 0:
         raise ValueError("k must be >= 0")
     overlap = set(by_rank) & set(by_score)
     if overlap:
         raise ValueError(f"signal(s) fused both by rank and by score: {', '.join(sorted(overlap))}")
+    floored = floors or {}
+    if set(floored) - set(by_score):
+        raise ValueError("floors apply only to signals fused by score")
     lists = {**by_rank, **by_score}
     signals = sorted(lists)
     weight = _check_weights(signals, weights)
@@ -156,9 +161,14 @@ def rank_and_score_fusion(
         raw[name] = best
         if name in by_rank:
             worth[name] = {key: (k + 1) / (k + rank) for key, rank in ranks_by_signal[name].items()}
+        elif name in floored:
+            floor, high = floored[name], max(best.values(), default=0.0)
+            span = high - floor
+            worth[name] = {
+                key: max(v - floor, 0.0) / span if span > 0 else 0.0 for key, v in best.items()
+            }
         elif best:
-            high = max(best.values())
-            low = min(min(best.values()), (floors or {}).get(name, math.inf))
+            high, low = max(best.values()), min(best.values())
             span = high - low
             worth[name] = {key: (v - low) / span if span > 0 else 1.0 for key, v in best.items()}
         else:
