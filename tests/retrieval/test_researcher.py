@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from cairn.governance.policy import DEFAULT_POLICY_YAML, parse_policy
 from cairn.memory import Memory
 from cairn.model import Principal, utcnow
-from cairn.retrieval.researcher import plan
+from cairn.retrieval.researcher import Retrieve, plan, research
 from cairn.store.sqlite import SqliteStore
 from tests.conftest import content
 
@@ -100,3 +102,34 @@ def test_expired_beliefs_are_filtered_and_contradictions_flagged(
     assert expired is not None and expired.id not in found
     assert a.record and b.record and {a.record.id, b.record.id} <= found
     assert answer.contradictions and any("contradictions" in w for w in answer.warnings)
+
+
+def test_three_confident_results_are_enough_whatever_follows_them(
+    tmp_path: Path, curator: Principal
+) -> None:
+    memory = _memory(tmp_path)
+    memory.remember(
+        content("Use Alembic for migrations", kind="decision", body="Alembic it is."),
+        principal=curator,
+    )
+    memory.index_pending()
+    found = memory.retrieve("Alembic migrations", principal=curator)
+    item = found.items[0]
+
+    def answering(*confidences: float) -> Retrieve:
+        items = tuple(
+            item.model_copy(update={"scores": item.scores.model_copy(update={"confidence": c})})
+            for c in confidences
+        )
+        return lambda query, **_: found.model_copy(update={"items": items})
+
+    # three confident results, then a weak tail: the first attempt is enough
+    answer = research(
+        "migrations", answering(0.9, 0.85, 0.8, *[0.1] * 7), now=utcnow(), max_tokens=8000
+    )
+    assert len(answer.attempts) == 1 and not answer.partial
+    assert answer.attempts[0].mean_confidence == pytest.approx(0.85)
+    # two confident results and a weak third are not: three attempts, and a warning
+    answer = research("migrations", answering(0.9, 0.9, 0.2), now=utcnow(), max_tokens=8000)
+    assert len(answer.attempts) == 3 and answer.partial
+    memory.close()

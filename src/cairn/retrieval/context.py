@@ -92,6 +92,7 @@ class ResearchAttempt(CairnModel):
     kinds: tuple[str, ...]
     created_after: datetime | None
     found: int
+    #: the mean confidence of its best three results
     mean_confidence: float
 
 

@@ -73,9 +73,12 @@ def plan(question: str, *, now: datetime) -> ResearchPlan:
 
 
 def _mean_confidence(items: Sequence[Item]) -> float:
-    if not items:
-        return 0.0
-    return sum(i.scores.confidence or 0.0 for i in items) / len(items)
+    """The mean confidence of the best ``MIN_RESULTS`` items (items come best first): an
+    attempt is good enough when it found that many confident results. A mean over all of
+    them would make a longer list look worse for its tail, the more so as confidence grows
+    with the vector similarity, which spreads the tail out."""
+    best = sorted((i.scores.confidence or 0.0 for i in items), reverse=True)[:MIN_RESULTS]
+    return sum(best) / len(best) if best else 0.0
 
 
 def summarise(question: str, items: Sequence[Item], *, partial: bool) -> str:
