@@ -39,7 +39,7 @@ from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, source_times
 from cairn.retrieval.rerank import overlaps
 from cairn.retrieval.sessions import session_evidence, session_keys
 from cairn.retrieval.types import Hit
-from cairn.retrieval.weights import DEFAULT_WEIGHTS, Fusion
+from cairn.retrieval.weights import DEFAULT_WEIGHTS, Fusion, embedder_weights
 from cairn.retrieval.when import TimeWindow, closeness, query_window
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "captures_match",
     "cross_validate",
     "cross_validate_joint",
+    "default_setting",
     "evaluate",
     "hash_folds",
     "interleave",
@@ -77,10 +78,13 @@ def _default_first(default: T, values: Sequence[T]) -> tuple[T, ...]:
     return (default, *(v for v in values if v != default))
 
 
-#: The kernel's keyword share of the fusion weights (the vector signal has the rest).
-DEFAULT_KEYWORD = round(
-    DEFAULT_WEIGHTS["keyword"] / (DEFAULT_WEIGHTS["keyword"] + DEFAULT_WEIGHTS["vector"]), 6
-)
+def keyword_share(weights: Mapping[str, float]) -> float:
+    """The keyword share of fusion weights (the vector signal has the rest)."""
+    return round(weights["keyword"] / (weights["keyword"] + weights["vector"]), 6)
+
+
+#: The kernel's keyword share of the fusion weights, with the default embedder's vectors.
+DEFAULT_KEYWORD = keyword_share(DEFAULT_WEIGHTS)
 #: Today's fusion knobs (how the lists are fused; the keyword share of the weights; how
 #: much context chunks add),
 #: then the stages this work adds. Each list starts with the kernel's default value, so
@@ -143,15 +147,22 @@ class Setting:
 DEFAULT_SETTING = Setting(DEFAULT_KEYWORD)
 
 
-def make_grid(stages: Sequence[str] = STAGES) -> list[Setting]:
-    """Every combination of the knobs of ``stages`` (others at their default), default
-    first; the time boost is combined with the fusion knobs only (the other stages at their
-    defaults), which keeps the grid small."""
+def default_setting(embedder: object) -> Setting:
+    """The kernel's default ranking for a store whose vectors ``embedder`` makes (its
+    default weights depend on it: ``weights.embedder_weights``)."""
+    return Setting(keyword_share(embedder_weights(embedder)))
+
+
+def make_grid(stages: Sequence[str] = STAGES, embedder: object = None) -> list[Setting]:
+    """Every combination of the knobs of ``stages`` (others at their default), the kernel's
+    defaults for ``embedder`` first; the time boost is combined with the fusion knobs only
+    (the other stages at their defaults), which keeps the grid small."""
     sessions = SESSION if "sessions" in stages else SESSION[:1]
     reranks = RERANK if "rerank" in stages else RERANK[:1]
+    shares = _default_first(default_setting(embedder).keyword, KEYWORD_SHARES)
     out: list[Setting] = []
     for fusion, keyword, context, (sw, depth), (ew, tw) in itertools.product(
-        FUSIONS, KEYWORD_SHARES, CONTEXT_WEIGHTS, sessions, reranks
+        FUSIONS, shares, CONTEXT_WEIGHTS, sessions, reranks
     ):
         ranking = replace(
             DEFAULT_RANKING,
@@ -165,7 +176,7 @@ def make_grid(stages: Sequence[str] = STAGES) -> list[Setting]:
         out.append(Setting(keyword, ranking))
     if "time" in stages:
         for fusion, keyword, context, weight in itertools.product(
-            FUSIONS, KEYWORD_SHARES, CONTEXT_WEIGHTS, TIME_WEIGHTS[1:]
+            FUSIONS, shares, CONTEXT_WEIGHTS, TIME_WEIGHTS[1:]
         ):
             ranking = replace(
                 DEFAULT_RANKING, fusion=fusion, context_weight=context, time_weight=weight

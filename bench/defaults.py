@@ -73,6 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--lme-folds", type=int, default=3)
     parser.add_argument(
+        "--embedder",
+        default="minilm",
+        help="the embedder both captures were made with: the kernel's defaults for it are "
+        "today's (the static embedder's weights differ)",
+    )
+    parser.add_argument(
         "--stages",
         default="fusion",
         help="the knobs the choice may set: fusion, sessions, rerank (comma-separated)",
@@ -124,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
 
-    grid = _cv.make_grid(stages)
+    grid = _cv.make_grid(stages, args.embedder)
     candidates = list(range(len(grid)))
     locomo_values = locomo.replayed(console, conversations, locomo_captures, grid)
     lme_values = longmemeval.replayed(console, questions, lme_captures, grid)

@@ -303,7 +303,7 @@ def run_cv(
                 captures.append(kernel.capture(sample_id, q.question))
                 if n < 20:  # the replay must be the kernel: check its default ranking
                     live = kernel.search(sample_id, q.question, mode="hybrid", k=0)
-                    again = _cv.replay(captures[-1], [_cv.DEFAULT_SETTING])[0]
+                    again = _cv.replay(captures[-1], [_cv.default_setting(embedder)])[0]
                     if weights is None and (live.turns, live.sessions) != (
                         again.turns,
                         again.sessions,
@@ -319,7 +319,7 @@ def run_cv(
     if not _cv.captures_match(captures, [q.question for _, q in questions]):
         console.print("[red]the capture does not match these questions[/red]")
         return 2
-    grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES)
+    grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES, embedder)
     start = time.perf_counter()
     values = replayed(console, conversations, captures, grid)
     timings["replay_s"] = time.perf_counter() - start

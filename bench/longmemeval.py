@@ -362,7 +362,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
                 if n < 10 and weights is None:  # the replay must be the kernel
                     qid = question.question_id
                     live = kernel.search(qid, question.question, mode="hybrid", k=0)
-                    again = _cv.replay(captures[-1], [_cv.DEFAULT_SETTING])[0]
+                    again = _cv.replay(captures[-1], [_cv.default_setting(args.embedder)])[0]
                     if (live.turns, live.sessions) != (again.turns, again.sessions):
                         console.print(f"[red]replay differs on {question.question_id}[/red]")
                         return 1
@@ -375,7 +375,7 @@ def run_cv(args: argparse.Namespace, console: Console, questions: list[LmeQuesti
     if not _cv.captures_match(captures, [q.question for q in questions]):
         console.print("[red]the capture does not match these questions[/red]")
         return 2
-    grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES)
+    grid = _cv.make_grid(("fusion",) if args.quick else _cv.STAGES, args.embedder)
     start = time.perf_counter()
     values = replayed(console, questions, captures, grid)
     timings["replay_s"] = time.perf_counter() - start

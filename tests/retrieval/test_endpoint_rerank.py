@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from cairn.openai_compat import MAX_ANSWER_BYTES
 from cairn.retrieval.endpoint_rerank import EndpointReranker
 from cairn.retrieval.ranking import RankingConfig
 from cairn.retrieval.settings import RetrievalSettings
-from cairn.retrieval.weights import Fusion
+from cairn.retrieval.weights import DEFAULT_WEIGHTS, STATIC_EMBEDDER_WEIGHTS, Fusion
 from cairn.store.sqlite import SqliteStore
 from tests.factories import CURATOR
 from tests.loopback import PROXY_VARIABLES, TRICKLE_SECONDS, trickling
@@ -221,6 +221,33 @@ def test_a_memory_fuses_as_configured(tmp_path: Path, fusion: Fusion, top: float
         # the 0.1 an "inferred" record loses
         (item,) = memory.retrieve("deploy runbook", principal=READER, mode="keyword").items
         assert item.scores.confidence == pytest.approx(0.9)
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize(
+    ("embedder", "defaults"), [("static", STATIC_EMBEDDER_WEIGHTS), (None, DEFAULT_WEIGHTS)]
+)
+def test_the_default_weights_are_the_embedders(
+    tmp_path: Path, embedder: str | None, defaults: Mapping[str, float]
+) -> None:
+    """The static embedder's weaker vectors weigh less by default; a weight the caller names
+    replaces the default of that signal only."""
+    memory = Memory(
+        SqliteStore(tmp_path / "cairn.db"), parse_policy(DEFAULT_POLICY_YAML), root=tmp_path,
+        embedder=embedder,
+    )  # fmt: skip
+    try:
+        memory.remember(
+            Content(kind="fact", scope="acme/ops", title="Deploy runbook", body="steps"),
+            principal=CURATOR,
+        )
+        assert memory.recall("deploy", principal=READER, mode="keyword").weights == defaults
+        given = memory.recall("deploy", principal=READER, mode="keyword", weights={"vector": 1})
+        assert given.weights == {"keyword": defaults["keyword"], "vector": 1}
+        # and what fusion weighs: first by keyword alone, with that keyword weight
+        (hit,) = memory.search("deploy runbook", principal=READER, mode="keyword").hits
+        assert hit.scores.fused == pytest.approx(defaults["keyword"])
     finally:
         memory.close()
 

@@ -15,7 +15,7 @@ from cairn.retrieval.pipeline import Recall, SearchPlan, run_candidates, run_ret
 from cairn.retrieval.preselect import ReadRequest
 from cairn.retrieval.ranking import RankingConfig
 from cairn.retrieval.types import Mode, RetrievalResult, SearchResult
-from cairn.retrieval.weights import check_weights
+from cairn.retrieval.weights import check_weights, embedder_weights
 from cairn.retrieval.when import query_window
 
 if TYPE_CHECKING:
@@ -78,7 +78,9 @@ class SearchVerbs(IndexVerbs):
             mode=mode,
             k=k,
             candidates=candidates or max(50, 5 * k),
-            weights=weights,
+            # the defaults of this store's embedder, with the signals the caller names as it
+            # says (``weights.embedder_weights``)
+            weights={**embedder_weights(self._embedder_spec), **(weights or {})},
             request=request,
             ranking=self._ranking,
             # read only when ranking weighs it (``[retrieval] time_weight``)

@@ -16,9 +16,11 @@ __all__ = [
     "DEFAULT_FUSION",
     "DEFAULT_WEIGHTS",
     "SIGNALS",
+    "STATIC_EMBEDDER_WEIGHTS",
     "Fusion",
     "check_weights",
     "chosen_weights",
+    "embedder_weights",
 ]
 
 # These defaults, the fusion and the ranking knobs' (retrieval/ranking.py) are what
@@ -26,6 +28,10 @@ __all__ = [
 # MiniLM: keyword by rank and vector by similarity, keyword 0.4 / vector 0.6, context at
 # full weight, chosen in every held-out fold (docs/retrieval.md, docs/benchmarks.md).
 DEFAULT_WEIGHTS: Mapping[str, float] = {"vector": 0.6, "keyword": 0.4}
+#: The static embedder's vectors (the fast tier: a table distilled from MiniLM) are weaker:
+#: the same procedure, on captures of both benchmarks made with it, chose keyword 0.7 /
+#: vector 0.3 (similarity fusion, context 1) in seven held-out folds of eight.
+STATIC_EMBEDDER_WEIGHTS: Mapping[str, float] = {"vector": 0.3, "keyword": 0.7}
 #: How much a matching context chunk (the turns around a turn) adds to its record's score.
 DEFAULT_CONTEXT_WEIGHT = 1.0
 #: How the signals' candidate lists are fused. ``similarity``: keyword by rank (weight x
@@ -40,6 +46,14 @@ SIGNALS: dict[Mode, tuple[str, ...]] = {
     "keyword": ("keyword",),
     "vector": ("vector",),
 }
+
+
+def embedder_weights(embedder: object) -> Mapping[str, float]:
+    """The default fusion weights of a store whose vectors ``embedder`` makes (a spec such
+    as ``"static"`` or ``"minilm"``, or an embedder, by its name)."""
+    name = embedder if isinstance(embedder, str) else str(getattr(embedder, "name", ""))
+    static = name == "static" or name.startswith("static-")
+    return STATIC_EMBEDDER_WEIGHTS if static else DEFAULT_WEIGHTS
 
 
 def chosen_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
