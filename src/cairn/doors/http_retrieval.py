@@ -63,7 +63,8 @@ class _ReadBody(StrictBody):
     record_ids: Annotated[list[Id], Field(max_length=10_000)] | None = None
     weights: Weights | None = Field(
         default=None,
-        description="fusion weights, e.g. {'keyword': 0.4, 'vector': 0.6} (the defaults)",
+        description="fusion weights, e.g. {'keyword': 0.4, 'vector': 0.6} (the defaults; "
+        "{'keyword': 0.7, 'vector': 0.3} in a store embedded by the static embedder)",
     )
 
 
