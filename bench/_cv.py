@@ -143,14 +143,14 @@ class Setting:
         return frozenset(on)
 
 
-#: The kernel's default ranking, as a grid point.
-DEFAULT_SETTING = Setting(DEFAULT_KEYWORD)
-
-
 def default_setting(embedder: object) -> Setting:
     """The kernel's default ranking for a store whose vectors ``embedder`` makes (its
     default weights depend on it: ``weights.embedder_weights``)."""
     return Setting(keyword_share(embedder_weights(embedder)))
+
+
+#: The kernel's default ranking with the default embedder's vectors, as a grid point.
+DEFAULT_SETTING = default_setting(None)
 
 
 def make_grid(stages: Sequence[str] = STAGES, embedder: object = None) -> list[Setting]:

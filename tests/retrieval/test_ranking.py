@@ -34,27 +34,11 @@ def test_an_entity_boost_moves_only_queries_that_name_an_entity() -> None:
     rows = {1: _turn(1, 0, "we went to the beach"), 2: _turn(2, 1, "the beach in Tampa")}
     keyword = [(1, 9.0), (2, 8.0)]
     config = RankingConfig(entity_weight=0.5)
-    plain = rank(
-        keyword,
-        [],
-        rows,
-        SCOPES,
-        query="which beach",
-        mode="keyword",
-        k=2,
-        config=config,
-    )
+    plain = rank(keyword, [], rows, SCOPES, query="which beach", mode="keyword", k=2, config=config)
     assert not config.reorders_for("which beach", None)
     assert [h.record_id for h in plain] == ["rec-1", "rec-2"]
     named = rank(
-        keyword,
-        [],
-        rows,
-        SCOPES,
-        query="Which beach in Tampa?",
-        mode="keyword",
-        k=2,
-        config=config,
+        keyword, [], rows, SCOPES, query="Which beach in Tampa?", mode="keyword", k=2, config=config
     )
     assert [h.record_id for h in named] == ["rec-2", "rec-1"]
 

@@ -77,7 +77,7 @@ def _mean_confidence(items: Sequence[Item]) -> float:
     attempt is good enough when it found that many confident results. A mean over all of
     them would make a longer list look worse for its tail, the more so as confidence grows
     with the vector similarity, which spreads the tail out."""
-    best = sorted((i.scores.confidence or 0.0 for i in items), reverse=True)[:MIN_RESULTS]
+    best = [i.scores.confidence or 0.0 for i in items[:MIN_RESULTS]]
     return sum(best) / len(best) if best else 0.0
 
 

@@ -537,30 +537,14 @@ class VectorCatalog:
             self._scales = scales
 
     def _set_columns(self, row: int, meta: ChunkMeta) -> None:
-        """A held row's columns set to its chunk's new state (new rows: ``_set_new_columns``)."""
-        self._memberships.clear()  # a filter column changes
+        """A held row's columns set to its chunk's new state."""
         self._bounded -= int(self._valid_from[row] > -math.inf or self._valid_to[row] < math.inf)
-        self._acl[row] = meta.acl_id
-        self._scope[row] = meta.scope_id
-        self._acl_upper = max(self._acl_upper, meta.acl_id + 1)
-        self._scope_upper = max(self._scope_upper, meta.scope_id + 1)
-        self._status[row] = _STATUS_CODES[meta.status]
-        self._head[row] = meta.is_head
-        self._superseded[row] = meta.superseded
-        self._kind[row] = self._kinds.code(meta.kind)
-        self._version[row] = _id_hash(meta.version_id)
-        self._record[row] = _id_hash(meta.record_id)
-        self._valid_from[row] = _epoch(meta.valid_from, -math.inf)
-        self._valid_to[row] = _epoch(meta.valid_to, math.inf)
-        self._bounded += int(meta.valid_from is not None or meta.valid_to is not None)
-        self._created[row] = _epoch(meta.created_at, 0.0)
-        # a chunk with no source time is in no time range (NaN compares false), as in SQL
-        self._source_time[row] = _epoch(meta.source_time, math.nan)
-        self._source_kind[row] = self._source_kinds.code(meta.source_kind)
+        self._write_columns(row, [meta])
 
-    def _set_new_columns(self, start: int, metas: Sequence[ChunkMeta]) -> None:
-        """The columns of new rows ``start, start + 1, ...`` (``_set_columns``' for a held
-        row), a column at a time."""
+    def _write_columns(self, start: int, metas: Sequence[ChunkMeta]) -> None:
+        """Rows ``start, start + 1, ...`` set to ``metas``' states, a column at a time (a new
+        row's columns, or a held row's once ``_set_columns`` has taken its old validity out
+        of the count of bounded rows)."""
         self._memberships.clear()  # a filter column changes
         count = len(metas)
         rows = slice(start, start + count)
@@ -715,7 +699,7 @@ class VectorCatalog:
                 grown[: len(self._tail)] = self._tail
                 self._tail = grown
             self._tail[start - self._indexed : tail] = vectors
-        self._set_new_columns(start, metas)
+        self._write_columns(start, metas)
         top = int(ids.max())
         if top >= len(self._row_of):
             rows = np.full(max(top + 1, 2 * len(self._row_of)), -1, dtype=np.int32)

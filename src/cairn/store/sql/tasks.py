@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import Unpack
+from typing import Any, Unpack
 
 from cairn.options import check_names, keys_of
 from cairn.store.base import StoredTask, TaskPage
@@ -24,14 +24,16 @@ class SqlTasks(SqlPart):
         # The first owner stays: a task is never handed to another principal by a save. A
         # finished task stays as it finished: two servers working on one task at once (one
         # cancelling it as the other completes it) cannot save it back into another state.
-        finished, states = self.dialect.in_list("agent_tasks.state", sorted(final_states))
+        kept, states = "", list[Any]()
+        if final_states:
+            finished, states = self.dialect.in_list("agent_tasks.state", sorted(final_states))
+            kept = f" AND (agent_tasks.state = excluded.state OR NOT {finished})"
         self._write_one(
             "INSERT INTO agent_tasks (id, context_id, owner, state, updated_at, body) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
             "context_id = excluded.context_id, state = excluded.state, "
             "updated_at = excluded.updated_at, body = excluded.body "
-            "WHERE agent_tasks.owner = excluded.owner "
-            f"AND (agent_tasks.state = excluded.state OR NOT {finished})",
+            "WHERE agent_tasks.owner = excluded.owner" + kept,
             (
                 task.id, task.context_id, task.owner, task.state,
                 self.dialect.time(datetime.now(UTC)), task.body, *states,
