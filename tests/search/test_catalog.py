@@ -515,6 +515,94 @@ def test_rows_joining_the_graph_in_the_background_are_searchable_throughout(
         assert catalog.search(vectors[row], _where(), 1)[0][0] == 1000 + row
 
 
+class _HalfInserts:
+    """An hnswlib index whose next insert puts in half of its rows, then fails."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    def add_items(self, rows: Any, labels: Any, **kwargs: Any) -> None:
+        half = len(labels) // 2
+        self.graph.add_items(rows[:half], labels[:half], **kwargs)
+        raise MemoryError("insert failed halfway")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.graph, name)
+
+
+@pytest.mark.parametrize("filtered", [False, True], ids=["every-row", "under-a-filter"])
+def test_rows_of_a_graph_insert_that_failed_halfway_are_answered_once(
+    monkeypatch: pytest.MonkeyPatch, filtered: bool
+) -> None:
+    # The rows that got into the graph before the failure are also still in the tail (the
+    # next flush puts them in again): a search must not answer one of them twice, nor meet a
+    # graph label beyond the rows its filter knows.
+    n = 1200
+    catalog, vectors = _graph_with_rows_waiting(monkeypatch, n, seed=14)
+    catalog.exact_rows, catalog.exact_fraction = 0, 0.0  # searched through the graph
+    if filtered:  # one chunk in three unreadable: the graph is searched through its filter
+        catalog.apply([_meta(i, acl_id=7, seq=n + i) for i in range(0, n, 3)], {})
+    real = catalog._hnsw
+    catalog._hnsw = _HalfInserts(real)
+    catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(1001, 1100)})  # a flush
+    assert catalog.graph_settles_within(60)
+    catalog._hnsw = real
+    assert catalog._indexed == 1001  # the failed rows wait in the tail
+    for row in (1010, 1040, 1090):
+        hits = catalog.search(vectors[row], _where(), 10)
+        ids = [chunk for chunk, _ in hits]
+        assert len(ids) == len(set(ids)) == 10
+        assert ids[0] == 1000 + row
+    with pytest.raises(MemoryError, match="halfway"):  # the next flush says so
+        catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(1100, 1150)})
+    catalog.add_vectors({f"hash-{i}": vectors[i] for i in range(1150, n)})  # tried again
+    catalog.join_graph()
+    assert catalog._indexed == n
+    hits = catalog.search(vectors[1040], _where(), 10)
+    assert hits[0][0] == 2040 and len({chunk for chunk, _ in hits}) == 10
+
+
+def test_a_graph_build_that_fails_leaves_the_catalog_exact_and_builds_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The build adds the rows that calibrated its breadth last; if that fails, the graph
+    # lacks them and must not be searched as if it held every row.
+    real_index = catalog_module.hnswlib.Index
+    graphs: list[Any] = []
+
+    def failing_last_insert(*args: Any, **kwargs: Any) -> Any:
+        graph = _HalfInserts(real_index(*args, **kwargs))
+        real_add = graph.graph.add_items
+        calls = [0]
+
+        def add_items(rows: Any, labels: Any, **options: Any) -> None:
+            calls[0] += 1
+            if calls[0] == 1:  # the build's rows
+                real_add(rows, labels, **options)
+            else:  # the held rows: half in, then the failure
+                _HalfInserts.add_items(graph, rows, labels, **options)
+
+        graph.add_items = add_items  # type: ignore[method-assign]
+        graphs.append(graph)
+        return graph
+
+    monkeypatch.setattr(catalog_module.hnswlib, "Index", failing_last_insert)
+    n = 1100
+    vectors = _clustered(n, DIM, 15)
+    metas = [_meta(i) for i in range(n)]
+    catalog = VectorCatalog(DIM, ann_threshold=1000, exact_rows=0, exact_fraction=0.0)
+    with pytest.raises(MemoryError, match="halfway"):
+        catalog.apply(metas, {m.text_hash: vectors[i] for i, m in enumerate(metas)})
+    assert not catalog.uses_ann
+    for row in (5, 700, n - 1):  # the newest rows were the held ones
+        hits = catalog.search(vectors[row], _where(), 10)
+        assert hits[0][0] == 1000 + row and len({chunk for chunk, _ in hits}) == 10
+    monkeypatch.setattr(catalog_module.hnswlib, "Index", real_index)
+    catalog.apply([_meta(n, seq=n + 1)], {"hash-1100": vectors[0]})  # the next change builds
+    assert catalog.uses_ann and len(graphs) == 1
+    assert catalog.search(vectors[n - 1], _where(), 1)[0][0] == 1000 + n - 1
+
+
 def test_a_graph_insert_whose_thread_cannot_start_leaves_the_catalog_usable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -752,12 +752,20 @@ class VectorCatalog:
             if self.projection_recall >= _PROJECTION_RECALL:
                 self._projection = projection
         self._hnsw = self._graph_of(built)
-        if held:
-            if self._calibrate_ef:
-                self._calibrate(queries, truth, matrix.__getitem__)
-            self._hnsw.add_items(
-                self._graph_rows(queries), np.arange(built, self._n), num_threads=self._ann_threads
-            )
+        try:
+            if held:
+                if self._calibrate_ef:
+                    self._calibrate(queries, truth, matrix.__getitem__)
+                self._hnsw.add_items(
+                    self._graph_rows(queries),
+                    np.arange(built, self._n),
+                    num_threads=self._ann_threads,
+                )
+        except BaseException:
+            # A graph short of the held rows must not be searched as if it held them all:
+            # the catalog stays exact (the matrix still has every row) and builds again.
+            self._hnsw = self._projection = None
+            raise
         # hnswlib (or the store, through vectors_of) now holds the float32 vectors; the
         # catalog's own float32 copy goes, at once for vector_of (which reads outside the
         # indexer's lock and takes the matrix while it is there).
@@ -878,14 +886,28 @@ class VectorCatalog:
         graph lock keeps ``vector_of``'s reads of the graph out meanwhile; searches and
         every other use of the graph wait for the insert first (``join_graph``)."""
         started = time.perf_counter()
+        labels = np.arange(insert.start, insert.stop)
         try:
             with self._graph_lock:
-                self._hnsw.add_items(
-                    rows, np.arange(insert.start, insert.stop), num_threads=self._ann_threads
-                )
+                try:
+                    self._hnsw.add_items(rows, labels, num_threads=self._ann_threads)
+                except BaseException:
+                    self._drop_from_graph(labels)
+                    raise
         except BaseException as exc:  # handed to the caller's thread by join_graph
             insert.error = exc
         insert.seconds = time.perf_counter() - started
+
+    def _drop_from_graph(self, labels: npt.NDArray[np.int64]) -> None:
+        """Take out of the graph whichever of ``labels`` a failed insert had put in: those
+        rows stay in the tail until a later flush, and a row both in the graph and in the
+        tail would be answered twice (or, under a filter, be asked about beyond its mask).
+        hnswlib adds a deleted label back when it is inserted again."""
+        for label in labels.tolist():
+            try:
+                self._hnsw.mark_deleted(label)
+            except RuntimeError:  # never got in
+                continue
 
     def graph_settles_within(self, seconds: float) -> bool:
         """Whether the rows being added to the graph (if any) are in it within ``seconds``
