@@ -122,6 +122,17 @@ class Captured:
     #: how many candidates each list was asked for (captures made before it was kept
     #: were all made with the bench's 100)
     depth: int = 100
+    #: whether the kernel found the vector list complete (fewer candidates than asked
+    #: for, before its re-check); None in captures made before it was kept
+    complete: bool | None = None
+
+    @property
+    def vector_complete(self) -> bool:
+        """What ``rank`` and ``fuse`` are given: as the kernel decided, or (older
+        captures) from the list's length, which only a re-check can have shortened."""
+        if self.complete is not None:
+            return self.complete
+        return len(self.vector) < self.depth
 
 
 class Retriever(Protocol):
@@ -473,7 +484,7 @@ class KernelRetriever:
             dict(recalled.rows),
             dict(recalled.scopes),
             refs,
-            recalled.depth,
+            complete=recalled.vector_complete,
         )
 
 

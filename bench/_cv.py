@@ -236,7 +236,7 @@ def replay(
                 mode=mode,
                 weights=setting.weights,
                 fusion=r.fusion,
-                depth=captured.depth,
+                vector_complete=captured.vector_complete,
             )
             hits = collapse(
                 fused,

@@ -71,7 +71,7 @@ def prepare(conversation: str, question: LocomoQuestion, captured: Captured) -> 
         mode="hybrid",
         weights=setting.weights,
         fusion=setting.ranking.fusion,
-        depth=captured.depth,
+        vector_complete=captured.vector_complete,
     )
     hits = collapse(
         fused, captured.rows, captured.scopes, POOL,  # type: ignore[arg-type]

@@ -104,7 +104,7 @@ def test_the_time_boost_replays_as_the_kernel_ranks() -> None:
     kernel = rank(
         keyword, [], rows, {1: "chat/a"}, query=query, mode="keyword", k=4,
         weights={"keyword": 1.0, "vector": 0.0}, config=RankingConfig(time_weight=1.0),
-        window=query_window(query, now=asked), depth=captured.depth,
+        window=query_window(query, now=asked), vector_complete=captured.vector_complete,
     )  # fmt: skip
     assert [f"D1:{h.record_id.removeprefix('rec-')}" for h in kernel] == boosted.turns
     # asked at no known moment, the boost does nothing

@@ -39,7 +39,7 @@ def _ranked(*chunks: tuple[str, str]) -> tuple[list[FusedHit], list[Hit]]:
     """(version, chunk_key) pairs as chunks 1, 2, ... ranked by keyword in that order:
     their fused list and the hits it collapses into."""
     rows = {i: _row(i, version, key) for i, (version, key) in enumerate(chunks, start=1)}
-    fused = fuse(_keyword_only(list(rows)), [], mode="keyword", depth=50)  # every match
+    fused = fuse(_keyword_only(list(rows)), [], mode="keyword", vector_complete=True)
     return fused, collapse(fused, rows, SCOPES, limit=10)
 
 
@@ -91,10 +91,10 @@ def test_keyword_scores_sizes_never_count() -> None:
 def test_a_vector_list_holding_every_chunk_is_scaled_from_similar_to_nothing() -> None:
     vector = [(1, 0.8), (2, 0.6), (3, 0.4)]
     # recall asked for three and got three: more chunks exist, so the last counts as nothing
-    full = {h.key: h.score for h in fuse([], vector, mode="vector", depth=3)}
+    full = {h.key: h.score for h in fuse([], vector, mode="vector")}
     assert full == pytest.approx({"1": 0.6, "2": 0.3, "3": 0.0})
     # asked for fifty and got three: every chunk there is, scaled from a similarity of 0
-    short = {h.key: h.score for h in fuse([], vector, mode="vector", depth=50)}
+    short = {h.key: h.score for h in fuse([], vector, mode="vector", vector_complete=True)}
     assert short == pytest.approx({"1": 0.6, "2": 0.6 * 6 / 8, "3": 0.6 * 4 / 8})
 
 

@@ -148,7 +148,7 @@ def test_recall_hands_out_only_readable_chunks_and_ranks_to_search_exactly(
             weights=recalled.weights,
             config=recalled.ranking,
             window=recalled.window,
-            depth=recalled.depth,
+            vector_complete=recalled.vector_complete,
         )
         searched = rmemory.search(
             query, principal=agent, mode=mode, k=k, candidates=candidates, weights=weights
@@ -382,3 +382,42 @@ def test_context_finds_a_record_but_is_never_shown(rmemory: Memory, curator: Pri
         (record.id, record.current_version_id, None)
     ]
     assert "beagle" not in json.dumps(result.model_dump(mode="json")).replace("beagle shelter", "")
+
+
+def test_a_candidate_the_recheck_drops_does_not_change_how_the_rest_are_scaled(
+    rmemory: Memory, curator: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The vector index may answer from a moment before a change the store already holds:
+    # the store's rows are checked once more, and a candidate archived meanwhile leaves.
+    # Recall's list was full (more chunks exist than it asked for), so what is left is
+    # still scaled from its own last candidate (0), not read as "every chunk there is",
+    # which would scale it from a similarity of 0 and lift every score.
+    from cairn.retrieval.indexer import Indexer
+
+    ids = [
+        _add(rmemory, curator, f"Deploy note {n}", f"Deploys go out on day {n} of the train.")
+        for n in range(8)
+    ]
+    rmemory.index_pending()
+    query = "when do deploys go out"
+    before = rmemory.search(query, principal=curator, mode="vector", k=4, candidates=4)
+    assert len(before.hits) == 4 and min(h.scores.fused for h in before.hits) == 0.0
+    real_read = Indexer.read
+    stale = {}
+
+    def read_then_freeze(self: Indexer, text: str, where: object, k: int) -> object:
+        if "answer" not in stale:
+            stale["answer"] = real_read(self, text, where, k)  # type: ignore[arg-type]
+        return stale["answer"]
+
+    monkeypatch.setattr(Indexer, "read", read_then_freeze)
+    rmemory.search(query, principal=curator, mode="vector", k=4, candidates=4)
+    second = before.hits[1].record_id
+    assert second in ids
+    rmemory.archive(second, principal=curator)
+    after = rmemory.search(query, principal=curator, mode="vector", k=4, candidates=4)
+    assert [h.record_id for h in after.hits] == [
+        h.record_id for h in before.hits if h.record_id != second
+    ]
+    assert min(h.scores.fused for h in after.hits) == 0.0
+    assert after.hits[0].scores.fused == before.hits[0].scores.fused

@@ -46,11 +46,12 @@ def fuse(
     mode: Mode,
     weights: Mapping[str, float] | None = None,
     fusion: Fusion = DEFAULT_FUSION,
-    depth: int | None = None,
+    vector_complete: bool = False,
 ) -> list[FusedHit]:
     """Recall's ``(chunk id, score)`` lists (higher scores better, best first) fused into one
     ranking of chunks, by the signals ``mode`` uses, as ``fusion`` says (``weights.Fusion``).
-    ``depth`` is how many candidates each signal was asked for, if known."""
+    ``vector_complete``: recall found fewer vector candidates than it asked for, so the
+    list holds every chunk the reader may see."""
     scored: dict[str, list[tuple[str, float]]] = {}
     if mode in ("hybrid", "keyword"):
         scored["keyword"] = [(str(i), s) for i, s in keyword]
@@ -63,11 +64,10 @@ def fuse(
         # index, withheld records included, so a fused score made from it would count them
         # (pipeline._without_keyword_score). Vector by similarity, which depends on nothing
         # but the query and the chunk, scaled over the reader's own candidates: from the
-        # last (0) to the first (1), or from "similar to nothing" (0) when the list is
-        # shorter than the depth asked for and so holds every chunk there is.
+        # last (0) to the first (1), or from "similar to nothing" (0) when the list
+        # holds every chunk there is.
         vector_side = {"vector": scored.pop("vector")} if "vector" in scored else {}
-        short = depth is not None and len(vector_side.get("vector", ())) < depth
-        floors = {"vector": 0.0} if short and vector_side else None
+        floors = {"vector": 0.0} if vector_complete and vector_side else None
         return rank_and_score_fusion(scored, vector_side, signal_weights, RRF_K, floors=floors)
     lists = {name: [key for key, _ in pairs] for name, pairs in scored.items()}
     raw = {name: dict(pairs) for name, pairs in scored.items()}

@@ -6,6 +6,7 @@ Stages are pure functions in their own modules; this runner only feeds them and 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -106,6 +107,9 @@ class Recalled:
     keyword: list[tuple[int, float]]
     vector: list[tuple[int, float]]
     chosen: Preselection
+    #: the vector list, as recalled, was shorter than asked for: it held every chunk the
+    #: reader may see (decided before the re-check, whose drops must not change it)
+    vector_complete: bool = False
 
 
 def recall_depth(plan: SearchPlan) -> int:
@@ -158,7 +162,7 @@ def run_recall(
         elif live is not None:
             vector = run_vector(live)
     trace.candidates = {"keyword": len(keyword), "vector": len(vector)}
-    return Recalled(keyword, vector, chosen)
+    return Recalled(keyword, vector, chosen, vector_complete=len(vector) < depth)
 
 
 def _checked(store: Store, recalled: Recalled) -> tuple[Recalled, dict[int, ChunkRow]]:
@@ -169,10 +173,10 @@ def _checked(store: Store, recalled: Recalled) -> tuple[Recalled, dict[int, Chun
     rows = store.chunk_rows(sorted(ids))
     metas = {i: row.meta for i, row in rows.items()}
     kept = admitted(recalled.chosen.where, metas, store.heads_readable)
-    checked = Recalled(
+    checked = dataclasses.replace(
+        recalled,
         keyword=[hit for hit in recalled.keyword if hit[0] in kept],
         vector=[hit for hit in recalled.vector if hit[0] in kept],
-        chosen=recalled.chosen,
     )
     return checked, {i: row for i, row in rows.items() if i in kept}
 
@@ -181,7 +185,8 @@ def _checked(store: Store, recalled: Recalled) -> tuple[Recalled, dict[int, Chun
 class Recall:
     """Recall's candidates for one query, exactly as ``search`` gathers them, before any
     ranking: ``cairn.retrieval.ranking.rank(keyword, vector, rows, scopes, query=query,
-    mode=mode, k=k, weights=weights, config=ranking, window=window, depth=depth)`` gives
+    mode=mode, k=k, weights=weights, config=ranking, window=window,
+    vector_complete=vector_complete)`` gives
     ``search``'s hits.
 
     Everything here is permission-trimmed: the lists hold only chunks the principal may
@@ -202,8 +207,9 @@ class Recall:
     scopes: Mapping[int, str]
     #: the time the query names, as ranking is given it (``SearchPlan.window``)
     window: TimeWindow | None
-    #: how many candidates each signal was asked for (a shorter list holds every match)
-    depth: int
+    #: recall found fewer vector candidates than it asked for: the list held every chunk
+    #: the reader may see (``fuse``)
+    vector_complete: bool
     #: the memory's ranking knobs (``[retrieval]``), as search ranks with them
     ranking: RankingConfig
 
@@ -230,7 +236,7 @@ def run_candidates(
         rows=rows,
         scopes=scopes,
         window=plan.window,
-        depth=recall_depth(plan),
+        vector_complete=recalled.vector_complete,
         ranking=plan.ranking,
     )
 
@@ -264,7 +270,7 @@ def run_search(
             weights=plan.weights,
             config=plan.ranking,
             window=window,
-            depth=recall_depth(plan),
+            vector_complete=recalled.vector_complete,
         )
     if plan.reranker is not None and hits:
         reranked = plan.reranker.rerank(plan.query, hits, plan.k)

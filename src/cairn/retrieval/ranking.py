@@ -139,13 +139,16 @@ def rank(
     weights: Mapping[str, float] | None = None,
     config: RankingConfig = DEFAULT_RANKING,
     window: TimeWindow | None = None,
-    depth: int | None = None,
+    vector_complete: bool = False,
 ) -> list[Hit]:
     """The best ``k`` hits for recall's ``keyword`` and ``vector`` lists of ``(chunk id,
     score)``; ``rows`` holds those chunks, ``scopes`` names scope ids; ``window`` is the
-    time the query names (``when.query_window``), if any; ``depth`` how many candidates
-    recall asked each signal for."""
-    fused = fuse(keyword, vector, mode=mode, weights=weights, fusion=config.fusion, depth=depth)
+    time the query names (``when.query_window``), if any; ``vector_complete`` whether recall
+    found fewer vector candidates than it asked for (``fuse``)."""
+    fused = fuse(
+        keyword, vector, mode=mode, weights=weights, fusion=config.fusion,
+        vector_complete=vector_complete,
+    )  # fmt: skip
     if not config.reorders_for(query, window):
         return collapse(fused, rows, scopes, k, context_weight=config.context_weight)
     hits = collapse(fused, rows, scopes, max(k, config.pool), context_weight=config.context_weight)
