@@ -168,19 +168,31 @@ class _Proxy(BaseHTTPRequestHandler):
 
 
 def test_a_proxy_named_in_the_environment_is_still_used(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The transport that keeps the deadline has no proxy support: with a proxy in the
-    environment, httpx's own transport (which goes through it) is kept."""
-    _Proxy.asked.clear()
-    with serving(_Proxy) as proxy:
-        for name in PROXY_VARIABLES:
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("HTTP_PROXY", proxy)
-        monkeypatch.setenv("NO_PROXY", "")
-        client = endpoint_client("http://reranker.test/v1", api_key=None, timeout=5)
-        answer = post_bounded(client, "/rerank", {"query": "q"})
-        client.close()
-    assert answer.json() == {"results": []}
-    assert _Proxy.asked == ["http://reranker.test/v1/rerank"]
+    """With a proxy in the environment the endpoint is asked through it (the whole URL, as
+    a proxy is asked), also when the variable names it without a scheme."""
+    for spelled in ("with-scheme", "host-and-port"):
+        _Proxy.asked.clear()
+        with serving(_Proxy) as proxy:
+            for name in PROXY_VARIABLES:
+                monkeypatch.delenv(name, raising=False)
+            named = proxy if spelled == "with-scheme" else proxy.removeprefix("http://")
+            monkeypatch.setenv("HTTP_PROXY", named)
+            monkeypatch.setenv("NO_PROXY", "")
+            client = endpoint_client("http://reranker.test/v1", api_key=None, timeout=5)
+            answer = post_bounded(client, "/rerank", {"query": "q"})
+            client.close()
+        assert answer.json() == {"results": []}, spelled
+        assert _Proxy.asked == ["http://reranker.test/v1/rerank"], spelled
+
+
+def test_an_answer_that_trickles_in_through_a_proxy_ends_at_the_timeout(
+    trickler: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy that passes the answer on a little at a time (or is itself that slow): the
+    exchange through it keeps the call's deadline, as a direct one does."""
+    monkeypatch.setenv("HTTP_PROXY", trickler)
+    monkeypatch.setenv("NO_PROXY", "")
+    _ends_at_the_timeout("http://reranker.test/v1")
 
 
 def test_an_endpoint_the_proxy_settings_exempt_keeps_the_deadline(

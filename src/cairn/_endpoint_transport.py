@@ -92,18 +92,38 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
 class DeadlineTransport(httpx.HTTPTransport):
     """``httpx.HTTPTransport`` (its request and answer handling, its errors) over a pool
-    whose sockets keep the deadline of ``deadline()``."""
+    whose sockets keep the deadline of ``deadline()``; through ``proxy`` (an ``http://`` or
+    ``https://`` proxy URL, credentials in it sent as httpx sends them) when one is given,
+    whose sockets keep it too."""
 
-    def __init__(self) -> None:
+    def __init__(self, proxy: str | None = None) -> None:
         # httpx takes no network backend for its pool, so the pool is made here as httpx
-        # makes it by default, with the backend that keeps the deadline. (httpx's own
-        # __init__ is not called: it would build a pool and an SSL context to be dropped,
-        # about 17 ms a client; the pool is all the rest of the class uses.)
+        # makes it, with the backend that keeps the deadline. (httpx's own __init__ is not
+        # called: it would build a pool and an SSL context to be dropped, about 17 ms a
+        # client; the pool is all the rest of the class uses.)
         limits = httpx.Limits()
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_DeadlineBackend(),
+        shared: dict[str, Any] = {
+            "ssl_context": httpx.create_ssl_context(),
+            "max_connections": limits.max_connections,
+            "max_keepalive_connections": limits.max_keepalive_connections,
+            "keepalive_expiry": limits.keepalive_expiry,
+            "network_backend": _DeadlineBackend(),
+        }
+        if proxy is None:
+            self._pool = httpcore.ConnectionPool(**shared)
+            return
+        via = httpx.Proxy(proxy)
+        if via.url.scheme not in ("http", "https"):
+            raise ValueError(f"only http and https proxies keep the deadline, not {via.url}")
+        self._pool = httpcore.HTTPProxy(
+            proxy_url=httpcore.URL(
+                scheme=via.url.raw_scheme,
+                host=via.url.raw_host,
+                port=via.url.port,
+                target=via.url.raw_path,
+            ),
+            proxy_auth=via.raw_auth,
+            proxy_headers=via.headers.raw,
+            proxy_ssl_context=via.ssl_context,
+            **shared,
         )
