@@ -185,6 +185,41 @@ def test_a_proxy_named_in_the_environment_is_still_used(monkeypatch: pytest.Monk
         assert _Proxy.asked == ["http://reranker.test/v1/rerank"], spelled
 
 
+def _recording(asked: list[tuple[str, str]]) -> type[BaseHTTPRequestHandler]:
+    """A server (a proxy, or the endpoint itself) that answers every request, noting the
+    path it was asked for and the key that came with it."""
+
+    class Recording(_Proxy):
+        def do_POST(self) -> None:
+            asked.append((self.path, self.headers.get("Authorization", "")))
+            super().do_POST()
+
+    return Recording
+
+
+@pytest.mark.parametrize(
+    "exempt", ["{host}:{port}", "http://{host}:{port}", "{host}", "localhost,{host}"]
+)
+def test_an_endpoint_no_proxy_exempts_is_asked_directly_and_its_key_never_reaches_the_proxy(
+    monkeypatch: pytest.MonkeyPatch, exempt: str
+) -> None:
+    """``NO_PROXY`` is read as httpx reads it (by host, host and port, scheme, address):
+    an exempted endpoint is asked directly, with its key, and the proxy hears nothing."""
+    at_proxy: list[tuple[str, str]] = []
+    at_endpoint: list[tuple[str, str]] = []
+    with serving(_recording(at_proxy)) as proxy, serving(_recording(at_endpoint)) as endpoint:
+        for name in PROXY_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        host, port = endpoint.removeprefix("http://").split(":")
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.setenv("NO_PROXY", exempt.format(host=host, port=port))
+        client = endpoint_client(f"{endpoint}/v1", api_key="sk-secret", timeout=5)
+        post_bounded(client, "/rerank", {"query": "q"})
+        client.close()
+    assert at_endpoint == [("/v1/rerank", "Bearer sk-secret")]
+    assert at_proxy == []
+
+
 def test_an_answer_that_trickles_in_through_a_proxy_ends_at_the_timeout(
     trickler: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

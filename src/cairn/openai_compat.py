@@ -45,32 +45,18 @@ def endpoint_client(
     headers = {"Accept-Encoding": "identity"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    mounts = None
     if transport is None:
-        proxy = _proxy_for(base_url)
-        if proxy is None or proxy.lower().startswith(("http://", "https://")):
-            from cairn._endpoint_transport import DeadlineTransport
+        from cairn._endpoint_transport import DeadlineTransport, environment_mounts
 
-            transport = DeadlineTransport(proxy)
+        transport, mounts = DeadlineTransport(), environment_mounts()
     return httpx.Client(
-        base_url=base_url.rstrip("/"), headers=headers, timeout=timeout, transport=transport
+        base_url=base_url.rstrip("/"),
+        headers=headers,
+        timeout=timeout,
+        transport=transport,
+        mounts=mounts,
     )
-
-
-def _proxy_for(base_url: str) -> str | None:
-    """The proxy the environment sends ``base_url`` through (``HTTPS_PROXY``, ``ALL_PROXY``
-    and the like, unless ``NO_PROXY`` names its host), or None. An http or https proxy is
-    gone through by the transport that keeps the deadline; any other (SOCKS) by httpx's own
-    transport, which keeps each wait's timeout but not a deadline for the whole answer
-    (that is still checked between the pieces of the answer)."""
-    import urllib.parse
-    import urllib.request
-
-    parts = urllib.parse.urlsplit(base_url)
-    proxies = urllib.request.getproxies()
-    proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"  # "host:port", as httpx reads it
 
 
 #: The most an endpoint's answer may hold once decoded: far more than any embeddings batch,
