@@ -597,9 +597,23 @@ def test_a_graph_build_that_fails_leaves_the_catalog_exact_and_builds_again(
     for row in (5, 700, n - 1):  # the newest rows were the held ones
         hits = catalog.search(vectors[row], _where(), 10)
         assert hits[0][0] == 1000 + row and len({chunk for chunk, _ in hits}) == 10
-    monkeypatch.setattr(catalog_module.hnswlib, "Index", real_index)
-    catalog.apply([_meta(n, seq=n + 1)], {"hash-1100": vectors[0]})  # the next change builds
-    assert catalog.uses_ann and len(graphs) == 1
+    built: list[Any] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append(real_index(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(catalog_module.hnswlib, "Index", counted)
+    # Not tried again at every change (reads mirror changes too): after a tail's worth more.
+    monkeypatch.setattr(catalog_module, "_TAIL_FLUSH", 64)
+    more = _clustered(64, DIM, 16)
+    catalog.apply([_meta(n, seq=n + 1)], {"hash-1100": more[0]})
+    assert not catalog.uses_ann and not built
+    catalog.apply(
+        [_meta(i, seq=i + 1) for i in range(n + 1, n + 64)],
+        {f"hash-{i}": more[i - n] for i in range(n + 1, n + 64)},
+    )
+    assert catalog.uses_ann and len(graphs) == 1 and len(built) == 1
     assert catalog.search(vectors[n - 1], _where(), 1)[0][0] == 1000 + n - 1
 
 

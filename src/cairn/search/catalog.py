@@ -392,6 +392,10 @@ class VectorCatalog:
         # Tail rows being added to the graph in the background (see _flush_tail), if any
         self._insert: _Insert | None = None
         self._insert_error: BaseException | None = None  # of a failed one, not yet raised
+        # Rows held when a graph build last failed: the next try waits for a tail's worth
+        # more, so that a failure that persists (memory) is not an O(n) build every change
+        # (reads mirror the store's changes too).
+        self._build_failed_at: int | None = None
         # The indexer serialises searches and writes, but the pipeline's validation calls
         # vector_of outside that lock; hnswlib's get_items must not race resize_index, and
         # the tail must not be swapped mid-read.
@@ -711,8 +715,17 @@ class VectorCatalog:
     def _maintain_ann(self) -> None:
         """Build the graph when the catalog passes the threshold; move a full tail into it."""
         if self._hnsw is None:
-            if self.ann_threshold is not None and self._n > self.ann_threshold:
+            if self.ann_threshold is None or self._n <= self.ann_threshold:
+                return
+            failed_at = self._build_failed_at
+            if failed_at is not None and self._n - failed_at < _TAIL_FLUSH:
+                return
+            try:
                 self._build_ann()
+            except BaseException:
+                self._build_failed_at = self._n
+                raise
+            self._build_failed_at = None
             return
         if self._n - self._indexed >= _TAIL_FLUSH:
             self._flush_tail()
@@ -902,7 +915,9 @@ class VectorCatalog:
         """Take out of the graph whichever of ``labels`` a failed insert had put in: those
         rows stay in the tail until a later flush, and a row both in the graph and in the
         tail would be answered twice (or, under a filter, be asked about beyond its mask).
-        hnswlib adds a deleted label back when it is inserted again."""
+        hnswlib adds a deleted label back when it is inserted again (one whose own insert
+        was complete: a label left half-linked by an allocation failing inside hnswlib is
+        beyond repair here, as it was before)."""
         for label in labels.tolist():
             try:
                 self._hnsw.mark_deleted(label)
