@@ -53,6 +53,13 @@ Variants:
   memory-mapped base (outside "index MB", as for faiss's rescore: the graph no longer holds
   them, so the catalog would read them from the store or a file). int8 per-row codes alone
   cap recall@10 at ~0.86 on the static embedder's rows (their scores crowd within ~0.01).
+* ``ivf<lists> int8 + f32 rescore``: no graph, an inverted file: spherical k-means centres
+  fitted on the first ``--pca-sample`` rows, every row filed under its nearest centre; a
+  search scans the int8 codes of the rows of the best ``ef`` lists (``--ef`` is the number
+  of lists probed; filtered: ``ef / fraction`` lists, refused rows dropped), then re-scores
+  the best ``2k + 48`` in float32 as above. The k-means fit counts as build time.
+
+``--m`` and ``--ef-construction`` set every graph's links a node and build breadth.
 
 usearch's Python binding has no filter callback (the C/C++ API does), so its filtered rows
 over-fetch: ask for ``2k / fraction`` hits at ``ef / fraction`` breadth, keep the allowed ones,
@@ -107,8 +114,10 @@ from bench._report import report
 FloatArray = npt.NDArray[np.float32]
 DEFAULT_DIM = 384
 K = 10
-M = 32
-EF_CONSTRUCTION = 100
+DEFAULT_M = 32
+DEFAULT_EF_CONSTRUCTION = 100
+M = DEFAULT_M  # as --m and --ef-construction say (main)
+EF_CONSTRUCTION = DEFAULT_EF_CONSTRUCTION
 SLICE = 65_536
 VARIANTS = (
     "hnswlib f32",
@@ -123,6 +132,7 @@ VARIANTS = (
     "faiss hnsw sq8 + rescore",
     *(f"hnswlib pca{d} + int8 rescore {c}k" for d in (64, 96, 128) for c in (4, 8)),
     *(f"hnswlib pca{d} + int8 + f32 rescore {c}k" for d in (64, 96, 128) for c in (4, 8)),
+    *(f"ivf{lists} int8 + f32 rescore" for lists in (256, 1024, 4096)),
 )
 RESCORE_FACTOR = 4  # the rescoring variant takes this many times k candidates
 PCA_SAMPLE = 50_000  # rows the PCA is fitted on (the first ones), unless --pca-sample
@@ -153,9 +163,11 @@ def _row_scaled(rows: FloatArray) -> npt.NDArray[np.int8]:
 # ---- data and ground truth (parent) ------------------------------------------------------
 
 
-def _topics(vectors: FloatArray, count: int, seed: int, rounds: int = 8) -> npt.NDArray[np.int64]:
-    """Spherical k-means labels (``count`` centres, a few rounds, scored in slices): topics
-    for vectors that come without any, so a "topics" filter excludes whole regions."""
+def _spherical_kmeans(
+    vectors: FloatArray, count: int, seed: int, rounds: int = 8
+) -> tuple[FloatArray, npt.NDArray[np.int64]]:
+    """``count`` unit centres of ``vectors`` (rows of unit length) and each row's label: a few
+    rounds of spherical k-means scored in slices; a centre left empty keeps its place."""
     rng = np.random.default_rng(seed)
     centres = vectors[rng.choice(len(vectors), count, replace=False)].copy()
     label = np.zeros(len(vectors), dtype=np.int64)
@@ -166,7 +178,13 @@ def _topics(vectors: FloatArray, count: int, seed: int, rounds: int = 8) -> npt.
         np.add.at(sums, label, vectors)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         centres = np.where(norms > 0, sums / np.maximum(norms, 1e-12), centres)
-    return label
+    return np.ascontiguousarray(centres, dtype=np.float32), label
+
+
+def _topics(vectors: FloatArray, count: int, seed: int) -> npt.NDArray[np.int64]:
+    """Spherical k-means labels: topics for vectors that come without any, so a "topics"
+    filter excludes whole regions."""
+    return _spherical_kmeans(vectors, count, seed)[1]
 
 
 def _prepare(
@@ -334,6 +352,69 @@ class _PcaHnswlib:
         return self._rescored(labels[0], q)
 
 
+class _Ivf:
+    """An inverted file over the catalog's int8 copy: spherical k-means centres fitted on
+    the first ``sample`` rows, every row filed under its nearest centre, rows of a list kept
+    together. A search scores the centres, scans the rows of the best ``probes`` lists from
+    the int8 codes (``codes @ q * scale``), then re-scores the best ``2k + 48`` in float32
+    from the rows (here the memory-mapped base, as the catalog would read them from the
+    store). Filtered searches drop the rows the mask refuses and scan ``probes / fraction``
+    lists. The ``--ef`` values are the probes. Build = the k-means fit, the assignment of
+    every row, and the sort into lists: no graph."""
+
+    def __init__(self, n: int, dim: int, lists: int, sample: FloatArray, rows: FloatArray) -> None:
+        self.centres = _spherical_kmeans(sample, lists, seed=100)[0]
+        self.codes = np.empty((n, dim), dtype=np.int8)
+        self.scales = np.empty(n, dtype=np.float32)
+        self.filed = np.empty(n, dtype=np.int32)
+        self.rows = rows
+        self.order = np.zeros(0, dtype=np.int64)
+        self.starts = np.zeros(lists + 1, dtype=np.int64)
+
+    def add(self, start: int, rows: FloatArray) -> None:
+        peak = np.abs(rows).max(axis=1)
+        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+        self.codes[start : start + len(rows)] = np.rint(rows / scale[:, None])
+        self.scales[start : start + len(rows)] = scale
+        self.filed[start : start + len(rows)] = np.argmax(rows @ self.centres.T, axis=1)
+
+    def finish(self) -> None:
+        """Rows of a list side by side (codes and scales in list order)."""
+        self.order = np.argsort(self.filed, kind="stable")
+        self.codes = self.codes[self.order]
+        self.scales = self.scales[self.order]
+        counts = np.bincount(self.filed, minlength=len(self.centres))
+        self.starts = np.concatenate([[0], np.cumsum(counts)])
+        del self.filed
+
+    def size_mb(self) -> float:
+        extra = self.order.nbytes + self.starts.nbytes + self.centres.nbytes
+        return float(self.codes.nbytes + self.scales.nbytes + extra) / 2**20
+
+    def _positions(self, q: FloatArray, probes: int) -> npt.NDArray[np.int64]:
+        probes = min(probes, len(self.centres))
+        best = np.argpartition(-(self.centres @ q), probes - 1)[:probes]
+        return np.concatenate([np.arange(self.starts[b], self.starts[b + 1]) for b in best])
+
+    def _ranked(self, q: FloatArray, positions: npt.NDArray[np.int64]) -> list[int]:
+        if positions.size == 0:
+            return []
+        approx = (self.codes[positions].astype(np.float32) @ q) * self.scales[positions]
+        take = min(2 * K + RESCORE_MARGIN, positions.size)
+        top = positions[np.argpartition(-approx, take - 1)[:take]]
+        finalists = np.sort(self.order[top])
+        exact = np.asarray(self.rows[finalists], dtype=np.float32) @ q
+        return [int(row) for row in finalists[np.argsort(-exact, kind="stable")[:K]]]
+
+    def search(self, q: FloatArray, ef: int) -> list[int]:
+        return self._ranked(q, self._positions(q, ef))
+
+    def filtered(self, q: FloatArray, ef: int, mask: npt.NDArray[np.bool_], fraction: float
+                 ) -> list[int]:  # fmt: skip
+        positions = self._positions(q, math.ceil(ef / fraction))
+        return self._ranked(q, positions[mask[self.order[positions]]])
+
+
 class _Usearch:
     def __init__(self, dim: int, dtype: str, row_scaled: bool) -> None:
         from usearch.index import Index
@@ -446,7 +527,7 @@ def measure(folder: Path, variant: str, efs: list[int], pca_sample: int) -> dict
     base = np.load(folder / "base.npy", mmap_mode="r")
     queries = np.load(folder / "queries.npy")
     n, dim = base.shape
-    index: _Hnswlib | _PcaHnswlib | _Usearch | _Faiss
+    index: _Hnswlib | _PcaHnswlib | _Usearch | _Faiss | _Ivf
     before = status_mb("RssAnon")
     started = time.perf_counter()
     cpu = _cpu_seconds()
@@ -460,6 +541,11 @@ def measure(folder: Path, variant: str, efs: list[int], pca_sample: int) -> dict
             np.asarray(base[:pca_sample], dtype=np.float32),
             rows=base if "f32 rescore" in variant else None,
         )  # fmt: skip
+    elif variant.startswith("ivf"):
+        # "ivf<lists> int8 + f32 rescore"; the k-means fit counts as build time.
+        sample = np.asarray(base[:pca_sample], dtype=np.float32)
+        index = _Ivf(n, dim, int(variant.split()[0].removeprefix("ivf")), sample, rows=base)
+        del sample
     elif variant.startswith("faiss"):
         codes = variant.removeprefix("faiss hnsw ").removesuffix(" + rescore")
         index = _Faiss(dim, codes, rows=base if variant.endswith("rescore") else None)
@@ -470,6 +556,8 @@ def measure(folder: Path, variant: str, efs: list[int], pca_sample: int) -> dict
         rows = np.ascontiguousarray(base[start : start + SLICE], dtype=np.float32)
         index.add(start, rows)
         del rows
+    if isinstance(index, _Ivf):
+        index.finish()
     build = time.perf_counter() - started
     build_cpu = _cpu_seconds() - cpu
     gc.collect()
@@ -543,8 +631,8 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
             "queries": args.queries,
             "k": K,
             "seed": args.seed,
-            "m": M,
-            "ef_construction": EF_CONSTRUCTION,
+            "m": args.m,
+            "ef_construction": args.ef_construction,
             "efs": args.ef,
             "cores": os.cpu_count(),
             "machine": platform.processor() or platform.machine(),
@@ -554,13 +642,16 @@ def run(args: argparse.Namespace, console: Console) -> dict[str, Any]:
         }
         for variant in args.variants:
             library = variant.split()[0]
-            if library != "hnswlib" and importlib.util.find_spec(library) is None:
+            if library not in ("hnswlib", "ivf256", "ivf1024", "ivf4096") and (
+                importlib.util.find_spec(library) is None
+            ):
                 console.print(f"[yellow]{variant}: {library} is not installed, skipped[/yellow]")
                 continue
             with console.status(f"{variant}: build and query (own process)"):
                 child = subprocess.run(
                     [sys.executable, __file__, "--child", str(folder), variant,
-                     "--ef", *map(str, args.ef), "--pca-sample", str(args.pca_sample)],
+                     "--ef", *map(str, args.ef), "--pca-sample", str(args.pca_sample),
+                     "--m", str(args.m), "--ef-construction", str(args.ef_construction)],
                     capture_output=True, text=True, check=False,
                 )  # fmt: skip
             if child.returncode != 0:
@@ -615,10 +706,16 @@ def main(argv: list[str] | None = None) -> int:
         "is ignored), topics from k-means",
     )  # fmt: skip
     parser.add_argument("--pca-sample", type=int, default=PCA_SAMPLE, help="rows the PCA fits")
+    parser.add_argument("--m", type=int, default=DEFAULT_M, help="links a graph node keeps")
+    parser.add_argument(
+        "--ef-construction", type=int, default=DEFAULT_EF_CONSTRUCTION, help="graph build breadth"
+    )
     parser.add_argument("--quick", action="store_true", help="a few seconds: smoke test")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     parser.add_argument("--child", nargs=2, metavar=("FOLDER", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    global M, EF_CONSTRUCTION  # the graph variants read them; a child is told them as flags
+    M, EF_CONSTRUCTION = args.m, args.ef_construction
     if args.child:
         print(json.dumps(measure(Path(args.child[0]), args.child[1], args.ef, args.pca_sample)))
         return 0
