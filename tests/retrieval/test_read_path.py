@@ -391,7 +391,8 @@ def test_a_candidate_the_recheck_drops_does_not_change_how_the_rest_are_scaled(
     # the store's rows are checked once more, and a candidate archived meanwhile leaves.
     # Recall's list was full (more chunks exist than it asked for), so what is left is
     # still scaled from its own last candidate (0), not read as "every chunk there is",
-    # which would scale it from a similarity of 0 and lift every score.
+    # which would scale it from a similarity of 0 and lift every score. (Here the index
+    # stays behind, so the vector side asked again answers the same list.)
     from cairn.retrieval.indexer import Indexer
 
     ids = [
@@ -421,3 +422,43 @@ def test_a_candidate_the_recheck_drops_does_not_change_how_the_rest_are_scaled(
     ]
     assert min(h.scores.fused for h in after.hits) == 0.0
     assert after.hits[0].scores.fused == before.hits[0].scores.fused
+
+
+def test_a_list_the_recheck_shortens_is_asked_again_and_ranks_as_a_read_after_the_change(
+    rmemory: Memory, curator: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Four chunks, four candidates asked for: the index's answer is full. One is archived
+    # before the check reads the database; the vector side is asked once more, finds the
+    # three that are every chunk there is, and the answer is the one a read after the
+    # archiving gives (scaled from a similarity of 0), not one shaped by the dropped chunk.
+    from cairn.retrieval.indexer import Indexer
+
+    for n in range(4):
+        _add(rmemory, curator, f"Deploy note {n}", f"Deploys go out on day {n} of the train.")
+    rmemory.index_pending()
+    query = "when do deploys go out"
+
+    def asked() -> tuple[tuple[str, float], ...]:
+        hits = rmemory.search(query, principal=curator, mode="vector", k=4, candidates=4).hits
+        return tuple((h.record_id, h.scores.fused) for h in hits)
+
+    real_read = Indexer.read
+    recorded: list[object] = []
+    stale_answers = [0]  # how many reads to answer with the first one recorded
+
+    def read(self: Indexer, text: str, where: object, k: int) -> object:
+        if stale_answers[0]:
+            stale_answers[0] -= 1
+            return recorded[0]
+        recorded.append(real_read(self, text, where, k))  # type: ignore[arg-type]
+        return recorded[-1]
+
+    monkeypatch.setattr(Indexer, "read", read)
+    before = asked()  # the index's answer is recorded: four, a full list
+    assert len(before) == 4
+    rmemory.archive(before[1][0], principal=curator)
+    settled = asked()
+    assert len(settled) == 3 and settled[-1][1] > 0  # every chunk there is: scaled from 0
+    stale_answers[0] = 1  # the next search's index answers from before the archiving
+    raced = asked()
+    assert raced == settled

@@ -181,6 +181,33 @@ def _checked(store: Store, recalled: Recalled) -> tuple[Recalled, dict[int, Chun
     return checked, {i: row for i, row in rows.items() if i in kept}
 
 
+def _settled(
+    store: Store,
+    indexer: Callable[[], Indexer] | None,
+    plan: SearchPlan,
+    recalled: Recalled,
+    trace: Trace,
+) -> tuple[Recalled, dict[int, ChunkRow]]:
+    """``_checked``; and when the check dropped a candidate from a full vector list (the
+    index answered from a moment before a change the database already holds: a record
+    archived, a reader's access narrowed), the vector side asked once more. The index
+    mirrors the database before it answers, so whether the list holds every chunk there is,
+    and what comes past the cut, are then what a read after the change finds, not what the
+    dropped candidate made them."""
+    checked, rows = _checked(store, recalled)
+    if recalled.vector_complete or indexer is None or checked.vector == recalled.vector:
+        return checked, rows
+    depth = recall_depth(plan)
+    with _timed(trace, "recall.vector_again"):
+        found = vector_recall(indexer(), plan.query, recalled.chosen.where, depth)
+    if found.busy:  # another thread holds the index: what the first answer left stands
+        return checked, rows
+    again = dataclasses.replace(
+        recalled, vector=list(found.hits), vector_complete=len(found.hits) < depth
+    )
+    return _checked(store, again)
+
+
 @dataclass(frozen=True)
 class Recall:
     """Recall's candidates for one query, exactly as ``search`` gathers them, before any
@@ -221,7 +248,9 @@ def run_candidates(
     plan: SearchPlan,
 ) -> Recall:
     """``run_recall`` with the chunk rows and scope names ranking needs, nothing ranked."""
-    recalled, rows = _checked(store, run_recall(store, indexer, principal, plan, Trace()))
+    trace = Trace()
+    recalled = run_recall(store, indexer, principal, plan, trace)
+    recalled, rows = _settled(store, indexer, plan, recalled, trace)
     # Only the names of scopes holding a returned chunk: the others are none of the
     # caller's business (it may not read them).
     scope_ids = {row.meta.scope_id for row in rows.values()}
@@ -257,8 +286,8 @@ def run_search(
             "start": window.start.isoformat(),
             "end": window.end.isoformat(),
         }
-    with _timed(trace, "fuse"):
-        recalled, rows = _checked(store, recalled)
+    with _timed(trace, "fuse"):  # the rows read back for the check included
+        recalled, rows = _settled(store, indexer, plan, recalled, trace)
         hits = rank(
             recalled.keyword,
             recalled.vector,
