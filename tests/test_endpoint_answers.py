@@ -220,6 +220,34 @@ def test_an_endpoint_no_proxy_exempts_is_asked_directly_and_its_key_never_reache
     assert at_proxy == []
 
 
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"ALL_PROXY": "socks5://127.0.0.1:1080", "NO_PROXY": "{host}"},
+        {"HTTPS_PROXY": "socks4://proxy.invalid:1080"},
+        {"HTTPS_PROXY": "http://proxy.invalid:notaport", "NO_PROXY": "internal"},
+    ],
+    ids=["socks-for-the-rest", "unknown-scheme-for-https", "bad-port-for-https"],
+)
+def test_a_proxy_this_endpoint_does_not_go_through_never_stops_it(
+    monkeypatch: pytest.MonkeyPatch, settings: dict[str, str]
+) -> None:
+    """Only the proxy settings an endpoint's own address falls under are read: a SOCKS
+    proxy for everything else (this machine has no SOCKS support installed), or a proxy
+    for https an http endpoint never takes, leaves a local model server reachable."""
+    asked: list[tuple[str, str]] = []
+    with serving(_recording(asked)) as endpoint:
+        for name in PROXY_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        host = endpoint.removeprefix("http://").split(":")[0]
+        for name, value in settings.items():
+            monkeypatch.setenv(name, value.format(host=host))
+        client = endpoint_client(f"{endpoint}/v1", api_key=None, timeout=5)
+        post_bounded(client, "/rerank", {"query": "q"})
+        client.close()
+    assert asked == [("/v1/rerank", "")]
+
+
 def test_an_answer_that_trickles_in_through_a_proxy_ends_at_the_timeout(
     trickler: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,25 +129,40 @@ class DeadlineTransport(httpx.HTTPTransport):
         )
 
 
-def environment_mounts() -> dict[str, httpx.BaseTransport | None]:
-    """The proxies the environment names (``HTTPS_PROXY``, ``ALL_PROXY`` …), mounted as httpx
-    itself mounts them when it reads the environment, ``NO_PROXY`` exemptions included (a
-    client given a transport of its own reads none of it): an http or https proxy through a
-    ``DeadlineTransport``, any other (SOCKS) through httpx's own transport, which keeps each
-    wait's timeout but not the whole exchange's (``post_bounded`` then checks it between
-    the pieces of the answer); an exempted pattern maps to None, the client's own transport.
-    """
-    # httpx's own reading of the variables, so that a host NO_PROXY exempts (by name, port,
-    # scheme or address, as httpx and curl read it) is exempted exactly as before; httpx
-    # offers it only from a private module, hence the version range in pyproject.toml.
-    from httpx._utils import get_environment_proxies
+def environment_mounts(base_url: str) -> dict[str, httpx.BaseTransport | None]:
+    """The proxies the environment names (``HTTPS_PROXY``, ``ALL_PROXY`` …) for ``base_url``,
+    mounted as httpx itself mounts them when it reads the environment, ``NO_PROXY``
+    exemptions included (a client given a transport of its own reads none of it): an http or
+    https proxy through a ``DeadlineTransport``, any other (SOCKS) through httpx's own
+    transport, which keeps each wait's timeout but not the whole exchange's (``post_bounded``
+    then checks it between the pieces of the answer); an exempted pattern maps to None, the
+    client's own transport. Only the pattern httpx would route ``base_url`` by is mounted
+    (an endpoint client asks nothing else), so a proxy set for other hosts, even one this
+    machine cannot go through (SOCKS without ``socksio``), does not stop it."""
+    # httpx's own reading of the variables and its own patterns, so that a host NO_PROXY
+    # exempts (by name, port, scheme or address, as httpx and curl read it) is exempted
+    # exactly as httpx would; httpx offers them only from a private module, hence the
+    # version range in pyproject.toml.
+    from httpx._utils import URLPattern, get_environment_proxies
 
-    mounts: dict[str, httpx.BaseTransport | None] = {}
-    for pattern, proxy in get_environment_proxies().items():
-        if proxy is None:
-            mounts[pattern] = None
-        elif httpx.URL(proxy).scheme in ("http", "https"):
-            mounts[pattern] = DeadlineTransport(proxy)
-        else:
-            mounts[pattern] = httpx.HTTPTransport(proxy=proxy)
-    return mounts
+    url = httpx.URL(base_url)
+    # The one pattern httpx would route base_url by: the first that matches, most specific
+    # first, in httpx's own order of its patterns.
+    chosen = next(
+        (
+            (pattern, proxy)
+            for pattern, proxy in sorted(
+                get_environment_proxies().items(), key=lambda item: URLPattern(item[0])
+            )
+            if URLPattern(pattern).matches(url)
+        ),
+        None,
+    )
+    if chosen is None:
+        return {}
+    pattern, proxy = chosen
+    if proxy is None:
+        return {pattern: None}
+    if httpx.URL(proxy).scheme in ("http", "https"):
+        return {pattern: DeadlineTransport(proxy)}
+    return {pattern: httpx.HTTPTransport(proxy=proxy)}

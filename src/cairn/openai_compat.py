@@ -49,7 +49,7 @@ def endpoint_client(
     if transport is None:
         from cairn._endpoint_transport import DeadlineTransport, environment_mounts
 
-        transport, mounts = DeadlineTransport(), environment_mounts()
+        transport, mounts = DeadlineTransport(), environment_mounts(base_url)
     return httpx.Client(
         base_url=base_url.rstrip("/"),
         headers=headers,
