@@ -594,6 +594,7 @@ def test_a_graph_build_that_fails_leaves_the_catalog_exact_and_builds_again(
     with pytest.raises(MemoryError, match="halfway"):
         catalog.apply(metas, {m.text_hash: vectors[i] for i, m in enumerate(metas)})
     assert not catalog.uses_ann
+    assert catalog._codes.size == 0  # the int8 copy serves only a graph: not kept meanwhile
     for row in (5, 700, n - 1):  # the newest rows were the held ones
         hits = catalog.search(vectors[row], _where(), 10)
         assert hits[0][0] == 1000 + row and len({chunk for chunk, _ in hits}) == 10
@@ -615,6 +616,23 @@ def test_a_graph_build_that_fails_leaves_the_catalog_exact_and_builds_again(
     )
     assert catalog.uses_ann and len(graphs) == 1 and len(built) == 1
     assert catalog.search(vectors[n - 1], _where(), 1)[0][0] == 1000 + n - 1
+
+
+def test_a_graph_that_cannot_even_be_made_leaves_nothing_of_the_build_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_memory(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError("no room for a graph")
+
+    monkeypatch.setattr(catalog_module.hnswlib, "Index", no_memory)
+    n = 1100
+    vectors = _clustered(n, DIM, 17)
+    metas = [_meta(i) for i in range(n)]
+    catalog = VectorCatalog(DIM, ann_threshold=1000)
+    with pytest.raises(MemoryError, match="no room"):
+        catalog.apply(metas, {m.text_hash: vectors[i] for i, m in enumerate(metas)})
+    assert not catalog.uses_ann and catalog._codes.size == 0 and catalog._projection is None
+    assert catalog.search(vectors[700], _where(), 1)[0][0] == 1700
 
 
 def test_a_graph_insert_whose_thread_cannot_start_leaves_the_catalog_usable(

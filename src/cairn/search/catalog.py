@@ -724,11 +724,20 @@ class VectorCatalog:
                 self._build_ann()
             except BaseException:
                 self._build_failed_at = self._n
+                self._abandon_build()
                 raise
             self._build_failed_at = None
             return
         if self._n - self._indexed >= _TAIL_FLUSH:
             self._flush_tail()
+
+    def _abandon_build(self) -> None:
+        """What a failed build made, let go of: a graph short of rows must not be searched
+        as if it held them all, and the int8 copy and projection serve only a graph. The
+        catalog stays exact (the matrix still has every row) until a build succeeds."""
+        self._hnsw = self._projection = self.projection_recall = None
+        self._codes = np.zeros((0, self.dim), dtype=np.int8)
+        self._scales = np.zeros(0, dtype=np.float32)
 
     def _build_ann(self) -> None:
         started = time.perf_counter()
@@ -765,20 +774,12 @@ class VectorCatalog:
             if self.projection_recall >= _PROJECTION_RECALL:
                 self._projection = projection
         self._hnsw = self._graph_of(built)
-        try:
-            if held:
-                if self._calibrate_ef:
-                    self._calibrate(queries, truth, matrix.__getitem__)
-                self._hnsw.add_items(
-                    self._graph_rows(queries),
-                    np.arange(built, self._n),
-                    num_threads=self._ann_threads,
-                )
-        except BaseException:
-            # A graph short of the held rows must not be searched as if it held them all:
-            # the catalog stays exact (the matrix still has every row) and builds again.
-            self._hnsw = self._projection = None
-            raise
+        if held:
+            if self._calibrate_ef:
+                self._calibrate(queries, truth, matrix.__getitem__)
+            self._hnsw.add_items(
+                self._graph_rows(queries), np.arange(built, self._n), num_threads=self._ann_threads
+            )
         # hnswlib (or the store, through vectors_of) now holds the float32 vectors; the
         # catalog's own float32 copy goes, at once for vector_of (which reads outside the
         # indexer's lock and takes the matrix while it is there).
