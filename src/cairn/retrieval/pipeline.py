@@ -186,7 +186,6 @@ def _settled(
     indexer: Callable[[], Indexer] | None,
     plan: SearchPlan,
     recalled: Recalled,
-    trace: Trace,
 ) -> tuple[Recalled, dict[int, ChunkRow]]:
     """``_checked``; and when the check dropped a candidate from a full vector list (the
     index answered from a moment before a change the database already holds: a record
@@ -198,8 +197,9 @@ def _settled(
     if recalled.vector_complete or indexer is None or checked.vector == recalled.vector:
         return checked, rows
     depth = recall_depth(plan)
-    with _timed(trace, "recall.vector_again"):
-        found = vector_recall(indexer(), plan.query, recalled.chosen.where, depth)
+    # Timed as part of the stage that checks (fuse), not as a stage of its own: the
+    # trace's stage timings add up to the read.
+    found = vector_recall(indexer(), plan.query, recalled.chosen.where, depth)
     if found.busy:  # another thread holds the index: what the first answer left stands
         return checked, rows
     again = dataclasses.replace(
@@ -248,9 +248,8 @@ def run_candidates(
     plan: SearchPlan,
 ) -> Recall:
     """``run_recall`` with the chunk rows and scope names ranking needs, nothing ranked."""
-    trace = Trace()
-    recalled = run_recall(store, indexer, principal, plan, trace)
-    recalled, rows = _settled(store, indexer, plan, recalled, trace)
+    recalled = run_recall(store, indexer, principal, plan, Trace())
+    recalled, rows = _settled(store, indexer, plan, recalled)
     # Only the names of scopes holding a returned chunk: the others are none of the
     # caller's business (it may not read them).
     scope_ids = {row.meta.scope_id for row in rows.values()}
@@ -287,7 +286,7 @@ def run_search(
             "end": window.end.isoformat(),
         }
     with _timed(trace, "fuse"):  # the rows read back for the check included
-        recalled, rows = _settled(store, indexer, plan, recalled, trace)
+        recalled, rows = _settled(store, indexer, plan, recalled)
         hits = rank(
             recalled.keyword,
             recalled.vector,
