@@ -9,7 +9,7 @@ import gzip
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
@@ -148,31 +148,34 @@ def test_a_summarizer_that_trickles_falls_back_to_the_extractive_summary(
     assert summary.summarizer == "extractive (endpoint failed: ReadTimeout)"
 
 
-class _Proxy(BaseHTTPRequestHandler):
-    """A forward proxy that answers every request itself, noting what it was asked."""
+def _recording(asked: list[tuple[str, str]]) -> type[BaseHTTPRequestHandler]:
+    """A server (a forward proxy, or the endpoint itself) that answers every request with
+    an empty ranking, noting the path it was asked for (a proxy is asked for the whole URL)
+    and the key that came with it."""
 
-    asked: ClassVar[list[str]] = []
+    class Recording(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            asked.append((self.path, self.headers.get("Authorization", "")))
+            body = b'{"results": []}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).asked.append(self.path)  # a proxy is asked for the whole URL
-        body = b'{"results": []}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+    return Recording
 
 
 def test_a_proxy_named_in_the_environment_is_still_used(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a proxy in the environment the endpoint is asked through it (the whole URL, as
     a proxy is asked), also when the variable names it without a scheme."""
     for spelled in ("with-scheme", "host-and-port"):
-        _Proxy.asked.clear()
-        with serving(_Proxy) as proxy:
+        at_proxy: list[tuple[str, str]] = []
+        with serving(_recording(at_proxy)) as proxy:
             for name in PROXY_VARIABLES:
                 monkeypatch.delenv(name, raising=False)
             named = proxy if spelled == "with-scheme" else proxy.removeprefix("http://")
@@ -182,19 +185,7 @@ def test_a_proxy_named_in_the_environment_is_still_used(monkeypatch: pytest.Monk
             answer = post_bounded(client, "/rerank", {"query": "q"})
             client.close()
         assert answer.json() == {"results": []}, spelled
-        assert _Proxy.asked == ["http://reranker.test/v1/rerank"], spelled
-
-
-def _recording(asked: list[tuple[str, str]]) -> type[BaseHTTPRequestHandler]:
-    """A server (a proxy, or the endpoint itself) that answers every request, noting the
-    path it was asked for and the key that came with it."""
-
-    class Recording(_Proxy):
-        def do_POST(self) -> None:
-            asked.append((self.path, self.headers.get("Authorization", "")))
-            super().do_POST()
-
-    return Recording
+        assert at_proxy == [("http://reranker.test/v1/rerank", "")], spelled
 
 
 @pytest.mark.parametrize(

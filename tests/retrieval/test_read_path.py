@@ -384,6 +384,50 @@ def test_context_finds_a_record_but_is_never_shown(rmemory: Memory, curator: Pri
     assert "beagle" not in json.dumps(result.model_dump(mode="json")).replace("beagle shelter", "")
 
 
+class _StaleIndex:
+    """Stands in for ``Indexer.read``: each real answer is recorded, and while ``stale`` is
+    above 0 a read answers with the first one recorded instead (an index a moment behind
+    the database), counting ``stale`` down."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from cairn.retrieval.indexer import Indexer
+
+        self.real = Indexer.read
+        self.recorded: list[object] = []
+        self.stale = 0
+
+        def read(indexer: Indexer, text: str, where: object, k: int) -> object:
+            return self.answer(indexer, text, where, k)
+
+        monkeypatch.setattr(Indexer, "read", read)
+
+    def answer(self, indexer: object, text: str, where: object, k: int) -> object:
+        if self.stale:
+            self.stale -= 1
+            return self.recorded[0]
+        self.recorded.append(self.real(indexer, text, where, k))  # type: ignore[arg-type]
+        return self.recorded[-1]
+
+
+def _deploy_notes(memory: Memory, curator: Principal, count: int) -> list[str]:
+    """``count`` notes that all match ``DEPLOYS``, indexed for vector reads."""
+    ids = [
+        _add(memory, curator, f"Deploy note {n}", f"Deploys go out on day {n} of the train.")
+        for n in range(count)
+    ]
+    memory.index_pending()
+    return ids
+
+
+DEPLOYS = "when do deploys go out"
+
+
+def _by_vector(memory: Memory, curator: Principal) -> tuple[tuple[str, float], ...]:
+    """(record, fused score) of a vector search for ``DEPLOYS``, four candidates asked for."""
+    hits = memory.search(DEPLOYS, principal=curator, mode="vector", k=4, candidates=4).hits
+    return tuple((h.record_id, h.scores.fused) for h in hits)
+
+
 def test_a_candidate_the_recheck_drops_does_not_change_how_the_rest_are_scaled(
     rmemory: Memory, curator: Principal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -393,35 +437,18 @@ def test_a_candidate_the_recheck_drops_does_not_change_how_the_rest_are_scaled(
     # still scaled from its own last candidate (0), not read as "every chunk there is",
     # which would scale it from a similarity of 0 and lift every score. (Here the index
     # stays behind, so the vector side asked again answers the same list.)
-    from cairn.retrieval.indexer import Indexer
-
-    ids = [
-        _add(rmemory, curator, f"Deploy note {n}", f"Deploys go out on day {n} of the train.")
-        for n in range(8)
-    ]
-    rmemory.index_pending()
-    query = "when do deploys go out"
-    before = rmemory.search(query, principal=curator, mode="vector", k=4, candidates=4)
-    assert len(before.hits) == 4 and min(h.scores.fused for h in before.hits) == 0.0
-    real_read = Indexer.read
-    stale = {}
-
-    def read_then_freeze(self: Indexer, text: str, where: object, k: int) -> object:
-        if "answer" not in stale:
-            stale["answer"] = real_read(self, text, where, k)  # type: ignore[arg-type]
-        return stale["answer"]
-
-    monkeypatch.setattr(Indexer, "read", read_then_freeze)
-    rmemory.search(query, principal=curator, mode="vector", k=4, candidates=4)
-    second = before.hits[1].record_id
+    ids = _deploy_notes(rmemory, curator, 8)
+    index = _StaleIndex(monkeypatch)
+    before = _by_vector(rmemory, curator)  # the index's answer is recorded
+    assert len(before) == 4 and min(score for _, score in before) == 0.0
+    second = before[1][0]
     assert second in ids
     rmemory.archive(second, principal=curator)
-    after = rmemory.search(query, principal=curator, mode="vector", k=4, candidates=4)
-    assert [h.record_id for h in after.hits] == [
-        h.record_id for h in before.hits if h.record_id != second
-    ]
-    assert min(h.scores.fused for h in after.hits) == 0.0
-    assert after.hits[0].scores.fused == before.hits[0].scores.fused
+    index.stale = 2  # the index stays behind for the search and its second ask
+    after = _by_vector(rmemory, curator)
+    assert [record for record, _ in after] == [r for r, _ in before if r != second]
+    assert min(score for _, score in after) == 0.0
+    assert after[0][1] == before[0][1]
 
 
 def test_a_list_the_recheck_shortens_is_asked_again_and_ranks_as_a_read_after_the_change(
@@ -431,34 +458,13 @@ def test_a_list_the_recheck_shortens_is_asked_again_and_ranks_as_a_read_after_th
     # before the check reads the database; the vector side is asked once more, finds the
     # three that are every chunk there is, and the answer is the one a read after the
     # archiving gives (scaled from a similarity of 0), not one shaped by the dropped chunk.
-    from cairn.retrieval.indexer import Indexer
-
-    for n in range(4):
-        _add(rmemory, curator, f"Deploy note {n}", f"Deploys go out on day {n} of the train.")
-    rmemory.index_pending()
-    query = "when do deploys go out"
-
-    def asked() -> tuple[tuple[str, float], ...]:
-        hits = rmemory.search(query, principal=curator, mode="vector", k=4, candidates=4).hits
-        return tuple((h.record_id, h.scores.fused) for h in hits)
-
-    real_read = Indexer.read
-    recorded: list[object] = []
-    stale_answers = [0]  # how many reads to answer with the first one recorded
-
-    def read(self: Indexer, text: str, where: object, k: int) -> object:
-        if stale_answers[0]:
-            stale_answers[0] -= 1
-            return recorded[0]
-        recorded.append(real_read(self, text, where, k))  # type: ignore[arg-type]
-        return recorded[-1]
-
-    monkeypatch.setattr(Indexer, "read", read)
-    before = asked()  # the index's answer is recorded: four, a full list
+    _deploy_notes(rmemory, curator, 4)
+    index = _StaleIndex(monkeypatch)
+    before = _by_vector(rmemory, curator)  # the index's answer is recorded: a full list
     assert len(before) == 4
     rmemory.archive(before[1][0], principal=curator)
-    settled = asked()
+    settled = _by_vector(rmemory, curator)
     assert len(settled) == 3 and settled[-1][1] > 0  # every chunk there is: scaled from 0
-    stale_answers[0] = 1  # the next search's index answers from before the archiving
-    raced = asked()
+    index.stale = 1  # the next search's index answers from before the archiving
+    raced = _by_vector(rmemory, curator)
     assert raced == settled
