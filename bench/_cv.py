@@ -39,7 +39,7 @@ from cairn.retrieval.ranking import DEFAULT_RANKING, RankingConfig, source_times
 from cairn.retrieval.rerank import overlaps
 from cairn.retrieval.sessions import session_evidence, session_keys
 from cairn.retrieval.types import Hit
-from cairn.retrieval.weights import DEFAULT_WEIGHTS, Fusion, embedder_weights
+from cairn.retrieval.weights import Fusion, embedder_weights
 from cairn.retrieval.when import TimeWindow, closeness, query_window
 
 __all__ = [
@@ -83,13 +83,11 @@ def keyword_share(weights: Mapping[str, float]) -> float:
     return round(weights["keyword"] / (weights["keyword"] + weights["vector"]), 6)
 
 
-#: The kernel's keyword share of the fusion weights, with the default embedder's vectors.
-DEFAULT_KEYWORD = keyword_share(DEFAULT_WEIGHTS)
 #: Today's fusion knobs (how the lists are fused; the keyword share of the weights; how
-#: much context chunks add),
-#: then the stages this work adds. Each list starts with the kernel's default value, so
-#: the grid's first setting is the kernel's defaults and a tie keeps them.
-KEYWORD_SHARES = _default_first(DEFAULT_KEYWORD, (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9))
+#: much context chunks add), then the stages this work adds. Each list starts with the
+#: kernel's default value (the keyword share's is the embedder's: ``make_grid`` puts it
+#: first), so the grid's first setting is the kernel's defaults and a tie keeps them.
+KEYWORD_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 CONTEXT_WEIGHTS = _default_first(DEFAULT_RANKING.context_weight, (0.0, 0.5, 1.0))
 FUSIONS: tuple[Fusion, ...] = _default_first(DEFAULT_RANKING.fusion, ("rrf", "similarity"))
 SESSION = _default_first(

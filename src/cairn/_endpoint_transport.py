@@ -22,6 +22,9 @@ import httpx
 
 __all__ = ["DeadlineTransport", "deadline", "environment_mounts"]
 
+# Proxies whose sockets the deadline can be kept on (httpcore's HTTPProxy; SOCKS is not).
+_DEADLINE_PROXY_SCHEMES = ("http", "https")
+
 # When the exchange this thread (or task) is making must be over, by the monotonic clock.
 _deadline: ContextVar[float | None] = ContextVar("cairn_endpoint_deadline", default=None)
 
@@ -113,7 +116,7 @@ class DeadlineTransport(httpx.HTTPTransport):
             self._pool = httpcore.ConnectionPool(**shared)
             return
         via = httpx.Proxy(proxy)
-        if via.url.scheme not in ("http", "https"):
+        if via.url.scheme not in _DEADLINE_PROXY_SCHEMES:
             raise ValueError(f"only http and https proxies keep the deadline, not {via.url}")
         self._pool = httpcore.HTTPProxy(
             proxy_url=httpcore.URL(
@@ -163,6 +166,6 @@ def environment_mounts(base_url: str) -> dict[str, httpx.BaseTransport | None]:
     pattern, proxy = chosen
     if proxy is None:
         return {pattern: None}
-    if httpx.URL(proxy).scheme in ("http", "https"):
+    if httpx.URL(proxy).scheme in _DEADLINE_PROXY_SCHEMES:
         return {pattern: DeadlineTransport(proxy)}
     return {pattern: httpx.HTTPTransport(proxy=proxy)}
