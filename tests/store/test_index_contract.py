@@ -8,7 +8,9 @@ compare as instants, and the vector cache is keyed by content hash.
 from __future__ import annotations
 
 import io
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -368,6 +370,102 @@ def test_vector_cache_is_keyed_by_content_hash(store: Store) -> None:
     store.put_vectors(model, 4, [(first, np.ones(4, dtype=np.float32).tobytes())])
     assert store.get_vectors(model, [first])[first] == vectors[first].tobytes()
     store.put_vectors(model, 4, [])
+
+
+def _reopened(store: Store) -> Store:
+    """The same store as another process opens it."""
+    if isinstance(store, SqliteStore):
+        return SqliteStore(store.path)
+    assert isinstance(store, PostgresStore)
+    return PostgresStore(store.url)
+
+
+def _commit_order(store: Store) -> dict[str, int]:
+    """Each chunk text's place in the order the store's scan for waiting chunks follows:
+    SQLite's chunk ids, PostgreSQL's change numbers."""
+    column = "id" if isinstance(store, SqliteStore) else "seq"
+    return {m.text_hash: getattr(m, column) for m in store.chunk_changes(0)}
+
+
+def _embed(store: Store, model: str, pending: list[tuple[str, str]]) -> None:
+    store.put_vectors(model, 4, [(h, np.ones(4, dtype=np.float32).tobytes()) for h, _ in pending])
+
+
+def test_a_new_process_counts_and_scans_what_waits_from_the_kept_cursor(store: Store) -> None:
+    """What waits for a vector is found from where the last scan found the first waiting
+    chunk, kept in the store with the vectors: a status read in a new process counts the
+    backlog, not the whole store, and every chunk before that point has its vector."""
+    model = "test-model:4"
+    assert store.vectors_from(model) == 0
+    for i in range(6):
+        _create(store, f"Note {i}", f"Text number {i}.")
+    first = store.pending_vectors(model, 4)
+    _embed(store, model, first)
+    second = store.pending_vectors(model, 10)  # the last two
+    assert len(second) == 2
+    _embed(store, model, second[:1])
+    _create(store, "Later", "Written after the scans.")
+    order = _commit_order(store)
+    other = _reopened(store)
+    try:
+        # where the second scan found its first waiting chunk: past the first four
+        assert other.vectors_from(model) == order[second[0][0]]
+        assert other.vectors_from(model) > max(order[h] for h, _ in first)
+        assert other.vectors_from("another-model:4") == 0
+        assert other.vector_lag(model) == 2 and store.vector_lag(model) == 2
+        assert [h for h, _ in other.pending_vectors(model, 10)] == [
+            second[1][0],
+            text_hash("Later", "", "Written after the scans."),
+        ]
+        held = other.get_vectors(model, list(order))
+        assert all(h in held for h, at in order.items() if at < other.vectors_from(model))
+        # a process whose cursor is older than the kept one never moves it back
+        stale = _reopened(store)
+        try:
+            stale.pending_vectors(model, 10)  # its cursor: the chunk of second[1]
+            _embed(other, model, other.pending_vectors(model, 10))
+            _create(store, "Latest", "Written last.")
+            _embed(other, model, other.pending_vectors(model, 10))
+            assert other.vector_lag(model) == 0
+            kept = _reopened(store)
+            moved = kept.vectors_from(model)
+            kept.close()
+            assert moved == max(_commit_order(store).values())
+            _embed(stale, model, second[:1])  # already stored: only its old cursor is offered
+            kept = _reopened(store)
+            assert kept.vectors_from(model) == moved
+            kept.close()
+        finally:
+            stale.close()
+    finally:
+        other.close()
+
+
+def _chunk_indexes(store: Store) -> dict[str, str]:
+    """Each index on ``chunks``: its name and what it keys (a definition, or column names)."""
+    if isinstance(store, SqliteStore):
+        with closing(sqlite3.connect(store.path)) as conn:
+            names = [row[1] for row in conn.execute("PRAGMA index_list(chunks)")]
+            return {
+                name: " ".join(row[2] for row in conn.execute(f"PRAGMA index_info({name})"))
+                for name in names
+            }
+    assert isinstance(store, PostgresStore)
+    with psycopg.connect(store.url) as conn:
+        rows = conn.execute(
+            "SELECT indexname, indexdef FROM pg_indexes "
+            "WHERE schemaname = 'cairn' AND tablename = 'chunks'"
+        ).fetchall()
+    return {str(name): str(definition) for name, definition in rows}
+
+
+def test_no_index_keys_a_chunks_text_hash(store: Store) -> None:
+    """Nothing looks chunks up by their text's hash, and an index on it cost every batch of
+    writes a scattered page per chunk (docs/benchmarks.md): it is gone, the others stay."""
+    _create(store, "Note", "Some text.")
+    indexes = _chunk_indexes(store)
+    assert any("seq" in keyed for keyed in indexes.values())
+    assert not [name for name, keyed in indexes.items() if "text_hash" in keyed]
 
 
 def test_chunk_vectors_reads_each_chunks_vector_by_its_text(store: Store) -> None:

@@ -305,3 +305,21 @@ def test_the_function_checks_its_arguments(db: str, pg_cluster: PgCluster) -> No
                 "SELECT cairn.cairn_put_vectors('m', 2, %s::text[], %s::bytea[], %s::real[])",
                 (["h"], [b"\0" * 4], [[1.0, 2.0]]),
             )
+
+
+def test_the_embedding_cursor_moves_only_forward_and_never_past_the_last_change(
+    db: str, pg_cluster: PgCluster, curator: Principal
+) -> None:
+    """The serving role keeps where the scan for waiting chunks starts: it cannot move it
+    past the last chunk change (which would leave chunks unembedded), nor back."""
+    _seeded(db, curator)
+    with psycopg.connect(db, autocommit=True) as conn:
+        row = conn.execute("SELECT value FROM cairn.index_meta WHERE key = 'seq'").fetchone()
+    assert row is not None and row[0] > 0
+    last = int(row[0])
+    with psycopg.connect(pg_cluster.login_url(db, LOGIN), autocommit=True) as conn:
+        for offered in (2, 10**12, 1):
+            conn.execute("SELECT cairn.cairn_vectors_from('m', %s)", (offered,))
+    with PostgresStore(db) as store:
+        assert store.vectors_from("m") == last + 1
+        assert store.vectors_from("other") == 0

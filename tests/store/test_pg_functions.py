@@ -15,7 +15,7 @@ from tests.pg import PgCluster
 KERNEL_FUNCTIONS = (
     "cairn_commit", "cairn_refuse_stored", "cairn_put_records",
     "cairn_put_rows", "cairn_index_versions", "cairn_put_edges",
-    "cairn_stamp_chunks", "cairn_put_vectors",
+    "cairn_stamp_chunks", "cairn_put_vectors", "cairn_vectors_from",
 )  # fmt: skip
 
 

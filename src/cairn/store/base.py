@@ -92,6 +92,7 @@ __all__ = [
     "plain_term",
     "scoped_reach",
     "text_hash",
+    "vectors_from_key",
 ]
 
 # ---- writes ------------------------------------------------------------------------------
@@ -346,6 +347,12 @@ def embed_input(title: str, heading: str, text: str) -> str:
 
 def text_hash(title: str, heading: str, text: str) -> str:
     return hashlib.sha256(embed_input(title, heading, text).encode()).hexdigest()
+
+
+def vectors_from_key(model: str) -> str:
+    """The ``index_meta`` key under which a store keeps where its scan for chunks waiting
+    for ``model``'s vector may start (PostgreSQL's ``cairn_vectors_from`` spells it too)."""
+    return f"vectors_from:{model}"
 
 
 # At most this many terms reach an index: more only slows the search (the kernel keeps the
@@ -719,6 +726,11 @@ class IndexStore(Protocol):
         ...
 
     def vector_lag(self, model: str) -> int: ...
+
+    def vectors_from(self, model: str) -> int:
+        """Where the scan for chunks waiting for ``model``'s vector starts: every chunk
+        committed before it has one (kept by ``put_vectors`` for the next process)."""
+        ...
 
     def count_unembedded(
         self, model: str, where: ChunkFilter, after_seq: int, most: int

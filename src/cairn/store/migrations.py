@@ -210,6 +210,13 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS versions_graph_key
         ON versions (json_extract(content, '$.metadata.graph_id'));
     """,
+    # 13: no index on a chunk's text hash. Only the count of texts waiting for a vector read
+    # it, and that count now starts where the store keeps its embedding cursor; a new key
+    # scattered over the index cost every write a page of its own (nearly a quarter of a
+    # batch's time at 500,000 records, docs/benchmarks.md).
+    """
+    DROP INDEX IF EXISTS chunks_text_hash;
+    """,
 )
 
 # Tables holding memory (named here too, where callers have always looked for them).

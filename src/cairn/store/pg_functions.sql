@@ -263,6 +263,21 @@ $fn$;
 REVOKE ALL ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real[])
     TO cairn_serving;
+
+-- Where a scan for chunks waiting for a model's vector may start: every chunk with a lower
+-- seq has one (the kernel's ``vectors_from``; the key is ``store.base.vectors_from_key``).
+-- It only moves forward, and never past the last seq stamped.
+CREATE OR REPLACE FUNCTION cairn_vectors_from(p_model text, p_from bigint) RETURNS void
+LANGUAGE sql SECURITY DEFINER
+SET search_path = cairn, pg_temp
+AS $fn$
+    INSERT INTO index_meta (key, value)
+    SELECT 'vectors_from:' || p_model, LEAST(p_from, s.value + 1)
+    FROM index_meta s WHERE s.key = 'seq' AND p_model IS NOT NULL AND p_from IS NOT NULL
+    ON CONFLICT (key) DO UPDATE SET value = GREATEST(index_meta.value, excluded.value);
+$fn$;
+REVOKE ALL ON FUNCTION cairn_vectors_from(text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION cairn_vectors_from(text, bigint) TO cairn_serving;
 REVOKE ALL ON FUNCTION cairn_scope_id(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_acl_id(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION cairn_put_rows(text, jsonb, text[], text[]) FROM PUBLIC;

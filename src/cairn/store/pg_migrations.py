@@ -418,6 +418,9 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
         "CREATE INDEX IF NOT EXISTS versions_graph_key "
         "ON versions ((content -> 'metadata' ->> 'graph_id'));",
     ),
+    # No index on a chunk's text hash: only the count of texts waiting for a vector read it,
+    # and that count now starts at the embedding cursor the store keeps (cairn_vectors_from).
+    Migration("no_text_hash_index", "DROP INDEX IF EXISTS chunks_text_hash;"),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")

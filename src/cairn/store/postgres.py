@@ -564,12 +564,16 @@ class PostgresStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         hashes = [h for h, _ in items]
         blobs = [bytes(blob) for _, blob in items]
         floats = [_floats(blob, dim) for blob in blobs]
+        cursor = self._pending_cursor.get(model)
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection() as conn, conn.transaction():
                 conn.execute(
                     "SELECT cairn_put_vectors(%s, %s, %s::text[], %s::bytea[], %s::real[])",
                     (model, dim, hashes, blobs, floats),
                 )
+                if cursor is not None:
+                    # kept for the next process (``vectors_from``)
+                    conn.execute("SELECT cairn_vectors_from(%s, %s)", (model, cursor))
         except (psycopg.Error, PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL could not store vectors: {exc}") from exc
 

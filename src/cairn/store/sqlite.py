@@ -65,6 +65,7 @@ from cairn.store.base import (
     plain_term,
     scoped_reach,
     text_hash,
+    vectors_from_key,
 )
 from cairn.store.filters import to_sql
 from cairn.store.migrations import MEMORY_TABLES, SQLITE_MIGRATIONS
@@ -635,11 +636,19 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
         return path.stat().st_size if path.exists() else 0
 
     def put_vectors(self, model: str, dim: int, items: Sequence[tuple[str, bytes]]) -> None:
+        cursor = self._pending_cursor.get(model)
         with self._write_txn() as conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO vectors (text_hash, model, dim, vector) VALUES (?,?,?,?)",
                 [(h, model, dim, blob) for h, blob in items],
             )
+            if cursor is not None:
+                # Kept for the next process (``vectors_from``); it only ever moves forward.
+                conn.execute(
+                    "INSERT INTO index_meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
+                    "DO UPDATE SET value = max(value, excluded.value)",
+                    (vectors_from_key(model), cursor),
+                )
 
     # ---- whole-store dump and load (cairn.store.transfer only) --------------------------
 

@@ -31,6 +31,7 @@ from cairn.store.base import (
     ProposalPage,
     RecordReach,
     embed_input,
+    vectors_from_key,
 )
 from cairn.store.filters import to_sql
 from cairn.store.sql import rows
@@ -382,11 +383,23 @@ class SqlReads(SqlPart):
         return [rows.to_meta(row, self.dialect) for row in found]
 
     def vector_lag(self, model: str) -> int:
+        # Counted from where a scan for waiting chunks starts (``vectors_from``): what waits
+        # lies there or after, so a status read costs the backlog, not the whole store.
+        order = f"c.{self._pending_order}"
         return self._count(
-            "SELECT COUNT(DISTINCT c.text_hash) AS n FROM chunks c WHERE NOT EXISTS "
+            f"SELECT COUNT(DISTINCT c.text_hash) AS n FROM chunks c WHERE {order} >= ? "
+            "AND NOT EXISTS "
             "(SELECT 1 FROM vectors x WHERE x.text_hash = c.text_hash AND x.model = ?)",
-            (model,),
+            (self.vectors_from(model), model),
         )
+
+    def vectors_from(self, model: str) -> int:
+        """Where a scan for chunks still waiting for ``model``'s vector may start (in
+        ``_pending_order``): every chunk before it has one. The furthest of this process's
+        cursor and the one the store kept at its last write of vectors (``put_vectors``),
+        so a new process neither scans nor counts from the first chunk again."""
+        kept = self._read("SELECT value FROM index_meta WHERE key = ?", (vectors_from_key(model),))
+        return max(self._pending_cursor.get(model, 0), int(kept[0]["value"]) if kept else 0)
 
     def count_unembedded(
         self, model: str, where: ChunkFilter, after_seq: int, most: int
@@ -421,7 +434,7 @@ class SqlReads(SqlPart):
             "FROM chunks c LEFT JOIN versions v ON v.id = c.version_id "
             f"WHERE {order} >= ? AND NOT EXISTS (SELECT 1 FROM vectors x "
             f"WHERE x.text_hash = c.text_hash AND x.model = ?) ORDER BY {order} LIMIT ?",
-            (cursors.get(model, 0), model, limit),
+            (self.vectors_from(model), model, limit),
         )
         if found:
             cursors[model] = int(found[0][self._pending_order])
