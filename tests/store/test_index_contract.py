@@ -27,6 +27,7 @@ from cairn.model import AuditEntry, Content, Principal, Record, Status, Version,
 from cairn.retrieval.recall import HOPELESS_POSTINGS
 from cairn.search.fts import select_terms
 from cairn.store.base import (
+    VECTORS_FROM,
     ChangeSet,
     ChunkDraft,
     ChunkFilter,
@@ -37,6 +38,8 @@ from cairn.store.base import (
     Store,
     text_hash,
 )
+from cairn.store.migrations import SQLITE_MIGRATIONS
+from cairn.store.pg_migrations import PG_MIGRATIONS
 from cairn.store.postgres import PostgresStore
 from cairn.store.sqlite import SqliteStore
 from cairn.store.transfer import export_store, import_store
@@ -439,6 +442,56 @@ def test_a_new_process_counts_and_scans_what_waits_from_the_kept_cursor(store: S
             stale.close()
     finally:
         other.close()
+
+
+def _as_before_the_cursor(store: Store) -> Store:
+    """``store`` as a cairn from before the kept embedding cursor left it (the index on a
+    chunk's text hash, no cursor), opened again: the migration runs as on an upgrade."""
+    statements = (
+        f"DELETE FROM index_meta WHERE key LIKE '{VECTORS_FROM}%'",
+        "CREATE INDEX chunks_text_hash ON chunks (text_hash)",
+    )
+    if isinstance(store, SqliteStore):
+        with store._write_txn() as conn:
+            for statement in statements:
+                conn.execute(statement)
+            conn.execute(f"DELETE FROM schema_migrations WHERE version >= {len(SQLITE_MIGRATIONS)}")
+        store.close()
+        return SqliteStore(store.path)
+    assert isinstance(store, PostgresStore)
+    url = store.url
+    store.close()
+    step = [m.name for m in PG_MIGRATIONS].index("no_text_hash_index") + 1
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SET search_path = cairn")
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute(f"DELETE FROM schema_migrations WHERE version >= {step}")
+    return PostgresStore(url)
+
+
+def test_an_upgraded_store_finds_its_embedding_cursor_once(store: Store) -> None:
+    """A store with vectors from before gets each model's cursor from its migration: where
+    the first chunk still waits, or past the last chunk when none does (else, with nothing
+    left to embed, no write would ever keep one and every count would read every chunk)."""
+    partly, wholly = "test-model:4", "other-model:4"
+    for i in range(4):
+        _create(store, f"Note {i}", f"Text number {i}.")
+    pending = store.pending_vectors(partly, 10)
+    _embed(store, partly, pending[:2])
+    _embed(store, wholly, store.pending_vectors(wholly, 10))
+    order = _commit_order(store)
+    upgraded = _as_before_the_cursor(store)
+    try:
+        assert "text_hash" not in " ".join(_chunk_indexes(upgraded).values())
+        assert upgraded.vectors_from(partly) == order[pending[2][0]]
+        assert upgraded.vectors_from(wholly) == max(order.values()) + 1
+        assert upgraded.vectors_from("unused-model:4") == 0
+        assert upgraded.vector_lag(partly) == 2 and upgraded.vector_lag(wholly) == 0
+        _create(upgraded, "Later", "Written after the upgrade.")  # past the cursor: counted
+        assert upgraded.vector_lag(wholly) == 1 and upgraded.vector_lag(partly) == 3
+    finally:
+        upgraded.close()
 
 
 def _chunk_indexes(store: Store) -> dict[str, str]:

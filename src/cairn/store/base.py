@@ -43,6 +43,7 @@ __all__ = [
     "NOT_COPIES",
     "SCOPED_SEARCH_MAX_SCOPES",
     "SCOPED_SEARCH_MAX_SHARE",
+    "VECTORS_FROM",
     "AclRow",
     "ChangeSet",
     "ChunkDraft",
@@ -349,10 +350,13 @@ def text_hash(title: str, heading: str, text: str) -> str:
     return hashlib.sha256(embed_input(title, heading, text).encode()).hexdigest()
 
 
+# ``index_meta`` keys under which a store keeps, per model, where its scan for chunks
+# waiting for a vector may start (PostgreSQL's ``cairn_vectors_from`` spells it too).
+VECTORS_FROM = "vectors_from:"
+
+
 def vectors_from_key(model: str) -> str:
-    """The ``index_meta`` key under which a store keeps where its scan for chunks waiting
-    for ``model``'s vector may start (PostgreSQL's ``cairn_vectors_from`` spells it too)."""
-    return f"vectors_from:{model}"
+    return VECTORS_FROM + model
 
 
 # At most this many terms reach an index: more only slows the search (the kernel keeps the

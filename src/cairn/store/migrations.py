@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cairn.store.base import VECTORS_FROM
 from cairn.store.sql import schema
 
 __all__ = [
@@ -213,8 +214,16 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     # 13: no index on a chunk's text hash. Only the count of texts waiting for a vector read
     # it, and that count now starts where the store keeps its embedding cursor; a new key
     # scattered over the index cost every write a page of its own (nearly a quarter of a
-    # batch's time at 500,000 records, docs/benchmarks.md).
-    """
+    # batch's time at 500,000 records, docs/benchmarks.md). A store that has vectors gets
+    # each model's cursor here, once: else a store with nothing left to embed would never
+    # write one, and every count would read the whole table.
+    f"""
+    INSERT OR IGNORE INTO index_meta (key, value)
+        SELECT '{VECTORS_FROM}' || m.model, coalesce(
+            (SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors x
+                WHERE x.text_hash = c.text_hash AND x.model = m.model) ORDER BY c.id LIMIT 1),
+            (SELECT coalesce(MAX(id), 0) + 1 FROM chunks))
+        FROM (SELECT DISTINCT model FROM vectors) AS m;
     DROP INDEX IF EXISTS chunks_text_hash;
     """,
 )

@@ -49,6 +49,7 @@ from psycopg import errors as pg_errors
 from psycopg.rows import tuple_row
 
 from cairn.errors import StoreError
+from cairn.store.base import VECTORS_FROM
 from cairn.store.factory import redact
 from cairn.store.sql import schema
 
@@ -420,7 +421,21 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     ),
     # No index on a chunk's text hash: only the count of texts waiting for a vector read it,
     # and that count now starts at the embedding cursor the store keeps (cairn_vectors_from).
-    Migration("no_text_hash_index", "DROP INDEX IF EXISTS chunks_text_hash;"),
+    # A database that has vectors gets each model's cursor here, once (see SQLite's step 13).
+    Migration(
+        "no_text_hash_index",
+        f"""
+        INSERT INTO index_meta (key, value)
+            SELECT '{VECTORS_FROM}' || m.model, coalesce(
+                (SELECT c.seq FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors x
+                    WHERE x.text_hash = c.text_hash AND x.model = m.model)
+                 ORDER BY c.seq LIMIT 1),
+                (SELECT value + 1 FROM index_meta WHERE key = 'seq'))
+            FROM (SELECT DISTINCT model FROM vectors) AS m
+            ON CONFLICT (key) DO NOTHING;
+        DROP INDEX IF EXISTS chunks_text_hash;
+        """,
+    ),
 )
 
 FUNCTIONS_FILE = Path(__file__).with_name("pg_functions.sql")
