@@ -500,7 +500,7 @@ def _chunk_indexes(store: Store) -> dict[str, str]:
         with closing(sqlite3.connect(store.path)) as conn:
             names = [row[1] for row in conn.execute("PRAGMA index_list(chunks)")]
             return {
-                name: " ".join(row[2] for row in conn.execute(f"PRAGMA index_info({name})"))
+                name: " ".join(str(row[2]) for row in conn.execute(f"PRAGMA index_info({name})"))
                 for name in names
             }
     assert isinstance(store, PostgresStore)

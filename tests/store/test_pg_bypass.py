@@ -310,8 +310,8 @@ def test_the_function_checks_its_arguments(db: str, pg_cluster: PgCluster) -> No
 def test_the_embedding_cursor_moves_only_forward_and_never_past_the_last_change(
     db: str, pg_cluster: PgCluster, curator: Principal
 ) -> None:
-    """The serving role keeps where the scan for waiting chunks starts: it cannot move it
-    past the last chunk change (which would leave chunks unembedded), nor back."""
+    """The serving role keeps where the scan for waiting chunks starts: never past the
+    chunk changes made so far (so every later chunk is embedded), nor back."""
     _seeded(db, curator)
     with psycopg.connect(db, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM cairn.index_meta WHERE key = 'seq'").fetchone()

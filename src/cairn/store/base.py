@@ -733,7 +733,8 @@ class IndexStore(Protocol):
 
     def vectors_from(self, model: str) -> int:
         """Where the scan for chunks waiting for ``model``'s vector starts: every chunk
-        committed before it has one (kept by ``put_vectors`` for the next process)."""
+        before it in the scan's order has one (kept by ``put_vectors`` for the next
+        process)."""
         ...
 
     def count_unembedded(
