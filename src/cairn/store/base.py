@@ -93,7 +93,6 @@ __all__ = [
     "plain_term",
     "scoped_reach",
     "text_hash",
-    "vectors_from_key",
 ]
 
 # ---- writes ------------------------------------------------------------------------------
@@ -350,13 +349,10 @@ def text_hash(title: str, heading: str, text: str) -> str:
     return hashlib.sha256(embed_input(title, heading, text).encode()).hexdigest()
 
 
-# ``index_meta`` keys under which a store keeps, per model, where its scan for chunks
-# waiting for a vector may start (PostgreSQL's ``cairn_vectors_from`` spells it too).
+# ``index_meta`` keys under which a store keeps, per model (``VECTORS_FROM + model``), where
+# its scan for chunks waiting for a vector may start (PostgreSQL's ``cairn_vectors_from``
+# spells it too).
 VECTORS_FROM = "vectors_from:"
-
-
-def vectors_from_key(model: str) -> str:
-    return VECTORS_FROM + model
 
 
 # At most this many terms reach an index: more only slows the search (the kernel keeps the

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from cairn.store.base import VECTORS_FROM
 from cairn.store.sql import schema
 
 __all__ = [
@@ -217,13 +216,8 @@ SQLITE_MIGRATIONS: tuple[str, ...] = (
     # batch's time at 500,000 records, docs/benchmarks.md). A store that has vectors gets
     # each model's cursor here, once: else a store with nothing left to embed would never
     # write one, and every count would read the whole table.
-    f"""
-    INSERT OR IGNORE INTO index_meta (key, value)
-        SELECT '{VECTORS_FROM}' || m.model, coalesce(
-            (SELECT c.id FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors x
-                WHERE x.text_hash = c.text_hash AND x.model = m.model) ORDER BY c.id LIMIT 1),
-            (SELECT coalesce(MAX(id), 0) + 1 FROM chunks))
-        FROM (SELECT DISTINCT model FROM vectors) AS m;
+    schema.keep_vectors_from("sqlite")
+    + """
     DROP INDEX IF EXISTS chunks_text_hash;
     """,
 )

@@ -265,7 +265,7 @@ GRANT EXECUTE ON FUNCTION cairn_put_vectors(text, integer, text[], bytea[], real
     TO cairn_serving;
 
 -- Where a scan for chunks waiting for a model's vector may start: every chunk with a lower
--- seq has one (the kernel's ``vectors_from``; the key is ``store.base.vectors_from_key``).
+-- seq has one (the kernel's ``vectors_from``; the key prefix is ``store.base.VECTORS_FROM``).
 -- It only moves forward, and never past the last seq stamped.
 CREATE OR REPLACE FUNCTION cairn_vectors_from(p_model text, p_from bigint) RETURNS void
 LANGUAGE sql SECURITY DEFINER

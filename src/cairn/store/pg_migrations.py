@@ -49,7 +49,6 @@ from psycopg import errors as pg_errors
 from psycopg.rows import tuple_row
 
 from cairn.errors import StoreError
-from cairn.store.base import VECTORS_FROM
 from cairn.store.factory import redact
 from cairn.store.sql import schema
 
@@ -424,15 +423,8 @@ PG_MIGRATIONS: tuple[Migration, ...] = (
     # A database that has vectors gets each model's cursor here, once (see SQLite's step 13).
     Migration(
         "no_text_hash_index",
-        f"""
-        INSERT INTO index_meta (key, value)
-            SELECT '{VECTORS_FROM}' || m.model, coalesce(
-                (SELECT c.seq FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors x
-                    WHERE x.text_hash = c.text_hash AND x.model = m.model)
-                 ORDER BY c.seq LIMIT 1),
-                (SELECT value + 1 FROM index_meta WHERE key = 'seq'))
-            FROM (SELECT DISTINCT model FROM vectors) AS m
-            ON CONFLICT (key) DO NOTHING;
+        schema.keep_vectors_from("postgres")
+        + """
         DROP INDEX IF EXISTS chunks_text_hash;
         """,
     ),

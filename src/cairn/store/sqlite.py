@@ -40,6 +40,7 @@ from cairn.private_files import create_private_file
 from cairn.search.fts import match_expression, quote_term
 from cairn.store.base import (
     NOT_COPIES,
+    VECTORS_FROM,
     ChangeSet,
     ChunkDraft,
     Chunker,
@@ -65,7 +66,6 @@ from cairn.store.base import (
     plain_term,
     scoped_reach,
     text_hash,
-    vectors_from_key,
 )
 from cairn.store.filters import to_sql
 from cairn.store.migrations import MEMORY_TABLES, SQLITE_MIGRATIONS
@@ -647,7 +647,7 @@ class SqliteStore(SqlReads, SqlGraph, SqlTasks, SqlEvents, SqlTimeline):
                 conn.execute(
                     "INSERT INTO index_meta (key, value) VALUES (?, ?) ON CONFLICT (key) "
                     "DO UPDATE SET value = max(value, excluded.value)",
-                    (vectors_from_key(model), cursor),
+                    (VECTORS_FROM + model, cursor),
                 )
 
     # ---- whole-store dump and load (cairn.store.transfer only) --------------------------

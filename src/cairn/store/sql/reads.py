@@ -23,6 +23,7 @@ from cairn.model import (
 )
 from cairn.options import check_names, keys_of
 from cairn.store.base import (
+    VECTORS_FROM,
     AclRow,
     ChunkFilter,
     ChunkMeta,
@@ -31,7 +32,6 @@ from cairn.store.base import (
     ProposalPage,
     RecordReach,
     embed_input,
-    vectors_from_key,
 )
 from cairn.store.filters import to_sql
 from cairn.store.sql import rows
@@ -398,7 +398,7 @@ class SqlReads(SqlPart):
         ``_pending_order``): every chunk before it has one. The furthest of this process's
         cursor and the one the store kept at its last write of vectors (``put_vectors``),
         so a new process neither scans nor counts from the first chunk again."""
-        kept = self._read("SELECT value FROM index_meta WHERE key = ?", (vectors_from_key(model),))
+        kept = self._read("SELECT value FROM index_meta WHERE key = ?", (VECTORS_FROM + model,))
         return max(self._pending_cursor.get(model, 0), int(kept[0]["value"]) if kept else 0)
 
     def count_unembedded(

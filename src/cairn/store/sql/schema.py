@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from cairn.store.base import VECTORS_FROM
+
 __all__ = [
     "AGENT_TASKS",
     "CHUNKS",
@@ -28,6 +30,7 @@ __all__ = [
     "Backend",
     "Tables",
     "create_table",
+    "keep_vectors_from",
     "kernel_tables",
 ]
 
@@ -51,6 +54,29 @@ _TYPES: dict[str, tuple[str, str]] = {
     "big": ("INTEGER", "bigint"),
 }
 _FALSE = {"sqlite": "0", "postgres": "false"}
+
+
+def keep_vectors_from(backend: Backend) -> str:
+    """For each model a store holds vectors of, where its scan for chunks still waiting for
+    one starts (``vectors_from``): the first chunk without, in the scan's order (chunk id on
+    SQLite, ``seq`` on PostgreSQL), or past the last when none waits. Run once, by the
+    migration that made the count of waiting texts start there: a store with nothing left
+    to embed would otherwise never keep one."""
+    order, past_the_last = {
+        "sqlite": ("id", "SELECT coalesce(MAX(id), 0) + 1 FROM chunks"),
+        "postgres": ("seq", "SELECT value + 1 FROM index_meta WHERE key = 'seq'"),
+    }[backend]
+    return f"""
+    INSERT INTO index_meta (key, value)
+        SELECT '{VECTORS_FROM}' || m.model, coalesce(
+            (SELECT c.{order} FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM vectors x
+                WHERE x.text_hash = c.text_hash AND x.model = m.model)
+             ORDER BY c.{order} LIMIT 1),
+            ({past_the_last}))
+        FROM (SELECT DISTINCT model FROM vectors) AS m
+        WHERE true  -- SQLite reads an upsert after a bare FROM as a join's ON
+        ON CONFLICT (key) DO NOTHING;
+    """
 
 
 def create_table(name: str, spec: str, backend: Backend) -> str:
