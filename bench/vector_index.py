@@ -111,6 +111,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._proc import status_mb
 from bench._report import report
 
+from cairn.search.catalog import _quantize  # the catalog's own int8 copy, measured here
+
 FloatArray = npt.NDArray[np.float32]
 DEFAULT_DIM = 384
 K = 10
@@ -158,6 +160,20 @@ def _row_scaled(rows: FloatArray) -> npt.NDArray[np.int8]:
     float input before its own cast, so scaling float rows alone changes nothing."""
     peak = np.abs(rows).max(axis=1, keepdims=True)
     return np.rint(rows * (127.0 / peak)).astype(np.int8)
+
+
+def _int8_copy(
+    codes: npt.NDArray[np.int8], scales: FloatArray, start: int, rows: FloatArray
+) -> None:
+    """Rows ``start`` on of the catalog's own int8 copy (its ``_quantize``: one scale a row)."""
+    codes[start : start + len(rows)], scales[start : start + len(rows)] = _quantize(rows)
+
+
+def _f32_rescored(rows: FloatArray, finalists: npt.NDArray[np.int64], q: FloatArray) -> list[int]:
+    """The best K of ``finalists`` (row numbers) by their float32 rows, read in row order."""
+    ordered = np.sort(finalists)
+    exact = np.asarray(rows[ordered], dtype=np.float32) @ q
+    return [int(row) for row in ordered[np.argsort(-exact, kind="stable")[:K]]]
 
 
 # ---- data and ground truth (parent) ------------------------------------------------------
@@ -311,11 +327,7 @@ class _PcaHnswlib:
         self.rows = rows
 
     def add(self, start: int, rows: FloatArray) -> None:
-        # The catalog's _quantize: scale = peak / 127, codes rounded to nearest.
-        peak = np.abs(rows).max(axis=1)
-        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-        self.codes[start : start + len(rows)] = np.rint(rows / scale[:, None])
-        self.scales[start : start + len(rows)] = scale
+        _int8_copy(self.codes, self.scales, start, rows)
         reduced = rows @ self.components.T
         self.index.add_items(reduced, np.arange(start, start + len(rows)), num_threads=-1)
 
@@ -331,9 +343,9 @@ class _PcaHnswlib:
         if self.rows is None:
             return [int(row) for row in rows[np.argsort(-scores, kind="stable")[:K]]]
         # As the catalog's exact path: the best 2k + margin by int8, re-scored in float32.
-        finalists = np.sort(rows[np.argsort(-scores, kind="stable")[: 2 * K + RESCORE_MARGIN]])
-        exact = np.asarray(self.rows[finalists], dtype=np.float32) @ q
-        return [int(row) for row in finalists[np.argsort(-exact, kind="stable")[:K]]]
+        return _f32_rescored(
+            self.rows, rows[np.argsort(-scores, kind="stable")[: 2 * K + RESCORE_MARGIN]], q
+        )
 
     def search(self, q: FloatArray, ef: int) -> list[int]:
         self.index.set_ef(max(ef, self.candidates))
@@ -372,10 +384,7 @@ class _Ivf:
         self.starts = np.zeros(lists + 1, dtype=np.int64)
 
     def add(self, start: int, rows: FloatArray) -> None:
-        peak = np.abs(rows).max(axis=1)
-        scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-        self.codes[start : start + len(rows)] = np.rint(rows / scale[:, None])
-        self.scales[start : start + len(rows)] = scale
+        _int8_copy(self.codes, self.scales, start, rows)
         self.filed[start : start + len(rows)] = np.argmax(rows @ self.centres.T, axis=1)
 
     def finish(self) -> None:
@@ -402,9 +411,7 @@ class _Ivf:
         approx = (self.codes[positions].astype(np.float32) @ q) * self.scales[positions]
         take = min(2 * K + RESCORE_MARGIN, positions.size)
         top = positions[np.argpartition(-approx, take - 1)[:take]]
-        finalists = np.sort(self.order[top])
-        exact = np.asarray(self.rows[finalists], dtype=np.float32) @ q
-        return [int(row) for row in finalists[np.argsort(-exact, kind="stable")[:K]]]
+        return _f32_rescored(self.rows, self.order[top], q)
 
     def search(self, q: FloatArray, ef: int) -> list[int]:
         return self._ranked(q, self._positions(q, ef))
